@@ -1,0 +1,245 @@
+//! The four handle objects, byte-exact. Each is a plain `malloc` block of the vendor's size
+//! (no vtable, no Rust allocation) so that a caller who inspects or interposes allocations
+//! sees what the vendor library produces. Layouts are pinned by the asserts at the bottom.
+//!
+//! [`Handle`] is how the rest of the crate reaches a live object: every field access is a
+//! short borrow that ends before any caller callback runs, because callbacks may re-enter
+//! the provider with the same context.
+#![allow(non_camel_case_types)]
+
+use core::ffi::{c_char, c_void, CStr};
+use core::fmt;
+use core::mem::{offset_of, size_of};
+use core::ptr::NonNull;
+
+use crate::abi::{nrtucode_coretype_t, nrtucode_platform_memhandle_t, nrtucode_platform_rw_t};
+
+/// Length of every friendly-name field that `snprintf`/`strncpy` may fill; the byte after
+/// it is forced to NUL.
+pub const NAME_LEN: usize = 0x20;
+
+/// `nrtucode_context_t`, malloc(0x28).
+#[repr(C)]
+pub struct nrtucode_context_t {
+    pub rw_impl: *const nrtucode_platform_rw_t,
+    pub memhandle_impl: *const nrtucode_platform_memhandle_t,
+    pub userdata: *mut c_void,
+    /// Capacity of `log_scratch`; grows, never shrinks.
+    pub log_scratch_size: u64,
+    pub log_scratch: *mut c_char,
+}
+
+/// `boot_state` values.
+pub const NOT_BOOTED: u32 = 0;
+pub const BOOTED_LEGACY: u32 = 1;
+
+/// `nrtucode_core_t`, malloc(0x70).
+#[repr(C)]
+pub struct nrtucode_core_t {
+    pub context: *mut nrtucode_context_t,
+    pub userdata: *mut c_void,
+    /// Stored as given; the DGE gates test it against the NX_POOL kinds.
+    pub coretype: nrtucode_coretype_t,
+    pub _pad0: u32,
+    pub iram_base: u64,
+    /// Base of the device control block (claim word, log ring, DGE, pc bounds).
+    pub dram_base: u64,
+    pub apb_base: u64,
+    pub boot_state: u32,
+    pub _pad1: u32,
+    /// The log ring's memhandle; NULL while logs are off.
+    pub log_memhandle: *mut c_void,
+    pub log_buf_size: u32,
+    /// Host-side tail of the log ring.
+    pub log_read_cursor: u32,
+    pub friendly_name: [c_char; NAME_LEN + 1],
+    pub _tail: [u8; 7],
+}
+
+/// `nrtucode_ll_t` (public name `nrtucode_loadable_library_t`), malloc(0x48).
+#[repr(C)]
+pub struct nrtucode_loadable_library_t {
+    pub context: *mut nrtucode_context_t,
+    /// Valid only while `prelinked_size != 0`.
+    pub device_memhandle: *mut c_void,
+    /// The resolved library index (record +0x18).
+    pub library_selector: u64,
+    /// Staged byte count (UCPL header + code + data); 0 when nothing was staged.
+    pub prelinked_size: u64,
+    pub friendly_name: [c_char; NAME_LEN + 1],
+    pub _tail: [u8; 7],
+}
+
+/// Number of opcode slots in an opset, and bytes in each specialization bitmap.
+pub const OPSET_SLOTS: usize = 256;
+pub const OPSET_BITMAP_LEN: usize = 0x100;
+
+/// `nrtucode_opset_t`, malloc(0x830).
+#[repr(C)]
+pub struct nrtucode_opset_t {
+    pub context: *mut nrtucode_context_t,
+    /// NULL, or a calloc(1, 0x100) specialization bitmap.
+    pub opcode_slot: [*mut u8; OPSET_SLOTS],
+    pub friendly_name: [c_char; 0x28],
+}
+
+const _: () = assert!(size_of::<nrtucode_context_t>() == 0x28);
+const _: () = assert!(offset_of!(nrtucode_context_t, rw_impl) == 0x00);
+const _: () = assert!(offset_of!(nrtucode_context_t, memhandle_impl) == 0x08);
+const _: () = assert!(offset_of!(nrtucode_context_t, userdata) == 0x10);
+const _: () = assert!(offset_of!(nrtucode_context_t, log_scratch_size) == 0x18);
+const _: () = assert!(offset_of!(nrtucode_context_t, log_scratch) == 0x20);
+
+const _: () = assert!(size_of::<nrtucode_core_t>() == 0x70);
+const _: () = assert!(offset_of!(nrtucode_core_t, context) == 0x00);
+const _: () = assert!(offset_of!(nrtucode_core_t, userdata) == 0x08);
+const _: () = assert!(offset_of!(nrtucode_core_t, coretype) == 0x10);
+const _: () = assert!(offset_of!(nrtucode_core_t, iram_base) == 0x18);
+const _: () = assert!(offset_of!(nrtucode_core_t, dram_base) == 0x20);
+const _: () = assert!(offset_of!(nrtucode_core_t, apb_base) == 0x28);
+const _: () = assert!(offset_of!(nrtucode_core_t, boot_state) == 0x30);
+const _: () = assert!(offset_of!(nrtucode_core_t, log_memhandle) == 0x38);
+const _: () = assert!(offset_of!(nrtucode_core_t, log_buf_size) == 0x40);
+const _: () = assert!(offset_of!(nrtucode_core_t, log_read_cursor) == 0x44);
+const _: () = assert!(offset_of!(nrtucode_core_t, friendly_name) == 0x48);
+const _: () = assert!(offset_of!(nrtucode_core_t, friendly_name) + NAME_LEN == 0x68);
+
+const _: () = assert!(size_of::<nrtucode_loadable_library_t>() == 0x48);
+const _: () = assert!(offset_of!(nrtucode_loadable_library_t, device_memhandle) == 0x08);
+const _: () = assert!(offset_of!(nrtucode_loadable_library_t, library_selector) == 0x10);
+const _: () = assert!(offset_of!(nrtucode_loadable_library_t, prelinked_size) == 0x18);
+const _: () = assert!(offset_of!(nrtucode_loadable_library_t, friendly_name) == 0x20);
+const _: () = assert!(offset_of!(nrtucode_loadable_library_t, friendly_name) + NAME_LEN == 0x40);
+
+const _: () = assert!(size_of::<nrtucode_opset_t>() == 0x830);
+const _: () = assert!(offset_of!(nrtucode_opset_t, opcode_slot) == 0x008);
+const _: () = assert!(offset_of!(nrtucode_opset_t, friendly_name) == 0x808);
+const _: () = assert!(offset_of!(nrtucode_opset_t, friendly_name) + NAME_LEN == 0x828);
+
+/// A live handle object created by this library. Holds no borrow: callers may re-enter
+/// through callbacks, so each access below is a short, self-contained borrow.
+pub struct Handle<T>(NonNull<T>);
+
+impl<T> Clone for Handle<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Handle<T> {}
+
+impl<T> Handle<T> {
+    /// # Safety
+    /// `ptr` must point to a live `T` made by this library's create function, not yet
+    /// destroyed, and not accessed concurrently from another thread during the call.
+    pub unsafe fn from_raw(ptr: NonNull<T>) -> Self {
+        Handle(ptr)
+    }
+
+    pub fn as_ptr(self) -> *mut T {
+        self.0.as_ptr()
+    }
+
+    /// Reads through a short shared borrow. `f` must not call back into the caller.
+    pub fn get<R>(self, f: impl FnOnce(&T) -> R) -> R {
+        // SAFETY: the constructor's contract makes the pointee live and unaliased by
+        // another thread; the borrow ends before any callback can re-enter.
+        f(unsafe { self.0.as_ref() })
+    }
+
+    /// Mutates through a short exclusive borrow. `f` must not call back into the caller.
+    pub fn update<R>(self, f: impl FnOnce(&mut T) -> R) -> R {
+        // SAFETY: as in `get`; no other borrow of the pointee is alive during `f`.
+        f(unsafe { &mut *self.0.as_ptr() })
+    }
+}
+
+/// Allocates `T` with libc `malloc(size_of::<T>())` and moves `value` in; None on OOM.
+pub fn malloc_object<T>(value: T) -> Option<NonNull<T>> {
+    // SAFETY: plain malloc of the struct's size; a non-NULL result is suitably aligned for
+    // any fundamental type (glibc guarantees 16), which covers every handle struct.
+    let p = unsafe { libc::malloc(size_of::<T>()) }.cast::<T>();
+    let p = NonNull::new(p)?;
+    // SAFETY: `p` is a fresh, exclusive, correctly sized allocation.
+    unsafe { p.as_ptr().write(value) };
+    Some(p)
+}
+
+/// Frees an object from [`malloc_object`]. The handle must not be used afterwards.
+pub fn free_object<T>(h: Handle<T>) {
+    // SAFETY: every Handle points to a malloc_object allocation (constructor contract);
+    // the handle types hold no Drop fields, so a plain free is complete.
+    unsafe { libc::free(h.as_ptr().cast()) }
+}
+
+/// Fills a friendly-name field as `snprintf(field, 0x21, "<type>@%p", obj)` does, then
+/// forces the NUL at `NAME_LEN`.
+pub fn default_name(field: &mut [c_char], type_name: &str, obj: *const c_void) {
+    let text = format!("{type_name}@{obj:p}");
+    store_name(field, text.as_bytes());
+}
+
+/// `strncpy(field, name, NAME_LEN)` followed by `field[NAME_LEN] = 0`.
+pub fn store_name(field: &mut [c_char], name: &[u8]) {
+    let n = name.iter().position(|&b| b == 0).unwrap_or(name.len()).min(NAME_LEN);
+    for (i, slot) in field.iter_mut().take(NAME_LEN).enumerate() {
+        *slot = if i < n { name[i] as c_char } else { 0 };
+    }
+    field[NAME_LEN] = 0;
+}
+
+/// The friendly name as printed with `%s`.
+pub fn name_str(field: &[c_char]) -> String {
+    let bytes: Vec<u8> = field.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Reads a caller's C string lazily, when (and only if) a log line is formatted, mirroring a
+/// `%s` argument that is only touched by vsnprintf.
+pub struct CStrArg(pub NonNull<c_char>);
+
+impl fmt::Display for CStrArg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // SAFETY: the caller passed a NUL-terminated string (the C API contract for names).
+        let s = unsafe { CStr::from_ptr(self.0.as_ptr()) };
+        f.write_str(&s.to_string_lossy())
+    }
+}
+
+/// Copies at most `NAME_LEN` bytes of a caller's C string, stopping at its NUL, as strncpy
+/// reads it (never past the first NUL or the limit).
+pub fn read_name_prefix(p: NonNull<c_char>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(NAME_LEN);
+    for i in 0..NAME_LEN {
+        // SAFETY: bytes up to and including the string's NUL are readable (C contract);
+        // the loop stops at the first NUL.
+        let b = unsafe { *p.as_ptr().add(i) } as u8;
+        if b == 0 {
+            break;
+        }
+        out.push(b);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_name_truncates_and_forces_nul() {
+        let mut f = [0x55 as c_char; NAME_LEN + 1];
+        store_name(&mut f, b"0123456789abcdef0123456789abcdefXYZ");
+        assert_eq!(name_str(&f), "0123456789abcdef0123456789abcdef");
+        assert_eq!(f[NAME_LEN], 0);
+        store_name(&mut f, b"ab");
+        assert_eq!(&f[..4], &[b'a' as c_char, b'b' as c_char, 0, 0]);
+        assert!(f[2..].iter().all(|&c| c == 0), "strncpy pads with NULs");
+    }
+
+    #[test]
+    fn default_name_is_type_at_pointer() {
+        let mut f = [0 as c_char; NAME_LEN + 1];
+        default_name(&mut f, "nrtucode_core_t", 0x5555_1234_5678usize as *const c_void);
+        assert_eq!(name_str(&f), "nrtucode_core_t@0x555512345678");
+    }
+}
