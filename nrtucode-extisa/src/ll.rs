@@ -98,10 +98,9 @@ fn scratch(len: usize) -> Result<Vec<u8>> {
 
 /// Allocates the device buffer, writes header, code and data, then applies the size cap.
 /// The cap is checked after the writes, as in the vendor library, and frees the buffer.
-/// On error the caller frees `ll`; any device buffer has already been freed.
+/// `ll` records the staged size only on success; on error any device buffer is freed.
 pub fn stage_prelinked(ctx: Ctx, ll: Ll, ucpl: &Ucpl, code: &[u8], data: &[u8]) -> Result {
     let size = u64::from(ucpl.data_seg_off) + u64::from(ucpl.data_seg_len);
-    ll.update(|l| l.prelinked_size = size);
     if size == 0 {
         return Ok(());
     }
@@ -126,6 +125,7 @@ pub fn stage_prelinked(ctx: Ctx, ll: Ll, ucpl: &Ucpl, code: &[u8], data: &[u8]) 
         ctx.device_free(dmh);
         return Err(Error::Enospc);
     }
+    ll.update(|l| l.prelinked_size = size);
     Ok(())
 }
 
