@@ -7,10 +7,14 @@
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::Arc;
 
-use super::tables::{self, UserdataGetter};
+use super::tables;
 use super::SimDevice;
 
 const RC_BAD_ARGUMENT: c_int = -1;
+
+/// The provider's `nrtucode_context_get_userdata`, as the simulated callbacks call it.
+#[allow(non_camel_case_types)]
+pub type nrt_sim_userdata_getter_t = Option<unsafe extern "C" fn(ctx: *mut c_void) -> *mut c_void>;
 
 fn guard<R>(f: impl FnOnce() -> R) -> R {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| std::process::abort())
@@ -45,7 +49,7 @@ pub unsafe extern "C" fn nrt_sim_device_destroy(dev: *const SimDevice) {
 /// Binds the provider's `nrtucode_context_get_userdata`; callbacks use it to find their
 /// device, as libnrt's do.
 #[no_mangle]
-pub extern "C" fn nrt_sim_bind_userdata_getter(getter: Option<UserdataGetter>) {
+pub extern "C" fn nrt_sim_bind_userdata_getter(getter: nrt_sim_userdata_getter_t) {
     if let Some(g) = getter {
         tables::bind_userdata_getter(g);
     }

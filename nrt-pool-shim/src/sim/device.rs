@@ -86,8 +86,8 @@ struct State {
     echo_logs: bool,
 }
 
-/// A simulated device. Share it as `Arc<SimDevice>`; the provider context's userdata is
-/// `Arc::as_ptr` of it while the context lives.
+/// A simulated device: the provider context's userdata points at it while the context
+/// lives (in Rust, `Arc::as_ptr` of an `Arc<SimDevice>` kept alive by the caller).
 pub struct SimDevice {
     state: Mutex<State>,
 }

@@ -43,8 +43,9 @@ pub unsafe extern "C" fn nrtucode_core_destroy(core: *mut nrtucode_core_t) -> nr
 #[no_mangle]
 pub unsafe extern "C" fn nrtucode_core_on_ucode_booted(
     core: *mut nrtucode_core_t,
-    _flavor: nrtucode_flavors_t,
+    flavor: nrtucode_flavors_t,
 ) -> nrtucode_result_t {
+    let _ = flavor; // libnrt passes DEFAULT; the provider never reads it.
     ffi_boundary!(call => result_code(claim::on_ucode_booted(super::core(call.non_null(core, "core")))))
 }
 

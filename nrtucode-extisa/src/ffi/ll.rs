@@ -16,13 +16,14 @@ use crate::ll::{self, Direction};
 #[no_mangle]
 pub unsafe extern "C" fn nrtucode_ll_get_libraries_from_opcodes(
     ct: nrtucode_coretype_t,
-    _opcodes: *const u8,
+    opcodes: *const u8,
     num_opcodes: usize,
-    _subopcodes: *const u8,
-    _num_subopcodes: usize,
+    subopcodes: *const u8,
+    num_subopcodes: usize,
     libs: *mut usize,
     num_libs: *mut usize,
 ) -> nrtucode_result_t {
+    let _ = (opcodes, subopcodes, num_subopcodes); // never read, as in the vendor library
     ffi_boundary!(call => {
         let libs = call.non_null(libs, "libs");
         let num_libs = call.non_null(num_libs, "num_libs");
