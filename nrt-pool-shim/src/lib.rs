@@ -1,8 +1,15 @@
 //! The host half no vendor file gives you.
 //!
-//! Today this crate holds the simulated Neuron device ([`sim`]): memory-backed control
-//! blocks and memhandles behind the two callback tables a microcode provider calls, so the
-//! provider (ours or the vendor's) can be driven exactly as libnrt drives it, without
-//! hardware. `libnrt_pool_shim.so` exports its C API (`include/nrt_sim_device.h`).
+//! - [`sim`]: a simulated Neuron device (memory-backed control blocks and memhandles behind
+//!   the rw and memhandle callback tables), with a C API (`include/nrt_sim_device.h`).
+//! - [`facade`]: libnrt's side of the microcode provider: the dlopen, the 30-symbol bind in
+//!   libnrt's order and the API-level check, for ours or the vendor's library.
+//! - [`bringup`]: libnrt's init -> bring-up -> load -> query -> teardown sequence on the
+//!   simulated device (`nrt-pool bringup`, run by `make demo`).
+//!
+//! The Pool-engine emulator, `nrt_set_pool_eng_ucode` and the launch FFI come next (see the
+//! project's issues); nothing here pretends to provide them yet.
 
+pub mod bringup;
+pub mod facade;
 pub mod sim;

@@ -78,14 +78,13 @@ pub unsafe extern "C" fn nrtucode_core_set_friendly_name(core: *mut nrtucode_cor
     })
 }
 
-/// The core's name, inside the handle. No NULL guard.
+/// The core's name, inside the handle: `core + 0x48`, computed without a guard or a read
+/// (a NULL core yields 0x48, as in the vendor library).
 #[no_mangle]
-pub unsafe extern "C" fn nrtucode_core_get_friendly_name(core: *mut nrtucode_core_t) -> *const c_char {
-    ffi_boundary!(call => {
-        let core = call.unguarded(core);
-        // SAFETY: in-bounds field address of a live core; nothing is read.
-        unsafe { ptr::addr_of!((*core.as_ptr()).friendly_name) }.cast::<c_char>()
-    })
+pub extern "C" fn nrtucode_core_get_friendly_name(core: *mut nrtucode_core_t) -> *const c_char {
+    core.cast::<u8>()
+        .wrapping_add(::core::mem::offset_of!(nrtucode_core_t, friendly_name))
+        .cast::<c_char>()
 }
 
 /// Enables the device log ring with the default size (0x20000 bytes).
