@@ -12,6 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+/** A simulated device (opaque). */
+typedef struct nrt_sim_device nrt_sim_device_t;
+
 
 /**
  * The provider's `nrtucode_context_get_userdata`, as the simulated callbacks call it.

@@ -356,7 +356,8 @@ nrtucode_coretype_t nrtucode_core_get_coretype(nrtucode_core_t *core);
 void nrtucode_core_set_friendly_name(nrtucode_core_t *core, const char *name);
 
 /**
- * The core's name, inside the handle. No NULL guard.
+ * The core's name, inside the handle: `core + 0x48`, computed without a guard or a read
+ * (a NULL core yields 0x48, as in the vendor library).
  */
 const char *nrtucode_core_get_friendly_name(nrtucode_core_t *core);
 

@@ -15,9 +15,13 @@ pub fn null_abort(func: &str, arg: &str) -> ! {
 /// process dies of SIGSEGV with nothing on stderr. Dereferencing NULL is undefined behaviour
 /// in Rust, so the same outcome is produced deliberately (docs/decisions.md, "Unguarded NULL").
 pub fn unguarded_null() -> ! {
-    // SAFETY: raising a signal has no memory-safety preconditions. If a handler returns
-    // (or the signal is ignored) we still must not continue, hence the abort.
+    // SAFETY: raising a signal and resetting its disposition have no memory-safety
+    // preconditions. A real fault whose handler returns faults again on the same
+    // instruction; the second, default-disposition raise stands for that. Should even
+    // that return (signal blocked), we still must not continue.
     unsafe {
+        libc::raise(libc::SIGSEGV);
+        libc::signal(libc::SIGSEGV, libc::SIG_DFL);
         libc::raise(libc::SIGSEGV);
     }
     std::process::abort()

@@ -1,0 +1,46 @@
+//! `make demo`'s sequence (nrt-pool bringup) against the built provider: the report holds
+//! the exact records, the drained device logs and a clean teardown.
+
+use std::process::Command;
+
+use nrt_pool_shim::bringup;
+
+#[test]
+fn bringup_reports_records_logs_and_clean_teardown() {
+    std::env::remove_var(bringup::IMAGE_DIR_ENV);
+    let report = bringup::run(&abi_tests::provider()).expect("bring-up sequence");
+    assert_eq!(report.load_records.len(), 1);
+    let load = report.load_records[0];
+    assert_eq!(&load[..2], &[0x95, 0x10]);
+    assert_eq!((load[0x0c], load[0x0d]), (1, 0xFF));
+    assert!(load[0x10..].iter().all(|&b| b == 0), "SUNDA: nothing staged, selector 0");
+    assert_eq!(report.unload_records[0][0x0c], 2);
+    assert_eq!(report.drained_logs.len(), 2);
+    assert!(report.drained_logs[1].starts_with("ND[0]NC[0].Q7_POOL[0]: Q7_POOL firmware:"));
+    assert_eq!(report.live_memhandles_after, 0);
+    let text = report.to_string();
+    for phase in ["init\n", "bring-up\n", "load\n", "query\n", "teardown\n"] {
+        assert!(text.contains(phase), "phase {phase:?} in report");
+    }
+}
+
+#[test]
+fn cli_bringup_and_usage() {
+    let cli = abi_tests::artifact("nrt-pool");
+    let ok = Command::new(&cli)
+        .args(["bringup", "--provider"])
+        .arg(abi_tests::provider())
+        .env_remove(bringup::IMAGE_DIR_ENV)
+        .output()
+        .unwrap();
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("ok: "));
+
+    let missing = Command::new(&cli).args(["bringup", "--provider", "/nonexistent/libnrtucode_extisa.so"]).output().unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot load /nonexistent/libnrtucode_extisa.so"));
+
+    let usage = Command::new(&cli).arg("frobnicate").output().unwrap();
+    assert_eq!(usage.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&usage.stderr).starts_with("usage: nrt-pool"));
+}
