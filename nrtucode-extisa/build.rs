@@ -13,7 +13,11 @@ fn main() {
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(String::from)
         .collect();
-    assert_eq!(names.len(), 52, "exports.txt must list exactly the 52 nrtucode_* exports");
+    assert_eq!(
+        names.len(),
+        52,
+        "exports.txt must list exactly the 52 nrtucode_* exports"
+    );
     let mut script = String::from("{\n  global:\n");
     for n in &names {
         script.push_str(&format!("    {n};\n"));
@@ -21,6 +25,9 @@ fn main() {
     script.push_str("  local:\n    *;\n};\n");
     let out = PathBuf::from(env::var("OUT_DIR").unwrap()).join("exports.map");
     fs::write(&out, script).unwrap();
-    println!("cargo:rustc-cdylib-link-arg=-Wl,--version-script={}", out.display());
+    println!(
+        "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
+        out.display()
+    );
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libnrtucode_extisa.so");
 }

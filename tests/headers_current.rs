@@ -3,8 +3,14 @@
 //! rewrites them.
 
 const GENERATED: &[(&str, &str)] = &[
-    ("nrtucode_extisa.h", include_str!(concat!(env!("OUT_DIR"), "/nrtucode_extisa.h"))),
-    ("nrt_sim_device.h", include_str!(concat!(env!("OUT_DIR"), "/nrt_sim_device.h"))),
+    (
+        "nrtucode_extisa.h",
+        include_str!(concat!(env!("OUT_DIR"), "/nrtucode_extisa.h")),
+    ),
+    (
+        "nrt_sim_device.h",
+        include_str!(concat!(env!("OUT_DIR"), "/nrt_sim_device.h")),
+    ),
 ];
 
 #[test]

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 /// The directory holding `libnrtucode_extisa.so`, `libnrt_pool_shim.so` and the binaries.
 pub fn artifacts() -> PathBuf {
-    std::env::var_os("GPSIMD_ARTIFACTS").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release")
-    })
+    std::env::var_os("GPSIMD_ARTIFACTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release"))
 }
 
 /// An artifact that must exist; a clear message otherwise.

@@ -13,7 +13,10 @@ fn bringup_reports_records_logs_and_clean_teardown() {
     let load = report.load_records[0];
     assert_eq!(&load[..2], &[0x95, 0x10]);
     assert_eq!((load[0x0c], load[0x0d]), (1, 0xFF));
-    assert!(load[0x10..].iter().all(|&b| b == 0), "SUNDA: nothing staged, selector 0");
+    assert!(
+        load[0x10..].iter().all(|&b| b == 0),
+        "SUNDA: nothing staged, selector 0"
+    );
     assert_eq!(report.unload_records[0][0x0c], 2);
     assert_eq!(report.drained_logs.len(), 2);
     assert!(report.drained_logs[1].starts_with("ND[0]NC[0].Q7_POOL[0]: Q7_POOL firmware:"));
@@ -33,12 +36,24 @@ fn cli_bringup_and_usage() {
         .env_remove(bringup::IMAGE_DIR_ENV)
         .output()
         .unwrap();
-    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
     assert!(String::from_utf8_lossy(&ok.stdout).contains("ok: "));
 
-    let missing = Command::new(&cli).args(["bringup", "--provider", "/nonexistent/libnrtucode_extisa.so"]).output().unwrap();
+    let missing = Command::new(&cli)
+        .args([
+            "bringup",
+            "--provider",
+            "/nonexistent/libnrtucode_extisa.so",
+        ])
+        .output()
+        .unwrap();
     assert_eq!(missing.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot load /nonexistent/libnrtucode_extisa.so"));
+    assert!(String::from_utf8_lossy(&missing.stderr)
+        .contains("cannot load /nonexistent/libnrtucode_extisa.so"));
 
     let usage = Command::new(&cli).arg("frobnicate").output().unwrap();
     assert_eq!(usage.status.code(), Some(2));

@@ -11,7 +11,11 @@ fn build(dir: &Path) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     // The simulated device library sits beside the program, not beside the provider, so
     // the program's own search path cannot find the provider by accident.
-    std::fs::copy(abi_tests::artifact("libnrt_pool_shim.so"), dir.join("libnrt_pool_shim.so")).unwrap();
+    std::fs::copy(
+        abi_tests::artifact("libnrt_pool_shim.so"),
+        dir.join("libnrt_pool_shim.so"),
+    )
+    .unwrap();
     let exe = dir.join("libnrt_sequence");
     let out = Command::new("gcc")
         .args(["-std=gnu11", "-Wall", "-Werror", "-O1"])
@@ -26,7 +30,11 @@ fn build(dir: &Path) -> PathBuf {
         .args(["-lnrt_pool_shim", "-ldl"])
         .output()
         .expect("run gcc");
-    assert!(out.status.success(), "gcc failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "gcc failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     exe
 }
 
@@ -44,7 +52,11 @@ fn run(exe: &Path, env: &[(&str, &Path)]) -> Output {
 fn assert_pass(out: &Output, how: &str) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        out.status.success() && stdout.lines().last().is_some_and(|l| l.starts_with("PASS: ")),
+        out.status.success()
+            && stdout
+                .lines()
+                .last()
+                .is_some_and(|l| l.starts_with("PASS: ")),
         "{how}: {:?}\n{stdout}\n{}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
@@ -65,10 +77,17 @@ fn c_program_runs_libnrts_sequence() {
     let provider = abi_tests::provider();
     let artifacts = provider.parent().unwrap();
 
-    assert_pass(&run(&exe, &[("LD_LIBRARY_PATH", artifacts)]), "by LD_LIBRARY_PATH");
+    assert_pass(
+        &run(&exe, &[("LD_LIBRARY_PATH", artifacts)]),
+        "by LD_LIBRARY_PATH",
+    );
     assert_pass(&run(&exe, &[("LD_PRELOAD", &provider)]), "by LD_PRELOAD");
 
     let missing = run(&exe, &[]);
-    assert_eq!(missing.status.code(), Some(1), "no provider reachable: a clean failure");
+    assert_eq!(
+        missing.status.code(),
+        Some(1),
+        "no provider reachable: a clean failure"
+    );
     assert!(String::from_utf8_lossy(&missing.stderr).contains("dlopen: "));
 }

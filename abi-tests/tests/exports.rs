@@ -8,7 +8,11 @@ use std::process::Command;
 use object::{Object, ObjectSymbol};
 
 fn committed_list() -> BTreeSet<String> {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../nrtucode-extisa/exports.txt")).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../nrtucode-extisa/exports.txt"
+    ))
+    .unwrap();
     text.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
@@ -19,8 +23,16 @@ fn committed_list() -> BTreeSet<String> {
 #[test]
 fn nm_defined_dynamic_symbols_equal_the_committed_list() {
     let so = abi_tests::provider();
-    let out = Command::new("nm").args(["-D", "--defined-only"]).arg(&so).output().expect("run nm");
-    assert!(out.status.success(), "nm failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&so)
+        .output()
+        .expect("run nm");
+    assert!(
+        out.status.success(),
+        "nm failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut types = BTreeSet::new();
     let exported: BTreeSet<String> = String::from_utf8(out.stdout)
         .unwrap()
@@ -37,11 +49,25 @@ fn nm_defined_dynamic_symbols_equal_the_committed_list() {
     assert_eq!(want.len(), 52);
     let extra: Vec<_> = exported.difference(&want).collect();
     let missing: Vec<_> = want.difference(&exported).collect();
-    assert!(extra.is_empty(), "exported but not in the contract: {extra:?}");
-    assert!(missing.is_empty(), "in the contract but not exported: {missing:?}");
-    assert_eq!(types, BTreeSet::from(["T".to_string()]), "all exports are text symbols");
-    let families = ["get_", "context_", "core_", "ll_", "opset_"]
-        .map(|f| exported.iter().filter(|s| s.starts_with(&format!("nrtucode_{f}"))).count());
+    assert!(
+        extra.is_empty(),
+        "exported but not in the contract: {extra:?}"
+    );
+    assert!(
+        missing.is_empty(),
+        "in the contract but not exported: {missing:?}"
+    );
+    assert_eq!(
+        types,
+        BTreeSet::from(["T".to_string()]),
+        "all exports are text symbols"
+    );
+    let families = ["get_", "context_", "core_", "ll_", "opset_"].map(|f| {
+        exported
+            .iter()
+            .filter(|s| s.starts_with(&format!("nrtucode_{f}")))
+            .count()
+    });
     assert_eq!(families, [7, 5, 22, 9, 9]);
 }
 
@@ -49,7 +75,11 @@ fn nm_defined_dynamic_symbols_equal_the_committed_list() {
 fn soname_and_imports() {
     let bytes = std::fs::read(abi_tests::provider()).unwrap();
     let file = object::File::parse(&*bytes).unwrap();
-    let out = Command::new("readelf").arg("-d").arg(abi_tests::provider()).output().unwrap();
+    let out = Command::new("readelf")
+        .arg("-d")
+        .arg(abi_tests::provider())
+        .output()
+        .unwrap();
     let dynamic = String::from_utf8_lossy(&out.stdout);
     assert!(
         dynamic.contains("Library soname: [libnrtucode_extisa.so]"),
@@ -62,7 +92,13 @@ fn soname_and_imports() {
         .filter_map(|s| s.name().ok().map(String::from))
         .collect();
     for forbidden in ["dlopen", "dlsym"] {
-        assert!(!imports.iter().any(|i| i == forbidden), "imports {forbidden}");
+        assert!(
+            !imports.iter().any(|i| i == forbidden),
+            "imports {forbidden}"
+        );
     }
-    assert!(!imports.iter().any(|i| i.starts_with("nrt")), "imports a Neuron symbol: {imports:?}");
+    assert!(
+        !imports.iter().any(|i| i.starts_with("nrt")),
+        "imports a Neuron symbol: {imports:?}"
+    );
 }

@@ -13,7 +13,11 @@ fn every_scenario_ends_as_the_contract_says() {
     let provider = abi_tests::provider();
     let images = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(images.path().join("ext-isa/ct6")).unwrap();
-    std::fs::write(images.path().join("ext-isa/ct6/lib0.elf"), b"synthetic SUNDA library").unwrap();
+    std::fs::write(
+        images.path().join("ext-isa/ct6/lib0.elf"),
+        b"synthetic SUNDA library",
+    )
+    .unwrap();
 
     let list = Command::new(&probe).arg("--list").output().unwrap();
     let list = String::from_utf8(list.stdout).unwrap();
@@ -34,19 +38,32 @@ fn every_scenario_ends_as_the_contract_says() {
         let ok = match words[1..] {
             ["abort", func, arg] => {
                 out.status.signal() == Some(libc::SIGABRT)
-                    && stderr == format!("nrtucode: invalid API usage in `{func}`: `{arg}` is null\n")
+                    && stderr
+                        == format!("nrtucode: invalid API usage in `{func}`: `{arg}` is null\n")
             }
             ["segv"] => out.status.signal() == Some(libc::SIGSEGV) && stderr.is_empty(),
             ["exit", rc] => {
-                let want_stderr = if words[0] == "get_memory_image.mplus" { MPLUS_NOTICE } else { "" };
+                let want_stderr = if words[0] == "get_memory_image.mplus" {
+                    MPLUS_NOTICE
+                } else {
+                    ""
+                };
                 out.status.success() && stdout == rc && stderr == want_stderr
             }
             _ => panic!("bad scenario line {line}"),
         };
         if !ok {
-            failures.push(format!("{line}: status {:?}, stdout {stdout:?}, stderr {stderr:?}", out.status));
+            failures.push(format!(
+                "{line}: status {:?}, stdout {stdout:?}, stderr {stderr:?}",
+                out.status
+            ));
         }
     }
     assert!(count >= 60, "only {count} scenarios listed");
-    assert!(failures.is_empty(), "{} scenario(s) failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} scenario(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

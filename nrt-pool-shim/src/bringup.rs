@@ -77,13 +77,22 @@ pub const IMAGE_DIR_ENV: &str = "NRTUCODE_EXTISA_IMAGE_DIR";
 impl ImageDir {
     pub fn from_env_or_synthetic() -> std::io::Result<ImageDir> {
         if let Some(dir) = std::env::var_os(IMAGE_DIR_ENV).filter(|d| !d.is_empty()) {
-            return Ok(ImageDir { path: dir.into(), synthetic: false });
+            return Ok(ImageDir {
+                path: dir.into(),
+                synthetic: false,
+            });
         }
         let path = std::env::temp_dir().join(format!("nrt-pool-images-{}", std::process::id()));
         let lib = path.join("ext-isa/ct6");
         std::fs::create_dir_all(&lib)?;
-        std::fs::write(lib.join("lib0.elf"), b"synthetic SUNDA ext-ISA library (not parsed)\n")?;
-        Ok(ImageDir { path, synthetic: true })
+        std::fs::write(
+            lib.join("lib0.elf"),
+            b"synthetic SUNDA ext-ISA library (not parsed)\n",
+        )?;
+        Ok(ImageDir {
+            path,
+            synthetic: true,
+        })
     }
 }
 
@@ -102,13 +111,19 @@ struct Run<'a> {
 
 impl Run<'_> {
     fn step(&mut self, phase: &'static str, what: impl Into<String>) {
-        self.report.steps.push(Step { phase, what: what.into() });
+        self.report.steps.push(Step {
+            phase,
+            what: what.into(),
+        });
     }
 
     /// A provider call that must succeed.
     fn ok(&mut self, phase: &'static str, step: &str, rc: u32) -> Result<(), BringupError> {
         if rc != 0 {
-            return Err(BringupError::Call { step: step.into(), rc });
+            return Err(BringupError::Call {
+                step: step.into(),
+                rc,
+            });
         }
         self.step(phase, format!("{step} -> 0"));
         Ok(())
@@ -132,11 +147,32 @@ pub fn run(provider: &Path) -> Result<Report, BringupError> {
     // The simulated callbacks reach the device through the provider's userdata getter.
     tables::bind_userdata_getter(api.context_get_userdata);
     let dev = SimDevice::new();
-    let mut run = Run { api, report: Report::default() };
-    run.step("init", format!("dlopen {} and bind 30 symbols in libnrt's order", provider.display()));
-    run.step("init", format!("api level 3; build {}; git {}", facade.build_version, facade.git_version));
+    let mut run = Run {
+        api,
+        report: Report::default(),
+    };
+    run.step(
+        "init",
+        format!(
+            "dlopen {} and bind 30 symbols in libnrt's order",
+            provider.display()
+        ),
+    );
+    run.step(
+        "init",
+        format!(
+            "api level 3; build {}; git {}",
+            facade.build_version, facade.git_version
+        ),
+    );
     if images.synthetic {
-        run.step("init", format!("images: synthetic SUNDA library in {}", images.path.display()));
+        run.step(
+            "init",
+            format!(
+                "images: synthetic SUNDA library in {}",
+                images.path.display()
+            ),
+        );
     } else {
         run.step("init", format!("images: {}", images.path.display()));
     }
@@ -149,41 +185,93 @@ pub fn run(provider: &Path) -> Result<Report, BringupError> {
 
         // LOAD
         let mut nlibs = 0usize;
-        run.ok("load", "get_num_ext_isa_libs(SUNDA_Q7_POOL)", (api.get_num_ext_isa_libs)(SUNDA_Q7_POOL, &mut nlibs))?;
-        check(nlibs == 1, || format!("SUNDA has one ext-ISA library, provider says {nlibs}"))?;
+        run.ok(
+            "load",
+            "get_num_ext_isa_libs(SUNDA_Q7_POOL)",
+            (api.get_num_ext_isa_libs)(SUNDA_Q7_POOL, &mut nlibs),
+        )?;
+        check(nlibs == 1, || {
+            format!("SUNDA has one ext-ISA library, provider says {nlibs}")
+        })?;
         let mut libs = [usize::MAX; 1];
         let mut nl = 0usize;
         let opcodes = [0xF0u8, 0x41];
         run.ok(
             "load",
             "ll_get_libraries_from_opcodes",
-            (api.ll_get_libraries_from_opcodes)(SUNDA_Q7_POOL, opcodes.as_ptr(), 2, std::ptr::null(), 0, libs.as_mut_ptr(), &mut nl),
+            (api.ll_get_libraries_from_opcodes)(
+                SUNDA_Q7_POOL,
+                opcodes.as_ptr(),
+                2,
+                std::ptr::null(),
+                0,
+                libs.as_mut_ptr(),
+                &mut nl,
+            ),
         )?;
-        check(nl == 1 && libs[0] == 0, || format!("libraries {:?} (n={nl})", libs))?;
+        check(nl == 1 && libs[0] == 0, || {
+            format!("libraries {:?} (n={nl})", libs)
+        })?;
         let mut ll: LlHandle = std::ptr::null_mut();
-        run.ok("load", "ll_create(q7 ctx, SUNDA_Q7_POOL, DEFAULT, 0)", (api.ll_create)(q7.ctx, SUNDA_Q7_POOL, 0, 0, &mut ll))?;
+        run.ok(
+            "load",
+            "ll_create(q7 ctx, SUNDA_Q7_POOL, DEFAULT, 0)",
+            (api.ll_create)(q7.ctx, SUNDA_Q7_POOL, 0, 0, &mut ll),
+        )?;
         let name = CString::new("ND[0]NC[0].loadable_library[0]").unwrap();
         (api.ll_set_friendly_name)(ll, name.as_ptr());
-        run.report.load_records = sequence(&mut run, "ll_get_load_sequence", api.ll_get_load_sequence, ll, q7.core)?;
+        run.report.load_records = sequence(
+            &mut run,
+            "ll_get_load_sequence",
+            api.ll_get_load_sequence,
+            ll,
+            q7.core,
+        )?;
         let r = run.report.load_records[0];
-        check(u16::from_le_bytes([r[0], r[1]]) == 0x1095 && r[0x0c] == 1 && r[0x0d] == 0xFF, || {
-            format!("load record header {:02x?}", &r[..0x10])
-        })?;
+        check(
+            u16::from_le_bytes([r[0], r[1]]) == 0x1095 && r[0x0c] == 1 && r[0x0d] == 0xFF,
+            || format!("load record header {:02x?}", &r[..0x10]),
+        )?;
 
         // QUERY / CONFIG (the DGE calls need the NX POOL core)
         let classes = [64u32, 128, 256, 512];
-        run.ok("query", "dge_set_priority_class_map(nx, [64,128,256,512])", (api.core_dge_set_priority_class_map)(nx.core, classes.as_ptr(), 4))?;
+        run.ok(
+            "query",
+            "dge_set_priority_class_map(nx, [64,128,256,512])",
+            (api.core_dge_set_priority_class_map)(nx.core, classes.as_ptr(), 4),
+        )?;
         let mut mailboxes = 0u64;
-        run.ok("query", "get_dge_mailbox_addr(nx, 2)", (api.core_get_dge_mailbox_addr)(nx.core, 2, &mut mailboxes))?;
-        check(mailboxes == NX_POOL_DRAM + 0x28, || format!("mailbox address 0x{mailboxes:x}"))?;
-        run.step("query", format!("  mailboxes at 0x{mailboxes:x}; mailboxes 2 and 3 reset to 0xFFFFFF00"));
-        run.ok("query", "enable_pc_bounds_check(nx, 0x1000000, 0x1020000)", (api.core_enable_pc_bounds_check)(nx.core, 0x0100_0000, 0x0102_0000))?;
-        run.ok("query", "disable_pc_bounds_check(nx)", (api.core_disable_pc_bounds_check)(nx.core))?;
+        run.ok(
+            "query",
+            "get_dge_mailbox_addr(nx, 2)",
+            (api.core_get_dge_mailbox_addr)(nx.core, 2, &mut mailboxes),
+        )?;
+        check(mailboxes == NX_POOL_DRAM + 0x28, || {
+            format!("mailbox address 0x{mailboxes:x}")
+        })?;
+        run.step(
+            "query",
+            format!("  mailboxes at 0x{mailboxes:x}; mailboxes 2 and 3 reset to 0xFFFFFF00"),
+        );
+        run.ok(
+            "query",
+            "enable_pc_bounds_check(nx, 0x1000000, 0x1020000)",
+            (api.core_enable_pc_bounds_check)(nx.core, 0x0100_0000, 0x0102_0000),
+        )?;
+        run.ok(
+            "query",
+            "disable_pc_bounds_check(nx)",
+            (api.core_disable_pc_bounds_check)(nx.core),
+        )?;
 
         // The firmware logs; the host drains the ring.
         for (core, dram) in [(&nx, NX_POOL_DRAM), (&q7, Q7_POOL_DRAM)] {
             let kept = dev
-                .firmware_log(dram, 1, &format!("{} firmware: custom-op library loaded\n", core.label))
+                .firmware_log(
+                    dram,
+                    1,
+                    &format!("{} firmware: custom-op library loaded\n", core.label),
+                )
                 .map_err(|e| BringupError::Check(e.to_string()))?;
             check(kept, || "firmware log record dropped".into())?;
         }
@@ -191,7 +279,11 @@ pub fn run(provider: &Path) -> Result<Report, BringupError> {
 
         // TEARDOWN
         for core in [&nx, &q7] {
-            run.ok("teardown", &format!("core_print_logs({})", core.label), (api.core_print_logs)(core.core))?;
+            run.ok(
+                "teardown",
+                &format!("core_print_logs({})", core.label),
+                (api.core_print_logs)(core.core),
+            )?;
         }
         run.report.drained_logs = dev
             .host_logs()
@@ -202,21 +294,45 @@ pub fn run(provider: &Path) -> Result<Report, BringupError> {
         for l in run.report.drained_logs.clone() {
             run.step("teardown", format!("  device log: {l}"));
         }
-        check(run.report.drained_logs.len() == 2, || format!("drained {:?}", run.report.drained_logs))?;
-        run.report.unload_records = sequence(&mut run, "ll_get_unload_sequence", api.ll_get_unload_sequence, ll, q7.core)?;
+        check(run.report.drained_logs.len() == 2, || {
+            format!("drained {:?}", run.report.drained_logs)
+        })?;
+        run.report.unload_records = sequence(
+            &mut run,
+            "ll_get_unload_sequence",
+            api.ll_get_unload_sequence,
+            ll,
+            q7.core,
+        )?;
         run.ok("teardown", "ll_destroy", (api.ll_destroy)(ll))?;
         for core in [nx, q7] {
             let ctx = (api.core_get_context)(core.core);
-            check(ctx == core.ctx, || "core_get_context returned another context".into())?;
-            run.ok("teardown", &format!("core_destroy({})", core.label), (api.core_destroy)(core.core))?;
-            let word = dev.peek_u32(core.dram).map_err(|e| BringupError::Check(e.to_string()))?;
-            check(word == CLAIM_UNCLAIMED, || format!("claim word 0x{word:08x} after release"))?;
+            check(ctx == core.ctx, || {
+                "core_get_context returned another context".into()
+            })?;
+            run.ok(
+                "teardown",
+                &format!("core_destroy({})", core.label),
+                (api.core_destroy)(core.core),
+            )?;
+            let word = dev
+                .peek_u32(core.dram)
+                .map_err(|e| BringupError::Check(e.to_string()))?;
+            check(word == CLAIM_UNCLAIMED, || {
+                format!("claim word 0x{word:08x} after release")
+            })?;
             run.step("teardown", format!("  claim word released: 0x{word:08X}"));
-            run.ok("teardown", &format!("context_destroy({})", core.label), (api.context_destroy)(ctx))?;
+            run.ok(
+                "teardown",
+                &format!("context_destroy({})", core.label),
+                (api.context_destroy)(ctx),
+            )?;
         }
     }
     run.report.live_memhandles_after = dev.live_memhandles();
-    check(run.report.live_memhandles_after == 0, || "device memory leaked".into())?;
+    check(run.report.live_memhandles_after == 0, || {
+        "device memory leaked".into()
+    })?;
     run.report.provider_log_lines = dev.host_logs().len();
     Ok(run.report)
 }
@@ -237,11 +353,16 @@ unsafe fn bring_up(
     label: &'static str,
 ) -> Result<BroughtUp, BringupError> {
     let api = run.api;
-    dev.map_control_block(dram).map_err(|e| BringupError::Check(e.to_string()))?;
+    dev.map_control_block(dram)
+        .map_err(|e| BringupError::Check(e.to_string()))?;
     let mut ctx: Ctx = std::ptr::null_mut();
     // SAFETY: the function's contract (see `run`).
     unsafe {
-        run.ok("bring-up", &format!("context_create(3) for {label}"), (api.context_create)(3, tables_rw(), &mut ctx))?;
+        run.ok(
+            "bring-up",
+            &format!("context_create(3) for {label}"),
+            (api.context_create)(3, tables_rw(), &mut ctx),
+        )?;
         (api.context_set_memhandle_impl)(ctx, tables_memhandle());
         let mut core: CoreHandle = std::ptr::null_mut();
         run.ok(
@@ -252,16 +373,37 @@ unsafe fn bring_up(
         (api.context_set_userdata)(ctx, Arc::as_ptr(dev) as *mut c_void);
         let name = CString::new(format!("ND[0]NC[0].{label}[0]")).unwrap();
         (api.core_set_friendly_name)(core, name.as_ptr());
-        run.ok("bring-up", &format!("core_on_ucode_booted({label})"), (api.core_on_ucode_booted)(core, 0))?;
-        let word = dev.peek_u32(dram).map_err(|e| BringupError::Check(e.to_string()))?;
-        check(word == CLAIM_CLAIMED, || format!("claim word 0x{word:08x} after claim"))?;
-        run.step("bring-up", format!("  claim word 0x{CLAIM_UNCLAIMED:08X} -> 0x{word:08X}"));
-        run.ok("bring-up", &format!("core_enable_logs({label})"), (api.core_enable_logs)(core))?;
-        Ok(BroughtUp { ctx, core, dram, label })
+        run.ok(
+            "bring-up",
+            &format!("core_on_ucode_booted({label})"),
+            (api.core_on_ucode_booted)(core, 0),
+        )?;
+        let word = dev
+            .peek_u32(dram)
+            .map_err(|e| BringupError::Check(e.to_string()))?;
+        check(word == CLAIM_CLAIMED, || {
+            format!("claim word 0x{word:08x} after claim")
+        })?;
+        run.step(
+            "bring-up",
+            format!("  claim word 0x{CLAIM_UNCLAIMED:08X} -> 0x{word:08X}"),
+        );
+        run.ok(
+            "bring-up",
+            &format!("core_enable_logs({label})"),
+            (api.core_enable_logs)(core),
+        )?;
+        Ok(BroughtUp {
+            ctx,
+            core,
+            dram,
+            label,
+        })
     }
 }
 
-type SequenceFn = unsafe extern "C" fn(LlHandle, CoreHandle, usize, *mut std::ffi::c_char, *mut usize) -> u32;
+type SequenceFn =
+    unsafe extern "C" fn(LlHandle, CoreHandle, usize, *mut std::ffi::c_char, *mut usize) -> u32;
 
 #[repr(C, align(8))]
 struct RecordBuffer([u8; RECORD_LEN * RECORD_CAPACITY]);
@@ -277,11 +419,21 @@ unsafe fn sequence(
     let mut n = 0usize;
     // SAFETY: an 8-byte aligned buffer of RECORD_CAPACITY records.
     let rc = unsafe { f(ll, core, RECORD_CAPACITY, buf.0.as_mut_ptr().cast(), &mut n) };
-    let phase = if name.contains("unload") { "teardown" } else { "load" };
+    let phase = if name.contains("unload") {
+        "teardown"
+    } else {
+        "load"
+    };
     run.ok(phase, &format!("{name} -> {n} record(s)"), rc)?;
-    check((1..=RECORD_CAPACITY).contains(&n), || format!("{n} records"))?;
-    let records: Vec<[u8; RECORD_LEN]> =
-        buf.0.chunks(RECORD_LEN).take(n).map(|c| c.try_into().expect("record")).collect();
+    check((1..=RECORD_CAPACITY).contains(&n), || {
+        format!("{n} records")
+    })?;
+    let records: Vec<[u8; RECORD_LEN]> = buf
+        .0
+        .chunks(RECORD_LEN)
+        .take(n)
+        .map(|c| c.try_into().expect("record"))
+        .collect();
     for r in &records {
         run.step(phase, format!("  {}", describe_record(r)));
     }

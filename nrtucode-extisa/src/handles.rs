@@ -180,7 +180,11 @@ pub fn default_name(field: &mut [c_char], type_name: &str, obj: *const c_void) {
 
 /// `strncpy(field, name, NAME_LEN)` followed by `field[NAME_LEN] = 0`.
 pub fn store_name(field: &mut [c_char], name: &[u8]) {
-    let n = name.iter().position(|&b| b == 0).unwrap_or(name.len()).min(NAME_LEN);
+    let n = name
+        .iter()
+        .position(|&b| b == 0)
+        .unwrap_or(name.len())
+        .min(NAME_LEN);
     for (i, slot) in field.iter_mut().take(NAME_LEN).enumerate() {
         *slot = if i < n { name[i] as c_char } else { 0 };
     }
@@ -189,7 +193,11 @@ pub fn store_name(field: &mut [c_char], name: &[u8]) {
 
 /// The friendly name as printed with `%s`.
 pub fn name_str(field: &[c_char]) -> String {
-    let bytes: Vec<u8> = field.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    let bytes: Vec<u8> = field
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
@@ -239,7 +247,11 @@ mod tests {
     #[test]
     fn default_name_is_type_at_pointer() {
         let mut f = [0 as c_char; NAME_LEN + 1];
-        default_name(&mut f, "nrtucode_core_t", 0x5555_1234_5678usize as *const c_void);
+        default_name(
+            &mut f,
+            "nrtucode_core_t",
+            0x5555_1234_5678usize as *const c_void,
+        );
         assert_eq!(name_str(&f), "nrtucode_core_t@0x555512345678");
     }
 }

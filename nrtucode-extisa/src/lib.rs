@@ -24,4 +24,6 @@ pub mod platform;
 pub mod prelink;
 
 pub use abi::*;
-pub use handles::{nrtucode_context_t, nrtucode_core_t, nrtucode_loadable_library_t, nrtucode_opset_t};
+pub use handles::{
+    nrtucode_context_t, nrtucode_core_t, nrtucode_loadable_library_t, nrtucode_opset_t,
+};

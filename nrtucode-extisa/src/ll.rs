@@ -13,7 +13,7 @@ use crate::handles::{
 };
 use crate::images::{self, is_q7_pool};
 use crate::objcount;
-use crate::platform::{Ctx, SEV_ERROR, SEV_INFO};
+use crate::platform::{Ctx, Memhandle, SEV_ERROR, SEV_INFO};
 use crate::prelink::{self, Ucpl};
 
 pub type Ll = Handle<nrtucode_loadable_library_t>;
@@ -68,7 +68,13 @@ pub fn create(
         free_object(ll);
         return Err(e);
     }
-    ll.update(|l| default_name(&mut l.friendly_name, "nrtucode_ll_t", p.as_ptr() as *const c_void));
+    ll.update(|l| {
+        default_name(
+            &mut l.friendly_name,
+            "nrtucode_ll_t",
+            p.as_ptr() as *const c_void,
+        )
+    });
     ctx.log(SEV_INFO, format_args!("Initialized {}", ll.name()));
     objcount::created();
     Ok(ll)
@@ -83,7 +89,10 @@ fn stage(ctx: Ctx, ll: Ll, so: &[u8]) -> Result {
         ctx.log(SEV_ERROR, args)
     })
     .map_err(|status| {
-        ctx.log(SEV_ERROR, format_args!("Failed prelink with status = {status}"));
+        ctx.log(
+            SEV_ERROR,
+            format_args!("Failed prelink with status = {status}"),
+        );
         Error::Relocation
     })?;
     stage_prelinked(ctx, ll, &ucpl, &code, &data)
@@ -105,7 +114,7 @@ pub fn stage_prelinked(ctx: Ctx, ll: Ll, ucpl: &Ucpl, code: &[u8], data: &[u8]) 
         return Ok(());
     }
     let dmh = ctx.device_malloc(size as usize, STAGING_ALIGNMENT)?;
-    ll.update(|l| l.device_memhandle = dmh);
+    ll.update(|l| l.device_memhandle = dmh.0);
     let header = ucpl.to_bytes();
     let code_len = (ucpl.code_seg_len as usize).min(code.len());
     let data_len = (ucpl.data_seg_len as usize).min(data.len());
@@ -132,7 +141,7 @@ pub fn stage_prelinked(ctx: Ctx, ll: Ll, ucpl: &Ucpl, code: &[u8], data: &[u8]) 
 /// `ll_destroy`: frees the staged buffer if one exists.
 pub fn destroy(ll: Ll) {
     let ctx = ll.ctx();
-    let (size, dmh) = ll.get(|l| (l.prelinked_size, l.device_memhandle));
+    let (size, dmh) = ll.get(|l| (l.prelinked_size, Memhandle(l.device_memhandle)));
     if size != 0 {
         ctx.device_free(dmh);
     }
@@ -175,13 +184,19 @@ pub fn num_instrs(ll: Ll, core: Core, dir: Direction) -> usize {
     if ll.get(|l| l.context) == core.get(|c| c.context) {
         1
     } else {
-        core.ctx().check_failed(CONTEXT_CHECK_EXPR, dir.num_instrs_fn());
+        core.ctx()
+            .check_failed(CONTEXT_CHECK_EXPR, dir.num_instrs_fn());
         RECORDS_ON_CONTEXT_MISMATCH
     }
 }
 
 /// One push record, byte-exact.
-pub fn push_record(dir: Direction, device_addr: u64, selector: u32, size: u32) -> [u8; PUSH_RECORD_LEN] {
+pub fn push_record(
+    dir: Direction,
+    device_addr: u64,
+    selector: u32,
+    size: u32,
+) -> [u8; PUSH_RECORD_LEN] {
     let mut r = [0u8; PUSH_RECORD_LEN];
     r[0x00..0x02].copy_from_slice(&PUSH_RECORD_TAG.to_le_bytes());
     r[0x0c] = dir as u8;
@@ -204,7 +219,7 @@ pub fn sequence(
     write: impl FnOnce(&[u8]),
 ) -> Result<usize> {
     let ctx = ll.ctx();
-    if buf_addr % RECORD_BUFFER_ALIGN != 0 {
+    if !buf_addr.is_multiple_of(RECORD_BUFFER_ALIGN) {
         ctx.log(
             SEV_ERROR,
             format_args!(
@@ -217,21 +232,32 @@ pub fn sequence(
     let count = if matched {
         1
     } else {
-        core.ctx().check_failed(CONTEXT_CHECK_EXPR, dir.num_instrs_fn());
+        core.ctx()
+            .check_failed(CONTEXT_CHECK_EXPR, dir.num_instrs_fn());
         RECORDS_ON_CONTEXT_MISMATCH
     };
     if max_instrs < count {
         return Err(Error::Enospc);
     }
-    let (size, dmh, selector) =
-        ll.get(|l| (l.prelinked_size, l.device_memhandle, l.library_selector));
+    let (size, dmh, selector) = ll.get(|l| {
+        (
+            l.prelinked_size,
+            Memhandle(l.device_memhandle),
+            l.library_selector,
+        )
+    });
     let (addr, len) = if dir == Direction::Load && size != 0 && matched {
         (ctx.memhandle_soc_addr(dmh), size as u32)
     } else {
         (0, 0)
     };
     let record = push_record(dir, addr, selector as u32, len);
-    let records: Vec<u8> = record.iter().copied().cycle().take(count * PUSH_RECORD_LEN).collect();
+    let records: Vec<u8> = record
+        .iter()
+        .copied()
+        .cycle()
+        .take(count * PUSH_RECORD_LEN)
+        .collect();
     write(&records);
     Ok(count)
 }

@@ -24,9 +24,14 @@ pub const DOUBLE_FREE_MESSAGE: &str =
     "nrtucode: internal error: object(s) double-freed, improper teardown of library\n";
 const _: () = assert!(DOUBLE_FREE_MESSAGE.len() == 0x4f);
 
+/// What the exit check prints for a final count: only a negative count is reported.
+pub fn exit_report(count: i64) -> Option<&'static str> {
+    (count < 0).then_some(DOUBLE_FREE_MESSAGE)
+}
+
 extern "C" fn check_at_exit() {
-    if live() < 0 {
-        let _ = std::io::stderr().write_all(DOUBLE_FREE_MESSAGE.as_bytes());
+    if let Some(msg) = exit_report(live()) {
+        let _ = std::io::stderr().write_all(msg.as_bytes());
     }
 }
 
@@ -42,3 +47,15 @@ extern "C" fn register_exit_check() {
 #[used]
 #[link_section = ".init_array"]
 static REGISTER_EXIT_CHECK: extern "C" fn() = register_exit_check;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_negative_count_is_reported_at_exit() {
+        assert_eq!(exit_report(-1), Some(DOUBLE_FREE_MESSAGE));
+        assert_eq!(exit_report(0), None);
+        assert_eq!(exit_report(3), None, "the shipped build is silent about leaks");
+    }
+}

@@ -53,14 +53,21 @@ pub fn create(ctx: Ctx) -> Result<Opset> {
     .ok_or(Error::Allocation)?;
     // SAFETY: fresh object from malloc_object.
     let op = unsafe { Opset::from_raw(p) };
-    op.update(|o| default_name(&mut o.friendly_name, "nrtucode_opset_t", p.as_ptr() as *const c_void));
+    op.update(|o| {
+        default_name(
+            &mut o.friendly_name,
+            "nrtucode_opset_t",
+            p.as_ptr() as *const c_void,
+        )
+    });
     ctx.log(SEV_INFO, format_args!("Initialized {}", op.name()));
     Ok(op)
 }
 
 /// `opset_destroy`: frees every bitmap, then the opset.
 pub fn destroy(op: Opset) {
-    op.ctx().log(SEV_INFO, format_args!("Destroyed {}", op.name()));
+    op.ctx()
+        .log(SEV_INFO, format_args!("Destroyed {}", op.name()));
     op.get(|o| {
         for &slot in o.opcode_slot.iter().filter(|s| !s.is_null()) {
             // SAFETY: each non-NULL slot is this opset's calloc'd bitmap.
@@ -82,7 +89,10 @@ pub fn add_instruction(op: Opset, opcode: u8, specialization: impl FnOnce() -> u
         if slot.is_null() {
             return Err(Error::Allocation);
         }
-        ctx.log(SEV_INFO, format_args!("{} added opcode 0x{opcode:02x}", op.name()));
+        ctx.log(
+            SEV_INFO,
+            format_args!("{} added opcode 0x{opcode:02x}", op.name()),
+        );
     }
     if opcode != EXTENDED_OPCODE {
         return Ok(());
@@ -117,7 +127,8 @@ pub fn has_opcode(op: Opset, opcode: u8) -> bool {
 }
 
 pub fn has_specialization(op: Opset, opcode: u8, spec: u8) -> bool {
-    op.bitmap(opcode).is_some_and(|bm| bm[usize::from(spec)] != 0)
+    op.bitmap(opcode)
+        .is_some_and(|bm| bm[usize::from(spec)] != 0)
 }
 
 /// `opset_get_library_index`: 0 for an empty set or a Q7 POOL coretype; otherwise

@@ -12,6 +12,19 @@ use crate::handles::{nrtucode_context_t, Handle};
 
 pub type Ctx = Handle<nrtucode_context_t>;
 
+/// A device allocation as the caller's memhandle table names it: an opaque token the
+/// provider stores and hands back, never dereferences.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Memhandle(pub *mut c_void);
+
+impl Memhandle {
+    pub const NONE: Memhandle = Memhandle(ptr::null_mut());
+
+    pub fn is_none(self) -> bool {
+        self.0.is_null()
+    }
+}
+
 /// Log severities the library itself uses.
 pub const SEV_ERROR: u32 = 1;
 pub const SEV_INFO: u32 = 4;
@@ -155,42 +168,50 @@ impl Ctx {
     }
 
     /// memhandle `device_malloc`.
-    pub fn device_malloc(self, size: usize, alignment: usize) -> Result<*mut c_void> {
+    pub fn device_malloc(self, size: usize, alignment: usize) -> Result<Memhandle> {
         let f = slot(self.memhandle().device_malloc);
         let mut handle: *mut c_void = ptr::null_mut();
         // SAFETY: `handle` is a valid out slot for the call.
         let rc = unsafe { f(self.raw(), size, alignment, &mut handle) };
-        Error::from_callback(rc).map(|()| handle)
+        Error::from_callback(rc).map(|()| Memhandle(handle))
     }
 
     /// memhandle `device_free`.
-    pub fn device_free(self, handle: *mut c_void) {
+    pub fn device_free(self, handle: Memhandle) {
         let f = slot(self.memhandle().device_free);
         // SAFETY: hands back a handle the same table produced.
-        unsafe { f(self.raw(), handle) }
+        unsafe { f(self.raw(), handle.0) }
     }
 
     /// memhandle `read_memhandle`.
-    pub fn read_memhandle(self, handle: *mut c_void, off: u64, dst: &mut [u8]) -> Result {
+    pub fn read_memhandle(self, handle: Memhandle, off: u64, dst: &mut [u8]) -> Result {
         let f = slot(self.memhandle().read_memhandle);
         // SAFETY: `dst` is writable for its length.
-        let rc = unsafe { f(self.raw(), handle, off, dst.len(), dst.as_mut_ptr().cast()) };
+        let rc = unsafe {
+            f(
+                self.raw(),
+                handle.0,
+                off,
+                dst.len(),
+                dst.as_mut_ptr().cast(),
+            )
+        };
         Error::from_callback(rc)
     }
 
     /// memhandle `write_memhandle`.
-    pub fn write_memhandle(self, handle: *mut c_void, off: u64, src: &[u8]) -> Result {
+    pub fn write_memhandle(self, handle: Memhandle, off: u64, src: &[u8]) -> Result {
         let f = slot(self.memhandle().write_memhandle);
         // SAFETY: `src` is readable for its length.
-        let rc = unsafe { f(self.raw(), handle, off, src.len(), src.as_ptr().cast()) };
+        let rc = unsafe { f(self.raw(), handle.0, off, src.len(), src.as_ptr().cast()) };
         Error::from_callback(rc)
     }
 
     /// memhandle `get_memhandle_soc_addr` (NULL in the built-in table: SIGSEGV, as vendor).
-    pub fn memhandle_soc_addr(self, handle: *mut c_void) -> u64 {
+    pub fn memhandle_soc_addr(self, handle: Memhandle) -> u64 {
         let f = slot(self.memhandle().get_memhandle_soc_addr);
         // SAFETY: plain call with a handle from the same table.
-        unsafe { f(self.raw(), handle) }
+        unsafe { f(self.raw(), handle.0) }
     }
 }
 

@@ -108,7 +108,12 @@ mod tests {
 
     #[test]
     fn header_bytes_and_rounding() {
-        let u = Ucpl { init: 0x18040, fini: 0x18080, start_sym: 0x180c0, ..Ucpl::for_segments(0x101, 0x11) };
+        let u = Ucpl {
+            init: 0x18040,
+            fini: 0x18080,
+            start_sym: 0x180c0,
+            ..Ucpl::for_segments(0x101, 0x11)
+        };
         assert_eq!(u.code_seg_len, 0x104);
         assert_eq!(u.data_seg_off, 0x20 + 0x120);
         assert_eq!(u.data_seg_len, 0x14);
@@ -116,6 +121,9 @@ mod tests {
         assert_eq!(&h[..8], b"UCPL \0\0\0");
         assert_eq!(u64::from_le_bytes(h[..8].try_into().unwrap()), UCPL_MAGIC);
         assert_eq!(u32::from_le_bytes(h[0x0c..0x10].try_into().unwrap()), 0x140);
-        assert_eq!(u32::from_le_bytes(h[0x1c..0x20].try_into().unwrap()), 0x180c0);
+        assert_eq!(
+            u32::from_le_bytes(h[0x1c..0x20].try_into().unwrap()),
+            0x180c0
+        );
     }
 }

@@ -19,15 +19,21 @@ fn versions() {
     let build = unsafe { std::ffi::CStr::from_ptr(nrtucode_get_build_version()) };
     let git = unsafe { std::ffi::CStr::from_ptr(nrtucode_get_git_version()) };
     assert_eq!(build.to_str().unwrap(), "1.21.1.0");
-    assert_eq!(git.to_str().unwrap(), "6db9edc09474e79d0c0e283c14c16e51ee7417e5");
+    assert_eq!(
+        git.to_str().unwrap(),
+        "6db9edc09474e79d0c0e283c14c16e51ee7417e5"
+    );
 }
 
 #[test]
 fn context_rejects_other_api_levels_and_clears_out() {
     for level in [0, 2, 4, u32::MAX] {
-        let mut ctx = 0x1 as *mut nrtucode_context_t;
+        let mut ctx = std::ptr::dangling_mut::<nrtucode_context_t>();
         // SAFETY: valid table and out pointer.
-        assert_eq!(unsafe { nrtucode_context_create(level, rw(), &mut ctx) }, NRTUCODE_ERR_VERSION);
+        assert_eq!(
+            unsafe { nrtucode_context_create(level, rw(), &mut ctx) },
+            NRTUCODE_ERR_VERSION
+        );
         assert!(ctx.is_null(), "*out is cleared before the level gate");
     }
 }
@@ -37,8 +43,16 @@ fn context_layout_and_userdata() {
     let rig = Rig::new();
     let ctx = rig.ctx;
     assert_eq!(u64_at(ctx, 0x00), rw() as u64, "rw_impl at +0x00");
-    assert_eq!(u64_at(ctx, 0x08), memhandles() as u64, "memhandle_impl at +0x08");
-    assert_eq!(u64_at(ctx, 0x10), std::sync::Arc::as_ptr(&rig.dev) as u64, "userdata at +0x10");
+    assert_eq!(
+        u64_at(ctx, 0x08),
+        memhandles() as u64,
+        "memhandle_impl at +0x08"
+    );
+    assert_eq!(
+        u64_at(ctx, 0x10),
+        std::sync::Arc::as_ptr(&rig.dev) as u64,
+        "userdata at +0x10"
+    );
     assert_eq!(u64_at(ctx, 0x18), 0x200, "log scratch size at +0x18");
     assert_ne!(u64_at(ctx, 0x20), 0, "log scratch buffer at +0x20");
     // SAFETY: live context.
@@ -78,7 +92,10 @@ fn core_layout_name_and_accessors() {
     let mut core = ptr::null_mut();
     // SAFETY: live context and out pointer; core destroyed below.
     unsafe {
-        assert_eq!(nrtucode_core_create(rig.ctx, 37, 0x1111, 0x2222, 0x3333, &mut core), 0);
+        assert_eq!(
+            nrtucode_core_create(rig.ctx, 37, 0x1111, 0x2222, 0x3333, &mut core),
+            0
+        );
     }
     assert_eq!(u64_at(core, 0x00), rig.ctx as u64);
     assert_eq!(u32_at(core, 0x10), 37, "coretype stored unvalidated");
@@ -91,7 +108,10 @@ fn core_layout_name_and_accessors() {
     assert_eq!(name_of(core), name);
     // SAFETY: live core.
     unsafe {
-        assert_eq!(nrtucode_core_get_friendly_name(core) as usize, core as usize + 0x48);
+        assert_eq!(
+            nrtucode_core_get_friendly_name(core) as usize,
+            core as usize + 0x48
+        );
         assert_eq!(nrtucode_core_get_coretype(core), 37);
         assert_eq!(nrtucode_core_get_context(core), rig.ctx);
         assert!(nrtucode_core_get_userdata(core).is_null());
@@ -133,7 +153,10 @@ fn claim_is_a_read_then_a_write() {
         rig.dev.trace(),
         vec![
             Op::Read { addr: DRAM, len: 4 },
-            Op::Write { addr: DRAM, bytes: CLAIM_CLAIMED.to_le_bytes().to_vec() }
+            Op::Write {
+                addr: DRAM,
+                bytes: CLAIM_CLAIMED.to_le_bytes().to_vec()
+            }
         ]
     );
     assert_eq!(u32_at(core, 0x30), 1, "BOOTED_LEGACY");
@@ -141,7 +164,11 @@ fn claim_is_a_read_then_a_write() {
     // SAFETY: live core.
     unsafe { nrtucode_core_destroy(core) };
     let writes = rig.writes();
-    assert_eq!(writes.last().unwrap(), &(DRAM, CLAIM_UNCLAIMED.to_le_bytes().to_vec()), "release");
+    assert_eq!(
+        writes.last().unwrap(),
+        &(DRAM, CLAIM_UNCLAIMED.to_le_bytes().to_vec()),
+        "release"
+    );
     assert_eq!(rig.dev.peek_u32(DRAM).unwrap(), CLAIM_UNCLAIMED);
 }
 
@@ -153,13 +180,21 @@ fn second_claim_and_foreign_image_are_refused() {
     let name = name_of(second);
     // SAFETY: live cores.
     unsafe {
-        assert_eq!(nrtucode_core_on_ucode_booted(second, 0), NRTUCODE_ERR_INVALID);
+        assert_eq!(
+            nrtucode_core_on_ucode_booted(second, 0),
+            NRTUCODE_ERR_INVALID
+        );
         assert!(rig.has_log(
             1,
-            &format!("nrtucode: claim_core: {name}: Core is claimed by another nrtucode_core_t instance")
+            &format!(
+                "nrtucode: claim_core: {name}: Core is claimed by another nrtucode_core_t instance"
+            )
         ));
         rig.dev.poke(DRAM, &0xDEAD_BEEFu32.to_le_bytes()).unwrap();
-        assert_eq!(nrtucode_core_on_ucode_booted(second, 0), NRTUCODE_ERR_INVALID);
+        assert_eq!(
+            nrtucode_core_on_ucode_booted(second, 0),
+            NRTUCODE_ERR_INVALID
+        );
         assert!(rig.has_log(
             1,
             &format!("nrtucode: claim_core: {name}: Magic value `deadbeef` mismatch (booted image is incompatible)")
@@ -188,7 +223,10 @@ fn claim_passes_callback_errors_through() {
         assert_eq!(rig.dev.peek_u32(DRAM).unwrap(), CLAIM_UNCLAIMED);
         // An unmapped control block is the platform's I/O error (6).
         let mut stray = ptr::null_mut();
-        assert_eq!(nrtucode_core_create(rig.ctx, 2, 0, 0x9_0000_0000, 0, &mut stray), 0);
+        assert_eq!(
+            nrtucode_core_create(rig.ctx, 2, 0, 0x9_0000_0000, 0, &mut stray),
+            0
+        );
         assert_eq!(nrtucode_core_on_ucode_booted(stray, 0), 6);
         nrtucode_core_destroy(stray);
         nrtucode_core_destroy(core);
@@ -217,7 +255,10 @@ fn log_scratch_grows_for_long_lines() {
     // SAFETY: live core, NUL-terminated name.
     unsafe { nrtucode_core_set_friendly_name(core, c.as_ptr()) };
     let line = rig.logs().last().unwrap().text.clone();
-    assert!(line.ends_with(&long), "the whole line reaches the log callback");
+    assert!(
+        line.ends_with(&long),
+        "the whole line reaches the log callback"
+    );
     assert!(u64_at(rig.ctx, 0x18) > 0x200, "scratch grew");
     // SAFETY: live core.
     unsafe { nrtucode_core_destroy(core) };

@@ -34,8 +34,16 @@ fn write(dir: &Path, rel: &str, bytes: &[u8]) {
 /// a SUNDA NX POOL IRAM image and a Cayman hwdecode CAM (plus a wrong-sized table).
 fn image_dir() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
-    write(d.path(), "ext-isa/ct6/lib0.elf", b"\x7fELF sunda pool image");
-    write(d.path(), "ext-isa/ct6/lib0.json", br#"{"library":"all.stripped.so"}"#);
+    write(
+        d.path(),
+        "ext-isa/ct6/lib0.elf",
+        b"\x7fELF sunda pool image",
+    );
+    write(
+        d.path(),
+        "ext-isa/ct6/lib0.json",
+        br#"{"library":"all.stripped.so"}"#,
+    );
     write(d.path(), "ext-isa/ct13/lib0.elf", b"\x7fELF cayman lib0");
     write(d.path(), "memory/ct2/1/iram.bin", &[0x11; 64]);
     write(d.path(), "hwdecode/ct7/prof_cam.bin", &[0x22; 0x400]);
@@ -44,7 +52,12 @@ fn image_dir() -> tempfile::TempDir {
 }
 
 fn ext_isa(ct: u32, flavor: u32) -> (u32, nrtucode_extkernel_t) {
-    let mut out = nrtucode_extkernel_t { so_ptr: ptr::null(), so_len: 0, json_ptr: ptr::null(), json_len: 0 };
+    let mut out = nrtucode_extkernel_t {
+        so_ptr: ptr::null(),
+        so_len: 0,
+        json_ptr: ptr::null(),
+        json_len: 0,
+    };
     // SAFETY: valid out pointer.
     let rc = unsafe { nrtucode_get_ext_isa(ct, flavor, &mut out) };
     (rc, out)
@@ -59,7 +72,14 @@ fn memory_image(ct: u32, region: u32, flavor: u32) -> (u32, Vec<u8>) {
     let (mut p, mut n) = (ptr::null_mut(), 0usize);
     // SAFETY: valid out pointers.
     let rc = unsafe { nrtucode_get_memory_image(ct, region, flavor, &mut p, &mut n) };
-    (rc, if p.is_null() { vec![] } else { bytes(p.cast(), n).to_vec() })
+    (
+        rc,
+        if p.is_null() {
+            vec![]
+        } else {
+            bytes(p.cast(), n).to_vec()
+        },
+    )
 }
 
 fn hwdecode(ct: u32, kind: i32) -> (u32, usize) {
@@ -70,7 +90,7 @@ fn hwdecode(ct: u32, kind: i32) -> (u32, usize) {
 }
 
 fn ll_create(rig: &Rig, ct: u32, library: u64) -> (u32, *mut nrtucode_loadable_library_t) {
-    let mut ll = 0x8 as *mut nrtucode_loadable_library_t;
+    let mut ll = ptr::dangling_mut::<nrtucode_loadable_library_t>();
     // SAFETY: live context, valid out pointer.
     let rc = unsafe { nrtucode_ll_create(rig.ctx, ct, 0, library, &mut ll) };
     (rc, ll)
@@ -80,27 +100,62 @@ fn ll_create(rig: &Rig, ct: u32, library: u64) -> (u32, *mut nrtucode_loadable_l
 fn routing_codes_without_images() {
     let _g = ENV.lock();
     clear_env();
-    assert_eq!(ext_isa(6, 0).0, NRTUCODE_ERR_MISSING_IMAGE, "no image directory");
+    assert_eq!(
+        ext_isa(6, 0).0,
+        NRTUCODE_ERR_MISSING_IMAGE,
+        "no image directory"
+    );
     assert_eq!(ext_isa(5, 0).0, NRTUCODE_ERR_UNKNOWN_CORE);
     assert_eq!(ext_isa(14, 1).0, NRTUCODE_ERR_UNKNOWN_CORE);
-    assert_eq!(ext_isa(5, 4).0, NRTUCODE_ERR_UNKNOWN_IMAGE, "flavor is checked first");
+    assert_eq!(
+        ext_isa(5, 4).0,
+        NRTUCODE_ERR_UNKNOWN_IMAGE,
+        "flavor is checked first"
+    );
     let mut n = 77usize;
     // SAFETY: valid out pointer.
     unsafe {
-        assert_eq!(nrtucode_get_num_ext_isa_libs(2, &mut n), NRTUCODE_ERR_UNKNOWN_CORE);
+        assert_eq!(
+            nrtucode_get_num_ext_isa_libs(2, &mut n),
+            NRTUCODE_ERR_UNKNOWN_CORE
+        );
         assert_eq!(n, 0, "zeroed before the coretype check");
         assert_eq!(nrtucode_get_num_ext_isa_libs(21, &mut n), 0);
         assert_eq!(n, 4);
     }
     assert_eq!(memory_image(38, 0, 1).0, NRTUCODE_ERR_UNKNOWN_CORE);
-    assert_eq!(memory_image(2, 0, 8).0, NRTUCODE_ERR_UNKNOWN_IMAGE, "no such flavor key");
-    assert_eq!(memory_image(2, 4, 1).0, NRTUCODE_ERR_UNKNOWN_IMAGE, "region > 3");
-    assert_eq!(memory_image(36, 0, 1).0, NRTUCODE_ERR_UNKNOWN_IMAGE, "empty row");
-    assert_eq!(memory_image(13, 0, 17).0, NRTUCODE_ERR_MISSING_IMAGE, "DKL key exists, image absent");
-    assert_eq!(memory_image(2, 0, 17).0, NRTUCODE_ERR_UNKNOWN_IMAGE, "DKL keys only on Q7 POOL rows");
+    assert_eq!(
+        memory_image(2, 0, 8).0,
+        NRTUCODE_ERR_UNKNOWN_IMAGE,
+        "no such flavor key"
+    );
+    assert_eq!(
+        memory_image(2, 4, 1).0,
+        NRTUCODE_ERR_UNKNOWN_IMAGE,
+        "region > 3"
+    );
+    assert_eq!(
+        memory_image(36, 0, 1).0,
+        NRTUCODE_ERR_UNKNOWN_IMAGE,
+        "empty row"
+    );
+    assert_eq!(
+        memory_image(13, 0, 17).0,
+        NRTUCODE_ERR_MISSING_IMAGE,
+        "DKL key exists, image absent"
+    );
+    assert_eq!(
+        memory_image(2, 0, 17).0,
+        NRTUCODE_ERR_UNKNOWN_IMAGE,
+        "DKL keys only on Q7 POOL rows"
+    );
     assert_eq!(hwdecode(38, 0).0, NRTUCODE_ERR_UNKNOWN_CORE);
     assert_eq!(hwdecode(7, 2).0, NRTUCODE_ERR_UNKNOWN_IMAGE);
-    assert_eq!(hwdecode(2, 0).0, NRTUCODE_ERR_UNKNOWN_IMAGE, "row without tables");
+    assert_eq!(
+        hwdecode(2, 0).0,
+        NRTUCODE_ERR_UNKNOWN_IMAGE,
+        "row without tables"
+    );
     assert_eq!(hwdecode(7, 0).0, NRTUCODE_ERR_UNKNOWN_IMAGE, "table absent");
 
     let rig = Rig::new();
@@ -117,7 +172,15 @@ fn libraries_from_opcodes() {
         let (mut libs, mut num) = ([99usize; 2], 99usize);
         // SAFETY: the opcode lists are never read; out pointers are valid.
         let rc = unsafe {
-            nrtucode_ll_get_libraries_from_opcodes(ct, ptr::null(), n, ptr::null(), 0, libs.as_mut_ptr(), &mut num)
+            nrtucode_ll_get_libraries_from_opcodes(
+                ct,
+                ptr::null(),
+                n,
+                ptr::null(),
+                0,
+                libs.as_mut_ptr(),
+                &mut num,
+            )
         };
         (rc, libs[0], num)
     };
@@ -141,20 +204,47 @@ fn image_directory_serves_images() {
     let (rc, k) = ext_isa(6, 0);
     assert_eq!(rc, 0);
     assert_eq!(bytes(k.so_ptr, k.so_len), b"\x7fELF sunda pool image");
-    assert_eq!(bytes(k.json_ptr, k.json_len), br#"{"library":"all.stripped.so"}"#);
-    assert_eq!(ext_isa(6, 3).1.so_ptr, k.so_ptr, "images stay put for the process");
+    assert_eq!(
+        bytes(k.json_ptr, k.json_len),
+        br#"{"library":"all.stripped.so"}"#
+    );
+    assert_eq!(
+        ext_isa(6, 3).1.so_ptr,
+        k.so_ptr,
+        "images stay put for the process"
+    );
     let (rc, k13) = ext_isa(13, 0);
     assert_eq!(rc, 0);
-    assert_eq!((k13.json_ptr, k13.json_len), (ptr::null(), 0), "manifest is optional");
+    assert_eq!(
+        (k13.json_ptr, k13.json_len),
+        (ptr::null(), 0),
+        "manifest is optional"
+    );
     assert_eq!(ext_isa(21, 0).0, NRTUCODE_ERR_MISSING_IMAGE);
 
-    assert_eq!(memory_image(2, 0, 0), (0, vec![0x11; 64]), "DEFAULT -> RELEASE");
+    assert_eq!(
+        memory_image(2, 0, 0),
+        (0, vec![0x11; 64]),
+        "DEFAULT -> RELEASE"
+    );
     std::env::set_var(FLAVOR_ENV, "bogus");
-    assert_eq!(memory_image(2, 0, 0).0, 0, "unknown flavor names mean RELEASE");
+    assert_eq!(
+        memory_image(2, 0, 0).0,
+        0,
+        "unknown flavor names mean RELEASE"
+    );
     std::env::set_var(FLAVOR_ENV, "DEBUG");
-    assert_eq!(memory_image(2, 0, 0).0, NRTUCODE_ERR_UNKNOWN_IMAGE, "SUNDA rows only hold RELEASE");
+    assert_eq!(
+        memory_image(2, 0, 0).0,
+        NRTUCODE_ERR_UNKNOWN_IMAGE,
+        "SUNDA rows only hold RELEASE"
+    );
     std::env::remove_var(FLAVOR_ENV);
-    assert_eq!(memory_image(2, 1, 1).0, NRTUCODE_ERR_MISSING_IMAGE, "no DRAM image");
+    assert_eq!(
+        memory_image(2, 1, 1).0,
+        NRTUCODE_ERR_MISSING_IMAGE,
+        "no DRAM image"
+    );
     std::env::set_var(MPLUS_ENV, "1");
     assert_eq!(memory_image(2, 0, 1).0, NRTUCODE_ERR_INVALID);
     std::env::set_var(MPLUS_ENV, "0");
@@ -162,7 +252,11 @@ fn image_directory_serves_images() {
     std::env::remove_var(MPLUS_ENV);
 
     assert_eq!(hwdecode(7, 0), (0, 0x400));
-    assert_eq!(hwdecode(7, 1).0, NRTUCODE_ERR_UNKNOWN_IMAGE, "wrong-sized table is refused");
+    assert_eq!(
+        hwdecode(7, 1).0,
+        NRTUCODE_ERR_UNKNOWN_IMAGE,
+        "wrong-sized table is refused"
+    );
     clear_env();
 }
 
@@ -187,7 +281,10 @@ fn ll_create_paths() {
         assert_eq!(nrtucode_ll_get_library_size(ll), 0);
         let c = std::ffi::CString::new("ND[0]NC[0].loadable_library[0]-and-more-text").unwrap();
         nrtucode_ll_set_friendly_name(ll, c.as_ptr());
-        assert!(rig.has_log(4, &format!("{name} renamed ND[0]NC[0].loadable_library[0]-and-more-text")));
+        assert!(rig.has_log(
+            4,
+            &format!("{name} renamed ND[0]NC[0].loadable_library[0]-and-more-text")
+        ));
         assert_eq!(byte_at(ll, 0x40), 0, "NUL forced at +0x40");
         assert_eq!(nrtucode_ll_destroy(ll), 0);
     }
@@ -202,13 +299,22 @@ fn ll_create_paths() {
 
     // CPTC selects library 3 when none is given: absent here.
     std::env::set_var(CPTC_ENV, "1");
-    assert_eq!(ll_create(&rig, 13, 0), (NRTUCODE_ERR_MISSING_IMAGE, ptr::null_mut()));
+    assert_eq!(
+        ll_create(&rig, 13, 0),
+        (NRTUCODE_ERR_MISSING_IMAGE, ptr::null_mut())
+    );
     std::env::remove_var(CPTC_ENV);
 
     // Cayman images need the prelinker, which this build lacks: ERR_RELOCATION, loudly.
     rig.dev.clear_host_logs();
-    assert_eq!(ll_create(&rig, 13, 0), (NRTUCODE_ERR_RELOCATION, ptr::null_mut()));
-    assert!(rig.log_texts().iter().any(|l| l.starts_with("Failed prelink with status = unsupported (")));
+    assert_eq!(
+        ll_create(&rig, 13, 0),
+        (NRTUCODE_ERR_RELOCATION, ptr::null_mut())
+    );
+    assert!(rig
+        .log_texts()
+        .iter()
+        .any(|l| l.starts_with("Failed prelink with status = unsupported (")));
     assert_eq!(rig.dev.live_memhandles(), 0);
     clear_env();
 }
@@ -267,9 +373,18 @@ fn push_records() {
     assert_eq!(&buf.0[..0x40], &want[..]);
 
     let mut fresh = RecordBuf([0xAB; 0x40 * 9]);
-    assert_eq!(sequence(true, ll, core, 0, &mut fresh, 0), (NRTUCODE_ERR_ENOSPC, 1234));
-    assert!(fresh.0.iter().all(|&b| b == 0xAB), "nothing written without capacity");
-    assert_eq!(sequence(true, ll, core, 1, &mut fresh, 4), (NRTUCODE_ERR_INVALID, 1234));
+    assert_eq!(
+        sequence(true, ll, core, 0, &mut fresh, 0),
+        (NRTUCODE_ERR_ENOSPC, 1234)
+    );
+    assert!(
+        fresh.0.iter().all(|&b| b == 0xAB),
+        "nothing written without capacity"
+    );
+    assert_eq!(
+        sequence(true, ll, core, 1, &mut fresh, 4),
+        (NRTUCODE_ERR_INVALID, 1234)
+    );
     assert!(rig.has_log(
         1,
         "nrtucode: invalid API usage in `nrtucode_ll_get_load_sequence`: instruction buffer is not correctly aligned"
@@ -287,7 +402,17 @@ fn push_records() {
     // SAFETY: live context and out pointer.
     unsafe {
         rig.dev.map_control_block(DRAM + 0x1000).unwrap();
-        assert_eq!(nrtucode_extisa::ffi::core::nrtucode_core_create(other_ctx, 6, 0, DRAM + 0x1000, 0, &mut other), 0);
+        assert_eq!(
+            nrtucode_extisa::ffi::core::nrtucode_core_create(
+                other_ctx,
+                6,
+                0,
+                DRAM + 0x1000,
+                0,
+                &mut other
+            ),
+            0
+        );
         rig.dev.clear_host_logs();
         assert_eq!(nrtucode_ll_get_unload_sequence_num_instrs(ll, other), 8);
     }
@@ -295,12 +420,19 @@ fn push_records() {
         1,
         "nrtucode: invalid API usage: check `ll->context == nrtucode_core_get_context(core)` in `nrtucode_ll_get_unload_sequence_num_instrs` failed"
     ));
-    assert_eq!(sequence(true, ll, other, 7, &mut fresh, 0), (NRTUCODE_ERR_ENOSPC, 1234));
+    assert_eq!(
+        sequence(true, ll, other, 7, &mut fresh, 0),
+        (NRTUCODE_ERR_ENOSPC, 1234)
+    );
     assert_eq!(sequence(true, ll, other, 8, &mut fresh, 0), (0, 8));
     let mut load_record = want;
     load_record[0x0c] = 1;
     for r in fresh.0[..0x200].chunks(0x40) {
-        assert_eq!(r, &load_record[..], "SUNDA: no address or size even on load");
+        assert_eq!(
+            r,
+            &load_record[..],
+            "SUNDA: no address or size even on load"
+        );
     }
     assert!(fresh.0[0x200..].iter().all(|&b| b == 0xAB));
 
@@ -336,21 +468,48 @@ fn staging_a_prelinked_image() {
     let (ctx, ll) = handles(&rig, lib);
     ll.update(|l| l.library_selector = 3);
 
-    let ucpl = Ucpl { init: 0x18020, fini: 0x18024, start_sym: 0x18028, ..Ucpl::for_segments(0x30, 0x10) };
+    let ucpl = Ucpl {
+        init: 0x18020,
+        fini: 0x18024,
+        start_sym: 0x18028,
+        ..Ucpl::for_segments(0x30, 0x10)
+    };
     let code = vec![0xC0; 0x8000];
     let data = vec![0xDA; 0x2000];
     rig.dev.clear_trace();
-    assert_eq!(nrtucode_extisa::ll::stage_prelinked(ctx, ll, &ucpl, &code, &data), Ok(()));
+    assert_eq!(
+        nrtucode_extisa::ll::stage_prelinked(ctx, ll, &ucpl, &code, &data),
+        Ok(())
+    );
     let size = 0x20 + 0x40 + 0x10;
     let trace = rig.dev.trace();
-    let Op::Malloc { size: s, align, handle } = trace[0].clone() else { panic!("{trace:?}") };
+    let Op::Malloc {
+        size: s,
+        align,
+        handle,
+    } = trace[0].clone()
+    else {
+        panic!("{trace:?}")
+    };
     assert_eq!((s, align), (size, 0x100_0000));
     assert_eq!(
         trace[1..],
         [
-            Op::MemhandleWrite { handle, off: 0, bytes: ucpl.to_bytes().to_vec() },
-            Op::MemhandleWrite { handle, off: 0x20, bytes: vec![0xC0; 0x30] },
-            Op::MemhandleWrite { handle, off: 0x60, bytes: vec![0xDA; 0x10] },
+            Op::MemhandleWrite {
+                handle,
+                off: 0,
+                bytes: ucpl.to_bytes().to_vec()
+            },
+            Op::MemhandleWrite {
+                handle,
+                off: 0x20,
+                bytes: vec![0xC0; 0x30]
+            },
+            Op::MemhandleWrite {
+                handle,
+                off: 0x60,
+                bytes: vec![0xDA; 0x10]
+            },
         ]
     );
     // SAFETY: live handles.
@@ -364,22 +523,47 @@ fn staging_a_prelinked_image() {
     assert_eq!(&buf.0[0x1c..0x20], &(size as u32).to_le_bytes());
     assert_eq!(sequence(false, lib, core, 1, &mut buf, 0), (0, 1));
     assert_eq!(&buf.0[0x10..0x18], &[0; 8], "unload carries no address");
-    assert_eq!(&buf.0[0x18..0x1c], &3u32.to_le_bytes(), "but keeps the selector");
+    assert_eq!(
+        &buf.0[0x18..0x1c],
+        &3u32.to_le_bytes(),
+        "but keeps the selector"
+    );
     assert_eq!(&buf.0[0x1c..0x20], &[0; 4]);
     // SAFETY: live handles.
     unsafe { nrtucode_ll_destroy(lib) };
-    assert_eq!(rig.dev.live_memhandles(), 0, "destroy frees the staged buffer");
+    assert_eq!(
+        rig.dev.live_memhandles(),
+        0,
+        "destroy frees the staged buffer"
+    );
 
     // Oversize: written first, then refused with 7 and freed; exactly 0x10000 is fine.
     let lib = sunda_ll(&rig);
     let (ctx, ll) = handles(&rig, lib);
-    let big = Ucpl { code_seg_len: 0xFFE0, data_seg_off: 0x10000, data_seg_len: 4, ..Ucpl::for_segments(0, 0) };
+    let big = Ucpl {
+        code_seg_len: 0xFFE0,
+        data_seg_off: 0x10000,
+        data_seg_len: 4,
+        ..Ucpl::for_segments(0, 0)
+    };
     rig.dev.clear_host_logs();
-    assert_eq!(nrtucode_extisa::ll::stage_prelinked(ctx, ll, &big, &code, &data), Err(error::Error::Enospc));
-    assert!(rig.has_log(1, "Prelinked library would be larger than the available buffer on device"));
+    assert_eq!(
+        nrtucode_extisa::ll::stage_prelinked(ctx, ll, &big, &code, &data),
+        Err(error::Error::Enospc)
+    );
+    assert!(rig.has_log(
+        1,
+        "Prelinked library would be larger than the available buffer on device"
+    ));
     assert_eq!(rig.dev.live_memhandles(), 0);
-    let exact = Ucpl { data_seg_len: 0, ..big };
-    assert_eq!(nrtucode_extisa::ll::stage_prelinked(ctx, ll, &exact, &code, &data), Ok(()));
+    let exact = Ucpl {
+        data_seg_len: 0,
+        ..big
+    };
+    assert_eq!(
+        nrtucode_extisa::ll::stage_prelinked(ctx, ll, &exact, &code, &data),
+        Ok(())
+    );
     // SAFETY: live handle.
     unsafe { nrtucode_ll_destroy(lib) };
 
@@ -387,7 +571,10 @@ fn staging_a_prelinked_image() {
     let lib = sunda_ll(&rig);
     let (ctx, ll) = handles(&rig, lib);
     rig.dev.fail(FaultOp::MemhandleWrite, 1, 66);
-    assert_eq!(nrtucode_extisa::ll::stage_prelinked(ctx, ll, &ucpl, &code, &data), Err(error::Error::Callback(66)));
+    assert_eq!(
+        nrtucode_extisa::ll::stage_prelinked(ctx, ll, &ucpl, &code, &data),
+        Err(error::Error::Callback(66))
+    );
     assert_eq!(rig.dev.live_memhandles(), 0);
     // SAFETY: live handles.
     unsafe {

@@ -19,7 +19,12 @@ fn default_provider() -> PathBuf {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+    match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
         ["bringup"] => bringup_cmd(default_provider()),
         ["bringup", "--provider", path] => bringup_cmd(PathBuf::from(path)),
         ["-h"] | ["--help"] => {

@@ -3,6 +3,10 @@
 //!
 //! Results: 0 on success, the callback code for a device error (5 allocation, 6 I/O), and
 //! -1 for a NULL device or buffer argument.
+//!
+//! Safety contract of every function: pointer arguments are NULL or valid for the access
+//! their documentation describes, and device handles come from `nrt_sim_device_create`.
+#![allow(clippy::missing_safety_doc)]
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::Arc;
@@ -17,7 +21,8 @@ const RC_BAD_ARGUMENT: c_int = -1;
 pub type nrt_sim_userdata_getter_t = Option<unsafe extern "C" fn(ctx: *mut c_void) -> *mut c_void>;
 
 fn guard<R>(f: impl FnOnce() -> R) -> R {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| std::process::abort())
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .unwrap_or_else(|_| std::process::abort())
 }
 
 /// Borrows the device behind a handle from `nrt_sim_device_create`.
@@ -75,9 +80,16 @@ pub extern "C" fn nrt_sim_device_map_control_block(dev: *const SimDevice, dram_b
 
 /// Reads device memory directly (not traced, no fault injection).
 #[no_mangle]
-pub unsafe extern "C" fn nrt_sim_device_read(dev: *const SimDevice, addr: u64, len: usize, dst: *mut c_void) -> c_int {
+pub unsafe extern "C" fn nrt_sim_device_read(
+    dev: *const SimDevice,
+    addr: u64,
+    len: usize,
+    dst: *mut c_void,
+) -> c_int {
     guard(|| {
-        let (Some(d), false) = (self::dev(dev), dst.is_null()) else { return RC_BAD_ARGUMENT };
+        let (Some(d), false) = (self::dev(dev), dst.is_null()) else {
+            return RC_BAD_ARGUMENT;
+        };
         // SAFETY: `dst` is writable for `len` bytes (C contract).
         let dst = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), len) };
         rc(d.peek(addr, dst))
@@ -86,9 +98,16 @@ pub unsafe extern "C" fn nrt_sim_device_read(dev: *const SimDevice, addr: u64, l
 
 /// Writes device memory directly, as the firmware would.
 #[no_mangle]
-pub unsafe extern "C" fn nrt_sim_device_write(dev: *const SimDevice, addr: u64, len: usize, src: *const c_void) -> c_int {
+pub unsafe extern "C" fn nrt_sim_device_write(
+    dev: *const SimDevice,
+    addr: u64,
+    len: usize,
+    src: *const c_void,
+) -> c_int {
     guard(|| {
-        let (Some(d), false) = (self::dev(dev), src.is_null()) else { return RC_BAD_ARGUMENT };
+        let (Some(d), false) = (self::dev(dev), src.is_null()) else {
+            return RC_BAD_ARGUMENT;
+        };
         // SAFETY: `src` is readable for `len` bytes (C contract).
         let src = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), len) };
         rc(d.poke(addr, src))
@@ -105,10 +124,13 @@ pub unsafe extern "C" fn nrt_sim_device_firmware_log(
     text: *const c_char,
 ) -> c_int {
     guard(|| {
-        let (Some(d), false) = (self::dev(dev), text.is_null()) else { return RC_BAD_ARGUMENT };
+        let (Some(d), false) = (self::dev(dev), text.is_null()) else {
+            return RC_BAD_ARGUMENT;
+        };
         // SAFETY: NUL-terminated C string (C contract).
         let text = unsafe { CStr::from_ptr(text) }.to_string_lossy();
-        d.firmware_log(dram_base, sev, &text).map_or_else(|e| e.rc(), c_int::from)
+        d.firmware_log(dram_base, sev, &text)
+            .map_or_else(|e| e.rc(), c_int::from)
     })
 }
 
@@ -141,7 +163,9 @@ pub unsafe extern "C" fn nrt_sim_device_host_log_line(
         let (Some(d), false, true) = (self::dev(dev), buf.is_null(), cap > 0) else {
             return RC_BAD_ARGUMENT;
         };
-        let Some(line) = d.host_logs().into_iter().nth(idx) else { return RC_BAD_ARGUMENT };
+        let Some(line) = d.host_logs().into_iter().nth(idx) else {
+            return RC_BAD_ARGUMENT;
+        };
         let n = line.text.len().min(cap - 1);
         // SAFETY: `buf` is writable for `cap` bytes and n + 1 <= cap.
         unsafe {

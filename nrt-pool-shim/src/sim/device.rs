@@ -53,12 +53,32 @@ pub enum FaultOp {
 /// One access through the callback tables.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
-    Read { addr: u64, len: usize },
-    Write { addr: u64, bytes: Vec<u8> },
-    Malloc { size: usize, align: usize, handle: usize },
-    Free { handle: usize },
-    MemhandleRead { handle: usize, off: u64, len: usize },
-    MemhandleWrite { handle: usize, off: u64, bytes: Vec<u8> },
+    Read {
+        addr: u64,
+        len: usize,
+    },
+    Write {
+        addr: u64,
+        bytes: Vec<u8>,
+    },
+    Malloc {
+        size: usize,
+        align: usize,
+        handle: usize,
+    },
+    Free {
+        handle: usize,
+    },
+    MemhandleRead {
+        handle: usize,
+        off: u64,
+        len: usize,
+    },
+    MemhandleWrite {
+        handle: usize,
+        off: u64,
+        bytes: Vec<u8>,
+    },
 }
 
 pub type Access = Op;
@@ -115,7 +135,11 @@ impl SimDevice {
     pub fn map_control_block(&self, dram_base: u64) -> Result<(), SimError> {
         let mut s = self.state.lock();
         map(&mut s, dram_base, cb::MAPPED)?;
-        store(&mut s, dram_base + cb::CLAIM_WORD, &CLAIM_UNCLAIMED.to_le_bytes())
+        store(
+            &mut s,
+            dram_base + cb::CLAIM_WORD,
+            &CLAIM_UNCLAIMED.to_le_bytes(),
+        )
     }
 
     /// Reads device memory directly (not traced).
@@ -170,7 +194,11 @@ impl SimDevice {
             return Ok(false);
         }
         store(&mut s, ring + u64::from(head), &record)?;
-        store(&mut s, dram_base + cb::LOG_HEAD, &(end as u32).to_le_bytes())?;
+        store(
+            &mut s,
+            dram_base + cb::LOG_HEAD,
+            &(end as u32).to_le_bytes(),
+        )?;
         Ok(true)
     }
 
@@ -235,14 +263,20 @@ impl SimDevice {
 
     pub(crate) fn cb_read(&self, addr: u64, dst: &mut [u8]) -> Result<(), SimError> {
         let mut s = self.state.lock();
-        s.trace.push(Op::Read { addr, len: dst.len() });
+        s.trace.push(Op::Read {
+            addr,
+            len: dst.len(),
+        });
         Self::injected(&mut s, FaultOp::Read)?;
         load(&s, addr, dst)
     }
 
     pub(crate) fn cb_write(&self, addr: u64, src: &[u8]) -> Result<(), SimError> {
         let mut s = self.state.lock();
-        s.trace.push(Op::Write { addr, bytes: src.to_vec() });
+        s.trace.push(Op::Write {
+            addr,
+            bytes: src.to_vec(),
+        });
         Self::injected(&mut s, FaultOp::Write)?;
         store(&mut s, addr, src)
     }
@@ -264,7 +298,11 @@ impl SimDevice {
         let mut s = self.state.lock();
         Self::injected(&mut s, FaultOp::Malloc)?;
         if size == 0 {
-            s.trace.push(Op::Malloc { size, align, handle: 0 });
+            s.trace.push(Op::Malloc {
+                size,
+                align,
+                handle: 0,
+            });
             return Ok(0);
         }
         let align = align.max(1);
@@ -278,7 +316,11 @@ impl SimDevice {
         let handle = s.next_handle;
         s.next_handle += 1;
         s.handles.insert(handle, base);
-        s.trace.push(Op::Malloc { size, align, handle });
+        s.trace.push(Op::Malloc {
+            size,
+            align,
+            handle,
+        });
         Ok(handle)
     }
 
@@ -291,12 +333,24 @@ impl SimDevice {
     }
 
     fn handle_base(s: &State, handle: usize) -> Result<u64, SimError> {
-        s.handles.get(&handle).copied().ok_or(SimError::BadHandle(handle))
+        s.handles
+            .get(&handle)
+            .copied()
+            .ok_or(SimError::BadHandle(handle))
     }
 
-    pub(crate) fn cb_mh_read(&self, handle: usize, off: u64, dst: &mut [u8]) -> Result<(), SimError> {
+    pub(crate) fn cb_mh_read(
+        &self,
+        handle: usize,
+        off: u64,
+        dst: &mut [u8],
+    ) -> Result<(), SimError> {
         let mut s = self.state.lock();
-        s.trace.push(Op::MemhandleRead { handle, off, len: dst.len() });
+        s.trace.push(Op::MemhandleRead {
+            handle,
+            off,
+            len: dst.len(),
+        });
         Self::injected(&mut s, FaultOp::MemhandleRead)?;
         let base = Self::handle_base(&s, handle)?;
         load_in_region(&s, base, off, dst)
@@ -304,10 +358,17 @@ impl SimDevice {
 
     pub(crate) fn cb_mh_write(&self, handle: usize, off: u64, src: &[u8]) -> Result<(), SimError> {
         let mut s = self.state.lock();
-        s.trace.push(Op::MemhandleWrite { handle, off, bytes: src.to_vec() });
+        s.trace.push(Op::MemhandleWrite {
+            handle,
+            off,
+            bytes: src.to_vec(),
+        });
         Self::injected(&mut s, FaultOp::MemhandleWrite)?;
         let base = Self::handle_base(&s, handle)?;
-        let region = s.regions.get_mut(&base).ok_or(SimError::BadHandle(handle))?;
+        let region = s
+            .regions
+            .get_mut(&base)
+            .ok_or(SimError::BadHandle(handle))?;
         let range = span(off, src.len(), region.len()).ok_or(SimError::Unmapped {
             addr: base.wrapping_add(off),
             len: src.len(),
@@ -329,7 +390,9 @@ fn span(off: u64, len: usize, region_len: usize) -> Option<std::ops::Range<usize
 }
 
 fn map(s: &mut State, base: u64, len: u64) -> Result<(), SimError> {
-    let end = base.checked_add(len).ok_or(SimError::Overlap { addr: base, len })?;
+    let end = base
+        .checked_add(len)
+        .ok_or(SimError::Overlap { addr: base, len })?;
     let clash = s
         .regions
         .range(..end)
@@ -345,7 +408,11 @@ fn map(s: &mut State, base: u64, len: u64) -> Result<(), SimError> {
 /// The region containing `addr..addr+len`, as (base, offset range).
 fn locate(s: &State, addr: u64, len: usize) -> Result<(u64, std::ops::Range<usize>), SimError> {
     let unmapped = SimError::Unmapped { addr, len };
-    let (&base, region) = s.regions.range(..=addr).next_back().ok_or(unmapped.clone())?;
+    let (&base, region) = s
+        .regions
+        .range(..=addr)
+        .next_back()
+        .ok_or(unmapped.clone())?;
     let range = span(addr - base, len, region.len()).ok_or(unmapped)?;
     Ok((base, range))
 }
@@ -395,12 +462,22 @@ mod tests {
         assert_eq!(ba % 0x100_0000, 0);
         assert_eq!(bb % 0x20, 0);
         assert!(d.cb_mh_write(a, 96, &[1; 4]).is_ok());
-        assert!(d.cb_mh_write(a, 97, &[1; 4]).is_err(), "past the allocation");
-        assert!(d.peek(ba + 100, &mut [0; 1]).is_err(), "gap after allocation");
+        assert!(
+            d.cb_mh_write(a, 97, &[1; 4]).is_err(),
+            "past the allocation"
+        );
+        assert!(
+            d.peek(ba + 100, &mut [0; 1]).is_err(),
+            "gap after allocation"
+        );
         d.cb_free(a);
         assert!(d.cb_mh_read(a, 0, &mut [0; 1]).is_err(), "freed handle");
         assert_eq!(d.live_memhandles(), 1);
-        assert_eq!(d.cb_malloc(0, 8).unwrap(), 0, "size 0 is no handle, success");
+        assert_eq!(
+            d.cb_malloc(0, 8).unwrap(),
+            0,
+            "size 0 is no handle, success"
+        );
     }
 
     #[test]
@@ -419,9 +496,12 @@ mod tests {
         d.map_control_block(0x1000).unwrap();
         let ring = d.cb_malloc(64, 0x20).unwrap();
         let addr = d.memhandle_addr(ring).unwrap();
-        d.poke(0x1000 + cb::LOG_RING_ADDR, &addr.to_le_bytes()).unwrap();
-        d.poke(0x1000 + cb::LOG_RING_SIZE, &64u32.to_le_bytes()).unwrap();
-        d.poke(0x1000 + cb::MAX_LOG_LEVEL, &2u32.to_le_bytes()).unwrap();
+        d.poke(0x1000 + cb::LOG_RING_ADDR, &addr.to_le_bytes())
+            .unwrap();
+        d.poke(0x1000 + cb::LOG_RING_SIZE, &64u32.to_le_bytes())
+            .unwrap();
+        d.poke(0x1000 + cb::MAX_LOG_LEVEL, &2u32.to_le_bytes())
+            .unwrap();
         assert!(d.firmware_log(0x1000, 1, "hi\n").unwrap());
         assert!(!d.firmware_log(0x1000, 3, "dropped\n").unwrap());
         assert_eq!(d.peek_u32(0x1000 + cb::LOG_HEAD).unwrap(), 5);

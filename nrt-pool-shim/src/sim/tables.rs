@@ -34,7 +34,8 @@ pub struct RwTable {
 pub struct MemhandleTable {
     pub device_malloc: unsafe extern "C" fn(*mut c_void, usize, usize, *mut *mut c_void) -> c_int,
     pub device_free: unsafe extern "C" fn(*mut c_void, *mut c_void),
-    pub read_memhandle: unsafe extern "C" fn(*mut c_void, *mut c_void, u64, usize, *mut c_void) -> c_int,
+    pub read_memhandle:
+        unsafe extern "C" fn(*mut c_void, *mut c_void, u64, usize, *mut c_void) -> c_int,
     pub write_memhandle:
         unsafe extern "C" fn(*mut c_void, *mut c_void, u64, usize, *const c_void) -> c_int,
     pub get_memhandle_soc_addr: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u64,
@@ -75,7 +76,8 @@ fn with_device<R>(ctx: *mut c_void, missing: R, f: impl FnOnce(&SimDevice) -> R)
     // SAFETY: the context's userdata is `Arc::as_ptr` of a SimDevice the caller keeps alive
     // while the context exists (this module's contract).
     let dev = unsafe { &*dev };
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(dev))).unwrap_or_else(|_| std::process::abort())
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(dev)))
+        .unwrap_or_else(|_| std::process::abort())
 }
 
 fn rc(r: Result<(), super::SimError>) -> c_int {
@@ -87,7 +89,12 @@ fn handle_id(h: *mut c_void) -> usize {
     h as usize
 }
 
-unsafe extern "C" fn sim_read_device(ctx: *mut c_void, addr: u64, len: usize, dst: *mut c_void) -> c_int {
+unsafe extern "C" fn sim_read_device(
+    ctx: *mut c_void,
+    addr: u64,
+    len: usize,
+    dst: *mut c_void,
+) -> c_int {
     with_device(ctx, RC_IO, |d| {
         let mut buf = vec![0u8; len];
         let r = d.cb_read(addr, &mut buf);
@@ -112,7 +119,12 @@ unsafe fn bytes<'a>(p: *const c_void, len: usize) -> &'a [u8] {
     }
 }
 
-unsafe extern "C" fn sim_write_device(ctx: *mut c_void, addr: u64, len: usize, src: *const c_void) -> c_int {
+unsafe extern "C" fn sim_write_device(
+    ctx: *mut c_void,
+    addr: u64,
+    len: usize,
+    src: *const c_void,
+) -> c_int {
     // SAFETY: the provider passes a buffer readable for `len` bytes.
     let src = unsafe { bytes(src, len) };
     with_device(ctx, RC_IO, |d| rc(d.cb_write(addr, src)))
@@ -175,7 +187,9 @@ unsafe extern "C" fn sim_write_memhandle(
 ) -> c_int {
     // SAFETY: the provider passes a buffer readable for `len` bytes.
     let src = unsafe { bytes(src, len) };
-    with_device(ctx, RC_IO, |d| rc(d.cb_mh_write(handle_id(handle), off, src)))
+    with_device(ctx, RC_IO, |d| {
+        rc(d.cb_mh_write(handle_id(handle), off, src))
+    })
 }
 
 unsafe extern "C" fn sim_memhandle_soc_addr(ctx: *mut c_void, handle: *mut c_void) -> u64 {

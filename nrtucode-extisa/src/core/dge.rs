@@ -147,8 +147,10 @@ pub fn enable_pc_bounds(core: Core, lo: u64, hi: u64) -> Result {
 /// `disable_pc_bounds_check`: the widest range, [0, ~0].
 pub fn disable_pc_bounds(core: Core) -> Result {
     write_pc_bounds(core, 0, u64::MAX)?;
-    core.ctx()
-        .log(SEV_INFO, format_args!("{}: disabled PC bounds check", core.name()));
+    core.ctx().log(
+        SEV_INFO,
+        format_args!("{}: disabled PC bounds check", core.name()),
+    );
     Ok(())
 }
 
@@ -183,7 +185,11 @@ mod tests {
         let mb = mailbox_from_bytes(NRTUCODE_DGE_MAILBOX_RESET.to_le_bytes());
         assert_eq!(
             mb,
-            nrtucode_dge_mailbox_t { reserved: 0, priority: 0xFF, bitmask: 0xFFFF }
+            nrtucode_dge_mailbox_t {
+                reserved: 0,
+                priority: 0xFF,
+                bitmask: 0xFFFF
+            }
         );
         assert_eq!(mailbox_bytes(mb), NRTUCODE_DGE_MAILBOX_RESET.to_le_bytes());
     }

@@ -6,7 +6,7 @@ use core::ptr;
 use super::control_block::{LOG_HEAD, LOG_RING_ADDR, LOG_RING_SIZE, MAX_LOG_LEVEL};
 use super::Core;
 use crate::error::{Error, Result};
-use crate::platform::{SEV_ERROR, SEV_INFO};
+use crate::platform::{Memhandle, SEV_ERROR, SEV_INFO};
 
 /// Ring size `nrtucode_core_enable_logs` asks for.
 pub const DEFAULT_RING_SIZE: u32 = 0x20000;
@@ -26,7 +26,7 @@ pub fn enable(core: Core, size_hint: u32) -> Result {
     let size = size_hint.wrapping_add(RING_ALIGN - 1) & !(RING_ALIGN - 1);
     let ring = ctx.device_malloc(size as usize, RING_ALIGN as usize)?;
     core.update(|c| {
-        c.log_memhandle = ring;
+        c.log_memhandle = ring.0;
         c.log_buf_size = size;
         c.log_read_cursor = 0;
     });
@@ -56,8 +56,8 @@ pub fn disable(core: Core) -> Result {
     core.require_booted(FN_DISABLE)?;
     let ctx = core.ctx();
     let dram = core.dram_base();
-    let ring = core.get(|c| c.log_memhandle);
-    if ring.is_null() {
+    let ring = Memhandle(core.get(|c| c.log_memhandle));
+    if ring.is_none() {
         return ctx.read_u32(dram + MAX_LOG_LEVEL).map(drop);
     }
     ctx.write_u64(dram + LOG_RING_ADDR, 0)?;
@@ -70,7 +70,8 @@ pub fn disable(core: Core) -> Result {
 /// `core_set_max_loglevel`: the firmware drops records above this level.
 pub fn set_max_loglevel(core: Core, level: u32) -> Result {
     core.require_booted(FN_SET_LEVEL)?;
-    core.ctx().write_u32(core.dram_base() + MAX_LOG_LEVEL, level)
+    core.ctx()
+        .write_u32(core.dram_base() + MAX_LOG_LEVEL, level)
 }
 
 /// `core_print_logs`: reads everything between the host tail and the device head and logs
@@ -79,8 +80,14 @@ pub fn set_max_loglevel(core: Core, level: u32) -> Result {
 pub fn print(core: Core) -> Result {
     core.require_booted(FN_PRINT)?;
     let ctx = core.ctx();
-    let (ring, size, tail) = core.get(|c| (c.log_memhandle, c.log_buf_size, c.log_read_cursor));
-    if ring.is_null() {
+    let (ring, size, tail) = core.get(|c| {
+        (
+            Memhandle(c.log_memhandle),
+            c.log_buf_size,
+            c.log_read_cursor,
+        )
+    });
+    if ring.is_none() {
         ctx.log(
             SEV_ERROR,
             format_args!(

@@ -14,7 +14,7 @@ use crate::handles::{
     NAME_LEN, NOT_BOOTED,
 };
 use crate::objcount;
-use crate::platform::{Ctx, SEV_ERROR, SEV_INFO};
+use crate::platform::{Ctx, Memhandle, SEV_ERROR, SEV_INFO};
 
 pub type Core = Handle<nrtucode_core_t>;
 
@@ -91,13 +91,20 @@ pub fn create(
         friendly_name: [0; NAME_LEN + 1],
         _tail: [0; 7],
     }) else {
-        ctx.log(SEV_ERROR, format_args!("Failed to allocate nrtucode_core_t"));
+        ctx.log(
+            SEV_ERROR,
+            format_args!("Failed to allocate nrtucode_core_t"),
+        );
         return Err(Error::Allocation);
     };
     // SAFETY: fresh object from malloc_object.
     let core = unsafe { Core::from_raw(p) };
     core.update(|c| {
-        default_name(&mut c.friendly_name, "nrtucode_core_t", p.as_ptr() as *const c_void)
+        default_name(
+            &mut c.friendly_name,
+            "nrtucode_core_t",
+            p.as_ptr() as *const c_void,
+        )
     });
     ctx.log(SEV_INFO, format_args!("Initialized {}", core.name()));
     objcount::created();
@@ -109,8 +116,9 @@ pub fn create(
 pub fn destroy(core: Core) {
     let _ = logs::disable(core);
     let ctx = core.ctx();
-    let (log_mh, boot_state, dram) = core.get(|c| (c.log_memhandle, c.boot_state, c.dram_base));
-    if !log_mh.is_null() {
+    let (log_mh, boot_state, dram) =
+        core.get(|c| (Memhandle(c.log_memhandle), c.boot_state, c.dram_base));
+    if !log_mh.is_none() {
         ctx.device_free(log_mh);
     }
     if boot_state != NOT_BOOTED {

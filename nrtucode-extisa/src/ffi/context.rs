@@ -48,7 +48,9 @@ pub unsafe extern "C" fn nrtucode_context_set_memhandle_impl(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nrtucode_context_get_userdata(ctx: *mut nrtucode_context_t) -> *mut c_void {
+pub unsafe extern "C" fn nrtucode_context_get_userdata(
+    ctx: *mut nrtucode_context_t,
+) -> *mut c_void {
     ffi_boundary!(call => context::userdata(super::ctx(call.non_null(ctx, "ctx"))))
 }
 

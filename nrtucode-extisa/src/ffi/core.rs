@@ -50,7 +50,9 @@ pub unsafe extern "C" fn nrtucode_core_on_ucode_booted(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nrtucode_core_get_context(core: *mut nrtucode_core_t) -> *mut nrtucode_context_t {
+pub unsafe extern "C" fn nrtucode_core_get_context(
+    core: *mut nrtucode_core_t,
+) -> *mut nrtucode_context_t {
     ffi_boundary!(call => super::core(call.non_null(core, "core")).get(|c| c.context))
 }
 
@@ -60,18 +62,26 @@ pub unsafe extern "C" fn nrtucode_core_get_userdata(core: *mut nrtucode_core_t) 
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nrtucode_core_set_userdata(core: *mut nrtucode_core_t, userdata: *mut c_void) {
+pub unsafe extern "C" fn nrtucode_core_set_userdata(
+    core: *mut nrtucode_core_t,
+    userdata: *mut c_void,
+) {
     ffi_boundary!(call => super::core(call.non_null(core, "core")).update(|c| c.userdata = userdata))
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nrtucode_core_get_coretype(core: *mut nrtucode_core_t) -> nrtucode_coretype_t {
+pub unsafe extern "C" fn nrtucode_core_get_coretype(
+    core: *mut nrtucode_core_t,
+) -> nrtucode_coretype_t {
     ffi_boundary!(call => super::core(call.non_null(core, "core")).get(|c| c.coretype))
 }
 
 /// Renames the core (at most 0x20 bytes are kept). No NULL guard.
 #[no_mangle]
-pub unsafe extern "C" fn nrtucode_core_set_friendly_name(core: *mut nrtucode_core_t, name: *const c_char) {
+pub unsafe extern "C" fn nrtucode_core_set_friendly_name(
+    core: *mut nrtucode_core_t,
+    name: *const c_char,
+) {
     ffi_boundary!(call => {
         let core = super::core(call.unguarded(core));
         core_::set_friendly_name(core, call.unguarded(name.cast_mut()))
@@ -89,7 +99,9 @@ pub extern "C" fn nrtucode_core_get_friendly_name(core: *mut nrtucode_core_t) ->
 
 /// Enables the device log ring with the default size (0x20000 bytes).
 #[no_mangle]
-pub unsafe extern "C" fn nrtucode_core_enable_logs(core: *mut nrtucode_core_t) -> nrtucode_result_t {
+pub unsafe extern "C" fn nrtucode_core_enable_logs(
+    core: *mut nrtucode_core_t,
+) -> nrtucode_result_t {
     ffi_boundary!(call => {
         let core = super::core(call.non_null(core, "core"));
         result_code(logs::enable(core, logs::DEFAULT_RING_SIZE))
@@ -106,7 +118,9 @@ pub unsafe extern "C" fn nrtucode_core_enable_logs_with_size_hint(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nrtucode_core_disable_logs(core: *mut nrtucode_core_t) -> nrtucode_result_t {
+pub unsafe extern "C" fn nrtucode_core_disable_logs(
+    core: *mut nrtucode_core_t,
+) -> nrtucode_result_t {
     ffi_boundary!(call => result_code(logs::disable(super::core(call.non_null(core, "core")))))
 }
 

@@ -56,7 +56,9 @@ pub unsafe extern "C" fn nrtucode_ll_create(
 
 /// Frees the staged device buffer (if any) and the handle.
 #[no_mangle]
-pub unsafe extern "C" fn nrtucode_ll_destroy(ll: *mut nrtucode_loadable_library_t) -> nrtucode_result_t {
+pub unsafe extern "C" fn nrtucode_ll_destroy(
+    ll: *mut nrtucode_loadable_library_t,
+) -> nrtucode_result_t {
     ffi_boundary!(call => {
         ll::destroy(super::ll(call.non_null(ll, "ll")));
         NRTUCODE_SUCCESS
@@ -105,11 +107,21 @@ unsafe fn sequence(
     let core = super::core(call.non_null(core, "core"));
     let buf = call.non_null(instr_buf, "instr_buf");
     let pushed = call.non_null(num_instrs_pushed, "num_instrs_pushed");
-    let emitted = ll::sequence(ll, core, dir, max_instrs, buf.as_ptr() as usize, call.name(), |records| {
-        // SAFETY: the caller's buffer holds `max_instrs` records of 0x40 bytes and
-        // `records` is at most that long (the capacity check passed).
-        unsafe { ptr::copy_nonoverlapping(records.as_ptr(), buf.as_ptr().cast::<u8>(), records.len()) }
-    });
+    let emitted = ll::sequence(
+        ll,
+        core,
+        dir,
+        max_instrs,
+        buf.as_ptr() as usize,
+        call.name(),
+        |records| {
+            // SAFETY: the caller's buffer holds `max_instrs` records of 0x40 bytes and
+            // `records` is at most that long (the capacity check passed).
+            unsafe {
+                ptr::copy_nonoverlapping(records.as_ptr(), buf.as_ptr().cast::<u8>(), records.len())
+            }
+        },
+    );
     result_code(emitted.map(|n| put(pushed, n)))
 }
 
@@ -158,6 +170,8 @@ pub unsafe extern "C" fn nrtucode_ll_set_friendly_name(
 
 /// Bytes staged on the device (0 for SUNDA). No NULL guard.
 #[no_mangle]
-pub unsafe extern "C" fn nrtucode_ll_get_library_size(ll: *mut nrtucode_loadable_library_t) -> usize {
+pub unsafe extern "C" fn nrtucode_ll_get_library_size(
+    ll: *mut nrtucode_loadable_library_t,
+) -> usize {
     ffi_boundary!(call => super::ll(call.unguarded(ll)).get(|l| l.prelinked_size as usize))
 }

@@ -18,12 +18,17 @@ pub unsafe extern "C" fn nrtucode_opset_create(
     ffi_boundary!(call => {
         let ctx = super::ctx(call.non_null(ctx, "ctx"));
         let out = call.non_null(op_set, "op_set");
-        result_code(opset::create(ctx).map(|o| put(out, o.as_ptr())))
+        // The vendor stores malloc's result before testing it: NULL on failure.
+        let created = opset::create(ctx);
+        put(out, created.map_or(ptr::null_mut(), |o| o.as_ptr()));
+        result_code(created.map(drop))
     })
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nrtucode_opset_destroy(op_set: *mut nrtucode_opset_t) -> nrtucode_result_t {
+pub unsafe extern "C" fn nrtucode_opset_destroy(
+    op_set: *mut nrtucode_opset_t,
+) -> nrtucode_result_t {
     ffi_boundary!(call => {
         opset::destroy(super::opset(call.non_null(op_set, "op_set")));
         NRTUCODE_SUCCESS
@@ -54,7 +59,9 @@ fn opt(op_set: *const nrtucode_opset_t) -> Option<opset::Opset> {
 
 /// Opcodes present; 0 for a NULL set.
 #[no_mangle]
-pub unsafe extern "C" fn nrtucode_opset_private_get_num_opcodes(op_set: *const nrtucode_opset_t) -> usize {
+pub unsafe extern "C" fn nrtucode_opset_private_get_num_opcodes(
+    op_set: *const nrtucode_opset_t,
+) -> usize {
     ffi_boundary!(_call => opt(op_set).map_or(0, opset::num_opcodes))
 }
 
@@ -68,7 +75,10 @@ pub unsafe extern "C" fn nrtucode_opset_private_get_num_specializations(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nrtucode_opset_private_has_opcode(op_set: *const nrtucode_opset_t, opcode: u8) -> bool {
+pub unsafe extern "C" fn nrtucode_opset_private_has_opcode(
+    op_set: *const nrtucode_opset_t,
+    opcode: u8,
+) -> bool {
     ffi_boundary!(_call => opt(op_set).is_some_and(|o| opset::has_opcode(o, opcode)))
 }
 
@@ -83,7 +93,10 @@ pub unsafe extern "C" fn nrtucode_opset_private_has_specialization(
 
 /// Renames the opset (at most 0x20 bytes kept). No NULL guard.
 #[no_mangle]
-pub unsafe extern "C" fn nrtucode_opset_set_friendly_name(op_set: *mut nrtucode_opset_t, name: *const c_char) {
+pub unsafe extern "C" fn nrtucode_opset_set_friendly_name(
+    op_set: *mut nrtucode_opset_t,
+    name: *const c_char,
+) {
     ffi_boundary!(call => {
         let op = super::opset(call.unguarded(op_set));
         opset::set_friendly_name(op, call.unguarded(name.cast_mut()))

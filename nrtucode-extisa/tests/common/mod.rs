@@ -56,7 +56,10 @@ impl Rig {
         let _ = self.dev.map_control_block(dram);
         let mut core = ptr::null_mut();
         // SAFETY: live context and out pointer.
-        assert_eq!(unsafe { nrtucode_core_create(self.ctx, ct, 0x1000, dram, 0x3000, &mut core) }, 0);
+        assert_eq!(
+            unsafe { nrtucode_core_create(self.ctx, ct, 0x1000, dram, 0x3000, &mut core) },
+            0
+        );
         core
     }
 
