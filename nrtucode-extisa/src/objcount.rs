@@ -56,6 +56,10 @@ mod tests {
     fn only_a_negative_count_is_reported_at_exit() {
         assert_eq!(exit_report(-1), Some(DOUBLE_FREE_MESSAGE));
         assert_eq!(exit_report(0), None);
-        assert_eq!(exit_report(3), None, "the shipped build is silent about leaks");
+        assert_eq!(
+            exit_report(3),
+            None,
+            "the shipped build is silent about leaks"
+        );
     }
 }

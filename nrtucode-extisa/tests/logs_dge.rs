@@ -137,9 +137,14 @@ fn print_logs_drains_records_and_advances_the_cursor() {
         assert_eq!(nrtucode_core_print_logs(core), 0, "nothing new");
         assert!(rig.logs().is_empty());
         // A head behind the tail (the ring never wraps) is refused the same way.
-        rig.dev.poke(DRAM + cb::LOG_HEAD, &1u32.to_le_bytes()).unwrap();
+        rig.dev
+            .poke(DRAM + cb::LOG_HEAD, &1u32.to_le_bytes())
+            .unwrap();
         assert_eq!(nrtucode_core_print_logs(core), NRTUCODE_ERR_IO);
-        assert!(rig.has_log(1, &format!("{name}: internal error: invalid log buffer tail index 1")));
+        assert!(rig.has_log(
+            1,
+            &format!("{name}: internal error: invalid log buffer tail index 1")
+        ));
         // A head past the ring's end is an internal error (6).
         rig.dev
             .poke(DRAM + cb::LOG_HEAD, &0x41u32.to_le_bytes())
