@@ -116,6 +116,35 @@ const _: () = assert!(offset_of!(nrtucode_opset_t, opcode_slot) == 0x008);
 const _: () = assert!(offset_of!(nrtucode_opset_t, friendly_name) == 0x808);
 const _: () = assert!(offset_of!(nrtucode_opset_t, friendly_name) + NAME_LEN == 0x828);
 
+/// The three child objects (core, library, opset): each has a context back pointer and a
+/// friendly name.
+pub trait Named {
+    const TYPE_NAME: &'static str;
+    fn context(&self) -> *mut nrtucode_context_t;
+    fn friendly_name(&self) -> &[c_char];
+    fn friendly_name_mut(&mut self) -> &mut [c_char];
+}
+
+macro_rules! named {
+    ($t:ty, $type_name:literal) => {
+        impl Named for $t {
+            const TYPE_NAME: &'static str = $type_name;
+            fn context(&self) -> *mut nrtucode_context_t {
+                self.context
+            }
+            fn friendly_name(&self) -> &[c_char] {
+                &self.friendly_name
+            }
+            fn friendly_name_mut(&mut self) -> &mut [c_char] {
+                &mut self.friendly_name
+            }
+        }
+    };
+}
+named!(nrtucode_core_t, "nrtucode_core_t");
+named!(nrtucode_loadable_library_t, "nrtucode_ll_t");
+named!(nrtucode_opset_t, "nrtucode_opset_t");
+
 /// A live handle object created by this library. Holds no borrow: callers may re-enter
 /// through callbacks, so each access below is a short, self-contained borrow.
 pub struct Handle<T>(NonNull<T>);

@@ -8,8 +8,7 @@ use crate::abi::{nrtucode_coretype_t, nrtucode_flavors_t, NRTUCODE_CORE_SUNDA_Q7
 use crate::core::Core;
 use crate::error::{Error, Result};
 use crate::handles::{
-    default_name, free_object, malloc_object, name_str, nrtucode_loadable_library_t, Handle,
-    NAME_LEN,
+    default_name, free_object, malloc_object, nrtucode_loadable_library_t, Handle, NAME_LEN,
 };
 use crate::images::{self, is_q7_pool};
 use crate::objcount;
@@ -22,18 +21,6 @@ pub type Ll = Handle<nrtucode_loadable_library_t>;
 pub const STAGING_ALIGNMENT: usize = 0x100_0000;
 /// Largest staged image (UCPL header + code + data) the device buffer takes.
 pub const MAX_STAGED_SIZE: u64 = 0x10000;
-
-impl Ll {
-    pub fn ctx(self) -> Ctx {
-        let p = self.get(|l| l.context);
-        // SAFETY: ll_create stores a live context; the caller keeps it alive.
-        unsafe { Ctx::from_raw(ptr::NonNull::new_unchecked(p)) }
-    }
-
-    pub fn name(self) -> String {
-        self.get(|l| name_str(&l.friendly_name))
-    }
-}
 
 /// `ll_create` after its guards.
 pub fn create(
@@ -260,16 +247,6 @@ pub fn sequence(
         .collect();
     write(&records);
     Ok(count)
-}
-
-/// `ll_set_friendly_name`.
-pub fn set_friendly_name(ll: Ll, name: ptr::NonNull<core::ffi::c_char>) {
-    ll.ctx().log(
-        SEV_INFO,
-        format_args!("{} renamed {}", ll.name(), crate::handles::CStrArg(name)),
-    );
-    let prefix = crate::handles::read_name_prefix(name);
-    ll.update(|l| crate::handles::store_name(&mut l.friendly_name, &prefix));
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use core::ptr;
 use crate::abi::nrtucode_coretype_t;
 use crate::error::{Error, Result};
 use crate::handles::{
-    default_name, free_object, malloc_object, name_str, nrtucode_opset_t, Handle, OPSET_BITMAP_LEN,
+    default_name, free_object, malloc_object, nrtucode_opset_t, Handle, OPSET_BITMAP_LEN,
     OPSET_SLOTS,
 };
 use crate::images::is_q7_pool;
@@ -21,16 +21,6 @@ pub const EXTENDED_OPCODE: u8 = 0xF0;
 pub const SPECIALIZATION_OFFSET: usize = 0x0c;
 
 impl Opset {
-    fn ctx(self) -> Ctx {
-        let p = self.get(|o| o.context);
-        // SAFETY: opset_create stores a live context; the caller keeps it alive.
-        unsafe { Ctx::from_raw(ptr::NonNull::new_unchecked(p)) }
-    }
-
-    pub fn name(self) -> String {
-        self.get(|o| name_str(&o.friendly_name))
-    }
-
     fn slot(self, opcode: u8) -> *mut u8 {
         self.get(|o| o.opcode_slot[usize::from(opcode)])
     }
@@ -139,14 +129,4 @@ pub fn library_index(op: Opset, coretype: nrtucode_coretype_t) -> Result<usize> 
     } else {
         Err(Error::UnknownCore)
     }
-}
-
-/// `opset_set_friendly_name`.
-pub fn set_friendly_name(op: Opset, name: ptr::NonNull<core::ffi::c_char>) {
-    op.ctx().log(
-        SEV_INFO,
-        format_args!("{} renamed {}", op.name(), crate::handles::CStrArg(name)),
-    );
-    let prefix = crate::handles::read_name_prefix(name);
-    op.update(|o| crate::handles::store_name(&mut o.friendly_name, &prefix));
 }

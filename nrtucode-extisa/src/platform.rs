@@ -8,7 +8,7 @@ use core::ptr;
 use crate::abi::*;
 use crate::error::{Error, Result};
 use crate::fatal::unguarded_null;
-use crate::handles::{nrtucode_context_t, Handle};
+use crate::handles::{self, nrtucode_context_t, Handle, Named};
 
 pub type Ctx = Handle<nrtucode_context_t>;
 
@@ -212,6 +212,38 @@ impl Ctx {
         let f = slot(self.memhandle().get_memhandle_soc_addr);
         // SAFETY: plain call with a handle from the same table.
         unsafe { f(self.raw(), handle.0) }
+    }
+}
+
+impl<T: Named> Handle<T> {
+    /// The context this object was created in.
+    pub fn ctx(self) -> Ctx {
+        let p = self.get(|o| o.context());
+        // SAFETY: create stores a live, non-NULL context; the caller destroys children
+        // before their context (the vendor's contract, with the same back pointer).
+        unsafe { Ctx::from_raw(ptr::NonNull::new_unchecked(p)) }
+    }
+
+    /// The friendly name, as `%s` prints it.
+    pub fn name(self) -> String {
+        self.get(|o| handles::name_str(o.friendly_name()))
+    }
+
+    /// Names a fresh object "<type>@<address>".
+    pub fn set_default_name(self) {
+        let addr = self.as_ptr() as *const c_void;
+        self.update(|o| handles::default_name(o.friendly_name_mut(), T::TYPE_NAME, addr));
+    }
+
+    /// `*_set_friendly_name`: logs "<old> renamed <new>" (reading the new name only if the
+    /// line is formatted), then strncpy into the 0x20-byte field with a forced NUL.
+    pub fn rename(self, name: ptr::NonNull<c_char>) {
+        self.ctx().log(
+            SEV_INFO,
+            format_args!("{} renamed {}", self.name(), handles::CStrArg(name)),
+        );
+        let prefix = handles::read_name_prefix(name);
+        self.update(|o| handles::store_name(o.friendly_name_mut(), &prefix));
     }
 }
 

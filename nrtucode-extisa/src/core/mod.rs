@@ -4,14 +4,13 @@ pub mod claim;
 pub mod dge;
 pub mod logs;
 
-use core::ffi::{c_char, c_void};
+use core::ffi::c_void;
 use core::ptr;
 
 use crate::abi::nrtucode_coretype_t;
 use crate::error::{Error, Result};
 use crate::handles::{
-    default_name, free_object, malloc_object, name_str, nrtucode_core_t, store_name, Handle,
-    NAME_LEN, NOT_BOOTED,
+    default_name, free_object, malloc_object, nrtucode_core_t, Handle, NAME_LEN, NOT_BOOTED,
 };
 use crate::objcount;
 use crate::platform::{Ctx, Memhandle, SEV_ERROR, SEV_INFO};
@@ -42,19 +41,8 @@ pub const CLAIM_CLAIMED: u32 = 0x502B_2DA1;
 pub const BOOT_GATE_EXPR: &str = "(core)->boot_state == BOOTED_LEGACY";
 
 impl Core {
-    pub fn ctx(self) -> Ctx {
-        let p = self.get(|c| c.context);
-        // SAFETY: core_create stores a live context; the caller destroys cores before their
-        // context (the vendor's contract, which has the same back pointer).
-        unsafe { Ctx::from_raw(ptr::NonNull::new_unchecked(p)) }
-    }
-
     pub fn dram_base(self) -> u64 {
         self.get(|c| c.dram_base)
-    }
-
-    pub fn name(self) -> String {
-        self.get(|c| name_str(&c.friendly_name))
     }
 
     /// The boot gate shared by the log and DGE calls: a check failure (8) unless claimed.
@@ -127,16 +115,4 @@ pub fn destroy(core: Core) {
     ctx.log(SEV_INFO, format_args!("Destroyed {}", core.name()));
     free_object(core);
     objcount::destroyed();
-}
-
-/// `core_set_friendly_name`: logs "<old> renamed <new>" (reading the new name only if the
-/// line is formatted), then strncpy into the 0x20-byte field with a forced NUL.
-pub fn set_friendly_name(core: Core, name: ptr::NonNull<c_char>) {
-    let ctx = core.ctx();
-    ctx.log(
-        SEV_INFO,
-        format_args!("{} renamed {}", core.name(), crate::handles::CStrArg(name)),
-    );
-    let prefix = crate::handles::read_name_prefix(name);
-    core.update(|c| store_name(&mut c.friendly_name, &prefix));
 }

@@ -84,7 +84,7 @@ pub unsafe extern "C" fn nrtucode_core_set_friendly_name(
 ) {
     ffi_boundary!(call => {
         let core = super::core(call.unguarded(core));
-        core_::set_friendly_name(core, call.unguarded(name.cast_mut()))
+        core.rename(call.unguarded(name.cast_mut()))
     })
 }
 

@@ -164,7 +164,7 @@ pub unsafe extern "C" fn nrtucode_ll_set_friendly_name(
 ) {
     ffi_boundary!(call => {
         let ll = super::ll(call.unguarded(ll));
-        ll::set_friendly_name(ll, call.unguarded(name.cast_mut()))
+        ll.rename(call.unguarded(name.cast_mut()))
     })
 }
 

@@ -99,7 +99,7 @@ pub unsafe extern "C" fn nrtucode_opset_set_friendly_name(
 ) {
     ffi_boundary!(call => {
         let op = super::opset(call.unguarded(op_set));
-        opset::set_friendly_name(op, call.unguarded(name.cast_mut()))
+        op.rename(call.unguarded(name.cast_mut()))
     })
 }
 
