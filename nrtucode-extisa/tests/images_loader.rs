@@ -305,16 +305,96 @@ fn ll_create_paths() {
     );
     std::env::remove_var(CPTC_ENV);
 
-    // Cayman images need the prelinker, which this build lacks: ERR_RELOCATION, loudly.
+    // A Cayman library that is not a split-load ELF: the prelinker refuses it.
     rig.dev.clear_host_logs();
     assert_eq!(
         ll_create(&rig, 13, 0),
         (NRTUCODE_ERR_RELOCATION, ptr::null_mut())
     );
-    assert!(rig
-        .log_texts()
-        .iter()
-        .any(|l| l.starts_with("Failed prelink with status = unsupported (")));
+    assert!(rig.has_log(
+        1,
+        "nrtucode: prelink: failed to validate ELF shared object file (status 1)"
+    ));
+    assert!(rig.has_log(1, "Failed prelink with status = 1"));
+    assert_eq!(rig.dev.live_memhandles(), 0);
+    clear_env();
+}
+
+#[test]
+fn ll_create_prelinks_and_stages_cayman_libraries() {
+    let _g = ENV.lock();
+    clear_env();
+    let dir = image_dir();
+    let sample = nrtucode_extisa::prelink::fixture::Fixture::sample().build();
+    write(dir.path(), "ext-isa/ct21/lib2.elf", &sample);
+    std::env::set_var(IMAGE_DIR_ENV, dir.path());
+    let rig = Rig::new();
+    let core = rig.booted_core(21);
+    rig.dev.clear_trace();
+    let (rc, ll) = ll_create(&rig, 21, 2);
+    assert_eq!(rc, 0, "{:?}", rig.log_texts());
+    let trace = rig.dev.trace();
+    let Op::Malloc {
+        size,
+        align,
+        handle,
+    } = trace[0].clone()
+    else {
+        panic!("{trace:?}")
+    };
+    // Code 28 bytes -> data at 0x40; data = 16 bytes + 6 relocations + 7 .dynamic entries.
+    assert_eq!((size, align), (0x40 + 0x90, 0x100_0000));
+    let Op::MemhandleWrite {
+        off: 0,
+        bytes: header,
+        ..
+    } = &trace[1]
+    else {
+        panic!("{trace:?}")
+    };
+    assert_eq!(&header[..8], b"UCPL \0\0\0");
+    let Op::MemhandleWrite {
+        off: 0x20,
+        bytes: code,
+        ..
+    } = &trace[2]
+    else {
+        panic!("{trace:?}")
+    };
+    assert_eq!(code.len(), 28);
+    assert_eq!(
+        &code[..4],
+        &0x00E0_0804u32.to_le_bytes(),
+        "relocated CONST16"
+    );
+    let Op::MemhandleWrite {
+        off: 0x40,
+        bytes: data,
+        ..
+    } = &trace[3]
+    else {
+        panic!("{trace:?}")
+    };
+    assert_eq!(&data[4..8], &0x18008u32.to_le_bytes());
+    assert_eq!(trace.len(), 4);
+    // SAFETY: live handles.
+    unsafe { assert_eq!(nrtucode_ll_get_library_size(ll), 0xD0) };
+    let mut buf = RecordBuf([0; 0x40 * 9]);
+    assert_eq!(sequence(true, ll, core, 1, &mut buf, 0), (0, 1));
+    assert_eq!(
+        &buf.0[0x10..0x18],
+        &rig.dev.memhandle_addr(handle).unwrap().to_le_bytes()
+    );
+    assert_eq!(
+        &buf.0[0x18..0x20],
+        &[2, 0, 0, 0, 0xD0, 0, 0, 0],
+        "selector 2, size 0xD0"
+    );
+    // SAFETY: live handles, destroyed once.
+    unsafe {
+        nrtucode_ll_destroy(ll);
+        nrtucode_extisa::ffi::core::nrtucode_core_destroy(core);
+    }
     assert_eq!(rig.dev.live_memhandles(), 0);
     clear_env();
 }
