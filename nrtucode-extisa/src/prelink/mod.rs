@@ -221,6 +221,12 @@ pub fn prelink(
     Ok(ucpl)
 }
 
+/// Where `image`'s segments would be placed for `geometry` (the validation of [`prelink`]
+/// included); for tools and tests that check the result against a static link.
+pub fn placement(image: &[u8], geometry: &Geometry) -> Result<Placement, u32> {
+    SplitLoad::parse(image).map(|elf| place(&elf, geometry))
+}
+
 fn align_up(v: u32, align: u32) -> u32 {
     v.wrapping_add(align).wrapping_sub(1) & !align.wrapping_sub(1)
 }
