@@ -93,10 +93,39 @@ pub fn ext_isa(
     }
     let (ct, lib) = ext_isa_entry(coretype, library)?;
     let dir = image_dir().ok_or(Error::MissingImage)?;
-    let base = dir.join("ext-isa").join(format!("ct{ct}"));
-    let so = load(&base.join(format!("lib{lib}.elf"))).ok_or(Error::MissingImage)?;
-    let json = load(&base.join(format!("lib{lib}.json")));
+    let so = load(&ext_isa_file(&dir, ct, lib, "elf")).ok_or(Error::MissingImage)?;
+    let json = load(&ext_isa_file(&dir, ct, lib, "json"));
     Ok(ExtIsaImage { so, json })
+}
+
+/// Where an image directory keeps library `lib` of coretype `ct` (`ext` is "elf" for the
+/// library, "json" for its manifest).
+pub fn ext_isa_file(dir: &Path, ct: u32, lib: u64, ext: &str) -> PathBuf {
+    dir.join("ext-isa")
+        .join(format!("ct{ct}"))
+        .join(format!("lib{lib}.{ext}"))
+}
+
+/// Where an image directory keeps a base memory image (`region` 0-3, flavor key `key`).
+pub fn memory_image_file(
+    dir: &Path,
+    ct: u32,
+    key: u32,
+    region: nrtucode_image_t,
+) -> Option<PathBuf> {
+    let file = match region {
+        NRTUCODE_IMAGE_IRAM => "iram.bin",
+        NRTUCODE_IMAGE_DRAM => "dram.bin",
+        NRTUCODE_IMAGE_SRAM => "sram.bin",
+        NRTUCODE_IMAGE_EXTRAM => "extram.bin",
+        _ => return None,
+    };
+    Some(
+        dir.join("memory")
+            .join(format!("ct{ct}"))
+            .join(key.to_string())
+            .join(file),
+    )
 }
 
 /// `ll_get_libraries_from_opcodes`: the opcode lists are never read; one library is
@@ -163,23 +192,22 @@ pub fn memory_image(
         return Err(Error::Invalid);
     }
     let key = resolve_memory_flavor(flavor);
-    if !memory_image_keys(coretype).contains(&key) {
+    if !memory_image_keys(coretype).contains(&key) || region > NRTUCODE_IMAGE_EXTRAM {
         return Err(Error::UnknownImage);
     }
-    let file = match region {
-        NRTUCODE_IMAGE_IRAM => "iram.bin",
-        NRTUCODE_IMAGE_DRAM => "dram.bin",
-        NRTUCODE_IMAGE_SRAM => "sram.bin",
-        NRTUCODE_IMAGE_EXTRAM => "extram.bin",
-        _ => return Err(Error::UnknownImage),
+    // No EXTRAM image is "no image" (2), the code libnrt reads as "no EXTRAM"; any other
+    // absent region is a missing image (3).
+    let absent = if region == NRTUCODE_IMAGE_EXTRAM {
+        Error::UnknownImage
+    } else {
+        Error::MissingImage
     };
-    let dir = image_dir().ok_or(Error::MissingImage)?;
-    let path = dir
-        .join("memory")
-        .join(format!("ct{coretype}"))
-        .join(key.to_string())
-        .join(file);
-    load(&path).ok_or(Error::MissingImage)
+    let Some(dir) = image_dir() else {
+        return Err(absent);
+    };
+    memory_image_file(&dir, coretype, key, region)
+        .and_then(|p| load(&p))
+        .ok_or(absent)
 }
 
 /// Sizes of the two profile tables.

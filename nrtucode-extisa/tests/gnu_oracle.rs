@@ -38,22 +38,16 @@ fn sources() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xtensa")
 }
 
-/// Compiles kernels.c and links it -shared with `script`.
+/// Builds the test library (tests/xtensa/build.sh): the object and the shared library
+/// linked with `script`.
 fn build_shared(dir: &Path, script: &str) -> (PathBuf, PathBuf) {
-    let obj = dir.join("kernels.o");
-    let so = dir.join(format!("{script}.so"));
-    run(Command::new(tool("gcc"))
-        .args(["-O2", "-fPIC", "-fvisibility=hidden", "-c"])
-        .arg(sources().join("kernels.c"))
-        .arg("-o")
-        .arg(&obj));
-    run(Command::new(tool("ld"))
-        .args(["--no-warn-rwx-segments", "-shared", "-Bsymbolic", "-T"])
-        .arg(sources().join(script))
-        .arg(&obj)
-        .arg("-o")
-        .arg(&so));
-    (so, obj)
+    tool("gcc");
+    tool("ld");
+    run(Command::new(sources().join("build.sh")).arg(dir));
+    (
+        dir.join(script.replace(".ld", ".so")),
+        dir.join("kernels.o"),
+    )
 }
 
 fn check_against_static_link(script: &str) {

@@ -1,0 +1,297 @@
+//! nrtucode-tool end to end: inspect (ELF and UCPL), prelink (and its refusals), extract
+//! from a synthetic "vendor" file laid out as the record documents (plain and packaged).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use nrtucode_extisa::prelink::fixture::Fixture;
+
+fn tool(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nrtucode-tool"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The GNU-built test library (needs the Debian Xtensa toolchain).
+fn gnu_library(dir: &Path) -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/xtensa/build.sh");
+    let out = Command::new(script).arg(dir).output().unwrap();
+    assert!(
+        out.status.success(),
+        "building the Xtensa test library failed (install gcc-xtensa-lx106 binutils-xtensa-lx106):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir.join("split.so")
+}
+
+#[test]
+fn inspect_a_gnu_built_library() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = gnu_library(dir.path());
+    let o = tool(&["inspect", path(&lib)]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    for want in [
+        "ELF32 little-endian, type 3, machine 94",
+        "[0] LOAD",
+        "R-X",
+        "[2] LOAD",
+        "-WX",
+        "[3] DYNAMIC",
+        "RELA ",
+        "relocations (14):",
+        "R_XTENSA_RELATIVE    ( 5) x14",
+        "kernel_info_table (4 entries",
+        "key 0x00000041 (opcode 65, spec 0) -> entry 0x",
+        "key 0x000007f0 (opcode 240, spec 7)",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+}
+
+#[test]
+fn prelink_writes_the_staged_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = dir.path().join("sample.elf");
+    std::fs::write(&lib, Fixture::sample().build()).unwrap();
+    let out = dir.path().join("sample.ucpl");
+    let o = tool(&["prelink", path(&lib), "--coretype", "21", "-o", path(&out)]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let ucpl = std::fs::read(&out).unwrap();
+    assert_eq!(&ucpl[..8], b"UCPL \0\0\0");
+    assert_eq!(ucpl.len(), 0x40 + 0x90);
+    assert_eq!(
+        &ucpl[0x20..0x24],
+        &0x00E0_0804u32.to_le_bytes(),
+        "relocated code at 0x20"
+    );
+    assert_eq!(
+        &ucpl[0x44..0x48],
+        &0x18008u32.to_le_bytes(),
+        "relocated data at 0x40"
+    );
+    let (shown, _) = text(&tool(&["inspect", path(&out)]));
+    assert!(
+        shown.contains("UCPL image, 208 bytes") && shown.contains("start 0x18018"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn prelink_refusals_leave_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.elf");
+    std::fs::write(&bad, b"\x7fELF\x02 not a 32-bit library").unwrap();
+    let out = dir.path().join("bad.ucpl");
+    let o = tool(&["prelink", path(&bad), "-o", path(&out)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o).1.contains("prelink failed with status 1"),
+        "{:?}",
+        text(&o)
+    );
+    assert!(!out.exists() && !out.with_extension("partial").exists());
+    let o = tool(&["prelink", path(&bad), "--coretype", "6"]);
+    assert!(text(&o).1.contains("SUNDA libraries are pushed whole"));
+    let o = tool(&["prelink", path(&bad), "--coretype", "2"]);
+    assert!(text(&o).1.contains("not a Q7 POOL coretype"));
+    assert_eq!(tool(&["frob"]).status.code(), Some(2));
+    assert_eq!(tool(&["inspect"]).status.code(), Some(2));
+    let o = tool(&["inspect", path(&dir.path().join("missing"))]);
+    assert!(text(&o).1.contains("No such file"));
+}
+
+/// A file laid out like the analysed vendor library: each image at its documented offset,
+/// padded to its documented size, behind its JSON slot. The images are our fixtures, so
+/// no hash matches and there is no build-id.
+fn synthetic_vendor(dir: &Path) -> PathBuf {
+    let images = nrtucode_extisa_tool_images();
+    let end = images.iter().map(|v| v.0 + v.1).max().unwrap() as usize;
+    let mut file = vec![0u8; end + 0x100];
+    for &(offset, size, ct) in &images {
+        let mut elf = Fixture::sample().build();
+        assert!(elf.len() as u64 <= size);
+        elf.resize(size as usize, 0);
+        let o = offset as usize;
+        file[o..o + size as usize].copy_from_slice(&elf);
+        let json: &[u8] = if ct == 6 {
+            br#"{"library":"all.stripped.so","functions":[]}"#
+        } else {
+            br#"{"dummy_message": "hello world"}"#
+        };
+        let json_len = if ct == 6 { 0x6c0 } else { 0x20 };
+        file[o - json_len..o - json_len + json.len()].copy_from_slice(json);
+    }
+    let p = dir.join("libnrtucode_extisa.so");
+    std::fs::write(&p, file).unwrap();
+    p
+}
+
+/// (offset, size, coretype) of the 13 documented images.
+fn nrtucode_extisa_tool_images() -> Vec<(u64, u64, u32)> {
+    vec![
+        (0x921660, 0xd308, 6),
+        (0x5b0cc0, 0xa260, 13),
+        (0x5afd40, 0xf5c, 13),
+        (0x5ae820, 0x1500, 13),
+        (0x5a7e80, 0x6974, 13),
+        (0x2ffee0, 0xa260, 21),
+        (0x2fef60, 0xf5c, 21),
+        (0x2fda40, 0x1500, 21),
+        (0x2f70a0, 0x6974, 21),
+        (0x1ce60, 0xa260, 29),
+        (0x1bee0, 0xf5c, 29),
+        (0x1a9c0, 0x1500, 29),
+        (0x14020, 0x6974, 29),
+    ]
+}
+
+fn check_extracted(out: &Path) {
+    for (ct, libs) in [(6, 1), (13, 4), (21, 4), (29, 4)] {
+        for lib in 0..libs {
+            let elf = std::fs::read(out.join(format!("ext-isa/ct{ct}/lib{lib}.elf"))).unwrap();
+            assert!(elf.starts_with(b"\x7fELF"));
+            let json = std::fs::read(out.join(format!("ext-isa/ct{ct}/lib{lib}.json"))).unwrap();
+            assert_eq!(json.len(), if ct == 6 { 0x6c0 } else { 0x20 });
+        }
+    }
+    let sizes: Vec<u64> = (0..4)
+        .map(|l| {
+            std::fs::metadata(out.join(format!("ext-isa/ct13/lib{l}.elf")))
+                .unwrap()
+                .len()
+        })
+        .collect();
+    assert_eq!(sizes, vec![0xa260, 0xf5c, 0x1500, 0x6974]);
+    // The extracted Cayman library prelinks.
+    let o = tool(&[
+        "prelink",
+        path(&out.join("ext-isa/ct13/lib0.elf")),
+        "-o",
+        path(&out.join("x.ucpl")),
+    ]);
+    assert!(o.status.success(), "{:?}", text(&o));
+}
+
+#[test]
+fn extract_checks_then_writes_the_image_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let vendor = synthetic_vendor(dir.path());
+    let out = dir.path().join("images");
+
+    let o = tool(&["extract", path(&vendor), "-o", path(&out)]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err.contains("no GNU build-id"), "{err}");
+    assert!(
+        err.contains("ct13 lib0: sha256 ")
+            && err.contains("is not the documented 910d41c3ededce67..."),
+        "{err}"
+    );
+    assert!(err.contains("--allow-unverified"));
+    assert!(!out.exists(), "nothing written when checks fail");
+
+    let o = tool(&[
+        "extract",
+        path(&vendor),
+        "-o",
+        path(&out),
+        "--allow-unverified",
+    ]);
+    let (report, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        report.contains("ct29 lib3: offset 0x14020 size 0x6974"),
+        "{report}"
+    );
+    assert!(
+        report.contains("memory images and hwdecode tables: UNSUPPORTED"),
+        "{report}"
+    );
+    check_extracted(&out);
+
+    let o = tool(&[
+        "extract",
+        path(&vendor),
+        "-o",
+        path(&out),
+        "--allow-unverified",
+    ]);
+    assert!(
+        text(&o).1.contains("exists and is not empty"),
+        "never overwrites"
+    );
+
+    // Images that are not there are never extracted, whatever the flags.
+    let short = dir.path().join("short.so");
+    std::fs::write(&short, vec![0u8; 0x30000]).unwrap();
+    let none = dir.path().join("none");
+    let o = tool(&[
+        "extract",
+        path(&short),
+        "-o",
+        path(&none),
+        "--allow-unverified",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let (_, err) = text(&o);
+    assert!(
+        err.contains("missing: ct6 lib0: 0x921660+0xd308 is past the end of the file"),
+        "{err}"
+    );
+    assert!(
+        err.contains("missing: ct29 lib0: no ELF32 Xtensa header at 0x1ce60"),
+        "{err}"
+    );
+    assert!(!none.exists());
+}
+
+#[test]
+fn extract_from_a_debian_package() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("pkg");
+    let lib_dir = root.join("opt/aws/neuron/lib");
+    std::fs::create_dir_all(&lib_dir).unwrap();
+    std::fs::create_dir_all(root.join("DEBIAN")).unwrap();
+    std::fs::write(
+        root.join("DEBIAN/control"),
+        "Package: synthetic-neuronx-runtime-lib\nVersion: 0.0.1\nArchitecture: amd64\nMaintainer: tests <tests@example.invalid>\nDescription: synthetic vendor layout\n",
+    )
+    .unwrap();
+    let vendor = synthetic_vendor(&lib_dir);
+    assert!(vendor.exists());
+    let deb = dir.path().join("synthetic.deb");
+    let built = Command::new("dpkg-deb")
+        .args(["--build", "-Zgzip", "-z1"])
+        .arg(&root)
+        .arg(&deb)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let out = dir.path().join("images");
+    let o = tool(&[
+        "extract",
+        path(&deb),
+        "-o",
+        path(&out),
+        "--allow-unverified",
+    ]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    check_extracted(&out);
+}
