@@ -1,20 +1,37 @@
 # The two commands a newcomer needs: `make demo` and `make test`.
 CARGO ?= cargo
 RELEASE := target/release
+XTENSA_OUT := target/xtensa
+FUZZ_SECONDS ?= 60
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build demo test lint headers bench clean
+.PHONY: all build tools demo test lint headers fuzz fuzz-seeds bench clean
 
 all: build
 
 build:
 	$(CARGO) build --release --workspace
 
-## make demo: libnrt's microcode sequence on the simulated device, through our provider.
-demo: build
-	$(RELEASE)/nrt-pool bringup --provider $(RELEASE)/libnrtucode_extisa.so
+## make tools: the Debian packages the tests need (Xtensa gcc/binutils), if missing.
+tools:
+	@if ! command -v xtensa-lx106-elf-gcc >/dev/null || ! command -v xtensa-lx106-elf-ld >/dev/null; then \
+		$(SUDO) apt-get update && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends \
+			gcc-xtensa-lx106 binutils-xtensa-lx106; \
+	fi
 
-## make test: unit, C-API, ABI and C-consumer tests (the ABI tests use the release build).
-test: build
+$(XTENSA_OUT)/split.so: nrtucode-extisa/tests/xtensa/kernels.c nrtucode-extisa/tests/xtensa/split.ld | tools
+	nrtucode-extisa/tests/xtensa/build.sh $(XTENSA_OUT)
+
+## make demo: libnrt's microcode sequence on the simulated device, through our provider,
+## including a GNU-built Xtensa library prelinked and staged on a Cayman Q7 core.
+demo: build $(XTENSA_OUT)/split.so
+	$(RELEASE)/nrt-pool bringup --provider $(RELEASE)/libnrtucode_extisa.so \
+		--cayman-library $(XTENSA_OUT)/split.so
+
+## make test: unit, C-API, ABI, loader (GNU ld oracle) and C-consumer tests, and the fuzz
+## seed corpus (the ABI tests use the release build).
+test: tools build
 	$(CARGO) test --release --workspace
 
 ## make lint: formatting and clippy, warnings are errors.
@@ -25,6 +42,17 @@ lint:
 ## make headers: regenerate include/*.h with cbindgen (then commit them).
 headers:
 	UPDATE_HEADERS=1 $(CARGO) test -p gpsimd-open --test headers_current
+
+## make fuzz: the prelinker on arbitrary images for FUZZ_SECONDS (cargo-fuzz, libFuzzer).
+fuzz:
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
+	mkdir -p target/fuzz-corpus/prelink
+	cd nrtucode-extisa/fuzz && RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run prelink \
+		../../target/fuzz-corpus/prelink corpus/prelink -- -max_total_time=$(FUZZ_SECONDS)
+
+## make fuzz-seeds: regenerate the committed seed corpus.
+fuzz-seeds: tools
+	$(CARGO) test -p nrtucode-extisa --test fuzz_corpus -- --ignored write_seed_corpus
 
 bench:
 	@echo "make bench: no benchmarks are defined yet (the device-runtime and Pool-emulator work adds them)" >&2

@@ -8,7 +8,11 @@ use nrt_pool_shim::bringup;
 #[test]
 fn bringup_reports_records_logs_and_clean_teardown() {
     std::env::remove_var(bringup::IMAGE_DIR_ENV);
-    let report = bringup::run(&abi_tests::provider()).expect("bring-up sequence");
+    let opts = bringup::Options {
+        provider: abi_tests::provider(),
+        cayman_library: None,
+    };
+    let report = bringup::run(&opts).expect("bring-up sequence");
     assert_eq!(report.load_records.len(), 1);
     let load = report.load_records[0];
     assert_eq!(&load[..2], &[0x95, 0x10]);
@@ -42,6 +46,42 @@ fn cli_bringup_and_usage() {
         String::from_utf8_lossy(&ok.stderr)
     );
     assert!(String::from_utf8_lossy(&ok.stdout).contains("ok: "));
+
+    // With a split-load library, a Cayman core stages it through ll_create.
+    let lib = tempfile::tempdir().unwrap();
+    let elf = lib.path().join("lib.elf");
+    std::fs::write(
+        &elf,
+        nrtucode_extisa::prelink::fixture::Fixture::sample().build(),
+    )
+    .unwrap();
+    let staged = Command::new(&cli)
+        .args(["bringup", "--provider"])
+        .arg(abi_tests::provider())
+        .arg("--cayman-library")
+        .arg(&elf)
+        .env_remove(bringup::IMAGE_DIR_ENV)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&staged.stdout);
+    assert!(
+        staged.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&staged.stderr)
+    );
+    assert!(
+        stdout.contains("record tag 0x1095 dir 1 flag 0xff addr 0x40"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("selector 0 size 208"), "{stdout}");
+    assert!(
+        stdout.contains("UCPL header, code 0x1c bytes, data 0x90 bytes"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("1 staged Cayman library, 0 device memhandles left"),
+        "{stdout}"
+    );
 
     let missing = Command::new(&cli)
         .args([

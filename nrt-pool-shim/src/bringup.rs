@@ -13,9 +13,22 @@ use crate::sim::{tables, SimDevice, CLAIM_CLAIMED, CLAIM_UNCLAIMED};
 /// The SUNDA coretypes libnrt uses for the Pool engine.
 pub const SUNDA_NX_POOL: u32 = 2;
 pub const SUNDA_Q7_POOL: u32 = 6;
-/// Control-block bases of the two simulated cores.
+/// The Cayman Q7 POOL coretype, whose libraries are prelinked and staged.
+pub const CAYMAN_Q7_POOL: u32 = 13;
+/// Control-block bases of the simulated cores.
 pub const NX_POOL_DRAM: u64 = 0x0002_0000_0000;
 pub const Q7_POOL_DRAM: u64 = 0x0002_0010_0000;
+pub const CAYMAN_Q7_POOL_DRAM: u64 = 0x0002_0020_0000;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The provider to bind (ours or the vendor's).
+    pub provider: PathBuf,
+    /// An Xtensa split-load library to stage on a Cayman Q7 POOL core through ll_create
+    /// (served as Cayman library 0 when no image directory is configured).
+    pub cayman_library: Option<PathBuf>,
+}
 /// Push records a caller's buffer holds (one per Pool core).
 pub const RECORD_CAPACITY: usize = 8;
 pub const RECORD_LEN: usize = 0x40;
@@ -46,6 +59,9 @@ pub struct Report {
     pub load_records: Vec<[u8; RECORD_LEN]>,
     pub unload_records: Vec<[u8; RECORD_LEN]>,
     pub drained_logs: Vec<String>,
+    /// The Cayman library's records, when one was staged.
+    pub cayman_load_records: Vec<[u8; RECORD_LEN]>,
+    pub cayman_unload_records: Vec<[u8; RECORD_LEN]>,
     pub provider_log_lines: usize,
     pub live_memhandles_after: usize,
 }
@@ -75,7 +91,9 @@ pub struct ImageDir {
 pub const IMAGE_DIR_ENV: &str = "NRTUCODE_EXTISA_IMAGE_DIR";
 
 impl ImageDir {
-    pub fn from_env_or_synthetic() -> std::io::Result<ImageDir> {
+    /// The configured directory, or a temporary one holding a synthetic SUNDA library and,
+    /// if given, `cayman_library` as Cayman library 0.
+    pub fn from_env_or_synthetic(cayman_library: Option<&Path>) -> std::io::Result<ImageDir> {
         if let Some(dir) = std::env::var_os(IMAGE_DIR_ENV).filter(|d| !d.is_empty()) {
             return Ok(ImageDir {
                 path: dir.into(),
@@ -89,6 +107,11 @@ impl ImageDir {
             lib.join("lib0.elf"),
             b"synthetic SUNDA ext-ISA library (not parsed)\n",
         )?;
+        if let Some(cayman) = cayman_library {
+            let dir = path.join(format!("ext-isa/ct{CAYMAN_Q7_POOL}"));
+            std::fs::create_dir_all(&dir)?;
+            std::fs::copy(cayman, dir.join("lib0.elf"))?;
+        }
         Ok(ImageDir {
             path,
             synthetic: true,
@@ -138,9 +161,10 @@ fn check(cond: bool, what: impl FnOnce() -> String) -> Result<(), BringupError> 
     }
 }
 
-/// Runs the sequence with the provider at `provider`, asserting every step.
-pub fn run(provider: &Path) -> Result<Report, BringupError> {
-    let images = ImageDir::from_env_or_synthetic()?;
+/// Runs the sequence, asserting every step.
+pub fn run(opts: &Options) -> Result<Report, BringupError> {
+    let provider = opts.provider.as_path();
+    let images = ImageDir::from_env_or_synthetic(opts.cayman_library.as_deref())?;
     std::env::set_var(IMAGE_DIR_ENV, &images.path);
     let facade = UcodeFacade::open(provider)?;
     let api = &facade.api;
@@ -222,6 +246,7 @@ pub fn run(provider: &Path) -> Result<Report, BringupError> {
         (api.ll_set_friendly_name)(ll, name.as_ptr());
         run.report.load_records = sequence(
             &mut run,
+            "load",
             "ll_get_load_sequence",
             api.ll_get_load_sequence,
             ll,
@@ -232,6 +257,9 @@ pub fn run(provider: &Path) -> Result<Report, BringupError> {
             u16::from_le_bytes([r[0], r[1]]) == 0x1095 && r[0x0c] == 1 && r[0x0d] == 0xFF,
             || format!("load record header {:02x?}", &r[..0x10]),
         )?;
+        if opts.cayman_library.is_some() {
+            stage_cayman_library(&mut run, &dev)?;
+        }
 
         // QUERY / CONFIG (the DGE calls need the NX POOL core)
         let classes = [64u32, 128, 256, 512];
@@ -299,6 +327,7 @@ pub fn run(provider: &Path) -> Result<Report, BringupError> {
         })?;
         run.report.unload_records = sequence(
             &mut run,
+            "teardown",
             "ll_get_unload_sequence",
             api.ll_get_unload_sequence,
             ll,
@@ -335,6 +364,76 @@ pub fn run(provider: &Path) -> Result<Report, BringupError> {
     })?;
     run.report.provider_log_lines = dev.host_logs().len();
     Ok(run.report)
+}
+
+/// A Cayman Q7 POOL core of its own: ll_create prelinks the library and stages it in
+/// device memory; the load record points at it, the unload record does not.
+unsafe fn stage_cayman_library(
+    run: &mut Run<'_>,
+    dev: &Arc<SimDevice>,
+) -> Result<(), BringupError> {
+    let api = run.api;
+    // SAFETY: the function's contract (see `run`).
+    unsafe {
+        let core = bring_up(
+            run,
+            dev,
+            CAYMAN_Q7_POOL,
+            CAYMAN_Q7_POOL_DRAM,
+            "CAYMAN_Q7_POOL",
+        )?;
+        let mut ll: LlHandle = std::ptr::null_mut();
+        run.ok(
+            "load",
+            "ll_create(cayman ctx, CAYMAN_Q7_POOL, DEFAULT, 0)",
+            (api.ll_create)(core.ctx, CAYMAN_Q7_POOL, 0, 0, &mut ll),
+        )?;
+        run.report.cayman_load_records = sequence(
+            run,
+            "load",
+            "ll_get_load_sequence",
+            api.ll_get_load_sequence,
+            ll,
+            core.core,
+        )?;
+        let r = run.report.cayman_load_records[0];
+        let addr = u64::from_le_bytes(r[0x10..0x18].try_into().unwrap());
+        let size = u32::from_le_bytes(r[0x1c..0x20].try_into().unwrap());
+        let mut header = [0u8; 0x20];
+        dev.peek(addr, &mut header)
+            .map_err(|e| BringupError::Check(format!("staged image: {e}")))?;
+        check(&header[..8] == b"UCPL \0\0\0" && size > 0x20, || {
+            format!("staged header {header:02x?}")
+        })?;
+        let code = u32::from_le_bytes(header[8..12].try_into().unwrap());
+        let data = u32::from_le_bytes(header[0x10..0x14].try_into().unwrap());
+        run.step(
+            "load",
+            format!(
+                "  staged at 0x{addr:x}: UCPL header, code 0x{code:x} bytes, data 0x{data:x} bytes"
+            ),
+        );
+        run.report.cayman_unload_records = sequence(
+            run,
+            "load",
+            "ll_get_unload_sequence",
+            api.ll_get_unload_sequence,
+            ll,
+            core.core,
+        )?;
+        run.ok("load", "ll_destroy(cayman library)", (api.ll_destroy)(ll))?;
+        run.ok(
+            "load",
+            "core_destroy(CAYMAN_Q7_POOL)",
+            (api.core_destroy)(core.core),
+        )?;
+        run.ok(
+            "load",
+            "context_destroy(CAYMAN_Q7_POOL)",
+            (api.context_destroy)(core.ctx),
+        )?;
+    }
+    Ok(())
 }
 
 struct BroughtUp {
@@ -410,6 +509,7 @@ struct RecordBuffer([u8; RECORD_LEN * RECORD_CAPACITY]);
 
 unsafe fn sequence(
     run: &mut Run<'_>,
+    phase: &'static str,
     name: &str,
     f: SequenceFn,
     ll: LlHandle,
@@ -419,11 +519,6 @@ unsafe fn sequence(
     let mut n = 0usize;
     // SAFETY: an 8-byte aligned buffer of RECORD_CAPACITY records.
     let rc = unsafe { f(ll, core, RECORD_CAPACITY, buf.0.as_mut_ptr().cast(), &mut n) };
-    let phase = if name.contains("unload") {
-        "teardown"
-    } else {
-        "load"
-    };
     run.ok(phase, &format!("{name} -> {n} record(s)"), rc)?;
     check((1..=RECORD_CAPACITY).contains(&n), || {
         format!("{n} records")

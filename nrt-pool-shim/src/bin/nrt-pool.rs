@@ -1,13 +1,16 @@
 //! `nrt-pool`: run GPSIMD microcode and (to come) custom ops without hardware.
 //!
-//!   nrt-pool bringup [--provider PATH]   libnrt's microcode sequence on the simulated device
+//!   nrt-pool bringup [--provider PATH] [--cayman-library ELF]
+//!       libnrt's microcode sequence on the simulated device; with an Xtensa split-load
+//!       library, also stages it on a Cayman Q7 POOL core through ll_create
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use nrt_pool_shim::bringup;
 
-const USAGE: &str = "usage: nrt-pool bringup [--provider PATH/libnrtucode_extisa.so]";
+const USAGE: &str =
+    "usage: nrt-pool bringup [--provider PATH/libnrtucode_extisa.so] [--cayman-library LIB.so]";
 
 /// The provider beside this executable (target/<profile>/), as `make demo` builds it.
 fn default_provider() -> PathBuf {
@@ -19,34 +22,50 @@ fn default_provider() -> PathBuf {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
-        ["bringup"] => bringup_cmd(default_provider()),
-        ["bringup", "--provider", path] => bringup_cmd(PathBuf::from(path)),
-        ["-h"] | ["--help"] => {
+    match args.first().map(String::as_str) {
+        Some("bringup") => match bringup_options(&args[1..]) {
+            Some(opts) => bringup_cmd(&opts),
+            None => usage(),
+        },
+        Some("-h" | "--help") => {
             println!("{USAGE}");
             ExitCode::SUCCESS
         }
-        _ => {
-            eprintln!("{USAGE}");
-            ExitCode::from(2)
-        }
+        _ => usage(),
     }
 }
 
-fn bringup_cmd(provider: PathBuf) -> ExitCode {
-    match bringup::run(&provider) {
+fn usage() -> ExitCode {
+    eprintln!("{USAGE}");
+    ExitCode::from(2)
+}
+
+fn bringup_options(args: &[String]) -> Option<bringup::Options> {
+    let mut opts = bringup::Options {
+        provider: default_provider(),
+        cayman_library: None,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--provider" => opts.provider = it.next()?.into(),
+            "--cayman-library" => opts.cayman_library = Some(it.next()?.into()),
+            _ => return None,
+        }
+    }
+    Some(opts)
+}
+
+fn bringup_cmd(opts: &bringup::Options) -> ExitCode {
+    match bringup::run(opts) {
         Ok(report) => {
             print!("{report}");
             println!(
-                "ok: {} provider log lines, {} load / {} unload record(s), {} device memhandles left",
+                "ok: {} provider log lines, {} load / {} unload record(s), {} staged Cayman library, {} device memhandles left",
                 report.provider_log_lines,
-                report.load_records.len(),
-                report.unload_records.len(),
+                report.load_records.len() + report.cayman_load_records.len(),
+                report.unload_records.len() + report.cayman_unload_records.len(),
+                report.cayman_load_records.len(),
                 report.live_memhandles_after
             );
             ExitCode::SUCCESS
