@@ -210,6 +210,16 @@ pub fn memory_image(
         .ok_or(absent)
 }
 
+/// Where an image directory keeps a hwdecode table (kind 0 PROF_CAM, 1 PROF_TABLE).
+pub fn hwdecode_file(dir: &Path, ct: u32, kind: nrtucode_hwdecode_kind_t) -> Option<PathBuf> {
+    let file = match kind {
+        NRTUCODE_HWDECODE_PROF_CAM => "prof_cam.bin",
+        NRTUCODE_HWDECODE_PROF_TABLE => "prof_table.bin",
+        _ => return None,
+    };
+    Some(dir.join("hwdecode").join(format!("ct{ct}")).join(file))
+}
+
 /// Sizes of the two profile tables.
 pub const PROF_CAM_SIZE: usize = 0x400;
 pub const PROF_TABLE_SIZE: usize = 0x2000;
@@ -228,16 +238,17 @@ pub fn hwdecode_table(
     if coretype > MAX_CORETYPE {
         return Err(Error::UnknownCore);
     }
-    let (file, size) = match kind {
-        NRTUCODE_HWDECODE_PROF_CAM => ("prof_cam.bin", PROF_CAM_SIZE),
-        NRTUCODE_HWDECODE_PROF_TABLE => ("prof_table.bin", PROF_TABLE_SIZE),
+    let size = match kind {
+        NRTUCODE_HWDECODE_PROF_CAM => PROF_CAM_SIZE,
+        NRTUCODE_HWDECODE_PROF_TABLE => PROF_TABLE_SIZE,
         _ => return Err(Error::UnknownImage),
     };
     if !has_hwdecode(coretype) {
         return Err(Error::UnknownImage);
     }
     image_dir()
-        .and_then(|d| load(&d.join("hwdecode").join(format!("ct{coretype}")).join(file)))
+        .and_then(|d| hwdecode_file(&d, coretype, kind))
+        .and_then(|p| load(&p))
         .filter(|t| t.len() == size)
         .ok_or(Error::UnknownImage)
 }

@@ -1,17 +1,21 @@
 //! `extract`: pulls the 13 ext-ISA images and their JSON out of a user's own vendor
 //! `libnrtucode_extisa.so` (runtime 2.31.24.0, the analysed build), checks each against the
-//! documented offset, size, ELF32 Xtensa header and sha256 prefix, and writes an
-//! `NRTUCODE_EXTISA_IMAGE_DIR`. Nothing is written unless every check holds (or
-//! `--allow-unverified` accepts the ones that cannot), and the directory appears whole or
-//! not at all.
+//! documented offset, size, ELF32 Xtensa header and sha256 prefix, cross-checks them with
+//! the library's own tables, adds the base memory images and hwdecode tables those tables
+//! reach ([`crate::vendor_tables`]), and writes an `NRTUCODE_EXTISA_IMAGE_DIR`. Nothing is
+//! written unless every check holds (or `--allow-unverified` accepts the ones that cannot),
+//! and the directory appears whole or not at all.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use nrtucode_extisa::images::ext_isa_file;
+use nrtucode_extisa::images::{
+    ext_isa_file, hwdecode_file, memory_image_file, PROF_CAM_SIZE, PROF_TABLE_SIZE,
+};
 use object::{Object, ObjectSection};
 use sha2::{Digest, Sha256};
 
+use crate::vendor_tables::{Blob, Vendor};
 use crate::ToolError;
 
 /// The analysed build's GNU build-id.
@@ -108,39 +112,32 @@ pub fn extract(input: &Path, out: &Path, allow_unverified: bool) -> Result<Strin
     // at worst fails the hash checks.
     let map =
         unsafe { memmap2::Mmap::map(&file) }.map_err(|e| ToolError::Io(provider.clone(), e))?;
-    let Checked {
-        report,
-        unverified,
-        fatal,
-        images,
-    } = check(&map);
-    if !fatal.is_empty() {
+    let checked = check(&map);
+    let report = checked.report;
+    if !checked.fatal.is_empty() {
         return Err(ToolError::Invalid(format!(
             "{}: not extracted:\n{report}",
             provider.display()
         )));
     }
-    if !unverified.is_empty() && !allow_unverified {
+    if !checked.unverified.is_empty() && !allow_unverified {
         return Err(ToolError::Invalid(format!(
             "{}: not extracted:\n{report}(rerun with --allow-unverified to accept unverifiable images)",
             provider.display()
         )));
     }
-    write_dir(out, &images)?;
-    let mut report = report;
-    writeln!(
-        report,
-        "wrote {} ({} libraries); point NRTUCODE_EXTISA_IMAGE_DIR at it",
+    write_dir(out, &checked.files)?;
+    Ok(format!(
+        "{report}wrote {} ({} files); point NRTUCODE_EXTISA_IMAGE_DIR at it\n",
         out.display(),
-        images.len()
-    )
-    .unwrap();
-    writeln!(report, "memory images and hwdecode tables: UNSUPPORTED, not extracted (their offsets are not in the record)")
-        .unwrap();
-    Ok(report)
+        checked.files.len()
+    ))
 }
 
 type Extracted<'a> = Vec<(VendorImage, &'a [u8], &'a [u8])>;
+
+/// Files to write: path relative to the image directory, and contents.
+type Files<'a> = Vec<(PathBuf, &'a [u8])>;
 
 /// What the checks found.
 struct Checked<'a> {
@@ -150,7 +147,7 @@ struct Checked<'a> {
     unverified: Vec<String>,
     /// Images that are not there at all: never extracted.
     fatal: Vec<String>,
-    images: Extracted<'a>,
+    files: Files<'a>,
 }
 
 /// Every check, as a report, with what blocks extraction.
@@ -232,6 +229,23 @@ fn check(bytes: &[u8]) -> Checked<'_> {
             }
         }
     }
+    let mut files: Files<'_> = Vec::new();
+    for (v, image, json) in &images {
+        files.push((
+            ext_isa_file(Path::new(""), v.coretype, u64::from(v.lib), "elf"),
+            image,
+        ));
+        files.push((
+            ext_isa_file(Path::new(""), v.coretype, u64::from(v.lib), "json"),
+            json,
+        ));
+    }
+    match Vendor::parse(bytes).and_then(|t| tables(bytes, &t, &images, &mut report)) {
+        Ok(more) => files.extend(more),
+        Err(e) => problems.push(format!(
+            "image tables unreadable ({e}): memory images and hwdecode tables not extracted"
+        )),
+    }
     for p in &fatal {
         writeln!(report, "missing: {p}").unwrap();
     }
@@ -242,8 +256,70 @@ fn check(bytes: &[u8]) -> Checked<'_> {
         report,
         unverified: problems,
         fatal,
-        images,
+        files,
     }
+}
+
+/// What the library's own tables reach: the ext-ISA entries must agree with the documented
+/// offsets; the memory images and hwdecode tables are returned as files.
+fn tables<'a>(
+    bytes: &'a [u8],
+    t: &Vendor<'_>,
+    images: &Extracted<'_>,
+    report: &mut String,
+) -> Result<Files<'a>, String> {
+    let mut listed: Vec<(u32, u32, u64, u64)> = t
+        .ext_isa()?
+        .into_iter()
+        .map(|(ct, lib, so, _)| (ct, lib, so.offset, so.len))
+        .collect();
+    let mut documented: Vec<(u32, u32, u64, u64)> = images
+        .iter()
+        .map(|(v, ..)| (v.coretype, v.lib, v.offset, v.size))
+        .collect();
+    listed.sort();
+    documented.sort();
+    if listed != documented {
+        return Err(format!(
+            "the library's ext-ISA tables list {listed:x?}, the record documents {documented:x?}"
+        ));
+    }
+    writeln!(report, "ext-ISA tables agree with the documented offsets").unwrap();
+    let blob = |b: Blob| &bytes[b.offset as usize..(b.offset + b.len) as usize];
+    let mut files = Vec::new();
+    let memory = t.memory_images()?;
+    for m in &memory {
+        let key = u32::try_from(m.flavor_key)
+            .map_err(|_| format!("flavor key {} out of range", m.flavor_key))?;
+        let path = memory_image_file(Path::new(""), m.coretype, key, m.region).expect("region 0-3");
+        files.push((path, blob(m.blob)));
+    }
+    let hw = t.hwdecode_tables()?;
+    for &(ct, kind, b) in &hw {
+        let want = if kind == 0 {
+            PROF_CAM_SIZE
+        } else {
+            PROF_TABLE_SIZE
+        };
+        if b.len as usize != want {
+            return Err(format!(
+                "hwdecode ct{ct} kind {kind} is 0x{:x} bytes, not 0x{want:x}",
+                b.len
+            ));
+        }
+        files.push((
+            hwdecode_file(Path::new(""), ct, kind as i32).expect("kind 0/1"),
+            blob(b),
+        ));
+    }
+    writeln!(
+        report,
+        "{} base memory images, {} hwdecode tables",
+        memory.len(),
+        hw.len()
+    )
+    .unwrap();
+    Ok(files)
 }
 
 fn hex(b: &[u8]) -> String {
@@ -260,7 +336,7 @@ fn build_id(bytes: &[u8]) -> Option<String> {
 }
 
 /// Writes the directory next to its final place, then renames it in.
-fn write_dir(out: &Path, images: &Extracted<'_>) -> Result<(), ToolError> {
+fn write_dir(out: &Path, files: &Files<'_>) -> Result<(), ToolError> {
     if out.exists()
         && std::fs::read_dir(out)
             .map(|mut d| d.next().is_some())
@@ -274,12 +350,10 @@ fn write_dir(out: &Path, images: &Extracted<'_>) -> Result<(), ToolError> {
     let tmp = out.with_extension("partial");
     let _ = std::fs::remove_dir_all(&tmp);
     let io = |p: &Path, e| ToolError::Io(p.to_path_buf(), e);
-    for (v, image, json) in images {
-        let elf = ext_isa_file(&tmp, v.coretype, u64::from(v.lib), "elf");
-        std::fs::create_dir_all(elf.parent().unwrap()).map_err(|e| io(&elf, e))?;
-        std::fs::write(&elf, image).map_err(|e| io(&elf, e))?;
-        let j = ext_isa_file(&tmp, v.coretype, u64::from(v.lib), "json");
-        std::fs::write(&j, json).map_err(|e| io(&j, e))?;
+    for (rel, bytes) in files {
+        let path = tmp.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).map_err(|e| io(&path, e))?;
+        std::fs::write(&path, bytes).map_err(|e| io(&path, e))?;
     }
     if out.exists() {
         std::fs::remove_dir(out).map_err(|e| io(out, e))?;

@@ -5,12 +5,14 @@
 //!   nrtucode-tool prelink IMAGE [--coretype N] [-o OUT]
 //!                                                   the UCPL image ll_create would stage
 //!   nrtucode-tool extract VENDOR_FILE -o DIR [--allow-unverified]
-//!                                                   the ext-ISA images of a vendor provider,
-//!                                                   as an NRTUCODE_EXTISA_IMAGE_DIR
+//!                                                   the images of a vendor provider (ext-ISA
+//!                                                   libraries, JSON, base memory images,
+//!                                                   hwdecode tables) as an image directory
 
 mod extract;
 mod inspect;
 mod prelink;
+mod vendor_tables;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -6,6 +6,9 @@ use std::process::{Command, Output};
 
 use nrtucode_extisa::prelink::fixture::Fixture;
 
+mod support;
+use support::synthetic_vendor;
+
 fn tool(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_nrtucode-tool"))
         .args(args)
@@ -113,51 +116,6 @@ fn prelink_refusals_leave_no_output() {
     assert!(text(&o).1.contains("No such file"));
 }
 
-/// A file laid out like the analysed vendor library: each image at its documented offset,
-/// padded to its documented size, behind its JSON slot. The images are our fixtures, so
-/// no hash matches and there is no build-id.
-fn synthetic_vendor(dir: &Path) -> PathBuf {
-    let images = nrtucode_extisa_tool_images();
-    let end = images.iter().map(|v| v.0 + v.1).max().unwrap() as usize;
-    let mut file = vec![0u8; end + 0x100];
-    for &(offset, size, ct) in &images {
-        let mut elf = Fixture::sample().build();
-        assert!(elf.len() as u64 <= size);
-        elf.resize(size as usize, 0);
-        let o = offset as usize;
-        file[o..o + size as usize].copy_from_slice(&elf);
-        let json: &[u8] = if ct == 6 {
-            br#"{"library":"all.stripped.so","functions":[]}"#
-        } else {
-            br#"{"dummy_message": "hello world"}"#
-        };
-        let json_len = if ct == 6 { 0x6c0 } else { 0x20 };
-        file[o - json_len..o - json_len + json.len()].copy_from_slice(json);
-    }
-    let p = dir.join("libnrtucode_extisa.so");
-    std::fs::write(&p, file).unwrap();
-    p
-}
-
-/// (offset, size, coretype) of the 13 documented images.
-fn nrtucode_extisa_tool_images() -> Vec<(u64, u64, u32)> {
-    vec![
-        (0x921660, 0xd308, 6),
-        (0x5b0cc0, 0xa260, 13),
-        (0x5afd40, 0xf5c, 13),
-        (0x5ae820, 0x1500, 13),
-        (0x5a7e80, 0x6974, 13),
-        (0x2ffee0, 0xa260, 21),
-        (0x2fef60, 0xf5c, 21),
-        (0x2fda40, 0x1500, 21),
-        (0x2f70a0, 0x6974, 21),
-        (0x1ce60, 0xa260, 29),
-        (0x1bee0, 0xf5c, 29),
-        (0x1a9c0, 0x1500, 29),
-        (0x14020, 0x6974, 29),
-    ]
-}
-
 fn check_extracted(out: &Path) {
     for (ct, libs) in [(6, 1), (13, 4), (21, 4), (29, 4)] {
         for lib in 0..libs {
@@ -217,10 +175,46 @@ fn extract_checks_then_writes_the_image_directory() {
         "{report}"
     );
     assert!(
-        report.contains("memory images and hwdecode tables: UNSUPPORTED"),
+        report.contains("ext-ISA tables agree with the documented offsets"),
+        "{report}"
+    );
+    assert!(
+        report.contains("4 base memory images, 2 hwdecode tables"),
         "{report}"
     );
     check_extracted(&out);
+    let file = |rel: &str| std::fs::read(out.join(rel)).unwrap();
+    assert_eq!(file("memory/ct13/1/iram.bin"), vec![0x11; 0x100]);
+    assert_eq!(file("memory/ct13/1/dram.bin"), vec![0x22; 0x80]);
+    assert_eq!(file("memory/ct13/17/iram.bin"), vec![0x33; 0x40]);
+    assert_eq!(file("memory/ct2/1/iram.bin"), vec![0x66; 0x40]);
+    assert_eq!(file("hwdecode/ct7/prof_cam.bin"), vec![0x44; 0x400]);
+    assert_eq!(file("hwdecode/ct7/prof_table.bin"), vec![0x55; 0x2000]);
+    assert!(
+        !out.join("memory/ct13/1/sram.bin").exists(),
+        "NULL getters give no file"
+    );
+
+    // A file that only has the images (no ELF tables): the tables are reported unreadable.
+    let bare = dir.path().join("bare.so");
+    let mut bytes = std::fs::read(&vendor).unwrap();
+    bytes[..4].copy_from_slice(b"BARE");
+    std::fs::write(&bare, bytes).unwrap();
+    let bare_out = dir.path().join("bare");
+    let o = tool(&[
+        "extract",
+        path(&bare),
+        "-o",
+        path(&bare_out),
+        "--allow-unverified",
+    ]);
+    let (report, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        report.contains("unverified: image tables unreadable (not a little-endian ELF64 file)"),
+        "{report}"
+    );
+    assert!(bare_out.join("ext-isa/ct13/lib0.elf").exists() && !bare_out.join("memory").exists());
 
     let o = tool(&[
         "extract",
