@@ -12,8 +12,10 @@ all: build
 build:
 	$(CARGO) build --release --workspace
 
-## make tools: the Debian packages the tests need (Xtensa gcc/binutils), if missing.
+## make tools: what the tests need beyond Rust: the Xtensa gcc/binutils (Debian packages)
+## and rust-src (for -Zbuild-std of the Rust-built Xtensa test library), if missing.
 tools:
+	@rustup component list --installed 2>/dev/null | grep -q '^rust-src' || rustup component add rust-src
 	@if ! command -v xtensa-lx106-elf-gcc >/dev/null || ! command -v xtensa-lx106-elf-ld >/dev/null; then \
 		$(SUDO) apt-get update && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends \
