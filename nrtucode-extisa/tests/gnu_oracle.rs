@@ -59,7 +59,7 @@ fn check_against_static_link(script: &str) {
 /// Prelinks `so` and compares its code and data with a static GNU link of `obj` at the
 /// addresses the prelinker chose.
 fn compare_with_static_link(dir: &Path, so: &Path, obj: &Path, script: &str) {
-    let image = std::fs::read(&so).unwrap();
+    let image = std::fs::read(so).unwrap();
     let g = CAYMAN_GEOMETRY;
     let (mut code, mut data) = (vec![0; g.iram_size], vec![0; g.dram_size]);
     let mut logs = vec![];
@@ -79,7 +79,7 @@ fn compare_with_static_link(dir: &Path, so: &Path, obj: &Path, script: &str) {
     run(Command::new(tool("ld"))
         .arg("-T")
         .arg(&static_ld)
-        .arg(&obj)
+        .arg(obj)
         .arg("-o")
         .arg(&elf));
 
