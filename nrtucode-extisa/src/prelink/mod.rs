@@ -517,6 +517,28 @@ mod tests {
     }
 
     #[test]
+    fn unaligned_relative_sites_are_spliced_bytewise() {
+        for at in 1..4u32 {
+            let mut f = Fixture::sample();
+            f.data = vec![0xEE; 16];
+            f.data[at as usize..at as usize + 4].copy_from_slice(&0x0000_0010u32.to_le_bytes());
+            f.relocations = vec![(0x100 + at, 5, 2)];
+            let (r, _, data, logs) = run(&f.build());
+            r.unwrap_or_else(|e| panic!("{e}: {logs:?}"));
+            let a = at as usize;
+            assert_eq!(word(&data, a), 0x18012, "site +{at}: text+0x10+2, rebased");
+            assert!(
+                data[..a].iter().all(|&b| b == 0xEE),
+                "bytes before the site kept"
+            );
+            assert!(
+                data[a + 4..16].iter().all(|&b| b == 0xEE),
+                "bytes after the site kept"
+            );
+        }
+    }
+
+    #[test]
     fn placement_keeps_the_paddr_offset_within_the_alignment() {
         let f = Fixture {
             text_addr: 0x4,
