@@ -1,7 +1,19 @@
-//! `libneuroncustomop.a`, the device runtime a GPSIMD custom op links: `entry_func`, the
-//! `customop_*` descriptor marshalling, `neuron_translate`, the HBM/dataram heaps,
-//! `neuron_memcpy` and the 8-core SPMD helpers.
+//! `libneuroncustomop.a`: the device runtime a GPSIMD custom op links, as an open `no_std`
+//! crate. The same source builds for the host (the Pool emulator runs ops against it) and
+//! for Xtensa (device objects).
 //!
-//! Not built yet: this crate only reserves its place in the workspace. It deliberately has
-//! no staticlib target, so nothing can link it and mistake it for a working runtime.
+//! Facts: `device-customop.md` of the shared spec; choices where it is silent:
+//! `docs/decisions.md`. Layouts the vendor defines are pinned by const asserts for 32-bit
+//! targets (the device's), and checked on x86_64 where they do not depend on pointer size.
 #![no_std]
+// Our memcpy/memset must not be turned back into calls to themselves.
+#![no_builtins]
+
+#[cfg(test)]
+extern crate std;
+
+pub mod descriptor;
+pub mod fatal;
+pub mod heap;
+pub mod status;
+pub mod translate;

@@ -1,0 +1,40 @@
+//! Fatal errors: a broken invariant ends the kernel, naming the rule, as the vendor's
+//! `_Assert("file:line expr")` does. The message goes to the platform's fault hook (the
+//! emulator reports it as a device fault) and then the process of the kernel stops.
+
+use core::fmt;
+
+/// Where a rule comes from (the vendor header and line the message cites).
+#[derive(Clone, Copy, Debug)]
+pub struct Rule {
+    pub site: &'static str,
+    pub expr: &'static str,
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.site, self.expr)
+    }
+}
+
+/// Ends the kernel: "customop: fatal: <site> <expr>".
+#[cold]
+#[track_caller]
+pub fn fatal(rule: Rule) -> ! {
+    panic!("customop: fatal: {rule}")
+}
+
+/// `assert!` for a vendor rule.
+#[track_caller]
+pub fn require(cond: bool, rule: Rule) {
+    if !cond {
+        fatal(rule)
+    }
+}
+
+macro_rules! rule {
+    ($site:literal, $expr:literal) => {
+        $crate::fatal::Rule { site: $site, expr: $expr }
+    };
+}
+pub(crate) use rule;

@@ -1,0 +1,12 @@
+//! `SUNDA_UCODE_LIB_STATUS` (a 4-byte enum) and the allocator results.
+
+/// `SUNDA_UCODE_LIB_STATUS`.
+pub type Status = u32;
+pub const SUNDA_UCODE_LIB_SUCCESS: Status = 0;
+pub const SUNDA_UCODE_LIB_FAILURE: Status = 1;
+pub const SUNDA_UCODE_LIB_FAILURE_ABI_MISMATCH: Status = 2;
+pub const SUNDA_UCODE_LIB_FAILURE_OPCODE_TO_KERNEL_MAP: Status = 3;
+pub const SUNDA_UCODE_LIB_FAILURE_NUM_KERNELS: Status = 4;
+
+/// What the `neuron_*_allocate` family returns on failure.
+pub const ALLOC_FAILED: i32 = -1;
