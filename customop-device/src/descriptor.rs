@@ -160,7 +160,9 @@ impl ArgTensor {
             framework_shape_type: SHAPE_INLINE_8D,
             dtype: DTYPE_INVALID,
             reserved0: [0; 5],
-            framework_shape: Shape { inline_shape8d: [0; 8] },
+            framework_shape: Shape {
+                inline_shape8d: [0; 8],
+            },
             storage: Storage { raw: [0; 16] },
             reserved1: [0; 8],
         }
@@ -172,7 +174,13 @@ impl ArgTensor {
         t.location = LOCATION_HBM;
         t.dtype = dtype;
         t.set_dims(dims);
-        t.storage = Storage { hbm: HbmStorage { addr, num_elem: t.num_elem() as u32, reserved0: 0 } };
+        t.storage = Storage {
+            hbm: HbmStorage {
+                addr,
+                num_elem: t.num_elem() as u32,
+                reserved0: 0,
+            },
+        };
         t
     }
 
@@ -204,7 +212,10 @@ impl ArgTensor {
             self.framework_shape_type = SHAPE_INLINE_8D;
             self.framework_shape = Shape { inline_shape8d: s };
         } else {
-            require(dims.len() <= 4, rule!("utypes.hpp:139", "rank <= 8 (dims <= 65535) or rank <= 4"));
+            require(
+                dims.len() <= 4,
+                rule!("utypes.hpp:139", "rank <= 8 (dims <= 65535) or rank <= 4"),
+            );
             let mut s = [0u32; 4];
             s[..dims.len()].copy_from_slice(dims);
             self.framework_shape_type = SHAPE_INLINE_4D;
@@ -311,7 +322,10 @@ mod tests {
         let s = ArgTensor::sbuf(DTYPE_FP16, 0x200, &[128, 64], 128);
         // SAFETY: reading the TPB arm written by `sbuf`.
         let tpb = unsafe { s.storage.tpb };
-        assert_eq!((tpb.num_elem, tpb.num_partitions, tpb.num_elem_per_block), (8192, 128, 64));
+        assert_eq!(
+            (tpb.num_elem, tpb.num_partitions, tpb.num_elem_per_block),
+            (8192, 128, 64)
+        );
         let bytes: [u8; 48] = unsafe { core::mem::transmute(t) };
         assert_eq!(&bytes[..3], &[LOCATION_HBM, SHAPE_INLINE_8D, DTYPE_FP32]);
         assert_eq!(&bytes[8..14], &[2, 0, 3, 0, 4, 0]);
@@ -324,7 +338,10 @@ mod tests {
         let mut t = ArgTensor::zeroed();
         t.dtype = DTYPE_FP32;
         let e = std::panic::catch_unwind(|| t.num_elem()).unwrap_err();
-        assert!(e.downcast::<String>().unwrap().contains("utypes.hpp:139 num_dim != 0"));
+        assert!(e
+            .downcast::<String>()
+            .unwrap()
+            .contains("utypes.hpp:139 num_dim != 0"));
         t.framework_shape_type = SHAPE_OUT_OF_LINE;
         let e = std::panic::catch_unwind(|| t.num_elem()).unwrap_err();
         assert!(e.downcast::<String>().unwrap().contains("utypes.hpp:94"));

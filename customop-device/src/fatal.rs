@@ -34,7 +34,10 @@ pub fn require(cond: bool, rule: Rule) {
 
 macro_rules! rule {
     ($site:literal, $expr:literal) => {
-        $crate::fatal::Rule { site: $site, expr: $expr }
+        $crate::fatal::Rule {
+            site: $site,
+            expr: $expr,
+        }
     };
 }
 pub(crate) use rule;

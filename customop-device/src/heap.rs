@@ -67,9 +67,17 @@ impl<const N: usize> Heap<N> {
         Heap {
             base: 0,
             size: 0,
-            free: [Block { start: 0, size: 0, user: 0 }; N],
+            free: [Block {
+                start: 0,
+                size: 0,
+                user: 0,
+            }; N],
             nfree: 0,
-            used: [Block { start: 0, size: 0, user: 0 }; N],
+            used: [Block {
+                start: 0,
+                size: 0,
+                user: 0,
+            }; N],
             nused: 0,
             unused_bytes: 0,
         }
@@ -81,7 +89,11 @@ impl<const N: usize> Heap<N> {
         self.base = base;
         self.size = size;
         if size > 0 {
-            self.free[0] = Block { start: base, size, user: 0 };
+            self.free[0] = Block {
+                start: base,
+                size,
+                user: 0,
+            };
             self.nfree = 1;
         }
     }
@@ -120,13 +132,21 @@ impl<const N: usize> Heap<N> {
         let remainder = b.size - need;
         let taken = if remainder > MIN_SPLIT && self.descriptors() < N {
             // The remainder takes the block's place in the free list.
-            self.free[i] = Block { start: b.start + need, size: remainder, user: 0 };
+            self.free[i] = Block {
+                start: b.start + need,
+                size: remainder,
+                user: 0,
+            };
             need
         } else {
             self.remove_free(i);
             b.size
         };
-        self.used[self.nused] = Block { start: b.start, size: taken, user };
+        self.used[self.nused] = Block {
+            start: b.start,
+            size: taken,
+            user,
+        };
         self.nused += 1;
         self.unused_bytes += slack;
         Ok(user)
@@ -141,8 +161,14 @@ impl<const N: usize> Heap<N> {
         self.used[i] = self.used[self.nused - 1];
         self.nused -= 1;
         self.unused_bytes -= b.user - b.start;
-        let at = (0..self.nfree).find(|&k| self.free[k].start > b.start).unwrap_or(self.nfree);
-        let mut block = Block { start: b.start, size: b.size, user: 0 };
+        let at = (0..self.nfree)
+            .find(|&k| self.free[k].start > b.start)
+            .unwrap_or(self.nfree);
+        let mut block = Block {
+            start: b.start,
+            size: b.size,
+            user: 0,
+        };
         let mut at = at;
         // Left neighbour.
         if at > 0 && self.free[at - 1].start + self.free[at - 1].size == block.start {
@@ -162,7 +188,10 @@ impl<const N: usize> Heap<N> {
 
     /// Bytes of the allocation at `user` (including its alignment slack), if live.
     pub fn alloc_size(&self, user: u64) -> Option<u64> {
-        self.used[..self.nused].iter().find(|b| b.user == user).map(|b| b.size - (b.user - b.start))
+        self.used[..self.nused]
+            .iter()
+            .find(|b| b.user == user)
+            .map(|b| b.size - (b.user - b.start))
     }
 
     /// The largest allocation with alignment `align` that would succeed now.
@@ -170,7 +199,10 @@ impl<const N: usize> Heap<N> {
         let align = u64::from(if align == 0 { DEFAULT_ALIGN } else { align });
         self.free[..self.nfree]
             .iter()
-            .map(|b| b.size.saturating_sub(b.start.next_multiple_of(align) - b.start))
+            .map(|b| {
+                b.size
+                    .saturating_sub(b.start.next_multiple_of(align) - b.start)
+            })
             .max()
             .unwrap_or(0)
     }
@@ -213,7 +245,11 @@ mod tests {
         assert_eq!(h.alloc_size(c), Some(100));
         h.free(b).unwrap();
         h.free(a).unwrap();
-        assert_eq!(h.alloc(0x1a, 0).unwrap(), 0x1000, "coalesced 26-byte hole reused first");
+        assert_eq!(
+            h.alloc(0x1a, 0).unwrap(),
+            0x1000,
+            "coalesced 26-byte hole reused first"
+        );
         assert_eq!(h.free(0x1234), Err(HeapError::PtrOutOfBounds));
         assert_eq!(h.free(0), Err(HeapError::PtrOutOfBounds));
         assert_eq!(h.alloc(0, 0), Err(HeapError::InvalidArgs));
@@ -268,13 +304,16 @@ mod tests {
             h.init(base, 0x4000);
             let mut live: Vec<(u64, u64, u64)> = Vec::new();
             for _ in 0..300 {
-                if live.is_empty() || rng(&mut s) % 3 != 0 {
+                if live.is_empty() || !rng(&mut s).is_multiple_of(3) {
                     let size = (rng(&mut s) % 700 + 1) as u32;
                     let align = [0u32, 1, 4, 16, 64, 256][(rng(&mut s) % 6) as usize];
                     if let Ok(p) = h.alloc(size, align) {
                         let a = u64::from(if align == 0 { 64 } else { align });
                         assert_eq!(p % a, 0, "misaligned");
-                        assert!(p >= base && p + u64::from(size) <= base + 0x4000, "outside the pool");
+                        assert!(
+                            p >= base && p + u64::from(size) <= base + 0x4000,
+                            "outside the pool"
+                        );
                         for &(q, n, _) in &live {
                             assert!(p + u64::from(size) <= q || q + n <= p, "overlap");
                         }
@@ -283,7 +322,11 @@ mod tests {
                 } else {
                     let (p, ..) = live.swap_remove((rng(&mut s) % live.len() as u64) as usize);
                     h.free(p).unwrap();
-                    assert_eq!(h.free(p), Err(HeapError::PtrOutOfBounds), "double free refused");
+                    assert_eq!(
+                        h.free(p),
+                        Err(HeapError::PtrOutOfBounds),
+                        "double free refused"
+                    );
                 }
                 let held: u64 = (0..h.nused).map(|i| h.used[i].size).sum();
                 assert_eq!(held + h.free_bytes(), 0x4000, "bytes conserved");

@@ -14,6 +14,17 @@ extern crate std;
 
 pub mod descriptor;
 pub mod fatal;
+pub mod global;
 pub mod heap;
+pub mod mem;
+pub mod platform;
+pub mod runtime;
+pub mod scalar;
 pub mod status;
+pub mod stdio;
 pub mod translate;
+
+#[cfg(feature = "exports")]
+pub mod exports;
+#[cfg(all(feature = "exports", test))]
+mod exports_tests;

@@ -62,10 +62,19 @@ impl TranslationCtx {
         let mut ctx = TranslationCtx::default();
         for (r, (window, reg)) in ctx.records.iter_mut().zip(dynamic) {
             // A tag no address can match until the window is first programmed.
-            *r = MapRecord { ptr: u64::MAX, window, mask: DYNAMIC_MASK, reg_location: reg };
+            *r = MapRecord {
+                ptr: u64::MAX,
+                window,
+                mask: DYNAMIC_MASK,
+                reg_location: reg,
+            };
         }
-        ctx.records[SBUF_RECORD] =
-            MapRecord { ptr: sbuf.0 & PINNED_MASK, window: sbuf.1, mask: PINNED_MASK, reg_location: 0 };
+        ctx.records[SBUF_RECORD] = MapRecord {
+            ptr: sbuf.0 & PINNED_MASK,
+            window: sbuf.1,
+            mask: PINNED_MASK,
+            reg_location: 0,
+        };
         ctx.records[HBM_SCRATCH_RECORD] = MapRecord {
             ptr: hbm_scratch.0 & PINNED_MASK,
             window: hbm_scratch.1,
@@ -120,7 +129,11 @@ mod tests {
 
     fn ctx() -> TranslationCtx {
         TranslationCtx::new(
-            [(0x0700_0000, 0x0010_0218), (0x0900_0000, 0x0010_0228), (0x0A00_0000, 0x0010_0230)],
+            [
+                (0x0700_0000, 0x0010_0218),
+                (0x0900_0000, 0x0010_0228),
+                (0x0A00_0000, 0x0010_0230),
+            ],
             (0x0030_0000_0000_0000 + 0x0800_0000, 0x8000_0000),
             (0x0040_0000_0400_0000, 0x8400_0000),
         )
@@ -131,9 +144,15 @@ mod tests {
         let mut c = ctx();
         let mut hw = Log(Vec::new());
         assert_eq!(c.translate(0x0030_0000_0800_1234, &mut hw), 0x8000_1234);
-        assert_eq!(c.translate(0x0040_0000_07FF_FFFF, &mut hw), 0x8400_0000 + 0x03FF_FFFF);
+        assert_eq!(
+            c.translate(0x0040_0000_07FF_FFFF, &mut hw),
+            0x8400_0000 + 0x03FF_FFFF
+        );
         assert!(hw.0.is_empty());
-        assert_eq!(c.lookup(0x0040_0000_0400_0010), Some((0x0040_0000_0400_0000, 0x0040_0000_07FF_FFFF)));
+        assert_eq!(
+            c.lookup(0x0040_0000_0400_0010),
+            Some((0x0040_0000_0400_0000, 0x0040_0000_07FF_FFFF))
+        );
     }
 
     #[test]
@@ -144,7 +163,10 @@ mod tests {
         assert_eq!(c.translate(a, &mut hw), 0x1000_0000 + 0x34_5678);
         assert_eq!(hw.0, [(0, 0x0010_0218, 0x0001_0000_1200_0000)]);
         assert_eq!(c.translate(a + 8, &mut hw), 0x1000_0000 + 0x34_5680, "hit");
-        assert_eq!(c.lookup(a), Some((0x0001_0000_1200_0000, 0x0001_0000_12FF_FFFF)));
+        assert_eq!(
+            c.lookup(a),
+            Some((0x0001_0000_1200_0000, 0x0001_0000_12FF_FFFF))
+        );
         c.translate(0x0001_0000_1300_0000, &mut hw);
         c.translate(0x0001_0000_1400_0000, &mut hw);
         assert_eq!(c.next_alloc, 0);

@@ -1,0 +1,151 @@
+//! What differs between the device and the host: how a translation window is programmed,
+//! where the core id comes from, who does DMA and where fatal errors go.
+//!
+//! - Device (`target_os = "none"`): MEM_WINDOWn_LO/HI registers, the PRID special register,
+//!   no DMA engine driver (docs/decisions.md, "DMA on the device").
+//! - Host: services a Pool emulator resolves through the handoff block's `get_libc_fn`
+//!   (`void *get_libc_fn(const char *name)`), or that tests install directly.
+
+use core::ffi::{c_char, c_void};
+
+use crate::global::Global;
+
+/// "neuron_host_map": the local address of `len` bytes of SoC memory at `soc` (the
+/// emulator's HBM or SBUF), or NULL.
+pub type MapFn = unsafe extern "C" fn(soc: u64, len: u64) -> *mut c_void;
+/// "neuron_host_cpu_id": the emulated core running this kernel (0-7).
+pub type CpuIdFn = unsafe extern "C" fn() -> u32;
+/// "neuron_host_dma": a DMA transfer between local memory and SoC memory; 0 on success.
+pub type DmaFn = unsafe extern "C" fn(local: *mut c_void, soc: u64, to_local: bool, n: u32) -> i32;
+/// "neuron_host_fault": a fatal error in the kernel (does not return if it can stop it).
+pub type FaultFn = unsafe extern "C" fn(msg: *const c_char, len: usize);
+/// "neuron_host_write": stdio output (fd 1/2) from the kernel; a zero-length write flushes.
+pub type WriteFn = unsafe extern "C" fn(fd: i32, buf: *const c_void, len: usize) -> isize;
+
+/// Host services, all optional. Names are what `get_libc_fn` is asked for.
+#[derive(Clone, Copy, Default)]
+pub struct HostServices {
+    pub map: Option<MapFn>,
+    pub cpu_id: Option<CpuIdFn>,
+    pub dma: Option<DmaFn>,
+    pub fault: Option<FaultFn>,
+    pub write: Option<WriteFn>,
+}
+
+/// The service names, in `HostServices` order.
+pub const SERVICE_NAMES: [&str; 5] = [
+    "neuron_host_map",
+    "neuron_host_cpu_id",
+    "neuron_host_dma",
+    "neuron_host_fault",
+    "neuron_host_write",
+];
+
+static SERVICES: Global<HostServices> = Global::new(HostServices {
+    map: None,
+    cpu_id: None,
+    dma: None,
+    fault: None,
+    write: None,
+});
+
+/// Installs host services (the emulator via `entry_func`, or tests).
+pub fn install(s: HostServices) {
+    SERVICES.with(|g| *g = s);
+}
+
+pub fn services() -> HostServices {
+    SERVICES.with(|g| *g)
+}
+
+/// Resolves the services through a `get_libc_fn` resolver.
+///
+/// # Safety
+/// `resolve` must return NULL or a function of the documented signature for each name.
+pub unsafe fn resolve(resolve: unsafe extern "C" fn(*const c_char) -> *mut c_void) {
+    let get = |name: &[u8]| {
+        // SAFETY: NUL-terminated literal; the resolver's contract (function doc).
+        unsafe { resolve(name.as_ptr().cast()) }
+    };
+    /// # Safety
+    /// `p` is NULL or a function of type `F`.
+    unsafe fn cast<F>(p: *mut c_void) -> Option<F> {
+        // SAFETY: Option<fn> has the pointer's layout, NULL being None (function contract).
+        unsafe { core::mem::transmute_copy::<*mut c_void, Option<F>>(&p) }
+    }
+    // SAFETY: non-NULL results are functions of the documented signatures.
+    let s = unsafe {
+        HostServices {
+            map: cast::<MapFn>(get(b"neuron_host_map\0")),
+            cpu_id: cast::<CpuIdFn>(get(b"neuron_host_cpu_id\0")),
+            dma: cast::<DmaFn>(get(b"neuron_host_dma\0")),
+            fault: cast::<FaultFn>(get(b"neuron_host_fault\0")),
+            write: cast::<WriteFn>(get(b"neuron_host_write\0")),
+        }
+    };
+    install(s);
+}
+
+/// The running core's index (0-7).
+pub fn cpu_id() -> u32 {
+    #[cfg(all(target_arch = "xtensa", target_os = "none"))]
+    {
+        extern "C" {
+            /// `rsr.prid` (start code, `xtensa/prid.S`).
+            fn __neuron_read_prid() -> u32;
+        }
+        // SAFETY: reads a special register; no memory effects.
+        unsafe { __neuron_read_prid() & 0xF }
+    }
+    #[cfg(not(all(target_arch = "xtensa", target_os = "none")))]
+    {
+        // SAFETY: the installed service has the documented signature.
+        services().cpu_id.map_or(0, |f| unsafe { f() })
+    }
+}
+
+/// Maps SoC memory for the translation table's windows.
+pub struct WindowHw;
+
+impl crate::translate::Windows for WindowHw {
+    #[allow(unused_variables)]
+    fn program(&mut self, record: usize, reg_location: u64, soc_base: u64) -> usize {
+        #[cfg(target_os = "none")]
+        {
+            // MEM_WINDOWn_HI then LO, bracketed by barriers (memw) on the device.
+            let lo = reg_location as usize as *mut u32;
+            // SAFETY: reg_location is the window's MMIO register (the table's contract).
+            unsafe {
+                core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+                lo.add(1).write_volatile((soc_base >> 32) as u32);
+                lo.write_volatile(soc_base as u32 & 0xFF00_0000);
+                core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+            }
+            crate::runtime::DYNAMIC_WINDOWS[record].0
+        }
+        #[cfg(not(target_os = "none"))]
+        {
+            host_map(soc_base, 1 << 24)
+        }
+    }
+}
+
+/// The host address of SoC memory; a missing mapping is a device fault.
+#[cfg(not(target_os = "none"))]
+pub fn host_map(soc: u64, len: u64) -> usize {
+    let f = services().map.unwrap_or_else(|| {
+        crate::fatal::fatal(crate::fatal::rule!(
+            "translation.cpp",
+            "a host platform (neuron_host_map) is installed"
+        ))
+    });
+    // SAFETY: the installed service has the documented signature.
+    let p = unsafe { f(soc, len) } as usize;
+    if p == 0 {
+        crate::fatal::fatal(crate::fatal::rule!(
+            "translation.cpp",
+            "SoC address is mapped"
+        ));
+    }
+    p
+}
