@@ -5,7 +5,10 @@ XTENSA_OUT := target/xtensa
 FUZZ_SECONDS ?= 60
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build tools demo test lint headers fuzz fuzz-seeds bench clean
+CUSTOMOP_TARGETS := x86_64-unknown-linux-gnu riscv32imac-unknown-none-elf xtensa-q7-none-elf
+CUSTOMOP_OUT := target/customop
+
+.PHONY: all build tools demo test lint headers fuzz fuzz-seeds bench clean customop-archives
 
 all: build
 
@@ -16,6 +19,7 @@ build:
 ## and rust-src (for -Zbuild-std of the Rust-built Xtensa test library), if missing.
 tools:
 	@rustup component list --installed 2>/dev/null | grep -q '^rust-src' || rustup component add rust-src
+	@rustup target list --installed 2>/dev/null | grep -q '^riscv32imac-unknown-none-elf' || rustup target add riscv32imac-unknown-none-elf
 	@if ! command -v xtensa-lx106-elf-gcc >/dev/null || ! command -v xtensa-lx106-elf-ld >/dev/null; then \
 		$(SUDO) apt-get update && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends \
@@ -31,9 +35,24 @@ demo: build $(XTENSA_OUT)/split.so
 	$(RELEASE)/nrt-pool bringup --provider $(RELEASE)/libnrtucode_extisa.so \
 		--cayman-library $(XTENSA_OUT)/split.so
 
-## make test: unit, C-API, ABI, loader (GNU ld oracle) and C-consumer tests, and the fuzz
-## seed corpus (the ABI tests use the release build).
-test: tools build
+## make customop-archives: libneuroncustomop.a for the host, a 32-bit no_std target
+## (riscv32imac, which checks the device layouts) and Xtensa (device objects), each with
+## core rebuilt for panic=abort: $(CUSTOMOP_OUT)/<target>/release/libneuroncustomop.a
+customop-archives: tools
+	RUSTC_BOOTSTRAP=1 RUSTFLAGS="-C panic=abort" CARGO_TARGET_DIR=$(CUSTOMOP_OUT) $(CARGO) rustc -q \
+		-p customop-device --release --features archive --crate-type staticlib \
+		--target x86_64-unknown-linux-gnu -Zbuild-std=core
+	RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=$(CUSTOMOP_OUT) $(CARGO) rustc -q \
+		-p customop-device --release --features archive --crate-type staticlib \
+		--target riscv32imac-unknown-none-elf
+	RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=$(CUSTOMOP_OUT) $(CARGO) rustc -q \
+		-p customop-device --release --features archive --crate-type staticlib \
+		--target customop-device/targets/xtensa-q7-none-elf.json \
+		-Zbuild-std=core,compiler_builtins -Zjson-target-spec
+
+## make test: unit, C-API, ABI, loader (GNU ld oracle), device-archive and C-consumer tests,
+## and the fuzz seed corpus (the ABI tests use the release build and the archives).
+test: tools build customop-archives
 	$(CARGO) test --release --workspace
 
 ## make lint: formatting and clippy, warnings are errors.

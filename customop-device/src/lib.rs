@@ -28,3 +28,7 @@ pub mod translate;
 pub mod exports;
 #[cfg(all(feature = "exports", test))]
 mod exports_tests;
+#[cfg(feature = "archive")]
+pub mod libc;
+#[cfg(all(target_arch = "xtensa", feature = "archive"))]
+pub mod xtensa;

@@ -1,0 +1,147 @@
+//! The device libc the archive defines (feature `archive`): the allocation functions on the
+//! libc heap carved from the data scratch area, the memory primitives, `abort` and
+//! `fsync`, and the panic handler that turns a fatal error into a device fault.
+#![allow(clippy::missing_safety_doc)]
+
+use core::ffi::{c_int, c_void};
+
+use crate::fatal::{fatal, rule};
+use crate::runtime::STATE;
+
+/// malloc's alignment (max_align_t on the targets).
+const MALLOC_ALIGN: u32 = 16;
+
+#[no_mangle]
+pub extern "C" fn malloc(n: usize) -> *mut c_void {
+    let Ok(n) = u32::try_from(n) else {
+        return core::ptr::null_mut();
+    };
+    STATE
+        .with(|s| s.libc_heap.alloc(n, MALLOC_ALIGN))
+        .map_or(core::ptr::null_mut(), |a| a as usize as *mut c_void)
+}
+
+#[no_mangle]
+pub extern "C" fn memalign(align: usize, n: usize) -> *mut c_void {
+    let (Ok(a), Ok(n)) = (u32::try_from(align), u32::try_from(n)) else {
+        return core::ptr::null_mut();
+    };
+    STATE
+        .with(|s| s.libc_heap.alloc(n, a))
+        .map_or(core::ptr::null_mut(), |a| a as usize as *mut c_void)
+}
+
+/// Freeing something malloc did not return (or twice) is fatal.
+#[no_mangle]
+pub extern "C" fn free(p: *mut c_void) {
+    if p.is_null() {
+        return;
+    }
+    if STATE.with(|s| s.libc_heap.free(p as usize as u64)).is_err() {
+        fatal(rule!(
+            "start_exit.cpp",
+            "free() of a pointer malloc did not return"
+        ));
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn realloc(p: *mut c_void, n: usize) -> *mut c_void {
+    if p.is_null() {
+        return malloc(n);
+    }
+    if n == 0 {
+        free(p);
+        return core::ptr::null_mut();
+    }
+    let Some(old) = STATE.with(|s| s.libc_heap.alloc_size(p as usize as u64)) else {
+        fatal(rule!(
+            "start_exit.cpp",
+            "realloc() of a pointer malloc did not return"
+        ));
+    };
+    let q = malloc(n);
+    if !q.is_null() {
+        // SAFETY: both blocks are live heap blocks at least min(old, n) bytes long.
+        unsafe { crate::mem::copy_bytes(q.cast(), p.cast(), (old as usize).min(n)) };
+        free(p);
+    }
+    q
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn memcpy(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void {
+    // SAFETY: the C contract of memcpy.
+    unsafe { crate::mem::copy_bytes(dst.cast(), src.cast(), n) };
+    dst
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn memmove(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void {
+    // SAFETY: the C contract of memmove.
+    unsafe { crate::mem::move_bytes(dst.cast(), src.cast(), n) };
+    dst
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn memset(dst: *mut c_void, c: c_int, n: usize) -> *mut c_void {
+    // SAFETY: the C contract of memset.
+    unsafe { crate::mem::set_bytes(dst.cast(), c as u8, n) };
+    dst
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn memcmp(a: *const c_void, b: *const c_void, n: usize) -> c_int {
+    // SAFETY: the C contract of memcmp.
+    unsafe { crate::mem::compare_bytes(a.cast(), b.cast(), n) }
+}
+
+/// LLVM lowers `memcmp(..) == 0` to `bcmp` on some targets.
+#[no_mangle]
+pub unsafe extern "C" fn bcmp(a: *const c_void, b: *const c_void, n: usize) -> c_int {
+    // SAFETY: as memcmp.
+    unsafe { memcmp(a, b, n) }
+}
+
+/// `fsync(fd)`: flushes the stdio channel `fd` (see `customop_cleanup`).
+#[no_mangle]
+pub extern "C" fn fsync(fd: c_int) -> c_int {
+    crate::stdio::flush(fd)
+}
+
+/// Stops the kernel: reported to the host as a fault, then the core waits forever.
+#[no_mangle]
+pub extern "C" fn abort() -> ! {
+    fault(b"customop: abort()")
+}
+
+fn fault(msg: &[u8]) -> ! {
+    if let Some(f) = crate::platform::services().fault {
+        // SAFETY: the service has the documented signature; `msg` is readable.
+        unsafe { f(msg.as_ptr().cast(), msg.len()) };
+    }
+    loop {
+        core::hint::spin_loop();
+    }
+}
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+    use core::fmt::Write;
+    struct Buf([u8; 256], usize);
+    impl Write for Buf {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            for &b in s.as_bytes() {
+                if self.1 < self.0.len() {
+                    self.0[self.1] = b;
+                    self.1 += 1;
+                }
+            }
+            Ok(())
+        }
+    }
+    let mut b = Buf([0; 256], 0);
+    let _ = write!(b, "{}", info.message());
+    fault(&b.0[..b.1])
+}
