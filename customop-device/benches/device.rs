@@ -1,6 +1,7 @@
 //! `make bench` rows for the device runtime, as ratios measured in one run:
 //! - the dataram heap on a tensor-sized alloc/free trace vs linked_list_allocator and talc;
 //! - each memcpy backend (C, VEC) vs libc memcpy, by size.
+//!
 //! A ratio > 1 means ours is faster. Times are the best of several repetitions.
 
 use std::alloc::Layout;
