@@ -15,15 +15,16 @@ all: build
 build:
 	$(CARGO) build --release --workspace
 
-## make tools: what the tests need beyond Rust: the Xtensa gcc/binutils (Debian packages)
+## make tools: what the tests need beyond Rust: the Xtensa gcc/binutils and QEMU (Debian packages)
 ## and rust-src (for -Zbuild-std of the Rust-built Xtensa test library), if missing.
 tools:
 	@rustup component list --installed 2>/dev/null | grep -q '^rust-src' || rustup component add rust-src
 	@rustup target list --installed 2>/dev/null | grep -q '^riscv32imac-unknown-none-elf' || rustup target add riscv32imac-unknown-none-elf
-	@if ! command -v xtensa-lx106-elf-gcc >/dev/null || ! command -v xtensa-lx106-elf-ld >/dev/null; then \
+	@if ! command -v xtensa-lx106-elf-gcc >/dev/null || ! command -v xtensa-lx106-elf-ld >/dev/null \
+		|| ! command -v qemu-system-xtensa >/dev/null; then \
 		$(SUDO) apt-get update && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends \
-			gcc-xtensa-lx106 binutils-xtensa-lx106; \
+			gcc-xtensa-lx106 binutils-xtensa-lx106 qemu-system-misc; \
 	fi
 
 $(XTENSA_OUT)/split.so: nrtucode-extisa/tests/xtensa/kernels.c nrtucode-extisa/tests/xtensa/split.ld | tools
