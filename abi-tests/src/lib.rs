@@ -26,3 +26,7 @@ pub fn artifact(name: &str) -> PathBuf {
 pub fn provider() -> PathBuf {
     artifact("libnrtucode_extisa.so")
 }
+
+pub mod conformance;
+pub mod customop_conformance;
+pub mod scenarios;
