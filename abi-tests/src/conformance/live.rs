@@ -42,6 +42,7 @@ pub const CHECKS: &[super::CheckEntry] = &[
     ("api.level", "get_api_level() == 3", api_level),
     ("context.api-gate", "context_create(level != 3) -> 4 with *out = NULL; level 3 -> 0", api_gate),
     ("libnrt.bind", "the 30 symbols libnrt binds resolve in its order; versions are strings", libnrt_bind),
+    ("handles.malloc-sizes", "each handle is one malloc block of the documented size: context 0x28, core 0x70, ll 0x48, opset 0x830 (glibc usable sizes)", malloc_sizes),
     ("handles.context.private-offsets", "context: rw table +0x00, memhandle +0x08, userdata +0x10, scratch size 0x200 +0x18, scratch +0x20", context_offsets),
     ("handles.core.private-offsets", "core: context +0x00, coretype +0x10, bases +0x18/+0x20/+0x28, boot +0x30, name +0x48 (NUL at +0x68)", core_offsets),
     ("handles.ll.private-offsets", "ll: context +0x00, selector +0x10, size +0x18, name +0x20 (NUL at +0x40)", ll_offsets),
@@ -224,6 +225,40 @@ fn libnrt_bind(lib: &Path) -> Outcome {
         )),
         Err(e) => Outcome::fail(e.to_string()),
     }
+}
+
+/// A glibc chunk of usable size `u` serves requests in (u - 16, u].
+fn fits(p: P, size: usize) -> Result<usize, Outcome> {
+    // SAFETY: `p` is a live malloc block of the provider (the process's libc allocator).
+    let u = unsafe { libc::malloc_usable_size(p) };
+    ensure(size <= u && u < size + 16, || {
+        format!("usable size {u:#x} cannot hold a {size:#x} request")
+    })?;
+    Ok(u)
+}
+
+fn malloc_sizes(lib: &Path) -> Outcome {
+    with(lib, |s| {
+        let ctx = s.ctx()?;
+        let core = s.core_in(ctx, 6, DRAM, false)?;
+        let ll = sunda_ll(s, ctx)?;
+        let create: unsafe extern "C" fn(P, *mut P) -> u32 = s.f("opset_create")?;
+        let mut op = null_mut();
+        // SAFETY: live context, out pointer.
+        ensure(unsafe { create(ctx, &mut op) } == 0, || {
+            "opset_create failed".into()
+        })?;
+        let sizes = [
+            fits(ctx, 0x28)?,
+            fits(core, 0x70)?,
+            fits(ll, 0x48)?,
+            fits(op, 0x830)?,
+        ];
+        Ok(format!(
+            "usable {:#x} {:#x} {:#x} {:#x}",
+            sizes[0], sizes[1], sizes[2], sizes[3]
+        ))
+    })
 }
 
 fn context_offsets(lib: &Path) -> Outcome {
