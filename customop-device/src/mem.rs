@@ -65,44 +65,27 @@ pub unsafe fn copy_vector(dst: *mut u8, src: *const u8, n: usize) {
 /// # Safety
 /// `dst` is writable and `src` readable for `n` bytes.
 pub unsafe fn move_bytes(dst: *mut u8, src: *const u8, n: usize) {
-    if (dst as usize) <= (src as usize) || (dst as usize) >= (src as usize).wrapping_add(n) {
-        // SAFETY: a forward byte copy is correct when dst is below src or disjoint; the
-        // word path of copy_bytes reads ahead of writes, so bytes are used for overlap.
+    let (d, s) = (dst as usize, src as usize);
+    if d >= s.wrapping_add(n) || s >= d.wrapping_add(n) || s - d.min(s) >= WORD {
+        // SAFETY: disjoint ranges, or dst trailing src by at least a word: copy_bytes reads
+        // each word (or byte) before writing a destination that lies wholly below the
+        // source bytes still to be read.
+        unsafe { copy_bytes(dst, src, n) }
+    } else if d < s {
+        // SAFETY: dst trails src by less than a word: byte by byte, forwards.
         unsafe {
-            if (dst as usize).abs_diff(src as usize) >= WORD || n < WORD {
-                copy_forward_overlap_safe(dst, src, n)
-            } else {
-                for i in 0..n {
-                    *dst.add(i) = *src.add(i);
-                }
+            for i in 0..n {
+                *dst.add(i) = *src.add(i);
             }
         }
     } else {
-        // SAFETY: dst above src and overlapping: copy backwards.
+        // SAFETY: dst above src and overlapping: byte by byte, backwards.
         unsafe {
             let mut i = n;
             while i > 0 {
                 i -= 1;
                 *dst.add(i) = *src.add(i);
             }
-        }
-    }
-}
-
-/// Forward copy that stays correct when `dst < src` overlaps by at least a word.
-unsafe fn copy_forward_overlap_safe(dst: *mut u8, src: *const u8, n: usize) {
-    let mut i = 0;
-    // SAFETY: in bounds (i + WORD <= n, i < n); each word is read before it is written and
-    // dst trails src by at least WORD, so no unread source byte is overwritten.
-    unsafe {
-        while i + WORD <= n {
-            (dst.add(i) as *mut usize)
-                .write_unaligned((src.add(i) as *const usize).read_unaligned());
-            i += WORD;
-        }
-        while i < n {
-            *dst.add(i) = *src.add(i);
-            i += 1;
         }
     }
 }
