@@ -44,6 +44,8 @@ void customop_return_tensor_desc(const NeuronArgTensor *src);
 /// The SoC address of a tensor's data, and a local pointer to its first byte.
 unsigned long long customop_tensor_soc_addr(const NeuronArgTensor *t);
 void *customop_tensor_data(const NeuronArgTensor *t);
+/// Kernel output on fd 1/2 through the host's stdio channel (core 0 reaches the host).
+ptrdiff_t customop_stdio_write(int fd, const void *buf, size_t len);
 /// Prepares a launch and runs `wrapper` (switch_stack_or_call_wrapper for any pointer size).
 int customop_call_wrapper(void (*wrapper)(void));
 
@@ -68,6 +70,7 @@ uint32_t entry_func(const SUNDA_UCODE_LIB *host);
 /// Host services get_libc_fn resolves (all optional).
 typedef void *(*neuron_host_map_fn)(unsigned long long soc, unsigned long long len);
 typedef uint32_t (*neuron_host_cpu_id_fn)(void);
+typedef uint32_t (*neuron_host_cpu_count_fn)(void);
 typedef int32_t (*neuron_host_dma_fn)(void *local, unsigned long long soc, bool to_local, uint32_t n);
 typedef void (*neuron_host_fault_fn)(const char *msg, size_t len);
 typedef ptrdiff_t (*neuron_host_write_fn)(int fd, const void *buf, size_t len);

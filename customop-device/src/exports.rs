@@ -443,8 +443,25 @@ pub extern "C" fn get_cpu_id() -> u32 {
     crate::platform::cpu_id()
 }
 
-/// Always 8: the Pool engine's cores.
+/// The Pool engine's cores: 8 on the device; under the emulator, the launch's core count.
 #[export_name = "_Z13get_cpu_countv"]
 pub extern "C" fn get_cpu_count() -> u32 {
-    8
+    crate::platform::cpu_count()
+}
+
+/// Kernel output on fd 1 or 2 through the host's stdio channel (the emulator's stdio ring;
+/// core 0's output reaches the host, as on hardware). The op build helper's `printf`,
+/// `puts` and `putchar` for host builds write through it. Returns the bytes taken, or -1.
+#[no_mangle]
+pub unsafe extern "C" fn customop_stdio_write(fd: c_int, buf: *const c_void, len: usize) -> isize {
+    if buf.is_null() && len != 0 {
+        return -1;
+    }
+    // SAFETY: the caller passes `len` readable bytes (C contract); NULL only with len 0.
+    let bytes = if len == 0 {
+        &[][..]
+    } else {
+        unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), len) }
+    };
+    crate::stdio::write(fd, bytes)
 }

@@ -15,6 +15,8 @@ use crate::global::Global;
 pub type MapFn = unsafe extern "C" fn(soc: u64, len: u64) -> *mut c_void;
 /// "neuron_host_cpu_id": the emulated core running this kernel (0-7).
 pub type CpuIdFn = unsafe extern "C" fn() -> u32;
+/// "neuron_host_cpu_count": how many cores run this launch (1-8; 8 when absent).
+pub type CpuCountFn = unsafe extern "C" fn() -> u32;
 /// "neuron_host_dma": a DMA transfer between local memory and SoC memory; 0 on success.
 pub type DmaFn = unsafe extern "C" fn(local: *mut c_void, soc: u64, to_local: bool, n: u32) -> i32;
 /// "neuron_host_fault": a fatal error in the kernel (does not return if it can stop it).
@@ -27,15 +29,17 @@ pub type WriteFn = unsafe extern "C" fn(fd: i32, buf: *const c_void, len: usize)
 pub struct HostServices {
     pub map: Option<MapFn>,
     pub cpu_id: Option<CpuIdFn>,
+    pub cpu_count: Option<CpuCountFn>,
     pub dma: Option<DmaFn>,
     pub fault: Option<FaultFn>,
     pub write: Option<WriteFn>,
 }
 
 /// The service names, in `HostServices` order.
-pub const SERVICE_NAMES: [&str; 5] = [
+pub const SERVICE_NAMES: [&str; 6] = [
     "neuron_host_map",
     "neuron_host_cpu_id",
+    "neuron_host_cpu_count",
     "neuron_host_dma",
     "neuron_host_fault",
     "neuron_host_write",
@@ -44,6 +48,7 @@ pub const SERVICE_NAMES: [&str; 5] = [
 static SERVICES: Global<HostServices> = Global::new(HostServices {
     map: None,
     cpu_id: None,
+    cpu_count: None,
     dma: None,
     fault: None,
     write: None,
@@ -78,6 +83,7 @@ pub unsafe fn resolve(resolve: unsafe extern "C" fn(*const c_char) -> *mut c_voi
         HostServices {
             map: cast::<MapFn>(get(b"neuron_host_map\0")),
             cpu_id: cast::<CpuIdFn>(get(b"neuron_host_cpu_id\0")),
+            cpu_count: cast::<CpuCountFn>(get(b"neuron_host_cpu_count\0")),
             dma: cast::<DmaFn>(get(b"neuron_host_dma\0")),
             fault: cast::<FaultFn>(get(b"neuron_host_fault\0")),
             write: cast::<WriteFn>(get(b"neuron_host_write\0")),
@@ -101,6 +107,22 @@ pub fn cpu_id() -> u32 {
     {
         // SAFETY: the installed service has the documented signature.
         services().cpu_id.map_or(0, |f| unsafe { f() })
+    }
+}
+
+/// The cores running this launch: 8 on the device (every Pool core runs every kernel), the
+/// host's count under the emulator (`--cores 1` runs one).
+pub fn cpu_count() -> u32 {
+    #[cfg(target_os = "none")]
+    {
+        8
+    }
+    #[cfg(not(target_os = "none"))]
+    {
+        // SAFETY: the installed service has the documented signature.
+        services()
+            .cpu_count
+            .map_or(8, |f| unsafe { f() }.clamp(1, 8))
     }
 }
 

@@ -11,5 +11,7 @@
 //! project's issues); nothing here pretends to provide them yet.
 
 pub mod bringup;
+pub mod emu;
 pub mod facade;
+pub mod opbuild;
 pub mod sim;

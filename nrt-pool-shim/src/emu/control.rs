@@ -1,0 +1,228 @@
+//! The Pool control block: a page of shared device memory where each core reports
+//! completion or a fault, and the stdio ring the host drains after a launch (256-byte
+//! entries, as `pool_stdio_*` drains them on hardware). Cores run in child processes; all
+//! fields are written with atomic or volatile stores and read by the host after the cores
+//! have exited.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use super::memory::{CORES, STATUS_BYTES};
+
+/// Core states.
+pub const CORE_IDLE: u32 = 0;
+pub const CORE_RUNNING: u32 = 1;
+pub const CORE_DONE: u32 = 2;
+pub const CORE_FAULT: u32 = 3;
+
+/// What ended a core that did not complete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum FaultKind {
+    /// SIGSEGV/SIGBUS: a bad or guard-page address.
+    Memory = 1,
+    /// abort(), a failed assert (SIGABRT).
+    Abort = 2,
+    /// A runtime rule broke or a Rust panic: the device runtime's fault hook.
+    Fatal = 3,
+    /// SIGFPE, SIGILL, SIGTRAP.
+    Trap = 4,
+    /// Still running at the launch's deadline.
+    Timeout = 5,
+    /// The core's process ended without reporting (exit(), killed from outside).
+    Exited = 6,
+    /// entry_func refused the library (its STATUS in `result`).
+    Entry = 7,
+    /// The kernel is not registered on this core.
+    NoKernel = 8,
+}
+
+impl FaultKind {
+    pub fn from_u32(v: u32) -> Option<FaultKind> {
+        use FaultKind::*;
+        [Memory, Abort, Fatal, Trap, Timeout, Exited, Entry, NoKernel]
+            .into_iter()
+            .find(|k| *k as u32 == v)
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            FaultKind::Memory => "memory fault",
+            FaultKind::Abort => "abort",
+            FaultKind::Fatal => "fatal error",
+            FaultKind::Trap => "trap",
+            FaultKind::Timeout => "timeout",
+            FaultKind::Exited => "exited",
+            FaultKind::Entry => "entry_func failed",
+            FaultKind::NoKernel => "kernel not registered",
+        }
+    }
+}
+
+/// One core's report (512 bytes).
+#[repr(C)]
+pub struct CoreRecord {
+    pub state: AtomicU32,
+    pub kind: AtomicU32,
+    /// The launcher's return value, or entry_func's STATUS.
+    pub result: AtomicU32,
+    pub signal: AtomicU32,
+    /// Faulting host address (0: unknown).
+    pub addr: AtomicU64,
+    pub msg_len: AtomicU32,
+    pub _pad: u32,
+    pub msg: [u8; 480],
+}
+
+/// The block's header.
+#[repr(C)]
+pub struct Header {
+    /// Entries written to the stdio ring this launch.
+    pub stdio_count: AtomicU32,
+    /// Bytes that did not fit in the ring (reported, never silently lost).
+    pub stdio_dropped: AtomicU32,
+    /// Registration names from the load-time probe: count and bytes used.
+    pub names_count: AtomicU32,
+    pub names_len: AtomicU32,
+}
+
+pub const RECORDS_OFFSET: usize = 0x100;
+pub const RING_OFFSET: usize = 0x2000;
+pub const RING_ENTRY: usize = 256;
+/// Payload bytes per ring entry (a 4-byte entry header: length u16, fd u8, core u8).
+pub const RING_PAYLOAD: usize = RING_ENTRY - 4;
+pub const NAMES_OFFSET: usize = 0x30000;
+pub const NAMES_BYTES: usize = STATUS_BYTES as usize - NAMES_OFFSET;
+pub const RING_ENTRIES: usize = (NAMES_OFFSET - RING_OFFSET) / RING_ENTRY;
+
+const _: () = assert!(std::mem::size_of::<CoreRecord>() == 512);
+const _: () = assert!(RECORDS_OFFSET + CORES * 512 <= RING_OFFSET);
+
+/// A view of the control block at a host address inside the device mapping.
+#[derive(Clone, Copy)]
+pub struct ControlBlock {
+    base: *mut u8,
+}
+
+// SAFETY: the block lives in a shared mapping for the engine's lifetime; fields are atomics
+// or written by one core process at a time.
+unsafe impl Send for ControlBlock {}
+
+impl ControlBlock {
+    /// # Safety
+    /// `base` is the start of a writable, `STATUS_BYTES`-long, page-aligned region that
+    /// outlives the view.
+    pub unsafe fn new(base: *mut u8) -> ControlBlock {
+        ControlBlock { base }
+    }
+
+    pub fn header(&self) -> &Header {
+        // SAFETY: the region starts with a Header (page-aligned, in bounds: constructor).
+        unsafe { &*(self.base as *const Header) }
+    }
+
+    pub fn core(&self, i: usize) -> &CoreRecord {
+        assert!(i < CORES);
+        // SAFETY: records lie inside the region (const assert) and are 8-byte aligned; the
+        // message bytes are only written by the one process running core `i`.
+        unsafe { &*(self.base.add(RECORDS_OFFSET + i * 512) as *const CoreRecord) }
+    }
+
+    /// Clears the header and every record before a launch.
+    pub fn reset(&self) {
+        // SAFETY: the first RING_OFFSET bytes are the header and records (constructor).
+        unsafe { std::ptr::write_bytes(self.base, 0, RING_OFFSET) };
+    }
+
+    /// Core side: records a fault and its message.
+    pub fn set_fault(&self, core: usize, kind: FaultKind, signal: u32, addr: u64, msg: &[u8]) {
+        let r = self.core(core);
+        let n = msg.len().min(r.msg.len());
+        // SAFETY: only this core's process writes its record's message (module doc).
+        unsafe {
+            std::ptr::copy_nonoverlapping(msg.as_ptr(), r.msg.as_ptr() as *mut u8, n);
+        }
+        r.msg_len.store(n as u32, Ordering::Release);
+        r.kind.store(kind as u32, Ordering::Release);
+        r.signal.store(signal, Ordering::Release);
+        r.addr.store(addr, Ordering::Release);
+        r.state.store(CORE_FAULT, Ordering::Release);
+    }
+
+    pub fn message(&self, core: usize) -> String {
+        let r = self.core(core);
+        let n = (r.msg_len.load(Ordering::Acquire) as usize).min(r.msg.len());
+        String::from_utf8_lossy(&r.msg[..n]).into_owned()
+    }
+
+    /// Core side: appends `bytes` to the stdio ring in entry-sized pieces.
+    pub fn stdio_append(&self, fd: u8, core: u8, bytes: &[u8]) {
+        let h = self.header();
+        for piece in bytes.chunks(RING_PAYLOAD) {
+            let i = h.stdio_count.load(Ordering::Relaxed) as usize;
+            if i >= RING_ENTRIES {
+                h.stdio_dropped
+                    .fetch_add(piece.len() as u32, Ordering::Relaxed);
+                continue;
+            }
+            // SAFETY: entry `i` lies inside the ring; one core writes the ring (core 0).
+            unsafe {
+                let e = self.base.add(RING_OFFSET + i * RING_ENTRY);
+                e.cast::<u16>().write_unaligned(piece.len() as u16);
+                *e.add(2) = fd;
+                *e.add(3) = core;
+                std::ptr::copy_nonoverlapping(piece.as_ptr(), e.add(4), piece.len());
+            }
+            h.stdio_count.store(i as u32 + 1, Ordering::Release);
+        }
+    }
+
+    /// Host side: the ring's entries in order, as (fd, bytes), and the dropped byte count.
+    pub fn stdio_drain(&self) -> (Vec<(u8, Vec<u8>)>, u32) {
+        let h = self.header();
+        let n = (h.stdio_count.load(Ordering::Acquire) as usize).min(RING_ENTRIES);
+        let out = (0..n)
+            .map(|i| {
+                // SAFETY: entries below the count were written whole (Release store above).
+                unsafe {
+                    let e = self.base.add(RING_OFFSET + i * RING_ENTRY);
+                    let len = (e.cast::<u16>().read_unaligned() as usize).min(RING_PAYLOAD);
+                    (
+                        *e.add(2),
+                        std::slice::from_raw_parts(e.add(4), len).to_vec(),
+                    )
+                }
+            })
+            .collect();
+        (out, h.stdio_dropped.load(Ordering::Acquire))
+    }
+
+    /// Probe side: appends a registered kernel name.
+    pub fn push_name(&self, name: &[u8]) -> bool {
+        let h = self.header();
+        let used = h.names_len.load(Ordering::Relaxed) as usize;
+        if used + name.len() + 1 > NAMES_BYTES {
+            return false;
+        }
+        // SAFETY: inside the names area (checked); one probe process writes it.
+        unsafe {
+            let p = self.base.add(NAMES_OFFSET + used);
+            std::ptr::copy_nonoverlapping(name.as_ptr(), p, name.len());
+            *p.add(name.len()) = 0;
+        }
+        h.names_len
+            .store((used + name.len() + 1) as u32, Ordering::Release);
+        h.names_count.fetch_add(1, Ordering::Release);
+        true
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        let used = (self.header().names_len.load(Ordering::Acquire) as usize).min(NAMES_BYTES);
+        // SAFETY: the first `used` bytes of the names area were written by push_name.
+        let bytes = unsafe { std::slice::from_raw_parts(self.base.add(NAMES_OFFSET), used) };
+        bytes
+            .split(|&b| b == 0)
+            .filter(|s| !s.is_empty())
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .collect()
+    }
+}

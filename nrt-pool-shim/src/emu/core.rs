@@ -1,0 +1,437 @@
+//! One emulated Pool core: a child process forked for each core of a launch, so a kernel
+//! that faults, aborts or hangs takes down only itself, and every core gets its own copy of
+//! the op library's globals (the vendor links one library image per core). The child runs
+//! the library's start code with this core's handoff block, finds the kernel through
+//! `register_funcs`, runs it and reports into the Pool control block.
+
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+use super::control::{ControlBlock, FaultKind, CORE_DONE, CORE_RUNNING};
+use super::memory::DeviceMemory;
+
+/// `SUNDA_UCODE_LIB` as a 64-bit host lays it out (nine pointer-sized fields).
+#[repr(C)]
+pub struct Handoff {
+    pub sizeof_ncore_ucode_lib: usize,
+    pub library_handle: *mut c_void,
+    pub register_ext_isa_fn: Option<unsafe extern "C" fn(*mut c_void, *const c_char) -> u32>,
+    pub get_libc_fn: Option<unsafe extern "C" fn(*const c_char) -> *mut c_void>,
+    pub get_data_scratch: Option<unsafe extern "C" fn(*mut *mut c_void, *mut usize) -> *mut c_void>,
+    pub get_hbm_scratch: Option<unsafe extern "C" fn(*mut u64, *mut usize) -> *mut c_void>,
+    pub get_dma_queue: Option<unsafe extern "C" fn(*mut u32, *mut u32) -> *mut c_void>,
+    pub register_ext_isa_fn_v2: Option<unsafe extern "C" fn(*mut c_void, *const c_char, u8) -> u32>,
+    pub register_ext_isa_fn_v3: Option<unsafe extern "C" fn()>,
+}
+
+const _: () = assert!(std::mem::size_of::<Handoff>() == 72);
+const _: () = assert!(std::mem::offset_of!(Handoff, get_libc_fn) == 24);
+
+pub type EntryFn = unsafe extern "C" fn(*const Handoff) -> u32;
+pub type WrapperFn = unsafe extern "C" fn() -> i32;
+pub type RegisterCb = unsafe extern "C" fn(*mut c_void, *const c_char, Option<WrapperFn>) -> u32;
+pub type RegisterFuncsFn = unsafe extern "C" fn(Option<RegisterCb>) -> u32;
+
+/// The child's exit code after a reported fault (any report is in the control block).
+pub const FAULT_EXIT: i32 = 70;
+
+// The child's view of the device. Set once, after fork, in the child only.
+static MEMORY: AtomicPtr<DeviceMemory> = AtomicPtr::new(std::ptr::null_mut());
+static CORE: AtomicUsize = AtomicUsize::new(0);
+static CORE_COUNT: AtomicUsize = AtomicUsize::new(8);
+
+fn memory() -> &'static DeviceMemory {
+    // SAFETY: set by `enter` before any service can be called; the DeviceMemory outlives the
+    // child (the child never returns to the code that owns it).
+    unsafe { &*MEMORY.load(Ordering::Acquire) }
+}
+
+fn control() -> ControlBlock {
+    // SAFETY: the status region is the control block (DeviceMemory's layout).
+    unsafe { ControlBlock::new(memory().status_host()) }
+}
+
+fn core() -> usize {
+    CORE.load(Ordering::Relaxed)
+}
+
+/// What a core process does: run start code, then the kernel (or only start code: probe).
+pub struct CoreJob<'a> {
+    pub memory: &'a DeviceMemory,
+    pub core: usize,
+    pub cores: usize,
+    pub entry: EntryFn,
+    pub register_funcs: RegisterFuncsFn,
+    /// The kernel to run; None for the load-time probe (registration names only).
+    pub kernel: Option<&'a CStr>,
+}
+
+/// Collects what the library registers (through `library_handle`).
+struct Collector<'a> {
+    want: Option<&'a CStr>,
+    found: Option<WrapperFn>,
+    probe: bool,
+    funcs: u32,
+}
+
+unsafe extern "C" fn on_register_name(handle: *mut c_void, name: *const c_char) -> u32 {
+    // SAFETY: `handle` is our Collector (we passed it as library_handle); name is a C string
+    // from the library's table (NULL tolerated).
+    unsafe {
+        let c = &mut *(handle as *mut Collector);
+        if c.probe && !name.is_null() {
+            let _ = control().push_name(CStr::from_ptr(name).to_bytes());
+        }
+    }
+    0
+}
+
+unsafe extern "C" fn on_register_func(
+    handle: *mut c_void,
+    name: *const c_char,
+    f: Option<WrapperFn>,
+) -> u32 {
+    // SAFETY: as on_register_name.
+    unsafe {
+        if handle.is_null() {
+            return 1;
+        }
+        let c = &mut *(handle as *mut Collector);
+        c.funcs += 1;
+        if let (Some(want), false) = (c.want, name.is_null()) {
+            if CStr::from_ptr(name) == want && c.found.is_none() {
+                c.found = f;
+            }
+        }
+    }
+    0
+}
+
+// ---- the services get_libc_fn resolves ----
+
+unsafe extern "C" fn svc_map(soc: u64, len: u64) -> *mut c_void {
+    memory()
+        .host(soc, len)
+        .map_or(std::ptr::null_mut(), |p| p.cast())
+}
+
+unsafe extern "C" fn svc_cpu_id() -> u32 {
+    core() as u32
+}
+
+unsafe extern "C" fn svc_cpu_count() -> u32 {
+    CORE_COUNT.load(Ordering::Relaxed) as u32
+}
+
+unsafe extern "C" fn svc_dma(local: *mut c_void, soc: u64, to_local: bool, n: u32) -> i32 {
+    let Some(p) = memory().host(soc, u64::from(n)) else {
+        return -1;
+    };
+    // SAFETY: `p` spans n bytes of the mapping (guard bytes fault like the hardware would);
+    // `local` is the kernel's buffer of n bytes (service contract).
+    unsafe {
+        if to_local {
+            std::ptr::copy(p, local.cast(), n as usize);
+        } else {
+            std::ptr::copy(local.cast::<u8>(), p, n as usize);
+        }
+    }
+    0
+}
+
+unsafe extern "C" fn svc_fault(msg: *const c_char, len: usize) {
+    // SAFETY: the runtime passes `len` readable bytes.
+    let m = unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) };
+    control().set_fault(core(), FaultKind::Fatal, 0, 0, m);
+    finish_stdio();
+    // SAFETY: ends this core's process, as a fault halts the core.
+    unsafe { libc::_exit(FAULT_EXIT) }
+}
+
+unsafe extern "C" fn svc_write(fd: i32, buf: *const c_void, len: usize) -> isize {
+    if len == 0 || !(1..=2).contains(&fd) {
+        return if len == 0 { 0 } else { -1 };
+    }
+    // printf reaches the host from core 0, as the firmware's stdio does.
+    if core() == 0 {
+        // SAFETY: the runtime passes `len` readable bytes.
+        let b = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) };
+        control().stdio_append(fd as u8, 0, b);
+    }
+    len as isize
+}
+
+unsafe extern "C" fn get_libc_fn(name: *const c_char) -> *mut c_void {
+    // SAFETY: the runtime asks with NUL-terminated names.
+    let name = unsafe { CStr::from_ptr(name) }.to_bytes();
+    match name {
+        b"neuron_host_map" => svc_map as *mut c_void,
+        b"neuron_host_cpu_id" => svc_cpu_id as *mut c_void,
+        b"neuron_host_cpu_count" => svc_cpu_count as *mut c_void,
+        b"neuron_host_dma" => svc_dma as *mut c_void,
+        b"neuron_host_fault" => svc_fault as *mut c_void,
+        b"neuron_host_write" => svc_write as *mut c_void,
+        _ => std::ptr::null_mut(),
+    }
+}
+
+unsafe extern "C" fn get_data_scratch(addr: *mut *mut c_void, size: *mut usize) -> *mut c_void {
+    let (p, n) = memory().scratch_host(core());
+    // SAFETY: out pointers from the runtime's start code.
+    unsafe {
+        *addr = p.cast();
+        *size = n;
+    }
+    std::ptr::null_mut()
+}
+
+unsafe extern "C" fn get_hbm_scratch(addr: *mut u64, size: *mut usize) -> *mut c_void {
+    let (a, n) = memory().hbm_scratch(core());
+    // SAFETY: as above.
+    unsafe {
+        *addr = a;
+        *size = n as usize;
+    }
+    std::ptr::null_mut()
+}
+
+unsafe extern "C" fn get_dma_queue(m2s: *mut u32, s2m: *mut u32) -> *mut c_void {
+    // SAFETY: as above. Queue 16 is the custom-op bundle; offsets per core.
+    unsafe {
+        *m2s = (core() as u32) * 0x100;
+        *s2m = (core() as u32) * 0x100 + 0x80;
+    }
+    std::ptr::null_mut()
+}
+
+// ---- faults ----
+
+extern "C" fn on_signal(sig: i32, info: *mut libc::siginfo_t, _: *mut c_void) {
+    let kind = match sig {
+        libc::SIGSEGV | libc::SIGBUS => FaultKind::Memory,
+        libc::SIGABRT => FaultKind::Abort,
+        _ => FaultKind::Trap,
+    };
+    // SAFETY: the kernel hands SA_SIGINFO handlers a valid siginfo.
+    let addr = if kind == FaultKind::Abort || info.is_null() {
+        0
+    } else {
+        unsafe { (*info).si_addr() as u64 }
+    };
+    control().set_fault(core(), kind, sig as u32, addr, signal_name(sig).as_bytes());
+    // SAFETY: async-signal-safe exit of this core's process.
+    unsafe { libc::_exit(FAULT_EXIT) }
+}
+
+pub fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGKILL => "SIGKILL",
+        _ => "signal",
+    }
+}
+
+fn install_fault_handlers() {
+    const ALT_STACK: usize = 64 << 10;
+    // SAFETY: a leaked buffer for the alternate stack (the process ends with the kernel),
+    // and plain sigaction calls with a handler that only does async-signal-safe work.
+    unsafe {
+        let stack = Box::leak(vec![0u8; ALT_STACK].into_boxed_slice());
+        let ss = libc::stack_t {
+            ss_sp: stack.as_mut_ptr().cast(),
+            ss_flags: 0,
+            ss_size: ALT_STACK,
+        };
+        libc::sigaltstack(&ss, std::ptr::null_mut());
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction =
+            on_signal as extern "C" fn(i32, *mut libc::siginfo_t, *mut c_void) as usize;
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_RESETHAND;
+        libc::sigemptyset(&mut sa.sa_mask);
+        for s in [
+            libc::SIGSEGV,
+            libc::SIGBUS,
+            libc::SIGABRT,
+            libc::SIGFPE,
+            libc::SIGILL,
+            libc::SIGTRAP,
+        ] {
+            libc::sigaction(s, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+fn finish_stdio() {
+    // SAFETY: flushes the C library's buffered streams (kernels that printf through glibc).
+    unsafe { libc::fflush(std::ptr::null_mut()) };
+}
+
+/// The body of a core process. Never returns.
+pub fn run(job: &CoreJob<'_>) -> ! {
+    MEMORY.store(job.memory as *const _ as *mut _, Ordering::Release);
+    CORE.store(job.core, Ordering::Relaxed);
+    CORE_COUNT.store(job.cores, Ordering::Relaxed);
+    install_fault_handlers();
+    let ctl = control();
+    ctl.core(job.core)
+        .state
+        .store(CORE_RUNNING, Ordering::Release);
+    let mut collector = Collector {
+        want: job.kernel,
+        found: None,
+        probe: job.kernel.is_none(),
+        funcs: 0,
+    };
+    let handoff = Handoff {
+        sizeof_ncore_ucode_lib: std::mem::size_of::<Handoff>(),
+        library_handle: (&mut collector as *mut Collector).cast(),
+        register_ext_isa_fn: Some(on_register_name),
+        get_libc_fn: Some(get_libc_fn),
+        get_data_scratch: Some(get_data_scratch),
+        get_hbm_scratch: Some(get_hbm_scratch),
+        get_dma_queue: Some(get_dma_queue),
+        register_ext_isa_fn_v2: None,
+        register_ext_isa_fn_v3: None,
+    };
+    // SAFETY: the library's start code with a complete handoff block.
+    let status = unsafe { (job.entry)(&handoff) };
+    if status != 0 {
+        ctl.core(job.core).result.store(status, Ordering::Release);
+        ctl.set_fault(job.core, FaultKind::Entry, 0, 0, b"entry_func");
+        exit(FAULT_EXIT);
+    }
+    // SAFETY: the library's registration walk with our callback.
+    unsafe { (job.register_funcs)(Some(on_register_func)) };
+    let code = match (job.kernel, collector.found) {
+        (None, _) => collector.funcs as i32,
+        (Some(_), Some(f)) => {
+            // SAFETY: a launcher the library registered under the kernel's name.
+            unsafe { f() }
+        }
+        (Some(k), None) => {
+            ctl.set_fault(job.core, FaultKind::NoKernel, 0, 0, k.to_bytes());
+            exit(FAULT_EXIT);
+        }
+    };
+    let r = ctl.core(job.core);
+    r.result.store(code as u32, Ordering::Release);
+    r.state.store(CORE_DONE, Ordering::Release);
+    exit(0)
+}
+
+fn exit(code: i32) -> ! {
+    finish_stdio();
+    // SAFETY: ends the core process without running the parent's atexit handlers or
+    // destructors (they belong to the host process).
+    unsafe { libc::_exit(code) }
+}
+
+/// How a core process ended, from the host's side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+    TimedOut,
+}
+
+/// Forks one process per job core and waits for all of them until `deadline`; those still
+/// running then are killed. Returns each core's exit.
+pub fn run_cores(jobs: &[CoreJob<'_>], deadline: std::time::Instant) -> std::io::Result<Vec<Exit>> {
+    let mut pids = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        // SAFETY: fork; the child only runs `run` (which ends in _exit) and touches no lock
+        // another thread of the host could hold (fresh statics, the shared mapping, libc).
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            let e = std::io::Error::last_os_error();
+            for &p in &pids {
+                kill_and_reap(p);
+            }
+            return Err(e);
+        }
+        if pid == 0 {
+            run(job);
+        }
+        pids.push(pid);
+    }
+    let mut exits: Vec<Option<Exit>> = vec![None; pids.len()];
+    let fds: Vec<i32> = pids.iter().map(|&p| pidfd_open(p)).collect();
+    loop {
+        for (i, &pid) in pids.iter().enumerate() {
+            if exits[i].is_none() {
+                exits[i] = try_reap(pid);
+            }
+        }
+        if exits.iter().all(Option::is_some) {
+            break;
+        }
+        let now = std::time::Instant::now();
+        if now >= deadline {
+            for (i, &pid) in pids.iter().enumerate() {
+                if exits[i].is_none() {
+                    kill_and_reap(pid);
+                    exits[i] = Some(Exit::TimedOut);
+                }
+            }
+            break;
+        }
+        let wait_ms = (deadline - now).as_millis().clamp(1, 50) as i32;
+        let mut polls: Vec<libc::pollfd> = fds
+            .iter()
+            .zip(&exits)
+            .filter(|(fd, e)| **fd >= 0 && e.is_none())
+            .map(|(&fd, _)| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        if polls.is_empty() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        } else {
+            // SAFETY: a valid array of pollfds.
+            unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as _, wait_ms) };
+        }
+    }
+    for fd in fds.into_iter().filter(|&f| f >= 0) {
+        // SAFETY: our own pidfds.
+        unsafe { libc::close(fd) };
+    }
+    Ok(exits
+        .into_iter()
+        .map(|e| e.unwrap_or(Exit::TimedOut))
+        .collect())
+}
+
+fn pidfd_open(pid: i32) -> i32 {
+    // SAFETY: a plain syscall; -1 (older kernels) falls back to sleeping between polls.
+    unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) as i32 }
+}
+
+fn try_reap(pid: i32) -> Option<Exit> {
+    let mut status = 0;
+    // SAFETY: our own child.
+    let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+    if r != pid {
+        return None;
+    }
+    Some(if libc::WIFSIGNALED(status) {
+        Exit::Signal(libc::WTERMSIG(status))
+    } else {
+        Exit::Code(libc::WEXITSTATUS(status))
+    })
+}
+
+fn kill_and_reap(pid: i32) {
+    let mut status = 0;
+    // SAFETY: our own child.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, &mut status, 0);
+    }
+}

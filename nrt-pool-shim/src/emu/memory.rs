@@ -1,0 +1,249 @@
+//! The emulated device's memory, addressed by SoC addresses: HBM, SBUF (128 partitions) and
+//! the eight cores' data scratch areas (each holding its 16 KiB dataram/TCM pool). All of it
+//! is one shared mapping of an anonymous memory file, so a launch that runs in a forked
+//! child writes results the parent sees. Regions end in inaccessible guard pages.
+
+use std::fs::File;
+use std::os::fd::FromRawFd;
+
+use memmap2::{MmapMut, MmapOptions};
+
+/// SoC base of HBM, of SBUF, and of the cores' data scratch areas.
+pub const HBM_BASE: u64 = 0x0040_0000_0000;
+pub const SBUF_BASE: u64 = 0x0050_0000_0000;
+/// SBUF: 128 partitions of 192 KiB, contiguous here.
+pub const SBUF_PARTITIONS: u64 = 128;
+pub const SBUF_PARTITION_BYTES: u64 = 192 << 10;
+pub const SBUF_SIZE: u64 = SBUF_PARTITIONS * SBUF_PARTITION_BYTES;
+/// Each core's data scratch area (the runtime needs 0x9200 bytes; 64 KiB like the NX window).
+pub const SCRATCH_BYTES: u64 = 64 << 10;
+/// Each core's slice of HBM used as its hbm_scratch (heaps, stacks).
+pub const HBM_SCRATCH_BYTES: u64 = 2 << 20;
+/// The shared status page: per-core completion and faults, and the stdio ring.
+pub const STATUS_BYTES: u64 = 256 << 10;
+pub const CORES: usize = 8;
+const PAGE: u64 = 4096;
+/// A translation window spans 16 MiB (dynamic) or 64 MiB (pinned): mapped regions are
+/// padded so every window the runtime maps lies inside the mapping.
+const WINDOW: u64 = 64 << 20;
+
+/// One region of the SoC address space and where it lives in the mapping.
+#[derive(Clone, Copy, Debug)]
+pub struct Region {
+    pub soc: u64,
+    pub size: u64,
+    pub offset: u64,
+}
+
+/// The device memory.
+pub struct DeviceMemory {
+    map: MmapMut,
+    pub hbm: Region,
+    pub sbuf: Region,
+    /// Per core: the data scratch area's region.
+    pub scratch: [Region; CORES],
+    pub status: Region,
+    /// Next free HBM byte for tensors (bump allocation; core scratch slices come first).
+    hbm_next: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    #[error("cannot create device memory: {0}")]
+    Create(#[from] std::io::Error),
+    #[error("HBM is full: {want} bytes requested, {left} left")]
+    HbmFull { want: u64, left: u64 },
+    #[error("SBUF holds {size} bytes per launch; {want} requested")]
+    SbufFull { want: u64, size: u64 },
+}
+
+fn round_up(v: u64, a: u64) -> u64 {
+    v.div_ceil(a) * a
+}
+
+impl DeviceMemory {
+    /// HBM of `hbm_bytes` (plus the cores' scratch slices), SBUF, scratch and status areas.
+    pub fn new(hbm_bytes: u64) -> Result<DeviceMemory, MemoryError> {
+        let hbm_size = round_up(hbm_bytes + CORES as u64 * HBM_SCRATCH_BYTES, PAGE);
+        // Layout: [HBM | guard | pad to window][SBUF | guard | pad][scratch x8 each + guard][status]
+        let hbm = Region {
+            soc: HBM_BASE,
+            size: hbm_size,
+            offset: 0,
+        };
+        let sbuf_off = round_up(hbm_size + PAGE, WINDOW);
+        let sbuf = Region {
+            soc: SBUF_BASE,
+            size: SBUF_SIZE,
+            offset: sbuf_off,
+        };
+        let mut off = round_up(sbuf_off + SBUF_SIZE + PAGE, WINDOW);
+        let mut scratch = [Region {
+            soc: 0,
+            size: 0,
+            offset: 0,
+        }; CORES];
+        for (i, r) in scratch.iter_mut().enumerate() {
+            *r = Region {
+                soc: 0x0060_0000_0000 + (i as u64) * (1 << 20),
+                size: SCRATCH_BYTES,
+                offset: off,
+            };
+            off += SCRATCH_BYTES + PAGE;
+        }
+        let status = Region {
+            soc: 0x0070_0000_0000,
+            size: STATUS_BYTES,
+            offset: off,
+        };
+        let total = off + STATUS_BYTES + PAGE;
+        // SAFETY: memfd_create with a static name; the fd is owned by the File from here on.
+        let file = unsafe {
+            let fd = libc::memfd_create(c"nrt-pool-device".as_ptr(), libc::MFD_CLOEXEC);
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error().into());
+            }
+            File::from_raw_fd(fd)
+        };
+        file.set_len(total)?;
+        // SAFETY: a fresh memory file nobody else maps or truncates.
+        let map = unsafe { MmapOptions::new().len(total as usize).map_mut(&file)? };
+        let mem = DeviceMemory {
+            map,
+            hbm,
+            sbuf,
+            scratch,
+            status,
+            hbm_next: hbm.soc + CORES as u64 * HBM_SCRATCH_BYTES,
+        };
+        mem.guard_all()?;
+        Ok(mem)
+    }
+
+    /// Makes every byte outside the regions inaccessible (guard pages and window padding).
+    fn guard_all(&self) -> std::io::Result<()> {
+        let mut regions: Vec<Region> = vec![self.hbm, self.sbuf, self.status];
+        regions.extend(self.scratch);
+        regions.sort_by_key(|r| r.offset);
+        let mut at = 0u64;
+        let base = self.map.as_ptr() as u64;
+        for r in regions.iter().chain(std::iter::once(&Region {
+            soc: 0,
+            size: 0,
+            offset: self.map.len() as u64,
+        })) {
+            if r.offset > at {
+                // SAFETY: page-aligned range inside our own mapping.
+                let rc = unsafe {
+                    libc::mprotect(
+                        (base + at) as *mut libc::c_void,
+                        (r.offset - at) as usize,
+                        libc::PROT_NONE,
+                    )
+                };
+                if rc != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            at = round_up(r.offset + r.size, PAGE);
+        }
+        Ok(())
+    }
+
+    fn regions(&self) -> impl Iterator<Item = Region> + '_ {
+        [self.hbm, self.sbuf, self.status]
+            .into_iter()
+            .chain(self.scratch)
+    }
+
+    /// The host address of `len` bytes at `soc`, for a translation window: the window may
+    /// run past its region's end into the region's padding, which is guard memory (touching
+    /// it faults, as an unbacked address does on hardware).
+    pub fn host(&self, soc: u64, len: u64) -> Option<*mut u8> {
+        let r = self
+            .regions()
+            .find(|r| soc >= r.soc && soc < r.soc + round_up(r.size, WINDOW))?;
+        let off = r.offset + (soc - r.soc);
+        (off.checked_add(len)? <= self.map.len() as u64)
+            // SAFETY: inside the mapping (checked).
+            .then(|| unsafe { self.map.as_ptr().add(off as usize) as *mut u8 })
+    }
+
+    /// The SoC address of a host address inside the mapping (a region or its guard
+    /// padding), for fault reports.
+    pub fn soc_of(&self, host: u64) -> Option<u64> {
+        let base = self.map.as_ptr() as u64;
+        let off = host.checked_sub(base)?;
+        if off >= self.map.len() as u64 {
+            return None;
+        }
+        self.regions()
+            .filter(|r| r.offset <= off)
+            .max_by_key(|r| r.offset)
+            .map(|r| r.soc + (off - r.offset))
+    }
+
+    /// A host slice of a region's bytes (for the host side: arguments in, results out).
+    pub fn bytes(&self, soc: u64, len: usize) -> Option<&mut [u8]> {
+        let r = self
+            .regions()
+            .find(|r| soc >= r.soc && soc + len as u64 <= r.soc + r.size)?;
+        let off = (r.offset + soc - r.soc) as usize;
+        // SAFETY: inside the region (checked), which is mapped read-write; the caller does not
+        // hold two overlapping slices while a launch runs (single-threaded host side).
+        Some(unsafe { std::slice::from_raw_parts_mut(self.map.as_ptr().add(off) as *mut u8, len) })
+    }
+
+    /// Places `len` bytes in HBM (64-byte aligned, a guard gap after each): their SoC address.
+    pub fn alloc_hbm(&mut self, len: u64) -> Result<u64, MemoryError> {
+        let at = round_up(self.hbm_next, 64);
+        let end = self.hbm.soc + self.hbm.size;
+        if at + len > end {
+            return Err(MemoryError::HbmFull {
+                want: len,
+                left: end.saturating_sub(at),
+            });
+        }
+        self.hbm_next = at + len + 64;
+        Ok(at)
+    }
+
+    /// Releases every tensor (the cores' scratch slices stay).
+    pub fn reset_hbm(&mut self) {
+        self.hbm_next = self.hbm.soc + CORES as u64 * HBM_SCRATCH_BYTES;
+    }
+
+    /// Core `i`'s hbm_scratch slice.
+    pub fn hbm_scratch(&self, core: usize) -> (u64, u64) {
+        (
+            self.hbm.soc + core as u64 * HBM_SCRATCH_BYTES,
+            HBM_SCRATCH_BYTES,
+        )
+    }
+
+    /// Core `i`'s data scratch area (host pointer, size).
+    pub fn scratch_host(&self, core: usize) -> (*mut u8, usize) {
+        let r = self.scratch[core];
+        // SAFETY: inside the mapping.
+        (
+            unsafe { self.map.as_ptr().add(r.offset as usize) as *mut u8 },
+            r.size as usize,
+        )
+    }
+
+    pub fn status_host(&self) -> *mut u8 {
+        // SAFETY: inside the mapping.
+        unsafe { self.map.as_ptr().add(self.status.offset as usize) as *mut u8 }
+    }
+
+    /// Bytes SBUF offers a launch.
+    pub fn check_sbuf(&self, want: u64) -> Result<(), MemoryError> {
+        if want > SBUF_SIZE {
+            return Err(MemoryError::SbufFull {
+                want,
+                size: SBUF_SIZE,
+            });
+        }
+        Ok(())
+    }
+}

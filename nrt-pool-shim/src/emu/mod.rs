@@ -1,0 +1,571 @@
+//! The emulated Pool engine: device memory addressed by SoC addresses, an op library built
+//! for the host, and launches that marshal arguments as 48-byte descriptors and run the
+//! kernel on 1 to 8 cores, each an isolated process (see [`core`]).
+
+pub mod control;
+pub mod core;
+pub mod library;
+pub mod memory;
+pub mod npy;
+pub mod schema;
+pub mod tensor;
+
+use std::ffi::CString;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use neuroncustomop::descriptor::ArgTensor;
+use neuroncustomop::runtime::{scratch, ArgBlob, ARG_BLOB_MAGIC, ARG_TYPE_TENSOR};
+
+use self::control::{ControlBlock, FaultKind, CORE_DONE, CORE_FAULT};
+use self::core::{CoreJob, Exit};
+use self::library::{LibraryError, OpLibrary};
+use self::memory::{DeviceMemory, MemoryError, CORES};
+use self::schema::{KernelSig, ParamKind, ResultShape};
+use self::tensor::{DType, HostTensor, Location, TensorError};
+
+/// Most arguments a kernel takes.
+pub const MAX_ARGS: usize = neuroncustomop::runtime::MAX_ARGS;
+/// How long a launch may run before its cores are stopped.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// HBM the engine offers tensors by default (sparse: only touched pages cost memory).
+pub const DEFAULT_HBM_BYTES: u64 = 1 << 30;
+
+/// `SUNDA_UCODE_LIB_STATUS` names.
+pub fn status_name(s: u32) -> &'static str {
+    match s {
+        0 => "SUNDA_UCODE_LIB_SUCCESS",
+        1 => "SUNDA_UCODE_LIB_FAILURE",
+        2 => "SUNDA_UCODE_LIB_FAILURE_ABI_MISMATCH",
+        3 => "SUNDA_UCODE_LIB_FAILURE_OPCODE_TO_KERNEL_MAP",
+        4 => "SUNDA_UCODE_LIB_FAILURE_NUM_KERNELS",
+        _ => "unknown SUNDA_UCODE_LIB_STATUS",
+    }
+}
+
+/// The Pool image the engine was initialised with: the stock one, or the pair registered
+/// through `nrt_set_pool_eng_ucode`, which replaces it (as `tpb_eng_init_hals_v2` does).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PoolImage {
+    pub iram: Vec<u8>,
+    pub dram: Vec<u8>,
+    pub registered: bool,
+}
+
+/// A kernel that stopped a launch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceFault {
+    pub kernel: String,
+    pub core: usize,
+    pub kind: FaultKind,
+    /// The faulting SoC address, when the fault was a memory access inside device memory.
+    pub soc_addr: Option<u64>,
+    /// The faulting host address, when known.
+    pub host_addr: Option<u64>,
+    pub message: String,
+    /// Core 0's output up to the fault.
+    pub stdout: Vec<u8>,
+}
+
+impl std::fmt::Display for DeviceFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "device fault in kernel '{}' on core {}: {}",
+            self.kernel,
+            self.core,
+            self.kind.describe()
+        )?;
+        if let Some(a) = self.soc_addr {
+            write!(f, " at SoC address {a:#x}")?;
+        } else if let Some(a) = self.host_addr {
+            write!(f, " at host address {a:#x} (outside device memory)")?;
+        }
+        if !self.message.is_empty() {
+            write!(f, ": {}", self.message)?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EmuError {
+    #[error(transparent)]
+    Library(#[from] LibraryError),
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    #[error("op library {path}: entry_func returned {status} ({})", status_name(*status))]
+    Entry { path: String, status: u32 },
+    #[error("op library {path}: start code failed: {fault}")]
+    StartFault {
+        path: String,
+        fault: Box<DeviceFault>,
+    },
+    #[error("op library {path}: entry_func registered {names} kernel name(s) but register_funcs reported {funcs}")]
+    Registration {
+        path: String,
+        names: usize,
+        funcs: usize,
+    },
+    #[error("no op library is loaded (register one, or a Pool image, first)")]
+    NoLibrary,
+    #[error("unknown kernel '{kernel}'; the library registers: {}", known.join(", "))]
+    UnknownKernel { kernel: String, known: Vec<String> },
+    #[error("{n} arguments; a kernel takes at most {MAX_ARGS}")]
+    TooManyArgs { n: usize },
+    #[error("{0} cores requested; the Pool engine has 1 to 8")]
+    Cores(usize),
+    #[error("kernel '{kernel}': {why}")]
+    Signature { kernel: String, why: String },
+    #[error(transparent)]
+    Tensor(#[from] TensorError),
+    #[error("{0}")]
+    Fault(Box<DeviceFault>),
+    #[error("cannot start the cores: {0}")]
+    Spawn(std::io::Error),
+}
+
+/// One launch argument.
+#[derive(Clone, Debug)]
+pub enum LaunchArg {
+    Tensor(HostTensor, Location),
+    /// A scalar: passed as a 1-element tensor of its type (in HBM).
+    Scalar(DType, Vec<u8>),
+}
+
+impl LaunchArg {
+    pub fn f32(v: f32) -> LaunchArg {
+        LaunchArg::Scalar(DType::F32, v.to_le_bytes().to_vec())
+    }
+    pub fn i32(v: i32) -> LaunchArg {
+        LaunchArg::Scalar(DType::I32, v.to_le_bytes().to_vec())
+    }
+    pub fn hbm(t: HostTensor) -> LaunchArg {
+        LaunchArg::Tensor(t, Location::Hbm)
+    }
+}
+
+/// The one output tensor of a launch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutputSpec {
+    pub dtype: DType,
+    pub shape: Vec<u64>,
+    pub location: Location,
+}
+
+#[derive(Clone, Debug)]
+pub struct Launch {
+    pub kernel: String,
+    pub args: Vec<LaunchArg>,
+    pub output: OutputSpec,
+    pub cores: usize,
+}
+
+/// A completed launch.
+#[derive(Clone, Debug)]
+pub struct Completion {
+    pub output: HostTensor,
+    /// Core 0's stdout and stderr, drained from the stdio ring.
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// Bytes that did not fit in the ring.
+    pub stdio_dropped: u32,
+    /// Each core's launcher result.
+    pub results: Vec<i32>,
+    pub elapsed: Duration,
+}
+
+pub struct PoolEngine {
+    pub memory: DeviceMemory,
+    library: Option<OpLibrary>,
+    kernels: Vec<String>,
+    image: PoolImage,
+    pub timeout: Duration,
+}
+
+impl PoolEngine {
+    /// An engine with `hbm_bytes` of HBM for tensors and the given Pool image (stock, or a
+    /// registered pair that replaces it).
+    pub fn new(hbm_bytes: u64, image: PoolImage) -> Result<PoolEngine, EmuError> {
+        Ok(PoolEngine {
+            memory: DeviceMemory::new(hbm_bytes)?,
+            library: None,
+            kernels: Vec::new(),
+            image,
+            timeout: DEFAULT_TIMEOUT,
+        })
+    }
+
+    pub fn image(&self) -> &PoolImage {
+        &self.image
+    }
+
+    fn control(&self) -> ControlBlock {
+        // SAFETY: the status region is STATUS_BYTES, page-aligned and lives with `memory`.
+        unsafe { ControlBlock::new(self.memory.status_host()) }
+    }
+
+    /// Loads an op library and runs its start code once (in a core process) to learn the
+    /// kernels it registers.
+    pub fn load(&mut self, path: &Path) -> Result<&[String], EmuError> {
+        let lib = OpLibrary::open(path)?;
+        let shown = path.display().to_string();
+        let ctl = self.control();
+        ctl.reset();
+        let job = CoreJob {
+            memory: &self.memory,
+            core: 0,
+            cores: 1,
+            entry: lib.entry,
+            register_funcs: lib.register_funcs,
+            kernel: None,
+        };
+        let exit = core::run_cores(std::slice::from_ref(&job), Instant::now() + self.timeout)
+            .map_err(EmuError::Spawn)?[0];
+        let rec = ctl.core(0);
+        if rec.state.load(Ordering::Acquire) != CORE_DONE {
+            let fault = self.fault_of(0, exit, "entry_func");
+            if fault.kind == FaultKind::Entry {
+                return Err(EmuError::Entry {
+                    path: shown,
+                    status: rec.result.load(Ordering::Acquire),
+                });
+            }
+            return Err(EmuError::StartFault {
+                path: shown,
+                fault: Box::new(fault),
+            });
+        }
+        let names = ctl.names();
+        let funcs = rec.result.load(Ordering::Acquire) as usize;
+        if names.len() != funcs {
+            return Err(EmuError::Registration {
+                path: shown,
+                names: names.len(),
+                funcs,
+            });
+        }
+        self.kernels = names;
+        self.library = Some(lib);
+        Ok(&self.kernels)
+    }
+
+    pub fn kernels(&self) -> &[String] {
+        &self.kernels
+    }
+
+    pub fn library(&self) -> Option<&OpLibrary> {
+        self.library.as_ref()
+    }
+
+    /// The output a kernel's signature implies for these arguments (libraries with a schema).
+    pub fn output_for(&self, kernel: &str, args: &[LaunchArg]) -> Result<OutputSpec, EmuError> {
+        let sig = self.signature(kernel)?.ok_or_else(|| EmuError::Signature {
+            kernel: kernel.into(),
+            why: "the library carries no schema; give the output's dtype and shape".into(),
+        })?;
+        check_signature(sig, args)?;
+        let shape = match &sig.result_shape {
+            ResultShape::Fixed(d) => d.clone(),
+            ResultShape::Like(p) => {
+                let i = sig.params.iter().position(|q| &q.name == p).unwrap_or(0);
+                match &args[i] {
+                    LaunchArg::Tensor(t, _) => t.shape.clone(),
+                    LaunchArg::Scalar(..) => vec![1],
+                }
+            }
+        };
+        Ok(OutputSpec {
+            dtype: sig.result,
+            shape,
+            location: Location::Hbm,
+        })
+    }
+
+    fn signature(&self, kernel: &str) -> Result<Option<&KernelSig>, EmuError> {
+        let lib = self.library.as_ref().ok_or(EmuError::NoLibrary)?;
+        if !self.kernels.iter().any(|k| k == kernel) {
+            return Err(EmuError::UnknownKernel {
+                kernel: kernel.into(),
+                known: self.kernels.clone(),
+            });
+        }
+        Ok(lib.signature(kernel))
+    }
+
+    /// Runs a launch to completion or to its first fault.
+    pub fn launch(&mut self, l: &Launch) -> Result<Completion, EmuError> {
+        let start = Instant::now();
+        if !(1..=CORES).contains(&l.cores) {
+            return Err(EmuError::Cores(l.cores));
+        }
+        if l.args.len() > MAX_ARGS {
+            return Err(EmuError::TooManyArgs { n: l.args.len() });
+        }
+        if let Some(sig) = self.signature(&l.kernel)? {
+            check_signature(sig, &l.args)?;
+            let want = self.output_for(&l.kernel, &l.args)?;
+            if (want.dtype, &want.shape) != (l.output.dtype, &l.output.shape) {
+                return Err(EmuError::Signature {
+                    kernel: l.kernel.clone(),
+                    why: format!(
+                        "the output is {} {:?}, the launch asked for {} {:?}",
+                        want.dtype, want.shape, l.output.dtype, l.output.shape
+                    ),
+                });
+            }
+        }
+        tensor::check_rank(&l.output.shape)?;
+        let (entry, register_funcs) = {
+            let lib = self.library.as_ref().ok_or(EmuError::NoLibrary)?;
+            (lib.entry, lib.register_funcs)
+        };
+
+        // Place the arguments and the output; build the argument blob.
+        self.memory.reset_hbm();
+        let mut sbuf_next = 0u64;
+        let mut blob = ArgBlob {
+            magic: ARG_BLOB_MAGIC,
+            num_args: l.args.len() as u32,
+            sbuf_base: memory::SBUF_BASE,
+            args: [ArgTensor::zeroed(); MAX_ARGS],
+            types: [0; MAX_ARGS],
+            reserved: [0; 6],
+            output: ArgTensor::zeroed(),
+        };
+        for (i, a) in l.args.iter().enumerate() {
+            let (dtype, shape, data, loc) = match a {
+                LaunchArg::Tensor(t, loc) => (t.dtype, t.shape.as_slice(), t.data.as_slice(), *loc),
+                LaunchArg::Scalar(dt, bytes) => {
+                    if bytes.len() != dt.size() {
+                        return Err(TensorError::Size {
+                            dtype: *dt,
+                            shape: vec![1],
+                            want: dt.size() as u64,
+                            got: bytes.len() as u64,
+                        }
+                        .into());
+                    }
+                    (*dt, &[1u64][..], bytes.as_slice(), Location::Hbm)
+                }
+            };
+            blob.args[i] = self.place(dtype, shape, Some(data), loc, &mut sbuf_next)?;
+            blob.types[i] = ARG_TYPE_TENSOR;
+        }
+        blob.output = self.place(
+            l.output.dtype,
+            &l.output.shape,
+            None,
+            l.output.location,
+            &mut sbuf_next,
+        )?;
+        for c in 0..l.cores {
+            let (p, _) = self.memory.scratch_host(c);
+            // SAFETY: the blob's place in this core's data scratch area (inside the region,
+            // which is 64 KiB); unaligned-safe write.
+            unsafe {
+                p.add(scratch::ARG_BLOB)
+                    .cast::<ArgBlob>()
+                    .write_unaligned(blob)
+            };
+        }
+
+        let ctl = self.control();
+        ctl.reset();
+        let kernel = CString::new(l.kernel.as_str()).map_err(|_| EmuError::UnknownKernel {
+            kernel: l.kernel.clone(),
+            known: self.kernels.clone(),
+        })?;
+        let jobs: Vec<CoreJob<'_>> = (0..l.cores)
+            .map(|c| CoreJob {
+                memory: &self.memory,
+                core: c,
+                cores: l.cores,
+                entry,
+                register_funcs,
+                kernel: Some(&kernel),
+            })
+            .collect();
+        let exits =
+            core::run_cores(&jobs, Instant::now() + self.timeout).map_err(EmuError::Spawn)?;
+        drop(jobs);
+
+        let (entries, dropped) = ctl.stdio_drain();
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        for (fd, b) in entries {
+            if fd == 2 { &mut stderr } else { &mut stdout }.extend_from_slice(&b);
+        }
+        let mut results = Vec::with_capacity(l.cores);
+        for (c, &exit) in exits.iter().enumerate() {
+            let rec = ctl.core(c);
+            if rec.state.load(Ordering::Acquire) == CORE_DONE && exit == Exit::Code(0) {
+                results.push(rec.result.load(Ordering::Acquire) as i32);
+                continue;
+            }
+            let mut fault = self.fault_of(c, exit, &l.kernel);
+            fault.stdout = stdout;
+            return Err(EmuError::Fault(Box::new(fault)));
+        }
+        let bytes = self.read_tensor(&blob.output, l.output.dtype)?;
+        Ok(Completion {
+            output: HostTensor::new(l.output.dtype, l.output.shape.clone(), bytes)?,
+            stdout,
+            stderr,
+            stdio_dropped: dropped,
+            results,
+            elapsed: start.elapsed(),
+        })
+    }
+
+    fn place(
+        &mut self,
+        dtype: DType,
+        shape: &[u64],
+        data: Option<&[u8]>,
+        loc: Location,
+        sbuf_next: &mut u64,
+    ) -> Result<ArgTensor, EmuError> {
+        tensor::check_rank(shape)?;
+        let n = tensor::numel(shape) * dtype.size() as u64;
+        let dims: Vec<u32> = shape.iter().map(|&d| d as u32).collect();
+        let (t, soc) = match loc {
+            Location::Hbm => {
+                let a = self.memory.alloc_hbm(n)?;
+                (ArgTensor::hbm(dtype.isa(), a, &dims), a)
+            }
+            Location::Sbuf => {
+                let off = sbuf_next.next_multiple_of(64);
+                self.memory.check_sbuf(off + n)?;
+                *sbuf_next = off + n;
+                // One partition: the runtime addresses SBUF tensors as contiguous bytes
+                // from the SBUF base (docs/decisions.md, "SBUF tensors in the emulator").
+                (
+                    ArgTensor::sbuf(dtype.isa(), off as u32, &dims, 1),
+                    memory::SBUF_BASE + off,
+                )
+            }
+        };
+        let dst = self
+            .memory
+            .bytes(soc, n as usize)
+            .ok_or(MemoryError::HbmFull { want: n, left: 0 })?;
+        match data {
+            Some(d) => dst.copy_from_slice(d),
+            None => dst.fill(0),
+        }
+        Ok(t)
+    }
+
+    fn read_tensor(&self, t: &ArgTensor, dtype: DType) -> Result<Vec<u8>, EmuError> {
+        let n = t.num_elem() * dtype.size();
+        let soc = match t.location {
+            // SAFETY: plain data of the arm the location names.
+            neuroncustomop::descriptor::LOCATION_HBM => unsafe { t.storage.hbm.addr },
+            _ => memory::SBUF_BASE + u64::from(unsafe { t.storage.tpb.addr }),
+        };
+        Ok(self
+            .memory
+            .bytes(soc, n)
+            .ok_or(MemoryError::HbmFull {
+                want: n as u64,
+                left: 0,
+            })?
+            .to_vec())
+    }
+
+    fn fault_of(&self, c: usize, exit: Exit, kernel: &str) -> DeviceFault {
+        let ctl = self.control();
+        let rec = ctl.core(c);
+        let (kind, host, message) = if rec.state.load(Ordering::Acquire) == CORE_FAULT {
+            let kind =
+                FaultKind::from_u32(rec.kind.load(Ordering::Acquire)).unwrap_or(FaultKind::Exited);
+            let a = rec.addr.load(Ordering::Acquire);
+            let mut msg = ctl.message(c);
+            if kind == FaultKind::Entry {
+                let s = rec.result.load(Ordering::Acquire);
+                msg = format!("entry_func returned {s} ({})", status_name(s));
+            }
+            (kind, (a != 0).then_some(a), msg)
+        } else {
+            match exit {
+                Exit::TimedOut => (
+                    FaultKind::Timeout,
+                    None,
+                    format!("still running after {:?}; stopped", self.timeout),
+                ),
+                Exit::Signal(s) => (
+                    FaultKind::Exited,
+                    None,
+                    format!("killed by {}", core::signal_name(s)),
+                ),
+                Exit::Code(code) => (
+                    FaultKind::Exited,
+                    None,
+                    format!(
+                        "the core's process exited with code {code} before the kernel returned"
+                    ),
+                ),
+            }
+        };
+        DeviceFault {
+            kernel: kernel.into(),
+            core: c,
+            kind,
+            soc_addr: host.and_then(|h| self.memory.soc_of(h)),
+            host_addr: host,
+            message,
+            stdout: Vec::new(),
+        }
+    }
+}
+
+/// Checks arguments against a signature: arity, kinds, dtypes and `like` shapes.
+pub fn check_signature(sig: &KernelSig, args: &[LaunchArg]) -> Result<(), EmuError> {
+    let bad = |why: String| EmuError::Signature {
+        kernel: sig.name.clone(),
+        why,
+    };
+    if args.len() != sig.params.len() {
+        return Err(bad(format!(
+            "takes {} argument(s) ({sig}), got {}",
+            sig.params.len(),
+            args.len()
+        )));
+    }
+    for (p, a) in sig.params.iter().zip(args) {
+        match (&p.kind, a) {
+            (ParamKind::Tensor { dtype, like }, LaunchArg::Tensor(t, _)) => {
+                if t.dtype != *dtype {
+                    return Err(bad(format!(
+                        "{} is tensor<{dtype}>, got {}",
+                        p.name, t.dtype
+                    )));
+                }
+                if let Some(o) = like {
+                    let i = sig.params.iter().position(|q| &q.name == o).unwrap_or(0);
+                    if let LaunchArg::Tensor(ot, _) = &args[i] {
+                        if ot.shape != t.shape {
+                            return Err(bad(format!(
+                                "{} must have {o}'s shape {:?}, got {:?}",
+                                p.name, ot.shape, t.shape
+                            )));
+                        }
+                    }
+                }
+            }
+            (ParamKind::Scalar(dt), LaunchArg::Scalar(got, _)) => {
+                if got != dt {
+                    return Err(bad(format!("{} is a {dt} scalar, got {got}", p.name)));
+                }
+            }
+            (ParamKind::Tensor { .. }, LaunchArg::Scalar(..)) => {
+                return Err(bad(format!("{} is a tensor, got a scalar", p.name)))
+            }
+            (ParamKind::Scalar(_), LaunchArg::Tensor(..)) => {
+                return Err(bad(format!("{} is a scalar, got a tensor", p.name)))
+            }
+        }
+    }
+    Ok(())
+}
