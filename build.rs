@@ -34,6 +34,12 @@ const HEADERS: &[Header] = &[
         name: "nrt_sim_device.h",
         sources: &["src/sim/capi.rs"],
     },
+    Header {
+        krate: "nrt-pool-shim",
+        config: "nrt-pool-shim/cbindgen-pool.toml",
+        name: "nrt_pool.h",
+        sources: &["src/ffi/seam.rs", "src/ffi/launch.rs"],
+    },
 ];
 
 fn main() {

@@ -11,6 +11,10 @@ const GENERATED: &[(&str, &str)] = &[
         "nrt_sim_device.h",
         include_str!(concat!(env!("OUT_DIR"), "/nrt_sim_device.h")),
     ),
+    (
+        "nrt_pool.h",
+        include_str!(concat!(env!("OUT_DIR"), "/nrt_pool.h")),
+    ),
 ];
 
 #[test]

@@ -13,5 +13,6 @@
 pub mod bringup;
 pub mod emu;
 pub mod facade;
+pub mod ffi;
 pub mod opbuild;
 pub mod sim;

@@ -84,6 +84,7 @@ impl From<EmuError> for Failure {
             EmuError::Fault(f) => {
                 // What core 0 printed before the fault is part of the report.
                 print!("{}", String::from_utf8_lossy(&f.stdout));
+                eprint!("{}", String::from_utf8_lossy(&f.stderr));
                 Failure::Fault(f.to_string())
             }
             e => Failure::Error(e.to_string()),

@@ -39,6 +39,20 @@ pub const FAULT_EXIT: i32 = 70;
 static MEMORY: AtomicPtr<DeviceMemory> = AtomicPtr::new(std::ptr::null_mut());
 static CORE: AtomicUsize = AtomicUsize::new(0);
 static CORE_COUNT: AtomicUsize = AtomicUsize::new(8);
+/// The registration collector of this core process (a foreign library may pass any handle
+/// back to the callbacks, so they do not rely on it).
+static COLLECTOR: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+
+fn collector<'a>() -> Option<&'a mut Collector<'a>> {
+    // SAFETY: set by `run` to its live Collector before the library can call back; one
+    // thread per core process.
+    unsafe {
+        COLLECTOR
+            .load(Ordering::Acquire)
+            .cast::<Collector>()
+            .as_mut()
+    }
+}
 
 fn memory() -> &'static DeviceMemory {
     // SAFETY: set by `enter` before any service can be called; the DeviceMemory outlives the
@@ -74,34 +88,27 @@ struct Collector<'a> {
     funcs: u32,
 }
 
-unsafe extern "C" fn on_register_name(handle: *mut c_void, name: *const c_char) -> u32 {
-    // SAFETY: `handle` is our Collector (we passed it as library_handle); name is a C string
-    // from the library's table (NULL tolerated).
-    unsafe {
-        let c = &mut *(handle as *mut Collector);
-        if c.probe && !name.is_null() {
-            let _ = control().push_name(CStr::from_ptr(name).to_bytes());
+unsafe extern "C" fn on_register_name(_handle: *mut c_void, name: *const c_char) -> u32 {
+    if let (Some(c), false) = (collector(), name.is_null()) {
+        if c.probe {
+            // SAFETY: a C string from the library's table.
+            let _ = control().push_name(unsafe { CStr::from_ptr(name) }.to_bytes());
         }
     }
     0
 }
 
 unsafe extern "C" fn on_register_func(
-    handle: *mut c_void,
+    _handle: *mut c_void,
     name: *const c_char,
     f: Option<WrapperFn>,
 ) -> u32 {
-    // SAFETY: as on_register_name.
-    unsafe {
-        if handle.is_null() {
-            return 1;
-        }
-        let c = &mut *(handle as *mut Collector);
-        c.funcs += 1;
-        if let (Some(want), false) = (c.want, name.is_null()) {
-            if CStr::from_ptr(name) == want && c.found.is_none() {
-                c.found = f;
-            }
+    let Some(c) = collector() else { return 1 };
+    c.funcs += 1;
+    if let (Some(want), false) = (c.want, name.is_null()) {
+        // SAFETY: a C string from the library's table.
+        if unsafe { CStr::from_ptr(name) } == want && c.found.is_none() {
+            c.found = f;
         }
     }
     0
@@ -287,6 +294,7 @@ pub fn run(job: &CoreJob<'_>) -> ! {
         probe: job.kernel.is_none(),
         funcs: 0,
     };
+    COLLECTOR.store((&mut collector as *mut Collector).cast(), Ordering::Release);
     let handoff = Handoff {
         sizeof_ncore_ucode_lib: std::mem::size_of::<Handoff>(),
         library_handle: (&mut collector as *mut Collector).cast(),

@@ -66,6 +66,7 @@ pub struct DeviceFault {
     pub message: String,
     /// Core 0's output up to the fault.
     pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
 }
 
 impl std::fmt::Display for DeviceFault {
@@ -405,6 +406,7 @@ impl PoolEngine {
             }
             let mut fault = self.fault_of(c, exit, &l.kernel);
             fault.stdout = stdout;
+            fault.stderr = stderr;
             return Err(EmuError::Fault(Box::new(fault)));
         }
         let bytes = self.read_tensor(&blob.output, l.output.dtype)?;
@@ -516,6 +518,7 @@ impl PoolEngine {
             host_addr: host,
             message,
             stdout: Vec::new(),
+            stderr: Vec::new(),
         }
     }
 }

@@ -1,0 +1,97 @@
+/* Plays a C runtime on libnrt_pool_shim.so: registers an op library as the Pool image
+ * through nrt_set_pool_eng_ucode, initialises the engine, launches through the versioned
+ * FFI and checks the seam's state rules. Usage: seam LIBOPS.so [null]. "PASS" and exit 0. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nrt_pool.h"
+
+static int checks;
+#define CHECK(c, ...)                                                   \
+    do {                                                                \
+        checks++;                                                       \
+        if (!(c)) {                                                     \
+            fprintf(stderr, "FAIL %s:%d %s: ", __FILE__, __LINE__, #c); \
+            fprintf(stderr, __VA_ARGS__);                               \
+            fprintf(stderr, " [%s]\n", nrt_pool_last_error());          \
+            exit(1);                                                    \
+        }                                                               \
+    } while (0)
+
+static nrt_pool_tensor tensor(void *data, uint8_t dtype, uint64_t n) {
+    nrt_pool_tensor t;
+    memset(&t, 0, sizeof t);
+    t.data = data;
+    t.shape[0] = n;
+    t.rank = 1;
+    t.dtype = dtype;
+    t.location = NRT_POOL_LOCATION_HBM;
+    return t;
+}
+
+int main(int argc, char **argv) {
+    CHECK(argc >= 2, "usage");
+    if (argc == 3 && strcmp(argv[2], "null") == 0) {
+        nrt_set_pool_eng_ucode(NULL); /* libnrt dereferences it: the process faults */
+        return 0;
+    }
+    FILE *f = fopen(argv[1], "rb");
+    CHECK(f != NULL, "open %s", argv[1]);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *image = malloc((size_t)size);
+    CHECK(fread(image, 1, (size_t)size, f) == (size_t)size, "read");
+    fclose(f);
+    static unsigned char dram[64];
+
+    CHECK(nrt_pool_abi_version() == NRT_POOL_ABI_VERSION, "ABI version");
+    CHECK(nrt_pool_image_is_registered() == -1, "not initialised yet");
+    nrt_ucode_info info = {{image, (size_t)size}, {dram, sizeof dram}};
+    CHECK(nrt_set_pool_eng_ucode(&info) == 0, "seam before init stores");
+    CHECK(nrt_pool_init() == 0, "init");
+    CHECK(nrt_pool_image_is_registered() == 1, "the registered pair replaced the stock image");
+    CHECK(nrt_set_pool_eng_ucode(&info) == 0xd, "seam after init");
+
+    enum { N = 1000 };
+    static float x[N], out[N];
+    for (int i = 0; i < N; i++) x[i] = (float)i * 0.5f;
+    float alpha = 3.0f, beta = -1.0f;
+    nrt_pool_tensor tx = tensor(x, 10, N), tout = tensor(out, 10, N);
+    void *args[] = {&tx, &alpha, &beta, &tout};
+    CHECK(nrt_pool_launch_v1("scale_add_mc", 8, args, 0, -1) == NRT_POOL_OK, "launch on 8 cores");
+    for (int i = 0; i < N; i++) CHECK(out[i] == x[i] * 3.0f - 1.0f, "out[%d] = %g", i, out[i]);
+
+    /* Explicit metadata for the same kernel, launched on device 0 with x in SBUF. */
+    const uint8_t kinds[] = {NRT_POOL_PARAM_TENSOR, NRT_POOL_PARAM_SCALAR, NRT_POOL_PARAM_SCALAR, NRT_POOL_PARAM_OUTPUT};
+    const uint8_t dtypes[] = {10, 10, 10, 10};
+    CHECK(nrt_pool_register_kernel_params("scale_add", 4, kinds, dtypes) == NRT_POOL_OK, "register params");
+    const uint8_t bad_kinds[] = {NRT_POOL_PARAM_TENSOR, 9, NRT_POOL_PARAM_SCALAR, NRT_POOL_PARAM_OUTPUT};
+    CHECK(nrt_pool_register_kernel_params("scale_add", 4, bad_kinds, dtypes) == NRT_POOL_ERR_ARGUMENT, "unknown kind");
+    tx.location = NRT_POOL_LOCATION_SBUF;
+    memset(out, 0, sizeof out);
+    CHECK(nrt_pool_launch_v1("scale_add", 1, args, 0, 0) == NRT_POOL_OK, "launch on device 0");
+    CHECK(out[N - 1] == x[N - 1] * 3.0f - 1.0f, "scale_add result");
+
+    /* Out-of-range devices: a diagnostic, no launch (the output stays untouched). */
+    memset(out, 0, sizeof out);
+    CHECK(nrt_pool_launch_v1("scale_add", 1, args, 0, 1) == NRT_POOL_ERR_DEVICE, "device 1");
+    CHECK(nrt_pool_launch_v1("scale_add", 1, args, 0, -2) == NRT_POOL_ERR_DEVICE, "device -2");
+    CHECK(out[1] == 0.0f, "nothing launched");
+    CHECK(strstr(nrt_pool_last_error(), "out of range") != NULL, "diagnostic");
+    CHECK(nrt_pool_launch_v1("scale_add", 1, args, 7, 0) == NRT_POOL_ERR_ARGUMENT, "stream 7");
+    CHECK(nrt_pool_launch_v1("nope", 1, args, 0, 0) == NRT_POOL_ERR_KERNEL, "unknown kernel");
+    CHECK(strstr(nrt_pool_last_error(), "scale_add_mc") != NULL, "names the known kernels");
+    tout.dtype = 8;
+    CHECK(nrt_pool_launch_v1("scale_add", 1, args, 0, 0) == NRT_POOL_ERR_ARGUMENT, "dtype mismatch");
+    tout.dtype = 10;
+    CHECK(nrt_pool_launch_v1("scale_add", 9, args, 0, 0) == NRT_POOL_ERR_ARGUMENT, "9 cores");
+
+    CHECK(nrt_pool_close() == 0, "close");
+    CHECK(nrt_set_pool_eng_ucode(&info) == 0xe, "seam after close");
+    CHECK(nrt_pool_launch_v1("scale_add", 1, args, 0, 0) == NRT_POOL_ERR_STATE, "launch after close");
+    CHECK(nrt_pool_init() != 0, "no re-init after close");
+    printf("PASS: %d checks\n", checks);
+    return 0;
+}

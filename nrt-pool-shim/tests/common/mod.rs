@@ -1,0 +1,70 @@
+//! Shared by the emulator's integration tests: paths and op-library builds.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use nrt_pool_shim::opbuild::{self, BuildOptions};
+
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+pub fn archive() -> PathBuf {
+    let a = root().join("target/customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a");
+    assert!(
+        a.exists(),
+        "run `make customop-archives` first (make test does)"
+    );
+    a
+}
+
+/// Builds an op library with the op build helper.
+pub fn build_ops(dir: &Path, name: &str, schema: &Path, sources: &[PathBuf]) -> PathBuf {
+    let out = dir.join(format!("lib{name}.so"));
+    opbuild::build(&BuildOptions {
+        schema: schema.into(),
+        sources: sources.to_vec(),
+        out: out.clone(),
+        archive: archive(),
+        include: root().join("include"),
+        device_objects: None,
+        cxx: "g++".into(),
+    })
+    .unwrap_or_else(|e| panic!("building {name}: {e}"));
+    out
+}
+
+pub fn examples(dir: &Path) -> PathBuf {
+    let ex = root().join("examples/ops");
+    build_ops(
+        dir,
+        "ops",
+        &ex.join("ops.schema"),
+        &["scale_add.cpp", "scale_add_mc.cpp", "hello.cpp"].map(|s| ex.join(s)),
+    )
+}
+
+pub fn faults(dir: &Path) -> PathBuf {
+    let t = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ops");
+    build_ops(
+        dir,
+        "faults",
+        &t.join("faults.schema"),
+        &[t.join("faults.cpp")],
+    )
+}
+
+/// Compiles C or C++ with warnings as errors.
+pub fn cc(compiler: &str, args: &[&std::ffi::OsStr]) {
+    let out = Command::new(compiler)
+        .args(["-Wall", "-Werror", "-O1"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{compiler} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
