@@ -30,11 +30,14 @@ tools:
 $(XTENSA_OUT)/split.so: nrtucode-extisa/tests/xtensa/kernels.c nrtucode-extisa/tests/xtensa/split.ld | tools
 	nrtucode-extisa/tests/xtensa/build.sh $(XTENSA_OUT)
 
-## make demo: libnrt's microcode sequence on the simulated device, through our provider,
-## including a GNU-built Xtensa library prelinked and staged on a Cayman Q7 core.
-demo: build $(XTENSA_OUT)/split.so
+## make demo: libnrt's microcode sequence on the simulated device, through our provider
+## (including a GNU-built Xtensa library prelinked and staged on a Cayman Q7 core), then the
+## example ops built, registered through nrt_set_pool_eng_ucode and run on the emulated Pool
+## engine, checked against a reference.
+demo: build customop-archives $(XTENSA_OUT)/split.so
 	$(RELEASE)/nrt-pool bringup --provider $(RELEASE)/libnrtucode_extisa.so \
 		--cayman-library $(XTENSA_OUT)/split.so
+	$(RELEASE)/nrt-pool demo --provider $(RELEASE)/libnrtucode_extisa.so --examples examples/ops
 
 ## make customop-archives: libneuroncustomop.a for the host, a 32-bit no_std target
 ## (riscv32imac, which checks the device layouts) and Xtensa (device objects), each with

@@ -11,6 +11,7 @@
 //! project's issues); nothing here pretends to provide them yet.
 
 pub mod bringup;
+pub mod demo;
 pub mod emu;
 pub mod facade;
 pub mod ffi;

@@ -11,6 +11,10 @@
 //!   nrt-pool bringup [--provider PATH] [--cayman-library ELF]
 //!       libnrt's microcode sequence on the simulated device
 //!
+//!   nrt-pool demo [--provider PATH] [--examples DIR]
+//!       the whole chain: provider bring-up, the examples built, registered through the
+//!       seam and run on the emulated engine, checked against a reference
+//!
 //! Exit status: 0 success, 1 error, 2 usage, 3 device fault.
 
 use std::path::{Path, PathBuf};
@@ -28,13 +32,15 @@ const USAGE: &str = "usage:
   nrt-pool run LIB.so KERNEL [--arg X.npy|X.npy@sbuf|TYPE:VALUE|NUMBER]... --out OUT.npy
                [--cores 1..8] [--timeout SECS] [--out-dtype T --out-shape D0,D1,...]
   nrt-pool build --schema FILE --out LIB.so [--device-objects DIR] [--archive A] [--include DIR] SOURCES...
-  nrt-pool bringup [--provider PATH/libnrtucode_extisa.so] [--cayman-library LIB.so]";
+  nrt-pool bringup [--provider PATH/libnrtucode_extisa.so] [--cayman-library LIB.so]
+  nrt-pool demo [--provider PATH] [--examples DIR]";
 
 /// Files `make` puts beside this executable (target/<profile>/) and in the repository.
 fn beside_exe(rel: &str) -> PathBuf {
     std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(|d| d.join(rel)))
+        .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
         .unwrap_or_else(|| PathBuf::from(rel))
 }
 
@@ -46,6 +52,7 @@ fn main() -> ExitCode {
         Some("run") => run(rest),
         Some("build") => build(rest),
         Some("bringup") => bringup_cmd(rest),
+        Some("demo") => demo(rest),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -334,5 +341,28 @@ fn bringup_cmd(args: &[String]) -> Result<(), Failure> {
         report.cayman_load_records.len(),
         report.live_memhandles_after
     );
+    Ok(())
+}
+
+fn demo(args: &[String]) -> Result<(), Failure> {
+    let mut o = nrt_pool_shim::demo::DemoOptions {
+        provider: beside_exe("libnrtucode_extisa.so"),
+        examples: beside_exe("../../examples/ops"),
+        archive: beside_exe("../customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a"),
+        include: beside_exe("../../include"),
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let v = it
+            .next()
+            .ok_or_else(|| Failure::Usage(format!("{a} needs a value")));
+        match a.as_str() {
+            "--provider" => o.provider = v?.into(),
+            "--examples" => o.examples = v?.into(),
+            other => return Err(Failure::Usage(format!("unknown option {other}"))),
+        }
+    }
+    let report = nrt_pool_shim::demo::run(&o).map_err(|e| Failure::Error(format!("demo: {e}")))?;
+    print!("{report}");
     Ok(())
 }

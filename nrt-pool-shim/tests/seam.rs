@@ -1,0 +1,121 @@
+//! `nrt_set_pool_eng_ucode` and the launch FFI from C, as a runtime uses them: linked
+//! against libnrt_pool_shim.so, and through LD_PRELOAD in front of a stand-in libnrt whose
+//! symbols all fail (so a pass proves the shim's symbols won). A NULL `nrt_ucode_info`
+//! faults, as libnrt's unguarded read does.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn shim_dir() -> PathBuf {
+    let d = common::root().join("target/release");
+    assert!(
+        d.join("libnrt_pool_shim.so").exists(),
+        "run `cargo build --release` first (make test does)"
+    );
+    d
+}
+
+#[test]
+fn the_seam_and_launch_ffi_work_linked_and_preloaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let ops = common::examples(dir.path());
+    let src = common::root().join("nrt-pool-shim/tests/c");
+    let include = common::root().join("include");
+    let lib_dir = shim_dir();
+
+    // Linked.
+    let linked = dir.path().join("seam_linked");
+    common::cc(
+        "gcc",
+        &[
+            "-std=c11".as_ref(),
+            "-I".as_ref(),
+            include.as_os_str(),
+            src.join("seam.c").as_os_str(),
+            "-L".as_ref(),
+            lib_dir.as_os_str(),
+            "-lnrt_pool_shim".as_ref(),
+            "-o".as_ref(),
+            linked.as_os_str(),
+        ],
+    );
+    let run = Command::new(&linked)
+        .arg(&ops)
+        .env("LD_LIBRARY_PATH", &lib_dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success() && stdout.contains("PASS"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        stderr.contains("device 1 is out of range"),
+        "the no-op is diagnosed: {stderr}"
+    );
+
+    // Through LD_PRELOAD, in front of a stand-in libnrt.
+    let stub = dir.path().join("libnrt.so");
+    common::cc(
+        "gcc",
+        &[
+            "-shared".as_ref(),
+            "-fPIC".as_ref(),
+            "-I".as_ref(),
+            include.as_os_str(),
+            src.join("stub_libnrt.c").as_os_str(),
+            "-o".as_ref(),
+            stub.as_os_str(),
+        ],
+    );
+    let preloaded = dir.path().join("seam_preloaded");
+    common::cc(
+        "gcc",
+        &[
+            "-std=c11".as_ref(),
+            "-I".as_ref(),
+            include.as_os_str(),
+            src.join("seam.c").as_os_str(),
+            "-L".as_ref(),
+            dir.path().as_os_str(),
+            "-lnrt".as_ref(),
+            "-o".as_ref(),
+            preloaded.as_os_str(),
+        ],
+    );
+    let without = Command::new(&preloaded)
+        .arg(&ops)
+        .env("LD_LIBRARY_PATH", dir.path())
+        .output()
+        .unwrap();
+    assert!(!without.status.success(), "the stand-in alone must fail");
+    let with = Command::new(&preloaded)
+        .arg(&ops)
+        .env("LD_LIBRARY_PATH", dir.path())
+        .env("LD_PRELOAD", lib_dir.join("libnrt_pool_shim.so"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&with.stdout);
+    assert!(
+        with.status.success() && stdout.contains("PASS"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&with.stderr)
+    );
+
+    // NULL: a SIGSEGV, as in libnrt.
+    let null = Command::new(&linked)
+        .args([ops.as_os_str(), "null".as_ref()])
+        .env("LD_LIBRARY_PATH", &lib_dir)
+        .output()
+        .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        null.status.signal(),
+        Some(libc::SIGSEGV),
+        "{:?}",
+        null.status
+    );
+}
