@@ -81,8 +81,9 @@ fuzz-seeds: tools
 
 ## make bench: ratios measured in one run (device heap vs linked_list_allocator and talc,
 ## memcpy backends vs libc).
-bench:
+bench: customop-archives
 	$(CARGO) bench -p customop-device --bench device
+	$(CARGO) bench -p nrt-pool-shim --bench emulator
 
 clean:
 	$(CARGO) clean
