@@ -58,11 +58,13 @@ customop-archives: tools
 ## and the fuzz seed corpus (the ABI tests use the release build and the archives).
 test: tools build customop-archives
 	$(CARGO) test --release --workspace
+	$(CARGO) test --release -p customop-device --features exports
 
 ## make lint: formatting and clippy, warnings are errors.
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p customop-device --all-targets --features exports -- -D warnings
 
 ## make headers: regenerate include/*.h with cbindgen (then commit them).
 headers:

@@ -97,5 +97,9 @@ fn cli_bringup_and_usage() {
 
     let usage = Command::new(&cli).arg("frobnicate").output().unwrap();
     assert_eq!(usage.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&usage.stderr).starts_with("usage: nrt-pool"));
+    let text = String::from_utf8_lossy(&usage.stderr);
+    assert!(
+        text.starts_with("usage:") && text.contains("nrt-pool bringup"),
+        "{text}"
+    );
 }

@@ -115,7 +115,7 @@ fn main() {
         dir.path(),
         "empty",
         &dir.path().join("empty.schema"),
-        &[src.clone()],
+        std::slice::from_ref(&src),
     );
     e.load(&empty).unwrap();
     let launch = Launch {

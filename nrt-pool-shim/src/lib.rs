@@ -7,8 +7,11 @@
 //! - [`bringup`]: libnrt's init -> bring-up -> load -> query -> teardown sequence on the
 //!   simulated device (`nrt-pool bringup`, run by `make demo`).
 //!
-//! The Pool-engine emulator, `nrt_set_pool_eng_ucode` and the launch FFI come next (see the
-//! project's issues); nothing here pretends to provide them yet.
+//! - [`emu`]: the emulated Pool engine: device memory by SoC address, op libraries built for
+//!   the host, descriptor marshalling, 1-8 isolated cores, the stdio ring and fault reports.
+//! - [`ffi`]: `nrt_set_pool_eng_ucode` with its lifecycle, and the versioned launch FFI
+//!   (`include/nrt_pool.h`).
+//! - [`opbuild`]: the op build helper (`nrt-pool build`); [`demo`]: `make demo`'s chain.
 
 pub mod bringup;
 pub mod demo;

@@ -88,7 +88,7 @@ pub fn generate_wrapper(kernels: &[KernelSig], schema_text: &str) -> String {
          #include <stdarg.h>\n#include <stdio.h>\n#include \"neuron_customop.hpp\"\n\n",
     );
     s.push_str(EXCEPTION_GUARD);
-    s.push_str("\n");
+    s.push('\n');
     for k in kernels {
         let params: Vec<String> = k
             .params

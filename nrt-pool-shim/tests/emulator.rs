@@ -455,6 +455,20 @@ fn each_fault_kind_is_reported_and_the_host_survives() {
         "{f}"
     );
 
+    // A core keeps its library (and its globals) between launches; a faulted core restarts
+    // fresh, and loading a library starts every core afresh.
+    let count = |e: &mut PoolEngine| {
+        let d = launch(e, "counter", vec![LaunchArg::i32(0)], 1).unwrap();
+        i32::from_le_bytes(d.output.data[..4].try_into().unwrap())
+    };
+    assert_eq!((count(&mut e), count(&mut e), count(&mut e)), (1, 2, 3));
+    let _ = fault(launch(&mut e, "call_abort", x(), 1));
+    assert_eq!(count(&mut e), 1);
+    let lib = e.library().unwrap().path.clone();
+    count(&mut e);
+    e.load(&lib).unwrap();
+    assert_eq!(count(&mut e), 1);
+
     // The engine still runs kernels.
     let done = launch(&mut e, "fault_on_core", vec![LaunchArg::i32(-1)], 8).unwrap();
     let ids: Vec<i32> = done

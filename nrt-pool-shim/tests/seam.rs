@@ -119,3 +119,31 @@ fn the_seam_and_launch_ffi_work_linked_and_preloaded() {
         null.status
     );
 }
+
+#[test]
+fn the_shim_exports_only_its_c_api() {
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(shim_dir().join("libnrt_pool_shim.so"))
+        .output()
+        .unwrap();
+    let names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains(" T "))
+        .filter_map(|l| l.split_whitespace().nth(2).map(String::from))
+        .collect();
+    assert!(names.contains(&"nrt_set_pool_eng_ucode".to_string()));
+    assert!(names.contains(&"nrt_pool_launch_v1".to_string()));
+    let stray: Vec<&String> = names
+        .iter()
+        .filter(|n| {
+            !(n.starts_with("nrt_pool_")
+                || n.starts_with("nrt_sim_")
+                || *n == "nrt_set_pool_eng_ucode")
+        })
+        .collect();
+    assert!(
+        stray.is_empty(),
+        "unexpected exports (an op library's symbols would collide): {stray:?}"
+    );
+}

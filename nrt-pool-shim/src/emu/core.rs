@@ -4,8 +4,9 @@
 //! the library's start code with this core's handoff block, finds the kernel through
 //! `register_funcs`, runs it and reports into the Pool control block.
 
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::{c_char, c_void, CStr, CString};
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use super::control::{ControlBlock, FaultKind, CORE_DONE, CORE_RUNNING};
 use super::memory::DeviceMemory;
@@ -43,8 +44,8 @@ static CORE_COUNT: AtomicUsize = AtomicUsize::new(8);
 /// back to the callbacks, so they do not rely on it).
 static COLLECTOR: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 
-fn collector<'a>() -> Option<&'a mut Collector<'a>> {
-    // SAFETY: set by `run` to its live Collector before the library can call back; one
+fn collector<'a>() -> Option<&'a mut Collector> {
+    // SAFETY: set by `start` to its live Collector before the library can call back; one
     // thread per core process.
     unsafe {
         COLLECTOR
@@ -69,23 +70,19 @@ fn core() -> usize {
     CORE.load(Ordering::Relaxed)
 }
 
-/// What a core process does: run start code, then the kernel (or only start code: probe).
-pub struct CoreJob<'a> {
+/// What a core process runs: the library's start code, then kernels.
+#[derive(Clone, Copy)]
+pub struct Program<'a> {
     pub memory: &'a DeviceMemory,
-    pub core: usize,
-    pub cores: usize,
     pub entry: EntryFn,
     pub register_funcs: RegisterFuncsFn,
-    /// The kernel to run; None for the load-time probe (registration names only).
-    pub kernel: Option<&'a CStr>,
 }
 
-/// Collects what the library registers (through `library_handle`).
-struct Collector<'a> {
-    want: Option<&'a CStr>,
-    found: Option<WrapperFn>,
+/// What the library registers: names through the handoff block (the probe keeps them),
+/// launchers through `register_funcs`.
+struct Collector {
     probe: bool,
-    funcs: u32,
+    funcs: Vec<(CString, Option<WrapperFn>)>,
 }
 
 unsafe extern "C" fn on_register_name(_handle: *mut c_void, name: *const c_char) -> u32 {
@@ -104,13 +101,13 @@ unsafe extern "C" fn on_register_func(
     f: Option<WrapperFn>,
 ) -> u32 {
     let Some(c) = collector() else { return 1 };
-    c.funcs += 1;
-    if let (Some(want), false) = (c.want, name.is_null()) {
+    let name = if name.is_null() {
+        CString::default()
+    } else {
         // SAFETY: a C string from the library's table.
-        if unsafe { CStr::from_ptr(name) } == want && c.found.is_none() {
-            c.found = f;
-        }
-    }
+        unsafe { CStr::from_ptr(name) }.into()
+    };
+    c.funcs.push((name, f));
     0
 }
 
@@ -278,26 +275,24 @@ fn finish_stdio() {
     unsafe { libc::fflush(std::ptr::null_mut()) };
 }
 
-/// The body of a core process. Never returns.
-pub fn run(job: &CoreJob<'_>) -> ! {
-    MEMORY.store(job.memory as *const _ as *mut _, Ordering::Release);
-    CORE.store(job.core, Ordering::Relaxed);
-    CORE_COUNT.store(job.cores, Ordering::Relaxed);
+/// In a fresh core process: installs the core's services and fault handlers, runs the
+/// library's start code with this core's handoff block and collects its kernels. A failing
+/// start code is reported and ends the process.
+fn start(core: usize, p: &Program<'_>, probe: bool) -> Vec<(CString, Option<WrapperFn>)> {
+    MEMORY.store(p.memory as *const _ as *mut _, Ordering::Release);
+    CORE.store(core, Ordering::Relaxed);
     install_fault_handlers();
     let ctl = control();
-    ctl.core(job.core)
-        .state
-        .store(CORE_RUNNING, Ordering::Release);
-    let mut collector = Collector {
-        want: job.kernel,
-        found: None,
-        probe: job.kernel.is_none(),
-        funcs: 0,
-    };
-    COLLECTOR.store((&mut collector as *mut Collector).cast(), Ordering::Release);
+    ctl.core(core).state.store(CORE_RUNNING, Ordering::Release);
+    // Leaked: it lives as long as the process.
+    let collector = Box::leak(Box::new(Collector {
+        probe,
+        funcs: Vec::new(),
+    }));
+    COLLECTOR.store((collector as *mut Collector).cast(), Ordering::Release);
     let handoff = Handoff {
         sizeof_ncore_ucode_lib: std::mem::size_of::<Handoff>(),
-        library_handle: (&mut collector as *mut Collector).cast(),
+        library_handle: (collector as *mut Collector).cast(),
         register_ext_isa_fn: Some(on_register_name),
         get_libc_fn: Some(get_libc_fn),
         get_data_scratch: Some(get_data_scratch),
@@ -307,118 +302,279 @@ pub fn run(job: &CoreJob<'_>) -> ! {
         register_ext_isa_fn_v3: None,
     };
     // SAFETY: the library's start code with a complete handoff block.
-    let status = unsafe { (job.entry)(&handoff) };
+    let status = unsafe { (p.entry)(&handoff) };
     if status != 0 {
-        ctl.core(job.core).result.store(status, Ordering::Release);
-        ctl.set_fault(job.core, FaultKind::Entry, 0, 0, b"entry_func");
+        ctl.core(core).result.store(status, Ordering::Release);
+        ctl.set_fault(core, FaultKind::Entry, 0, 0, b"entry_func");
         exit(FAULT_EXIT);
     }
     // SAFETY: the library's registration walk with our callback.
-    unsafe { (job.register_funcs)(Some(on_register_func)) };
-    let code = match (job.kernel, collector.found) {
-        (None, _) => collector.funcs as i32,
-        (Some(_), Some(f)) => {
-            // SAFETY: a launcher the library registered under the kernel's name.
-            unsafe { f() }
+    unsafe { (p.register_funcs)(Some(on_register_func)) };
+    std::mem::take(&mut collector.funcs)
+}
+
+/// The load-time probe: one core process runs the start code and reports the names it
+/// registered (control block) and how many launchers `register_funcs` gave (`result`).
+pub fn probe(p: &Program<'_>, deadline: Instant) -> std::io::Result<Exit> {
+    // SAFETY: fork; the child only runs the library's start code and ends in _exit.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if pid == 0 {
+        let funcs = start(0, p, true);
+        let r = control();
+        r.core(0)
+            .result
+            .store(funcs.len() as u32, Ordering::Release);
+        r.core(0).state.store(CORE_DONE, Ordering::Release);
+        exit(0);
+    }
+    loop {
+        if let Some(e) = try_reap(pid) {
+            return Ok(e);
         }
-        (Some(k), None) => {
-            ctl.set_fault(job.core, FaultKind::NoKernel, 0, 0, k.to_bytes());
-            exit(FAULT_EXIT);
+        if Instant::now() >= deadline {
+            kill_and_reap(pid);
+            return Ok(Exit::TimedOut);
         }
-    };
-    let r = ctl.core(job.core);
-    r.result.store(code as u32, Ordering::Release);
-    r.state.store(CORE_DONE, Ordering::Release);
-    exit(0)
+        std::thread::sleep(Duration::from_micros(200));
+    }
 }
 
-fn exit(code: i32) -> ! {
-    finish_stdio();
-    // SAFETY: ends the core process without running the parent's atexit handlers or
-    // destructors (they belong to the host process).
-    unsafe { libc::_exit(code) }
+/// How long a core whose socket closed may take to finish exiting before it is killed.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// A launch command: the core count and the kernel's name.
+const CMD_BYTES: usize = 256;
+pub const MAX_KERNEL_NAME: usize = CMD_BYTES - 8;
+
+/// A core's persistent process: the library stays loaded between launches, as on hardware
+/// (its globals persist; the runtime resets its heaps per launch).
+struct Worker {
+    pid: i32,
+    /// The host's end of a SOCK_SEQPACKET pair: commands out, one-byte completions in.
+    sock: i32,
 }
 
-/// How a core process ended, from the host's side.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Exit {
-    Code(i32),
-    Signal(i32),
-    TimedOut,
+/// The engine's cores: processes forked on first use and kept until they fault, time out or
+/// the library changes.
+#[derive(Default)]
+pub struct CorePool {
+    workers: Vec<Option<Worker>>,
 }
 
-/// Forks one process per job core and waits for all of them until `deadline`; those still
-/// running then are killed. Returns each core's exit.
-pub fn run_cores(jobs: &[CoreJob<'_>], deadline: std::time::Instant) -> std::io::Result<Vec<Exit>> {
-    let mut pids = Vec::with_capacity(jobs.len());
-    for job in jobs {
-        // SAFETY: fork; the child only runs `run` (which ends in _exit) and touches no lock
-        // another thread of the host could hold (fresh statics, the shared mapping, libc).
+impl CorePool {
+    fn spawn(&mut self, core: usize, p: &Program<'_>) -> std::io::Result<Worker> {
+        let mut fds = [0i32; 2];
+        // SAFETY: socketpair into a two-element array.
+        if unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+                0,
+                fds.as_mut_ptr(),
+            )
+        } != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        let parent_pid = std::process::id() as i32;
+        // SAFETY: fork; the child runs `serve`, which never returns, and touches no lock
+        // another host thread could hold (fresh statics, the shared mapping, libc).
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             let e = std::io::Error::last_os_error();
-            for &p in &pids {
-                kill_and_reap(p);
+            // SAFETY: our own fds.
+            unsafe {
+                libc::close(fds[0]);
+                libc::close(fds[1]);
             }
             return Err(e);
         }
         if pid == 0 {
-            run(job);
-        }
-        pids.push(pid);
-    }
-    let mut exits: Vec<Option<Exit>> = vec![None; pids.len()];
-    let fds: Vec<i32> = pids.iter().map(|&p| pidfd_open(p)).collect();
-    loop {
-        for (i, &pid) in pids.iter().enumerate() {
-            if exits[i].is_none() {
-                exits[i] = try_reap(pid);
-            }
-        }
-        if exits.iter().all(Option::is_some) {
-            break;
-        }
-        let now = std::time::Instant::now();
-        if now >= deadline {
-            for (i, &pid) in pids.iter().enumerate() {
-                if exits[i].is_none() {
-                    kill_and_reap(pid);
-                    exits[i] = Some(Exit::TimedOut);
+            // SAFETY: plain calls in the child: die with the host; drop the host's ends.
+            unsafe {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if libc::getppid() != parent_pid {
+                    libc::_exit(FAULT_EXIT);
+                }
+                libc::close(fds[0]);
+                for w in self.workers.iter().flatten() {
+                    libc::close(w.sock);
                 }
             }
-            break;
+            serve(core, p, fds[1]);
         }
-        let wait_ms = (deadline - now).as_millis().clamp(1, 50) as i32;
-        let mut polls: Vec<libc::pollfd> = fds
-            .iter()
-            .zip(&exits)
-            .filter(|(fd, e)| **fd >= 0 && e.is_none())
-            .map(|(&fd, _)| libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        if polls.is_empty() {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        } else {
-            // SAFETY: a valid array of pollfds.
+        // SAFETY: the child's end, no longer ours.
+        unsafe { libc::close(fds[1]) };
+        Ok(Worker { pid, sock: fds[0] })
+    }
+
+    /// Runs `kernel` on cores 0..cores, spawning the ones not running; each core's exit:
+    /// `Code(0)` when it completed (its record says how), otherwise how its process ended.
+    pub fn launch(
+        &mut self,
+        p: &Program<'_>,
+        kernel: &CStr,
+        cores: usize,
+        deadline: Instant,
+    ) -> std::io::Result<Vec<Exit>> {
+        if self.workers.len() < cores {
+            self.workers.resize_with(cores, || None);
+        }
+        let name = kernel.to_bytes();
+        assert!(
+            name.len() <= MAX_KERNEL_NAME,
+            "kernel names are checked by the engine"
+        );
+        let mut cmd = [0u8; CMD_BYTES];
+        cmd[..4].copy_from_slice(&(cores as u32).to_le_bytes());
+        cmd[4..8].copy_from_slice(&(name.len() as u32).to_le_bytes());
+        cmd[8..8 + name.len()].copy_from_slice(name);
+        let mut exits: Vec<Option<Exit>> = vec![None; cores];
+        for (c, exit) in exits.iter_mut().enumerate() {
+            for attempt in 0..2 {
+                if self.workers[c].is_none() {
+                    self.workers[c] = Some(self.spawn(c, p)?);
+                }
+                let w = self.workers[c].as_ref().expect("spawned");
+                // SAFETY: a whole command on our socket; MSG_NOSIGNAL: a dead core is an
+                // error here, not a SIGPIPE for the host.
+                let n = unsafe {
+                    libc::send(w.sock, cmd.as_ptr().cast(), CMD_BYTES, libc::MSG_NOSIGNAL)
+                };
+                if n == CMD_BYTES as isize {
+                    break;
+                }
+                // The core died since its last launch: reap it, start a fresh one once.
+                let e = self.retire(c, EXIT_GRACE);
+                if attempt == 1 {
+                    *exit = Some(e);
+                }
+            }
+        }
+        loop {
+            let pending: Vec<usize> = (0..cores).filter(|&c| exits[c].is_none()).collect();
+            if pending.is_empty() {
+                break;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                for c in pending {
+                    self.retire(c, Duration::ZERO);
+                    exits[c] = Some(Exit::TimedOut);
+                }
+                break;
+            }
+            let mut polls: Vec<libc::pollfd> = pending
+                .iter()
+                .map(|&c| libc::pollfd {
+                    fd: self.workers[c].as_ref().map_or(-1, |w| w.sock),
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+                .collect();
+            let wait_ms = (deadline - now).as_millis().clamp(1, 1000) as i32;
+            // SAFETY: a valid pollfd array.
             unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as _, wait_ms) };
+            for (i, &c) in pending.iter().enumerate() {
+                if polls[i].revents == 0 {
+                    continue;
+                }
+                let mut b = 0u8;
+                // SAFETY: one byte into a local.
+                let n = unsafe {
+                    libc::recv(
+                        polls[i].fd,
+                        (&mut b as *mut u8).cast(),
+                        1,
+                        libc::MSG_DONTWAIT,
+                    )
+                };
+                exits[c] = Some(if n == 1 {
+                    Exit::Code(0)
+                } else {
+                    self.retire(c, EXIT_GRACE)
+                });
+            }
+        }
+        Ok(exits
+            .into_iter()
+            .map(|e| e.unwrap_or(Exit::TimedOut))
+            .collect())
+    }
+
+    /// Stops core `c`'s process, giving one that is ending `grace` to finish, and returns
+    /// how it ended.
+    fn retire(&mut self, c: usize, grace: Duration) -> Exit {
+        let Some(w) = self.workers.get_mut(c).and_then(Option::take) else {
+            return Exit::TimedOut;
+        };
+        // SAFETY: our own socket.
+        unsafe { libc::close(w.sock) };
+        // A process that already ended is reaped as it ended; one still running is killed.
+        let until = Instant::now() + grace;
+        loop {
+            if let Some(e) = try_reap(w.pid) {
+                return e;
+            }
+            if Instant::now() >= until {
+                kill_and_reap(w.pid);
+                return Exit::TimedOut;
+            }
+            std::thread::sleep(Duration::from_micros(100));
         }
     }
-    for fd in fds.into_iter().filter(|&f| f >= 0) {
-        // SAFETY: our own pidfds.
-        unsafe { libc::close(fd) };
+
+    /// Stops every core (a new library, or the engine's end).
+    pub fn shutdown(&mut self) {
+        for w in self.workers.drain(..).flatten() {
+            // SAFETY: our own socket and child.
+            unsafe { libc::close(w.sock) };
+            kill_and_reap(w.pid);
+        }
     }
-    Ok(exits
-        .into_iter()
-        .map(|e| e.unwrap_or(Exit::TimedOut))
-        .collect())
 }
 
-fn pidfd_open(pid: i32) -> i32 {
-    // SAFETY: a plain syscall; -1 (older kernels) falls back to sleeping between polls.
-    unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) as i32 }
+impl Drop for CorePool {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// A core process's life: start code once, then one launch per command until the host
+/// closes the socket.
+fn serve(core: usize, p: &Program<'_>, sock: i32) -> ! {
+    let funcs = start(core, p, false);
+    let ctl = control();
+    let mut cmd = [0u8; CMD_BYTES];
+    loop {
+        // SAFETY: a whole command into a local buffer.
+        let n = unsafe { libc::recv(sock, cmd.as_mut_ptr().cast(), CMD_BYTES, 0) };
+        if n != CMD_BYTES as isize {
+            exit(0);
+        }
+        let cores = u32::from_le_bytes(cmd[..4].try_into().expect("4 bytes")) as usize;
+        let len = (u32::from_le_bytes(cmd[4..8].try_into().expect("4 bytes")) as usize)
+            .min(MAX_KERNEL_NAME);
+        let name = &cmd[8..8 + len];
+        CORE_COUNT.store(cores, Ordering::Relaxed);
+        let r = ctl.core(core);
+        r.state.store(CORE_RUNNING, Ordering::Release);
+        match funcs.iter().find(|(n, _)| n.to_bytes() == name) {
+            Some((_, Some(f))) => {
+                // SAFETY: a launcher the library registered under the kernel's name.
+                let code = unsafe { f() };
+                finish_stdio();
+                r.result.store(code as u32, Ordering::Release);
+                r.state.store(CORE_DONE, Ordering::Release);
+            }
+            _ => ctl.set_fault(core, FaultKind::NoKernel, 0, 0, name),
+        }
+        // SAFETY: the one-byte completion on our socket.
+        unsafe { libc::send(sock, [1u8].as_ptr().cast(), 1, libc::MSG_NOSIGNAL) };
+    }
 }
 
 fn try_reap(pid: i32) -> Option<Exit> {
@@ -442,4 +598,19 @@ fn kill_and_reap(pid: i32) {
         libc::kill(pid, libc::SIGKILL);
         libc::waitpid(pid, &mut status, 0);
     }
+}
+
+fn exit(code: i32) -> ! {
+    finish_stdio();
+    // SAFETY: ends the core process without running the host's atexit handlers or
+    // destructors (they belong to the host process).
+    unsafe { libc::_exit(code) }
+}
+
+/// How a core process ended, from the host's side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+    TimedOut,
 }

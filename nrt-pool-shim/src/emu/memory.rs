@@ -183,15 +183,23 @@ impl DeviceMemory {
             .map(|r| r.soc + (off - r.offset))
     }
 
-    /// A host slice of a region's bytes (for the host side: arguments in, results out).
-    pub fn bytes(&self, soc: u64, len: usize) -> Option<&mut [u8]> {
+    fn region_offset(&self, soc: u64, len: usize) -> Option<usize> {
         let r = self
             .regions()
             .find(|r| soc >= r.soc && soc + len as u64 <= r.soc + r.size)?;
-        let off = (r.offset + soc - r.soc) as usize;
-        // SAFETY: inside the region (checked), which is mapped read-write; the caller does not
-        // hold two overlapping slices while a launch runs (single-threaded host side).
-        Some(unsafe { std::slice::from_raw_parts_mut(self.map.as_ptr().add(off) as *mut u8, len) })
+        Some((r.offset + soc - r.soc) as usize)
+    }
+
+    /// A region's bytes, for the host side (results out). None outside the regions.
+    pub fn read(&self, soc: u64, len: usize) -> Option<&[u8]> {
+        let off = self.region_offset(soc, len)?;
+        Some(&self.map[off..off + len])
+    }
+
+    /// A region's bytes, writable (arguments in). None outside the regions.
+    pub fn bytes(&mut self, soc: u64, len: usize) -> Option<&mut [u8]> {
+        let off = self.region_offset(soc, len)?;
+        Some(&mut self.map[off..off + len])
     }
 
     /// Places `len` bytes in HBM (64-byte aligned, a guard gap after each): their SoC address.

@@ -19,7 +19,7 @@ use neuroncustomop::descriptor::ArgTensor;
 use neuroncustomop::runtime::{scratch, ArgBlob, ARG_BLOB_MAGIC, ARG_TYPE_TENSOR};
 
 use self::control::{ControlBlock, FaultKind, CORE_DONE, CORE_FAULT};
-use self::core::{CoreJob, Exit};
+use self::core::{CorePool, Exit, Program};
 use self::library::{LibraryError, OpLibrary};
 use self::memory::{DeviceMemory, MemoryError, CORES};
 use self::schema::{KernelSig, ParamKind, ResultShape};
@@ -178,6 +178,8 @@ pub struct Completion {
 }
 
 pub struct PoolEngine {
+    /// First: the cores stop before the memory they use is unmapped.
+    cores: CorePool,
     pub memory: DeviceMemory,
     library: Option<OpLibrary>,
     kernels: Vec<String>,
@@ -190,6 +192,7 @@ impl PoolEngine {
     /// registered pair that replaces it).
     pub fn new(hbm_bytes: u64, image: PoolImage) -> Result<PoolEngine, EmuError> {
         Ok(PoolEngine {
+            cores: CorePool::default(),
             memory: DeviceMemory::new(hbm_bytes)?,
             library: None,
             kernels: Vec::new(),
@@ -214,16 +217,12 @@ impl PoolEngine {
         let shown = path.display().to_string();
         let ctl = self.control();
         ctl.reset();
-        let job = CoreJob {
+        let program = Program {
             memory: &self.memory,
-            core: 0,
-            cores: 1,
             entry: lib.entry,
             register_funcs: lib.register_funcs,
-            kernel: None,
         };
-        let exit = core::run_cores(std::slice::from_ref(&job), Instant::now() + self.timeout)
-            .map_err(EmuError::Spawn)?[0];
+        let exit = core::probe(&program, Instant::now() + self.timeout).map_err(EmuError::Spawn)?;
         let rec = ctl.core(0);
         if rec.state.load(Ordering::Acquire) != CORE_DONE {
             let fault = self.fault_of(0, exit, "entry_func");
@@ -247,6 +246,14 @@ impl PoolEngine {
                 funcs,
             });
         }
+        if let Some(long) = names.iter().find(|n| n.len() > core::MAX_KERNEL_NAME) {
+            return Err(EmuError::Signature {
+                kernel: long.clone(),
+                why: format!("kernel names are at most {} bytes", core::MAX_KERNEL_NAME),
+            });
+        }
+        // The old library's cores go before the new library replaces it.
+        self.cores.shutdown();
         self.kernels = names;
         self.library = Some(lib);
         Ok(&self.kernels)
@@ -378,19 +385,15 @@ impl PoolEngine {
             kernel: l.kernel.clone(),
             known: self.kernels.clone(),
         })?;
-        let jobs: Vec<CoreJob<'_>> = (0..l.cores)
-            .map(|c| CoreJob {
-                memory: &self.memory,
-                core: c,
-                cores: l.cores,
-                entry,
-                register_funcs,
-                kernel: Some(&kernel),
-            })
-            .collect();
-        let exits =
-            core::run_cores(&jobs, Instant::now() + self.timeout).map_err(EmuError::Spawn)?;
-        drop(jobs);
+        let program = Program {
+            memory: &self.memory,
+            entry,
+            register_funcs,
+        };
+        let exits = self
+            .cores
+            .launch(&program, &kernel, l.cores, Instant::now() + self.timeout)
+            .map_err(EmuError::Spawn)?;
 
         let (entries, dropped) = ctl.stdio_drain();
         let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
@@ -468,7 +471,7 @@ impl PoolEngine {
         };
         Ok(self
             .memory
-            .bytes(soc, n)
+            .read(soc, n)
             .ok_or(MemoryError::HbmFull {
                 want: n as u64,
                 left: 0,

@@ -66,7 +66,8 @@ const _: () = assert!(offset_of!(nrt_pool_tensor, rank) == 72);
 const _: () = assert!(offset_of!(nrt_pool_tensor, dtype) == 76);
 
 /// Per kernel: (kind, dtype) per parameter, in declaration order.
-static PARAMS: Mutex<Option<HashMap<String, Vec<(u8, u8)>>>> = Mutex::new(None);
+type ParamTable = HashMap<String, Vec<(u8, u8)>>;
+static PARAMS: Mutex<Option<ParamTable>> = Mutex::new(None);
 
 /// The ABI version this library implements; compare with `NRT_POOL_ABI_VERSION`.
 #[no_mangle]

@@ -48,3 +48,9 @@ void fault_on_core(int32_t core, neuron::Tensor &out) {
         neuron::element<int32_t>(out.soc_addr(), 0) = *p;
     }
 }
+
+// A core keeps its library between launches (as on hardware): a static counts launches.
+void counter(int32_t, neuron::Tensor &out) {
+    static int32_t launches;
+    neuron::element<int32_t>(out.soc_addr(), 0) = ++launches;
+}
