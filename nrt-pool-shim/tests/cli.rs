@@ -49,6 +49,45 @@ fn build_list_and_run_with_npy_files() {
     ]);
     assert!(o.status.success(), "{:?}", text(&o));
 
+    // Device objects of the same sources, when the Xtensa g++ is installed (make tools).
+    let dev = d.join("device");
+    let o = nrt_pool(&[
+        "build",
+        "--schema",
+        s(&ex.join("ops.schema")),
+        "--out",
+        s(&d.join("libops2.so")),
+        "--archive",
+        s(&common::archive()),
+        "--include",
+        s(&common::root().join("include")),
+        "--device-objects",
+        s(&dev),
+        s(&ex.join("scale_add.cpp")),
+    ]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    if Command::new(nrt_pool_shim::opbuild::XTENSA_CXX)
+        .arg("--version")
+        .output()
+        .is_ok()
+    {
+        for obj in ["scale_add.o", "op_wrapper.o"] {
+            let elf = std::fs::read(dev.join(obj)).unwrap();
+            // ELF32, little-endian, relocatable, EM_XTENSA (94).
+            assert_eq!(
+                (&elf[..4], elf[4], elf[5], elf[16], elf[18]),
+                (&b"\x7fELF"[..], 1, 1, 1, 94),
+                "{obj}"
+            );
+        }
+    } else {
+        eprintln!(
+            "UNSUPPORTED: {} not installed; device objects not checked",
+            nrt_pool_shim::opbuild::XTENSA_CXX
+        );
+        assert!(text(&o).1.contains("UNSUPPORTED: no device objects"));
+    }
+
     let o = nrt_pool(&["list", s(&lib)]);
     assert_eq!(
         text(&o).0,

@@ -505,3 +505,58 @@ fn default_engine_holds_large_tensors() {
     assert!(e.memory.hbm.size >= DEFAULT_HBM_BYTES);
     assert!(e.kernels().is_empty());
 }
+
+#[test]
+fn a_returned_tensor_is_copied_into_the_output_and_a_taken_one_is_not() {
+    // abi-tests' hand-written op library (no schema): `transpose` returns its scratch tensor
+    // through customop_return_tensor; `axpb` writes the destination it took.
+    let dir = tempfile::tempdir().unwrap();
+    let cpp = common::root().join("abi-tests/cpp");
+    let lib = dir.path().join("libhand.so");
+    let map = format!("-Wl,--version-script={}", cpp.join("op.map").display());
+    common::cc(
+        "g++",
+        &[
+            "-std=c++17".as_ref(),
+            "-shared".as_ref(),
+            "-fPIC".as_ref(),
+            "-I".as_ref(),
+            common::root().join("include").as_os_str(),
+            cpp.join("op_kernels.cpp").as_os_str(),
+            common::archive().as_os_str(),
+            map.as_ref(),
+            "-o".as_ref(),
+            lib.as_os_str(),
+        ],
+    );
+    let mut e = engine(&lib);
+    assert!(e.library().unwrap().schema.is_none());
+    let err = e.output_for("transpose", &[]).unwrap_err().to_string();
+    assert!(err.contains("carries no schema"), "{err}");
+    let x: Vec<f32> = (0..12).map(|v| v as f32).collect();
+    let done = e
+        .launch(&Launch {
+            kernel: "transpose".into(),
+            args: vec![
+                LaunchArg::hbm(HostTensor::from_f32(vec![3, 4], &x).unwrap()),
+                LaunchArg::hbm(HostTensor::zeros(DType::F32, vec![4, 3]).unwrap()),
+            ],
+            output: f32_out(&[4, 3]),
+            cores: 1,
+        })
+        .unwrap();
+    let want: Vec<f32> = (0..12).map(|k| x[(k % 3) * 4 + k / 3]).collect();
+    assert_eq!(done.output.to_f32().unwrap(), want);
+    // A returned tensor of the wrong size is a fatal rule, not a silent partial copy.
+    let f = fault(e.launch(&Launch {
+        kernel: "transpose".into(),
+        args: vec![
+            LaunchArg::hbm(HostTensor::from_f32(vec![3, 4], &x).unwrap()),
+            LaunchArg::hbm(HostTensor::zeros(DType::F32, vec![4, 3]).unwrap()),
+        ],
+        output: f32_out(&[5]),
+        cores: 1,
+    }));
+    assert_eq!(f.kind, FaultKind::Fatal);
+    assert!(f.message.contains("utypes.hpp:65"), "{f}");
+}
