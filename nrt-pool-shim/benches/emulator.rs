@@ -1,7 +1,8 @@
 //! `make bench` rows for the Pool emulator, as ratios measured in one run:
 //! - an elementwise op (examples/ops scale_add_mc) over 64 MiB of f32 on 8 emulated cores,
 //!   through `PoolEngine::launch` (placing the input, running, reading the output back), vs
-//!   `memcpy` of the same 64 MiB. Goal: >= 0.8.
+//!   `memcpy` of the same 64 MiB; and the same op on device tensors (`launch_into`, no host
+//!   copies). Goal: >= 0.8.
 //! - empty-kernel launch overhead vs a direct call of the same function, also in µs.
 //!
 //! Needs the host libneuroncustomop.a (`make customop-archives`; `make bench` builds it).
@@ -96,6 +97,26 @@ fn main() {
         copy.as_secs_f64() * 1e3,
         copy.as_secs_f64() / emu.as_secs_f64()
     );
+
+    // The same op on device-resident tensors (what a runtime chaining ops does): no host copies.
+    let dx = e.upload(&x).unwrap();
+    let dout = e.alloc_device(DType::F32, vec![n as u64]).unwrap();
+    let args = [
+        LaunchArg::Device(dx),
+        LaunchArg::f32(2.0),
+        LaunchArg::f32(1.0),
+    ];
+    let resident = best(5, || {
+        e.launch_into("scale_add_mc", &args, &dout, 8).unwrap();
+    });
+    println!(
+        "{:<58} {:>8.2}ms {:>8.2}ms {:>8.3}",
+        "elementwise 64 MiB f32, 8 cores, device tensors, vs memcpy",
+        resident.as_secs_f64() * 1e3,
+        copy.as_secs_f64() * 1e3,
+        copy.as_secs_f64() / resident.as_secs_f64()
+    );
+    e.free_device_tensors();
 
     // Empty kernel: a launch vs a direct call of the same function.
     std::fs::write(

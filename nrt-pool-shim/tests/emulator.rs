@@ -560,3 +560,103 @@ fn a_returned_tensor_is_copied_into_the_output_and_a_taken_one_is_not() {
     assert_eq!(f.kind, FaultKind::Fatal);
     assert!(f.message.contains("utypes.hpp:65"), "{f}");
 }
+
+#[test]
+fn device_tensors_chain_launches_without_host_copies() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut e = engine(&common::examples(dir.path()));
+    let n = 10_000u64;
+    let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let dx = e
+        .upload(&HostTensor::from_f32(vec![n], &x).unwrap())
+        .unwrap();
+    let first = dx.soc;
+    let d1 = e.alloc_device(DType::F32, vec![n]).unwrap();
+    let d2 = e.alloc_device(DType::F32, vec![n]).unwrap();
+    assert!(d1.soc != dx.soc && d2.soc != d1.soc);
+    e.launch_into(
+        "scale_add_mc",
+        &[
+            LaunchArg::Device(dx.clone()),
+            LaunchArg::f32(2.0),
+            LaunchArg::f32(1.0),
+        ],
+        &d1,
+        8,
+    )
+    .unwrap();
+    // The first result feeds the second launch; a host-copied launch in between does not
+    // disturb the device tensors.
+    let small = launch(
+        &mut e,
+        "scale_add",
+        vec![
+            LaunchArg::hbm(HostTensor::from_f32(vec![3], &[1.0; 3]).unwrap()),
+            LaunchArg::f32(1.0),
+            LaunchArg::f32(1.0),
+        ],
+        1,
+    )
+    .unwrap();
+    assert_eq!(small.output.to_f32().unwrap(), vec![2.0; 3]);
+    e.launch_into(
+        "scale_add_mc",
+        &[
+            LaunchArg::Device(d1.clone()),
+            LaunchArg::f32(0.5),
+            LaunchArg::f32(-1.0),
+        ],
+        &d2,
+        8,
+    )
+    .unwrap();
+    let got = e.download(&d2).unwrap().to_f32().unwrap();
+    assert_eq!(
+        got,
+        x.iter()
+            .map(|v| (v * 2.0 + 1.0) * 0.5 - 1.0)
+            .collect::<Vec<_>>()
+    );
+    // Device tensors are checked against the schema like host ones.
+    let wrong = e.alloc_device(DType::I32, vec![n]).unwrap();
+    let err = e
+        .launch_into(
+            "scale_add_mc",
+            &[
+                LaunchArg::Device(wrong),
+                LaunchArg::f32(1.0),
+                LaunchArg::f32(1.0),
+            ],
+            &d2,
+            1,
+        )
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("x is tensor<f32>, got i32"),
+        "{err}"
+    );
+    let longer = e.alloc_device(DType::F32, vec![n + 1]).unwrap();
+    let err = e
+        .launch_into(
+            "scale_add_mc",
+            &[
+                LaunchArg::Device(dx),
+                LaunchArg::f32(1.0),
+                LaunchArg::f32(1.0),
+            ],
+            &longer,
+            1,
+        )
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("the output is f32 [10000]"),
+        "{err}"
+    );
+    // HBM is finite and device tensors can be released.
+    assert!(matches!(
+        e.alloc_device(DType::F32, vec![1 << 30]),
+        Err(EmuError::Memory(_))
+    ));
+    e.free_device_tensors();
+    assert_eq!(e.alloc_device(DType::F32, vec![n]).unwrap().soc, first);
+}

@@ -45,6 +45,8 @@ pub struct DeviceMemory {
     pub status: Region,
     /// Next free HBM byte for tensors (bump allocation; core scratch slices come first).
     hbm_next: u64,
+    /// Lowest byte of the resident tensors, allocated downward from HBM's end.
+    hbm_top: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -115,6 +117,7 @@ impl DeviceMemory {
             scratch,
             status,
             hbm_next: hbm.soc + CORES as u64 * HBM_SCRATCH_BYTES,
+            hbm_top: hbm.soc + hbm.size,
         };
         mem.guard_all()?;
         Ok(mem)
@@ -205,7 +208,7 @@ impl DeviceMemory {
     /// Places `len` bytes in HBM (64-byte aligned, a guard gap after each): their SoC address.
     pub fn alloc_hbm(&mut self, len: u64) -> Result<u64, MemoryError> {
         let at = round_up(self.hbm_next, 64);
-        let end = self.hbm.soc + self.hbm.size;
+        let end = self.hbm_top;
         if at + len > end {
             return Err(MemoryError::HbmFull {
                 want: len,
@@ -216,7 +219,25 @@ impl DeviceMemory {
         Ok(at)
     }
 
-    /// Releases every tensor (the cores' scratch slices stay).
+    /// Places a resident tensor (kept across launches) at the top of HBM.
+    pub fn alloc_resident(&mut self, len: u64) -> Result<u64, MemoryError> {
+        let at = self.hbm_top.saturating_sub(len + 64) & !63;
+        if at < self.hbm_next {
+            return Err(MemoryError::HbmFull {
+                want: len,
+                left: self.hbm_top.saturating_sub(self.hbm_next),
+            });
+        }
+        self.hbm_top = at;
+        Ok(at)
+    }
+
+    /// Releases every resident tensor.
+    pub fn reset_resident(&mut self) {
+        self.hbm_top = self.hbm.soc + self.hbm.size;
+    }
+
+    /// Releases every launch's tensors (the cores' scratch slices and resident tensors stay).
     pub fn reset_hbm(&mut self) {
         self.hbm_next = self.hbm.soc + CORES as u64 * HBM_SCRATCH_BYTES;
     }

@@ -133,6 +133,27 @@ pub enum LaunchArg {
     Tensor(HostTensor, Location),
     /// A scalar: passed as a 1-element tensor of its type (in HBM).
     Scalar(DType, Vec<u8>),
+    /// A tensor already in device memory: passed by address, nothing copied.
+    Device(DeviceTensor),
+}
+
+/// A tensor kept in device HBM across launches, as a runtime's device tensors are: inputs
+/// and outputs of chained launches without host copies.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceTensor {
+    pub dtype: DType,
+    pub shape: Vec<u64>,
+    pub soc: u64,
+}
+
+/// What a launch did besides its output.
+#[derive(Clone, Debug)]
+pub struct Run {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub stdio_dropped: u32,
+    pub results: Vec<i32>,
+    pub elapsed: Duration,
 }
 
 impl LaunchArg {
@@ -278,10 +299,7 @@ impl PoolEngine {
             ResultShape::Fixed(d) => d.clone(),
             ResultShape::Like(p) => {
                 let i = sig.params.iter().position(|q| &q.name == p).unwrap_or(0);
-                match &args[i] {
-                    LaunchArg::Tensor(t, _) => t.shape.clone(),
-                    LaunchArg::Scalar(..) => vec![1],
-                }
+                tensor_meta(&args[i]).map_or(vec![1], |(_, s)| s.to_vec())
             }
         };
         Ok(OutputSpec {
@@ -302,47 +320,137 @@ impl PoolEngine {
         Ok(lib.signature(kernel))
     }
 
-    /// Runs a launch to completion or to its first fault.
+    /// Runs a launch to completion or to its first fault; the output comes back to the host.
     pub fn launch(&mut self, l: &Launch) -> Result<Completion, EmuError> {
         let start = Instant::now();
-        if !(1..=CORES).contains(&l.cores) {
-            return Err(EmuError::Cores(l.cores));
+        self.check_launch(&l.kernel, &l.args, l.cores, l.output.dtype, &l.output.shape)?;
+        self.memory.reset_hbm();
+        let mut sbuf_next = 0u64;
+        let mut blob = self.marshal(&l.args, &mut sbuf_next)?;
+        blob.output = self.place(
+            l.output.dtype,
+            &l.output.shape,
+            None,
+            l.output.location,
+            &mut sbuf_next,
+        )?;
+        let run = self.execute(&l.kernel, &blob, l.cores, start)?;
+        let bytes = self.read_tensor(&blob.output, l.output.dtype)?;
+        Ok(Completion {
+            output: HostTensor::new(l.output.dtype, l.output.shape.clone(), bytes)?,
+            stdout: run.stdout,
+            stderr: run.stderr,
+            stdio_dropped: run.stdio_dropped,
+            results: run.results,
+            elapsed: start.elapsed(),
+        })
+    }
+
+    /// A launch whose output is a device tensor (nothing is copied back).
+    pub fn launch_into(
+        &mut self,
+        kernel: &str,
+        args: &[LaunchArg],
+        out: &DeviceTensor,
+        cores: usize,
+    ) -> Result<Run, EmuError> {
+        let start = Instant::now();
+        self.check_launch(kernel, args, cores, out.dtype, &out.shape)?;
+        self.memory.reset_hbm();
+        let mut sbuf_next = 0u64;
+        let mut blob = self.marshal(args, &mut sbuf_next)?;
+        blob.output = device_descriptor(out);
+        self.execute(kernel, &blob, cores, start)
+    }
+
+    /// A zeroed device tensor.
+    pub fn alloc_device(
+        &mut self,
+        dtype: DType,
+        shape: Vec<u64>,
+    ) -> Result<DeviceTensor, EmuError> {
+        tensor::check_rank(&shape)?;
+        let n = tensor::numel(&shape) * dtype.size() as u64;
+        let soc = self.memory.alloc_resident(n)?;
+        self.memory
+            .bytes(soc, n as usize)
+            .ok_or(MemoryError::HbmFull { want: n, left: 0 })?
+            .fill(0);
+        Ok(DeviceTensor { dtype, shape, soc })
+    }
+
+    /// A device tensor holding a copy of `t`.
+    pub fn upload(&mut self, t: &HostTensor) -> Result<DeviceTensor, EmuError> {
+        let d = self.alloc_device(t.dtype, t.shape.clone())?;
+        self.memory
+            .bytes(d.soc, t.data.len())
+            .ok_or(MemoryError::HbmFull {
+                want: t.data.len() as u64,
+                left: 0,
+            })?
+            .copy_from_slice(&t.data);
+        Ok(d)
+    }
+
+    /// A device tensor's bytes on the host.
+    pub fn download(&self, d: &DeviceTensor) -> Result<HostTensor, EmuError> {
+        let n = tensor::numel(&d.shape) as usize * d.dtype.size();
+        let bytes = self.memory.read(d.soc, n).ok_or(MemoryError::HbmFull {
+            want: n as u64,
+            left: 0,
+        })?;
+        Ok(HostTensor::new(d.dtype, d.shape.clone(), bytes.to_vec())?)
+    }
+
+    /// Releases every device tensor (their handles must not be used again).
+    pub fn free_device_tensors(&mut self) {
+        self.memory.reset_resident();
+    }
+
+    fn check_launch(
+        &self,
+        kernel: &str,
+        args: &[LaunchArg],
+        cores: usize,
+        out_dtype: DType,
+        out_shape: &[u64],
+    ) -> Result<(), EmuError> {
+        if !(1..=CORES).contains(&cores) {
+            return Err(EmuError::Cores(cores));
         }
-        if l.args.len() > MAX_ARGS {
-            return Err(EmuError::TooManyArgs { n: l.args.len() });
+        if args.len() > MAX_ARGS {
+            return Err(EmuError::TooManyArgs { n: args.len() });
         }
-        if let Some(sig) = self.signature(&l.kernel)? {
-            check_signature(sig, &l.args)?;
-            let want = self.output_for(&l.kernel, &l.args)?;
-            if (want.dtype, &want.shape) != (l.output.dtype, &l.output.shape) {
+        if let Some(sig) = self.signature(kernel)? {
+            check_signature(sig, args)?;
+            let want = self.output_for(kernel, args)?;
+            if (want.dtype, want.shape.as_slice()) != (out_dtype, out_shape) {
                 return Err(EmuError::Signature {
-                    kernel: l.kernel.clone(),
+                    kernel: kernel.into(),
                     why: format!(
                         "the output is {} {:?}, the launch asked for {} {:?}",
-                        want.dtype, want.shape, l.output.dtype, l.output.shape
+                        want.dtype, want.shape, out_dtype, out_shape
                     ),
                 });
             }
         }
-        tensor::check_rank(&l.output.shape)?;
-        let (entry, register_funcs) = {
-            let lib = self.library.as_ref().ok_or(EmuError::NoLibrary)?;
-            (lib.entry, lib.register_funcs)
-        };
+        tensor::check_rank(out_shape)?;
+        Ok(())
+    }
 
-        // Place the arguments and the output; build the argument blob.
-        self.memory.reset_hbm();
-        let mut sbuf_next = 0u64;
+    /// Places the arguments and builds the argument blob (output still empty).
+    fn marshal(&mut self, args: &[LaunchArg], sbuf_next: &mut u64) -> Result<ArgBlob, EmuError> {
         let mut blob = ArgBlob {
             magic: ARG_BLOB_MAGIC,
-            num_args: l.args.len() as u32,
+            num_args: args.len() as u32,
             sbuf_base: memory::SBUF_BASE,
             args: [ArgTensor::zeroed(); MAX_ARGS],
             types: [0; MAX_ARGS],
             reserved: [0; 6],
             output: ArgTensor::zeroed(),
         };
-        for (i, a) in l.args.iter().enumerate() {
+        for (i, a) in args.iter().enumerate() {
+            blob.types[i] = ARG_TYPE_TENSOR;
             let (dtype, shape, data, loc) = match a {
                 LaunchArg::Tensor(t, loc) => (t.dtype, t.shape.as_slice(), t.data.as_slice(), *loc),
                 LaunchArg::Scalar(dt, bytes) => {
@@ -357,32 +465,42 @@ impl PoolEngine {
                     }
                     (*dt, &[1u64][..], bytes.as_slice(), Location::Hbm)
                 }
+                LaunchArg::Device(d) => {
+                    blob.args[i] = device_descriptor(d);
+                    continue;
+                }
             };
-            blob.args[i] = self.place(dtype, shape, Some(data), loc, &mut sbuf_next)?;
-            blob.types[i] = ARG_TYPE_TENSOR;
+            blob.args[i] = self.place(dtype, shape, Some(data), loc, sbuf_next)?;
         }
-        blob.output = self.place(
-            l.output.dtype,
-            &l.output.shape,
-            None,
-            l.output.location,
-            &mut sbuf_next,
-        )?;
-        for c in 0..l.cores {
+        Ok(blob)
+    }
+
+    /// Writes the blob for each core and runs the kernel on them.
+    fn execute(
+        &mut self,
+        kernel: &str,
+        blob: &ArgBlob,
+        cores: usize,
+        start: Instant,
+    ) -> Result<Run, EmuError> {
+        let (entry, register_funcs) = {
+            let lib = self.library.as_ref().ok_or(EmuError::NoLibrary)?;
+            (lib.entry, lib.register_funcs)
+        };
+        for c in 0..cores {
             let (p, _) = self.memory.scratch_host(c);
             // SAFETY: the blob's place in this core's data scratch area (inside the region,
             // which is 64 KiB); unaligned-safe write.
             unsafe {
                 p.add(scratch::ARG_BLOB)
                     .cast::<ArgBlob>()
-                    .write_unaligned(blob)
+                    .write_unaligned(*blob)
             };
         }
-
         let ctl = self.control();
         ctl.reset();
-        let kernel = CString::new(l.kernel.as_str()).map_err(|_| EmuError::UnknownKernel {
-            kernel: l.kernel.clone(),
+        let name = CString::new(kernel).map_err(|_| EmuError::UnknownKernel {
+            kernel: kernel.into(),
             known: self.kernels.clone(),
         })?;
         let program = Program {
@@ -392,29 +510,26 @@ impl PoolEngine {
         };
         let exits = self
             .cores
-            .launch(&program, &kernel, l.cores, Instant::now() + self.timeout)
+            .launch(&program, &name, cores, Instant::now() + self.timeout)
             .map_err(EmuError::Spawn)?;
-
         let (entries, dropped) = ctl.stdio_drain();
         let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
         for (fd, b) in entries {
             if fd == 2 { &mut stderr } else { &mut stdout }.extend_from_slice(&b);
         }
-        let mut results = Vec::with_capacity(l.cores);
+        let mut results = Vec::with_capacity(cores);
         for (c, &exit) in exits.iter().enumerate() {
             let rec = ctl.core(c);
             if rec.state.load(Ordering::Acquire) == CORE_DONE && exit == Exit::Code(0) {
                 results.push(rec.result.load(Ordering::Acquire) as i32);
                 continue;
             }
-            let mut fault = self.fault_of(c, exit, &l.kernel);
+            let mut fault = self.fault_of(c, exit, kernel);
             fault.stdout = stdout;
             fault.stderr = stderr;
             return Err(EmuError::Fault(Box::new(fault)));
         }
-        let bytes = self.read_tensor(&blob.output, l.output.dtype)?;
-        Ok(Completion {
-            output: HostTensor::new(l.output.dtype, l.output.shape.clone(), bytes)?,
+        Ok(Run {
             stdout,
             stderr,
             stdio_dropped: dropped,
@@ -526,6 +641,12 @@ impl PoolEngine {
     }
 }
 
+/// The descriptor of a device tensor (HBM).
+fn device_descriptor(d: &DeviceTensor) -> ArgTensor {
+    let dims: Vec<u32> = d.shape.iter().map(|&x| x as u32).collect();
+    ArgTensor::hbm(d.dtype.isa(), d.soc, &dims)
+}
+
 /// Checks arguments against a signature: arity, kinds, dtypes and `like` shapes.
 pub fn check_signature(sig: &KernelSig, args: &[LaunchArg]) -> Result<(), EmuError> {
     let bad = |why: String| EmuError::Signature {
@@ -541,20 +662,18 @@ pub fn check_signature(sig: &KernelSig, args: &[LaunchArg]) -> Result<(), EmuErr
     }
     for (p, a) in sig.params.iter().zip(args) {
         match (&p.kind, a) {
-            (ParamKind::Tensor { dtype, like }, LaunchArg::Tensor(t, _)) => {
-                if t.dtype != *dtype {
-                    return Err(bad(format!(
-                        "{} is tensor<{dtype}>, got {}",
-                        p.name, t.dtype
-                    )));
+            (ParamKind::Tensor { dtype, like }, LaunchArg::Tensor(..) | LaunchArg::Device(_)) => {
+                let (t_dtype, t_shape) = tensor_meta(a).expect("a tensor argument");
+                if t_dtype != *dtype {
+                    return Err(bad(format!("{} is tensor<{dtype}>, got {t_dtype}", p.name)));
                 }
                 if let Some(o) = like {
                     let i = sig.params.iter().position(|q| &q.name == o).unwrap_or(0);
-                    if let LaunchArg::Tensor(ot, _) = &args[i] {
-                        if ot.shape != t.shape {
+                    if let Some((_, o_shape)) = tensor_meta(&args[i]) {
+                        if o_shape != t_shape {
                             return Err(bad(format!(
-                                "{} must have {o}'s shape {:?}, got {:?}",
-                                p.name, ot.shape, t.shape
+                                "{} must have {o}'s shape {o_shape:?}, got {t_shape:?}",
+                                p.name
                             )));
                         }
                     }
@@ -568,10 +687,19 @@ pub fn check_signature(sig: &KernelSig, args: &[LaunchArg]) -> Result<(), EmuErr
             (ParamKind::Tensor { .. }, LaunchArg::Scalar(..)) => {
                 return Err(bad(format!("{} is a tensor, got a scalar", p.name)))
             }
-            (ParamKind::Scalar(_), LaunchArg::Tensor(..)) => {
+            (ParamKind::Scalar(_), LaunchArg::Tensor(..) | LaunchArg::Device(_)) => {
                 return Err(bad(format!("{} is a scalar, got a tensor", p.name)))
             }
         }
     }
     Ok(())
+}
+
+/// A tensor argument's dtype and shape (None for scalars).
+fn tensor_meta(a: &LaunchArg) -> Option<(DType, &[u64])> {
+    match a {
+        LaunchArg::Tensor(t, _) => Some((t.dtype, &t.shape)),
+        LaunchArg::Device(d) => Some((d.dtype, &d.shape)),
+        LaunchArg::Scalar(..) => None,
+    }
 }
