@@ -56,6 +56,11 @@ fn the_seam_and_launch_ffi_work_linked_and_preloaded() {
         stderr.contains("device 1 is out of range"),
         "the no-op is diagnosed: {stderr}"
     );
+    assert_eq!(
+        stdout.matches("buffered before init").count(),
+        1,
+        "{stdout}"
+    );
 
     // Through LD_PRELOAD, in front of a stand-in libnrt.
     let stub = dir.path().join("libnrt.so");

@@ -270,6 +270,13 @@ fn install_fault_handlers() {
     }
 }
 
+/// Empties the host's C stdio buffers before a fork: a core process flushes its streams
+/// after each kernel, and must not write a copy of what the host had buffered.
+fn flush_host_stdio() {
+    // SAFETY: fflush(NULL) flushes every open output stream.
+    unsafe { libc::fflush(std::ptr::null_mut()) };
+}
+
 fn finish_stdio() {
     // SAFETY: flushes the C library's buffered streams (kernels that printf through glibc).
     unsafe { libc::fflush(std::ptr::null_mut()) };
@@ -316,6 +323,7 @@ fn start(core: usize, p: &Program<'_>, probe: bool) -> Vec<(CString, Option<Wrap
 /// The load-time probe: one core process runs the start code and reports the names it
 /// registered (control block) and how many launchers `register_funcs` gave (`result`).
 pub fn probe(p: &Program<'_>, deadline: Instant) -> std::io::Result<Exit> {
+    flush_host_stdio();
     // SAFETY: fork; the child only runs the library's start code and ends in _exit.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
@@ -380,6 +388,7 @@ impl CorePool {
             return Err(std::io::Error::last_os_error());
         }
         let parent_pid = std::process::id() as i32;
+        flush_host_stdio();
         // SAFETY: fork; the child runs `serve`, which never returns, and touches no lock
         // another host thread could hold (fresh statics, the shared mapping, libc).
         let pid = unsafe { libc::fork() };

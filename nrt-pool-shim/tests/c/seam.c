@@ -46,6 +46,7 @@ int main(int argc, char **argv) {
     fclose(f);
     static unsigned char dram[64];
 
+    printf("buffered before init\n"); /* must reach stdout once, not once per core */
     CHECK(nrt_pool_abi_version() == NRT_POOL_ABI_VERSION, "ABI version");
     CHECK(nrt_pool_image_is_registered() == -1, "not initialised yet");
     nrt_ucode_info info = {{image, (size_t)size}, {dram, sizeof dram}};
