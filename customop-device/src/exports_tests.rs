@@ -476,5 +476,64 @@ fn allocators_translation_and_spmd() {
         });
         assert_eq!(get_cpu_id(), 0, "no service: core 0");
         assert_eq!(get_cpu_count(), 8);
+
+        // The emulator's launch core count, clamped to the engine's 1..=8.
+        unsafe extern "C" fn three() -> u32 {
+            3
+        }
+        unsafe extern "C" fn zero() -> u32 {
+            0
+        }
+        platform::install(HostServices {
+            cpu_count: Some(three),
+            ..platform::services()
+        });
+        assert_eq!(get_cpu_count(), 3);
+        platform::install(HostServices {
+            cpu_count: Some(zero),
+            ..platform::services()
+        });
+        assert_eq!(get_cpu_count(), 1);
     }
+}
+
+#[test]
+fn stdio_write_goes_through_the_host_service() {
+    static SEEN: Mutex<Vec<(i32, Vec<u8>)>> = Mutex::new(Vec::new());
+    unsafe extern "C" fn write(fd: i32, buf: *const c_void, len: usize) -> isize {
+        let b = if len == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: the runtime passes len readable bytes.
+            unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), len) }.to_vec()
+        };
+        SEEN.lock().unwrap().push((fd, b));
+        len as isize
+    }
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let saved = platform::services();
+    platform::install(HostServices {
+        write: Some(write),
+        ..saved
+    });
+    // SAFETY: valid buffers; NULL only with a length the function refuses.
+    unsafe {
+        assert_eq!(customop_stdio_write(1, b"hi\n".as_ptr().cast(), 3), 3);
+        assert_eq!(customop_stdio_write(2, core::ptr::null(), 0), 0);
+        assert_eq!(customop_stdio_write(1, core::ptr::null(), 4), -1);
+    }
+    platform::install(HostServices {
+        write: None,
+        ..saved
+    });
+    // SAFETY: as above.
+    assert_eq!(
+        unsafe { customop_stdio_write(1, b"x".as_ptr().cast(), 1) },
+        -1
+    );
+    platform::install(saved);
+    assert_eq!(
+        *SEEN.lock().unwrap(),
+        [(1, b"hi\n".to_vec()), (2, Vec::new())]
+    );
 }
