@@ -89,6 +89,16 @@ int main(int argc, char **argv) {
     tout.dtype = 10;
     CHECK(nrt_pool_launch_v1("scale_add", 9, args, 0, 0) == NRT_POOL_ERR_ARGUMENT, "9 cores");
 
+    /* A library registered by path replaces the Pool image's. */
+    CHECK(nrt_pool_device_count() == 1, "one emulated device");
+    CHECK(nrt_pool_register_library("/no/such/libop.so") == NRT_POOL_ERR_LIBRARY, "missing library");
+    CHECK(strstr(nrt_pool_last_error(), "no such file") != NULL, "names the problem");
+    CHECK(nrt_pool_register_library(NULL) == NRT_POOL_ERR_ARGUMENT, "NULL path");
+    CHECK(nrt_pool_register_library(argv[1]) == NRT_POOL_OK, "register by path");
+    memset(out, 0, sizeof out);
+    CHECK(nrt_pool_launch_v1("scale_add_mc", 2, args, 0, 0) == NRT_POOL_OK, "launch from the path-registered library");
+    CHECK(out[N - 1] == x[N - 1] * 3.0f - 1.0f, "result");
+
     CHECK(nrt_pool_close() == 0, "close");
     CHECK(nrt_set_pool_eng_ucode(&info) == 0xe, "seam after close");
     CHECK(nrt_pool_launch_v1("scale_add", 1, args, 0, 0) == NRT_POOL_ERR_STATE, "launch after close");
