@@ -110,6 +110,18 @@ fn the_seam_and_launch_ffi_work_linked_and_preloaded() {
         String::from_utf8_lossy(&with.stderr)
     );
 
+    // A device (Xtensa) image: registered and initialised, reported as not runnable here.
+    let xt = Command::new(&linked)
+        .args([ops.as_os_str(), "xtensa".as_ref()])
+        .env("LD_LIBRARY_PATH", &lib_dir)
+        .output()
+        .unwrap();
+    assert!(
+        xt.status.success() && String::from_utf8_lossy(&xt.stdout).contains("PASS"),
+        "{}",
+        String::from_utf8_lossy(&xt.stderr)
+    );
+
     // NULL: a SIGSEGV, as in libnrt.
     let null = Command::new(&linked)
         .args([ops.as_os_str(), "null".as_ref()])

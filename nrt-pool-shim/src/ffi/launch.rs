@@ -181,6 +181,33 @@ pub unsafe extern "C" fn nrt_pool_register_kernel_params(
     })
 }
 
+/// Why an initialised engine has no op library.
+fn no_library_reason(e: &PoolEngine) -> String {
+    let img = e.image();
+    if !img.registered {
+        return "no op library: register one with nrt_set_pool_eng_ucode before nrt_pool_init, \
+                or with nrt_pool_register_library (the emulator has no stock Pool ucode)"
+            .into();
+    }
+    let what = match img.iram.get(..20) {
+        Some(h) if &h[..4] == b"\x7fELF" => format!(
+            "an ELF{} image for machine {}",
+            if h[4] == 1 { "32" } else { "64" },
+            if h[5] == 2 {
+                u16::from_be_bytes([h[18], h[19]])
+            } else {
+                u16::from_le_bytes([h[18], h[19]])
+            }
+        ),
+        _ => "not an ELF image".into(),
+    };
+    format!(
+        "the registered Pool image ({} bytes of IRAM, {what}) is not an op library built for \
+         this host: the emulator runs host builds (nrt-pool build), not device code",
+        img.iram.len()
+    )
+}
+
 /// The metadata for a kernel: registered, or derived from the library's schema.
 fn params_for(e: &PoolEngine, kernel: &str) -> Option<Vec<(u8, u8)>> {
     if let Some(p) = PARAMS.lock().as_ref().and_then(|m| m.get(kernel)) {
@@ -261,6 +288,9 @@ pub unsafe extern "C" fn nrt_pool_launch_v1(
                     NRT_POOL_ERR_ARGUMENT,
                     format!("stream {stream}: only the default stream 0 exists"),
                 ));
+            }
+            if e.library().is_none() {
+                return Err((NRT_POOL_ERR_LIBRARY, no_library_reason(e)));
             }
             if !e.kernels().iter().any(|k| k == name) {
                 return Err((

@@ -36,6 +36,23 @@ int main(int argc, char **argv) {
         nrt_set_pool_eng_ucode(NULL); /* libnrt dereferences it: the process faults */
         return 0;
     }
+    if (argc == 3 && strcmp(argv[2], "xtensa") == 0) {
+        /* A device image (an ELF32 Xtensa header) registers and initialises, but cannot run. */
+        static unsigned char xt[64] = {0x7f, 'E', 'L', 'F', 1, 1, 1};
+        xt[16] = 2;  /* ET_EXEC */
+        xt[18] = 94; /* EM_XTENSA */
+        nrt_ucode_info xinfo = {{xt, sizeof xt}, {NULL, 0}};
+        CHECK(nrt_set_pool_eng_ucode(&xinfo) == 0, "store");
+        CHECK(nrt_pool_init() == 0, "init with a device image");
+        CHECK(nrt_pool_image_is_registered() == 1, "registered");
+        float v = 0;
+        nrt_pool_tensor t = tensor(&v, 10, 1);
+        void *args[] = {&t, &t};
+        CHECK(nrt_pool_launch_v1("k", 1, args, 0, -1) == NRT_POOL_ERR_LIBRARY, "nothing to run");
+        CHECK(strstr(nrt_pool_last_error(), "machine 94") != NULL, "names the image");
+        printf("PASS: %d checks\n", checks);
+        return 0;
+    }
     FILE *f = fopen(argv[1], "rb");
     CHECK(f != NULL, "open %s", argv[1]);
     fseek(f, 0, SEEK_END);
