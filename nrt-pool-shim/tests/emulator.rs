@@ -209,20 +209,16 @@ fn every_dtype_marshals_in_hbm_and_sbuf() {
 #[test]
 fn start_code_statuses_and_broken_libraries_are_named() {
     let dir = tempfile::tempdir().unwrap();
-    let lib = dir.path().join("libstatus.so");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ops/status_lib.c");
-    common::cc(
-        "gcc",
-        &[
-            "-shared".as_ref(),
-            "-fPIC".as_ref(),
-            src.as_os_str(),
-            "-o".as_ref(),
-            lib.as_os_str(),
-        ],
-    );
+    let status_lib = |name: &str, defines: &[&str]| {
+        let lib = dir.path().join(format!("lib{name}.so"));
+        let mut args: Vec<&std::ffi::OsStr> = vec!["-shared".as_ref(), "-fPIC".as_ref()];
+        args.extend(defines.iter().map(|d| std::ffi::OsStr::new(*d)));
+        args.extend([src.as_os_str(), "-o".as_ref(), lib.as_os_str()]);
+        common::cc("gcc", &args);
+        lib
+    };
     let mut e = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
-    // The library's start code runs in the core process, which inherits the environment.
     let names = [
         "",
         "SUNDA_UCODE_LIB_FAILURE",
@@ -231,7 +227,7 @@ fn start_code_statuses_and_broken_libraries_are_named() {
         "SUNDA_UCODE_LIB_FAILURE_NUM_KERNELS",
     ];
     for status in 1..=4u32 {
-        std::env::set_var("NRT_POOL_TEST_STATUS", status.to_string());
+        let lib = status_lib(&format!("status{status}"), &[&format!("-DSTATUS={status}")]);
         let err = e.load(&lib).unwrap_err();
         assert!(
             matches!(err, EmuError::Entry { status: s, .. } if s == status),
@@ -239,17 +235,15 @@ fn start_code_statuses_and_broken_libraries_are_named() {
         );
         assert!(err.to_string().contains(names[status as usize]), "{err}");
     }
-    std::env::set_var("NRT_POOL_TEST_STATUS", "0");
-    assert_eq!(e.load(&lib).unwrap(), ["only"]);
-    std::env::set_var("NRT_POOL_TEST_MISMATCH", "1");
-    let err = e.load(&lib).unwrap_err();
+    assert_eq!(e.load(&status_lib("status0", &[])).unwrap(), ["only"]);
+    let err = e
+        .load(&status_lib("mismatch", &["-DMISMATCH"]))
+        .unwrap_err();
     assert!(
         err.to_string()
             .contains("registered 2 kernel name(s) but register_funcs reported 1"),
         "{err}"
     );
-    std::env::remove_var("NRT_POOL_TEST_MISMATCH");
-    std::env::remove_var("NRT_POOL_TEST_STATUS");
 
     // Our archive's own refusal: a table of 0x8000 kernels.
     let t = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ops");

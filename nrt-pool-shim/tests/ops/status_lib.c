@@ -1,8 +1,12 @@
-/* An op library whose start code returns the STATUS named by NRT_POOL_TEST_STATUS, and
- * whose registration can disagree with it (NRT_POOL_TEST_MISMATCH): the emulator's load
- * must report each case. Not built on libneuroncustomop.a: a foreign library's start code. */
+/* An op library whose start code returns the STATUS it is built with (-DSTATUS=n), and
+ * whose registration can disagree with it (-DMISMATCH): the emulator's load must report
+ * each case. Not built on libneuroncustomop.a: a foreign library's start code. */
 #include <stdint.h>
-#include <stdlib.h>
+#include <stddef.h>
+
+#ifndef STATUS
+#define STATUS 0
+#endif
 
 typedef struct {
     size_t size;
@@ -11,10 +15,11 @@ typedef struct {
 } handoff;
 
 uint32_t entry_func(const handoff *h) {
-    const char *s = getenv("NRT_POOL_TEST_STATUS");
-    if (s && atoi(s) != 0) return (uint32_t)atoi(s);
+    if (STATUS != 0) return STATUS;
     h->register_ext_isa_fn(h->handle, "only");
-    if (getenv("NRT_POOL_TEST_MISMATCH")) h->register_ext_isa_fn(h->handle, "extra");
+#ifdef MISMATCH
+    h->register_ext_isa_fn(h->handle, "extra");
+#endif
     return 0;
 }
 
