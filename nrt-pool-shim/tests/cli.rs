@@ -320,3 +320,83 @@ fn mistakes_get_clear_errors_and_no_output_file() {
         text(&o)
     );
 }
+
+#[test]
+fn libraries_without_a_schema_take_typed_scalars_and_an_explicit_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cpp = common::root().join("abi-tests/cpp");
+    let lib = d.join("libhand.so");
+    let map = format!("-Wl,--version-script={}", cpp.join("op.map").display());
+    common::cc(
+        "g++",
+        &[
+            "-std=c++17".as_ref(),
+            "-shared".as_ref(),
+            "-fPIC".as_ref(),
+            "-I".as_ref(),
+            common::root().join("include").as_os_str(),
+            cpp.join("op_kernels.cpp").as_os_str(),
+            common::archive().as_os_str(),
+            map.as_ref(),
+            "-o".as_ref(),
+            lib.as_os_str(),
+        ],
+    );
+    assert_eq!(
+        text(&nrt_pool(&["list", s(&lib)])).0,
+        "axpb\ntranspose\ntcm_scale\n"
+    );
+    let x: Vec<f32> = (0..6).map(|v| v as f32).collect();
+    npy::write(
+        &d.join("x.npy"),
+        &HostTensor::from_f32(vec![6], &x).unwrap(),
+    )
+    .unwrap();
+    npy::write(
+        &d.join("a.npy"),
+        &HostTensor::from_f32(vec![1], &[2.0]).unwrap(),
+    )
+    .unwrap();
+    let out = d.join("out.npy");
+    let o = nrt_pool(&[
+        "run",
+        s(&lib),
+        "axpb",
+        "--arg",
+        s(&d.join("x.npy")),
+        "--arg",
+        s(&d.join("a.npy")),
+        "--arg",
+        "i32:5",
+        "--out",
+        s(&out),
+        "--out-dtype",
+        "f32",
+        "--out-shape",
+        "6",
+    ]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let want: Vec<f32> = x.iter().map(|v| v * 2.0 + 5.0).collect();
+    assert_eq!(npy::read(&out, None).unwrap().to_f32().unwrap(), want);
+    std::fs::remove_file(&out).unwrap();
+    let bare = nrt_pool(&["run", s(&lib), "axpb", "--arg", "5", "--out", s(&out)]);
+    assert_eq!(bare.status.code(), Some(2));
+    assert!(
+        text(&bare)
+            .1
+            .contains("no schema for this argument; write TYPE:VALUE"),
+        "{:?}",
+        text(&bare)
+    );
+    let no_out = nrt_pool(&["run", s(&lib), "axpb", "--arg", "i32:5", "--out", s(&out)]);
+    assert_eq!(no_out.status.code(), Some(1));
+    assert!(
+        text(&no_out)
+            .1
+            .contains("carries no schema; give the output's dtype and shape"),
+        "{:?}",
+        text(&no_out)
+    );
+    assert!(!out.exists());
+}
