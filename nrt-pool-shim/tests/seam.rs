@@ -110,17 +110,20 @@ fn the_seam_and_launch_ffi_work_linked_and_preloaded() {
         String::from_utf8_lossy(&with.stderr)
     );
 
-    // A device (Xtensa) image: registered and initialised, reported as not runnable here.
-    let xt = Command::new(&linked)
-        .args([ops.as_os_str(), "xtensa".as_ref()])
-        .env("LD_LIBRARY_PATH", &lib_dir)
-        .output()
-        .unwrap();
-    assert!(
-        xt.status.success() && String::from_utf8_lossy(&xt.stdout).contains("PASS"),
-        "{}",
-        String::from_utf8_lossy(&xt.stderr)
-    );
+    // A device (Xtensa) image: registered and initialised, reported as not runnable here;
+    // and the stock image (nothing registered).
+    for mode in ["xtensa", "stock"] {
+        let r = Command::new(&linked)
+            .args([ops.as_os_str(), mode.as_ref()])
+            .env("LD_LIBRARY_PATH", &lib_dir)
+            .output()
+            .unwrap();
+        assert!(
+            r.status.success() && String::from_utf8_lossy(&r.stdout).contains("PASS"),
+            "{mode}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+    }
 
     // NULL: a SIGSEGV, as in libnrt.
     let null = Command::new(&linked)

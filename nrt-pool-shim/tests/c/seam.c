@@ -36,6 +36,20 @@ int main(int argc, char **argv) {
         nrt_set_pool_eng_ucode(NULL); /* libnrt dereferences it: the process faults */
         return 0;
     }
+    if (argc == 3 && strcmp(argv[2], "stock") == 0) {
+        /* Nothing registered: the engine keeps the stock image (none in the emulator). */
+        CHECK(nrt_pool_init() == 0, "init without a registered image");
+        CHECK(nrt_pool_image_is_registered() == 0, "stock image");
+        float v = 0;
+        nrt_pool_tensor t = tensor(&v, 10, 1);
+        void *args[] = {&t, &t};
+        CHECK(nrt_pool_launch_v1("k", 1, args, 0, 0) == NRT_POOL_ERR_LIBRARY, "nothing to run");
+        CHECK(strstr(nrt_pool_last_error(), "no stock Pool ucode") != NULL, "says why");
+        CHECK(nrt_pool_register_library(argv[1]) == NRT_POOL_OK, "a library by path instead");
+        CHECK(nrt_pool_close() == 0 && nrt_pool_close() != 0, "close once");
+        printf("PASS: %d checks\n", checks);
+        return 0;
+    }
     if (argc == 3 && strcmp(argv[2], "xtensa") == 0) {
         /* A device image (an ELF32 Xtensa header) registers and initialises, but cannot run. */
         static unsigned char xt[64] = {0x7f, 'E', 'L', 'F', 1, 1, 1};
