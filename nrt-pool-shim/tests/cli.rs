@@ -325,24 +325,7 @@ fn mistakes_get_clear_errors_and_no_output_file() {
 fn libraries_without_a_schema_take_typed_scalars_and_an_explicit_output() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let cpp = common::root().join("abi-tests/cpp");
-    let lib = d.join("libhand.so");
-    let map = format!("-Wl,--version-script={}", cpp.join("op.map").display());
-    common::cc(
-        "g++",
-        &[
-            "-std=c++17".as_ref(),
-            "-shared".as_ref(),
-            "-fPIC".as_ref(),
-            "-I".as_ref(),
-            common::root().join("include").as_os_str(),
-            cpp.join("op_kernels.cpp").as_os_str(),
-            common::archive().as_os_str(),
-            map.as_ref(),
-            "-o".as_ref(),
-            lib.as_os_str(),
-        ],
-    );
+    let lib = common::hand_written_ops(d);
     assert_eq!(
         text(&nrt_pool(&["list", s(&lib)])).0,
         "axpb\ntranspose\ntcm_scale\n"

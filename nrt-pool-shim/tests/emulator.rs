@@ -505,24 +505,7 @@ fn a_returned_tensor_is_copied_into_the_output_and_a_taken_one_is_not() {
     // abi-tests' hand-written op library (no schema): `transpose` returns its scratch tensor
     // through customop_return_tensor; `axpb` writes the destination it took.
     let dir = tempfile::tempdir().unwrap();
-    let cpp = common::root().join("abi-tests/cpp");
-    let lib = dir.path().join("libhand.so");
-    let map = format!("-Wl,--version-script={}", cpp.join("op.map").display());
-    common::cc(
-        "g++",
-        &[
-            "-std=c++17".as_ref(),
-            "-shared".as_ref(),
-            "-fPIC".as_ref(),
-            "-I".as_ref(),
-            common::root().join("include").as_os_str(),
-            cpp.join("op_kernels.cpp").as_os_str(),
-            common::archive().as_os_str(),
-            map.as_ref(),
-            "-o".as_ref(),
-            lib.as_os_str(),
-        ],
-    );
+    let lib = common::hand_written_ops(dir.path());
     let mut e = engine(&lib);
     assert!(e.library().unwrap().schema.is_none());
     let err = e.output_for("transpose", &[]).unwrap_err().to_string();

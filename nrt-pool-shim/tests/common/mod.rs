@@ -55,6 +55,29 @@ pub fn faults(dir: &Path) -> PathBuf {
     )
 }
 
+/// abi-tests' hand-written op library (no schema; `transpose` returns a tensor).
+pub fn hand_written_ops(dir: &Path) -> PathBuf {
+    let cpp = root().join("abi-tests/cpp");
+    let lib = dir.join("libhand.so");
+    let map = format!("-Wl,--version-script={}", cpp.join("op.map").display());
+    cc(
+        "g++",
+        &[
+            "-std=c++17".as_ref(),
+            "-shared".as_ref(),
+            "-fPIC".as_ref(),
+            "-I".as_ref(),
+            root().join("include").as_os_str(),
+            cpp.join("op_kernels.cpp").as_os_str(),
+            archive().as_os_str(),
+            map.as_ref(),
+            "-o".as_ref(),
+            lib.as_os_str(),
+        ],
+    );
+    lib
+}
+
 /// Compiles C or C++ with warnings as errors.
 pub fn cc(compiler: &str, args: &[&std::ffi::OsStr]) {
     let out = Command::new(compiler)
