@@ -4,6 +4,8 @@
 
 pub mod control;
 pub mod core;
+mod error;
+mod launch;
 pub mod library;
 pub mod memory;
 pub mod npy;
@@ -20,10 +22,16 @@ use neuroncustomop::runtime::{scratch, ArgBlob, ARG_BLOB_MAGIC, ARG_TYPE_TENSOR}
 
 use self::control::{ControlBlock, FaultKind, CORE_DONE, CORE_FAULT};
 use self::core::{CorePool, Exit, Program};
-use self::library::{LibraryError, OpLibrary};
+use self::library::OpLibrary;
 use self::memory::{DeviceMemory, MemoryError, CORES};
-use self::schema::{KernelSig, ParamKind, ResultShape};
+use self::schema::{KernelSig, ResultShape};
 use self::tensor::{DType, HostTensor, Location, TensorError};
+
+pub use self::error::{status_name, DeviceFault, EmuError};
+pub use self::launch::{
+    check_signature, Completion, DeviceTensor, Launch, LaunchArg, OutputSpec, Run,
+};
+use self::launch::{device_descriptor, tensor_meta};
 
 /// Most arguments a kernel takes.
 pub const MAX_ARGS: usize = neuroncustomop::runtime::MAX_ARGS;
@@ -31,18 +39,6 @@ pub const MAX_ARGS: usize = neuroncustomop::runtime::MAX_ARGS;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// HBM the engine offers tensors by default (sparse: only touched pages cost memory).
 pub const DEFAULT_HBM_BYTES: u64 = 1 << 30;
-
-/// `SUNDA_UCODE_LIB_STATUS` names.
-pub fn status_name(s: u32) -> &'static str {
-    match s {
-        0 => "SUNDA_UCODE_LIB_SUCCESS",
-        1 => "SUNDA_UCODE_LIB_FAILURE",
-        2 => "SUNDA_UCODE_LIB_FAILURE_ABI_MISMATCH",
-        3 => "SUNDA_UCODE_LIB_FAILURE_OPCODE_TO_KERNEL_MAP",
-        4 => "SUNDA_UCODE_LIB_FAILURE_NUM_KERNELS",
-        _ => "unknown SUNDA_UCODE_LIB_STATUS",
-    }
-}
 
 /// The Pool image the engine was initialised with: the stock one, or the pair registered
 /// through `nrt_set_pool_eng_ucode`, which replaces it (as `tpb_eng_init_hals_v2` does).
@@ -53,151 +49,7 @@ pub struct PoolImage {
     pub registered: bool,
 }
 
-/// A kernel that stopped a launch.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DeviceFault {
-    pub kernel: String,
-    pub core: usize,
-    pub kind: FaultKind,
-    /// The faulting SoC address, when the fault was a memory access inside device memory.
-    pub soc_addr: Option<u64>,
-    /// The faulting host address, when known.
-    pub host_addr: Option<u64>,
-    pub message: String,
-    /// Core 0's output up to the fault.
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
-}
-
-impl std::fmt::Display for DeviceFault {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "device fault in kernel '{}' on core {}: {}",
-            self.kernel,
-            self.core,
-            self.kind.describe()
-        )?;
-        if let Some(a) = self.soc_addr {
-            write!(f, " at SoC address {a:#x}")?;
-        } else if let Some(a) = self.host_addr {
-            write!(f, " at host address {a:#x} (outside device memory)")?;
-        }
-        if !self.message.is_empty() {
-            write!(f, ": {}", self.message)?;
-        }
-        Ok(())
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum EmuError {
-    #[error(transparent)]
-    Library(#[from] LibraryError),
-    #[error(transparent)]
-    Memory(#[from] MemoryError),
-    #[error("op library {path}: entry_func returned {status} ({})", status_name(*status))]
-    Entry { path: String, status: u32 },
-    #[error("op library {path}: start code failed: {fault}")]
-    StartFault {
-        path: String,
-        fault: Box<DeviceFault>,
-    },
-    #[error("op library {path}: entry_func registered {names} kernel name(s) but register_funcs reported {funcs}")]
-    Registration {
-        path: String,
-        names: usize,
-        funcs: usize,
-    },
-    #[error("no op library is loaded (register one, or a Pool image, first)")]
-    NoLibrary,
-    #[error("unknown kernel '{kernel}'; the library registers: {}", known.join(", "))]
-    UnknownKernel { kernel: String, known: Vec<String> },
-    #[error("{n} arguments; a kernel takes at most {MAX_ARGS}")]
-    TooManyArgs { n: usize },
-    #[error("{0} cores requested; the Pool engine has 1 to 8")]
-    Cores(usize),
-    #[error("kernel '{kernel}': {why}")]
-    Signature { kernel: String, why: String },
-    #[error(transparent)]
-    Tensor(#[from] TensorError),
-    #[error("{0}")]
-    Fault(Box<DeviceFault>),
-    #[error("cannot start the cores: {0}")]
-    Spawn(std::io::Error),
-}
-
-/// One launch argument.
-#[derive(Clone, Debug)]
-pub enum LaunchArg {
-    Tensor(HostTensor, Location),
-    /// A scalar: passed as a 1-element tensor of its type (in HBM).
-    Scalar(DType, Vec<u8>),
-    /// A tensor already in device memory: passed by address, nothing copied.
-    Device(DeviceTensor),
-}
-
-/// A tensor kept in device HBM across launches, as a runtime's device tensors are: inputs
-/// and outputs of chained launches without host copies.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DeviceTensor {
-    pub dtype: DType,
-    pub shape: Vec<u64>,
-    pub soc: u64,
-}
-
-/// What a launch did besides its output.
-#[derive(Clone, Debug)]
-pub struct Run {
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
-    pub stdio_dropped: u32,
-    pub results: Vec<i32>,
-    pub elapsed: Duration,
-}
-
-impl LaunchArg {
-    pub fn f32(v: f32) -> LaunchArg {
-        LaunchArg::Scalar(DType::F32, v.to_le_bytes().to_vec())
-    }
-    pub fn i32(v: i32) -> LaunchArg {
-        LaunchArg::Scalar(DType::I32, v.to_le_bytes().to_vec())
-    }
-    pub fn hbm(t: HostTensor) -> LaunchArg {
-        LaunchArg::Tensor(t, Location::Hbm)
-    }
-}
-
-/// The one output tensor of a launch.
-#[derive(Clone, Debug, PartialEq)]
-pub struct OutputSpec {
-    pub dtype: DType,
-    pub shape: Vec<u64>,
-    pub location: Location,
-}
-
-#[derive(Clone, Debug)]
-pub struct Launch {
-    pub kernel: String,
-    pub args: Vec<LaunchArg>,
-    pub output: OutputSpec,
-    pub cores: usize,
-}
-
-/// A completed launch.
-#[derive(Clone, Debug)]
-pub struct Completion {
-    pub output: HostTensor,
-    /// Core 0's stdout and stderr, drained from the stdio ring.
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
-    /// Bytes that did not fit in the ring.
-    pub stdio_dropped: u32,
-    /// Each core's launcher result.
-    pub results: Vec<i32>,
-    pub elapsed: Duration,
-}
-
+/// The emulated Pool engine: device memory, the loaded op library and its cores.
 pub struct PoolEngine {
     /// First: the cores stop before the memory they use is unmapped.
     cores: CorePool,
@@ -654,69 +506,6 @@ fn host_copy(src: &[u8]) -> Vec<u8> {
     }
     v.extend_from_slice(src);
     v
-}
-
-/// The descriptor of a device tensor (HBM).
-fn device_descriptor(d: &DeviceTensor) -> ArgTensor {
-    let dims: Vec<u32> = d.shape.iter().map(|&x| x as u32).collect();
-    ArgTensor::hbm(d.dtype.isa(), d.soc, &dims)
-}
-
-/// Checks arguments against a signature: arity, kinds, dtypes and `like` shapes.
-pub fn check_signature(sig: &KernelSig, args: &[LaunchArg]) -> Result<(), EmuError> {
-    let bad = |why: String| EmuError::Signature {
-        kernel: sig.name.clone(),
-        why,
-    };
-    if args.len() != sig.params.len() {
-        return Err(bad(format!(
-            "takes {} argument(s) ({sig}), got {}",
-            sig.params.len(),
-            args.len()
-        )));
-    }
-    for (p, a) in sig.params.iter().zip(args) {
-        match (&p.kind, a) {
-            (ParamKind::Tensor { dtype, like }, LaunchArg::Tensor(..) | LaunchArg::Device(_)) => {
-                let (t_dtype, t_shape) = tensor_meta(a).expect("a tensor argument");
-                if t_dtype != *dtype {
-                    return Err(bad(format!("{} is tensor<{dtype}>, got {t_dtype}", p.name)));
-                }
-                if let Some(o) = like {
-                    let i = sig.params.iter().position(|q| &q.name == o).unwrap_or(0);
-                    if let Some((_, o_shape)) = tensor_meta(&args[i]) {
-                        if o_shape != t_shape {
-                            return Err(bad(format!(
-                                "{} must have {o}'s shape {o_shape:?}, got {t_shape:?}",
-                                p.name
-                            )));
-                        }
-                    }
-                }
-            }
-            (ParamKind::Scalar(dt), LaunchArg::Scalar(got, _)) => {
-                if got != dt {
-                    return Err(bad(format!("{} is a {dt} scalar, got {got}", p.name)));
-                }
-            }
-            (ParamKind::Tensor { .. }, LaunchArg::Scalar(..)) => {
-                return Err(bad(format!("{} is a tensor, got a scalar", p.name)))
-            }
-            (ParamKind::Scalar(_), LaunchArg::Tensor(..) | LaunchArg::Device(_)) => {
-                return Err(bad(format!("{} is a scalar, got a tensor", p.name)))
-            }
-        }
-    }
-    Ok(())
-}
-
-/// A tensor argument's dtype and shape (None for scalars).
-fn tensor_meta(a: &LaunchArg) -> Option<(DType, &[u64])> {
-    match a {
-        LaunchArg::Tensor(t, _) => Some((t.dtype, &t.shape)),
-        LaunchArg::Device(d) => Some((d.dtype, &d.shape)),
-        LaunchArg::Scalar(..) => None,
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,93 @@
+//! What goes wrong in the emulator: load and launch errors, and device faults.
+
+use super::control::FaultKind;
+use super::library::LibraryError;
+use super::memory::MemoryError;
+use super::tensor::TensorError;
+use super::MAX_ARGS;
+
+/// `SUNDA_UCODE_LIB_STATUS` names.
+pub fn status_name(s: u32) -> &'static str {
+    match s {
+        0 => "SUNDA_UCODE_LIB_SUCCESS",
+        1 => "SUNDA_UCODE_LIB_FAILURE",
+        2 => "SUNDA_UCODE_LIB_FAILURE_ABI_MISMATCH",
+        3 => "SUNDA_UCODE_LIB_FAILURE_OPCODE_TO_KERNEL_MAP",
+        4 => "SUNDA_UCODE_LIB_FAILURE_NUM_KERNELS",
+        _ => "unknown SUNDA_UCODE_LIB_STATUS",
+    }
+}
+
+/// A kernel that stopped a launch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceFault {
+    pub kernel: String,
+    pub core: usize,
+    pub kind: FaultKind,
+    /// The faulting SoC address, when the fault was a memory access inside device memory.
+    pub soc_addr: Option<u64>,
+    /// The faulting host address, when known.
+    pub host_addr: Option<u64>,
+    pub message: String,
+    /// Core 0's output up to the fault.
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+impl std::fmt::Display for DeviceFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "device fault in kernel '{}' on core {}: {}",
+            self.kernel,
+            self.core,
+            self.kind.describe()
+        )?;
+        if let Some(a) = self.soc_addr {
+            write!(f, " at SoC address {a:#x}")?;
+        } else if let Some(a) = self.host_addr {
+            write!(f, " at host address {a:#x} (outside device memory)")?;
+        }
+        if !self.message.is_empty() {
+            write!(f, ": {}", self.message)?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EmuError {
+    #[error(transparent)]
+    Library(#[from] LibraryError),
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    #[error("op library {path}: entry_func returned {status} ({})", status_name(*status))]
+    Entry { path: String, status: u32 },
+    #[error("op library {path}: start code failed: {fault}")]
+    StartFault {
+        path: String,
+        fault: Box<DeviceFault>,
+    },
+    #[error("op library {path}: entry_func registered {names} kernel name(s) but register_funcs reported {funcs}")]
+    Registration {
+        path: String,
+        names: usize,
+        funcs: usize,
+    },
+    #[error("no op library is loaded (register one, or a Pool image, first)")]
+    NoLibrary,
+    #[error("unknown kernel '{kernel}'; the library registers: {}", known.join(", "))]
+    UnknownKernel { kernel: String, known: Vec<String> },
+    #[error("{n} arguments; a kernel takes at most {MAX_ARGS}")]
+    TooManyArgs { n: usize },
+    #[error("{0} cores requested; the Pool engine has 1 to 8")]
+    Cores(usize),
+    #[error("kernel '{kernel}': {why}")]
+    Signature { kernel: String, why: String },
+    #[error(transparent)]
+    Tensor(#[from] TensorError),
+    #[error("{0}")]
+    Fault(Box<DeviceFault>),
+    #[error("cannot start the cores: {0}")]
+    Spawn(std::io::Error),
+}
