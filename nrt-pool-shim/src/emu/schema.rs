@@ -47,6 +47,75 @@ pub struct SchemaError {
     pub why: String,
 }
 
+/// Names a parameter cannot take: the wrapper's own (`out`) and C++ keywords it would
+/// declare as variables.
+const RESERVED: &[&str] = &[
+    "out",
+    "alignas",
+    "alignof",
+    "and",
+    "asm",
+    "auto",
+    "bool",
+    "break",
+    "case",
+    "catch",
+    "char",
+    "class",
+    "const",
+    "continue",
+    "default",
+    "delete",
+    "do",
+    "double",
+    "else",
+    "enum",
+    "explicit",
+    "extern",
+    "false",
+    "float",
+    "for",
+    "friend",
+    "goto",
+    "if",
+    "inline",
+    "int",
+    "long",
+    "mutable",
+    "namespace",
+    "new",
+    "noexcept",
+    "not",
+    "nullptr",
+    "operator",
+    "or",
+    "private",
+    "protected",
+    "public",
+    "register",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "struct",
+    "switch",
+    "template",
+    "this",
+    "throw",
+    "true",
+    "try",
+    "typedef",
+    "typename",
+    "union",
+    "unsigned",
+    "using",
+    "virtual",
+    "void",
+    "volatile",
+    "while",
+];
+
 fn is_ident(s: &str) -> bool {
     let mut c = s.chars();
     c.next()
@@ -89,6 +158,23 @@ fn parse_line(line: &str) -> Result<KernelSig, String> {
     if !is_ident(name) {
         return Err(format!("'{name}' is not a kernel name"));
     }
+    let runtime_name = ["customop_", "neuron_", "get_func_", "nrt_pool_"]
+        .iter()
+        .any(|p| name.starts_with(p))
+        || [
+            "entry_func",
+            "register_funcs",
+            "main",
+            "printf",
+            "puts",
+            "putchar",
+        ]
+        .contains(&name);
+    if RESERVED.contains(&name) || runtime_name {
+        return Err(format!(
+            "kernel name '{name}' is reserved (C++, or a name the runtime or wrapper defines)"
+        ));
+    }
     let mut ps: Vec<Param> = Vec::new();
     for p in params.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let words: Vec<&str> = p.split_whitespace().collect();
@@ -103,6 +189,11 @@ fn parse_line(line: &str) -> Result<KernelSig, String> {
         };
         if !is_ident(pname) || ps.iter().any(|q| q.name == pname) {
             return Err(format!("parameter name '{pname}' is invalid or repeated"));
+        }
+        if RESERVED.contains(&pname) {
+            return Err(format!(
+                "parameter name '{pname}' is reserved (the generated wrapper uses it, or C++ does)"
+            ));
         }
         let kind = if let Some(dt) = tensor_type(ty) {
             if let Some(o) = &like {
@@ -230,5 +321,10 @@ mod tests {
             .join(", ");
         assert!(e(&format!("k({many}) -> tensor<f32>[1]")).contains("at most 10"));
         assert!(e("k(tensor<f32> y like x) -> tensor<f32>[1]").contains("not an earlier tensor"));
+        assert!(e("k(f32 out) -> tensor<f32>[1]").contains("'out' is reserved"));
+        assert!(e("k(i32 new) -> tensor<f32>[1]").contains("'new' is reserved"));
+        assert!(e("get_func_cnt() -> tensor<f32>[1]")
+            .contains("kernel name 'get_func_cnt' is reserved"));
+        assert!(e("delete(f32 a) -> tensor<f32>[1]").contains("is reserved"));
     }
 }
