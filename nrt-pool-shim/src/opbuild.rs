@@ -300,11 +300,13 @@ pub fn build(o: &BuildOptions) -> Result<BuildReport, BuildError> {
         .arg(format!("-Wl,--version-script={}", map.display()))
         .arg("-o")
         .arg(&tmp_out))?;
-    std::fs::copy(&tmp_out, &o.out).map_err(io(&o.out))?;
+    // Device objects before the library is put in place: a source that does not build for
+    // the device fails the whole build.
     let device = match &o.device_objects {
         None => Err("not requested".into()),
-        Some(dir) => device_objects(o, &wrapper, dir),
+        Some(dir) => device_objects(o, &wrapper, dir)?,
     };
+    std::fs::copy(&tmp_out, &o.out).map_err(io(&o.out))?;
     Ok(BuildReport {
         kernels,
         library: o.out.clone(),
@@ -314,17 +316,25 @@ pub fn build(o: &BuildOptions) -> Result<BuildReport, BuildError> {
 
 pub const XTENSA_CXX: &str = "xtensa-lx106-elf-g++";
 
-fn device_objects(o: &BuildOptions, wrapper: &Path, dir: &Path) -> Result<Vec<PathBuf>, String> {
+/// Ok(Err(why)) when the Xtensa g++ is not installed; Err when a source fails to build.
+fn device_objects(
+    o: &BuildOptions,
+    wrapper: &Path,
+    dir: &Path,
+) -> Result<Result<Vec<PathBuf>, String>, BuildError> {
     let found = Command::new(XTENSA_CXX)
         .arg("--version")
         .output()
         .is_ok_and(|r| r.status.success());
     if !found {
-        return Err(format!(
+        return Ok(Err(format!(
             "{XTENSA_CXX} is not installed (make tools installs it)"
-        ));
+        )));
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|source| BuildError::Io {
+        path: dir.into(),
+        source,
+    })?;
     let mut objs = Vec::new();
     for src in o
         .sources
@@ -350,9 +360,8 @@ fn device_objects(o: &BuildOptions, wrapper: &Path, dir: &Path) -> Result<Vec<Pa
             .arg(&o.include)
             .arg(src)
             .arg("-o")
-            .arg(&obj))
-        .map_err(|e| e.to_string())?;
+            .arg(&obj))?;
         objs.push(obj);
     }
-    Ok(objs)
+    Ok(Ok(objs))
 }

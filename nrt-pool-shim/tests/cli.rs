@@ -88,6 +88,61 @@ fn build_list_and_run_with_npy_files() {
         assert!(text(&o).1.contains("UNSUPPORTED: no device objects"));
     }
 
+    // A source that does not build for the device fails the build, leaving no library.
+    if Command::new(nrt_pool_shim::opbuild::XTENSA_CXX)
+        .arg("--version")
+        .output()
+        .is_ok()
+    {
+        let bad = d.join("host_only.cpp");
+        std::fs::write(
+            &bad,
+            "#ifdef __XTENSA__\n#error this kernel is host-only\n#endif\n\
+             #include \"neuron_customop.hpp\"\n\
+             void k(const neuron::Tensor &, neuron::Tensor &) {}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("k.schema"),
+            "k(tensor<f32> x) -> tensor<f32> like x\n",
+        )
+        .unwrap();
+        let klib = d.join("libk.so");
+        let o = nrt_pool(&[
+            "build",
+            "--schema",
+            s(&d.join("k.schema")),
+            "--out",
+            s(&klib),
+            "--archive",
+            s(&common::archive()),
+            "--include",
+            s(&common::root().join("include")),
+            s(&bad),
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+        assert!(
+            text(&o).1.contains("this kernel is host-only"),
+            "{:?}",
+            text(&o)
+        );
+        assert!(!klib.exists());
+        let o = nrt_pool(&[
+            "build",
+            "--schema",
+            s(&d.join("k.schema")),
+            "--out",
+            s(&klib),
+            "--archive",
+            s(&common::archive()),
+            "--include",
+            s(&common::root().join("include")),
+            "--no-device-objects",
+            s(&bad),
+        ]);
+        assert!(o.status.success() && klib.exists(), "{:?}", text(&o));
+    }
+
     let o = nrt_pool(&["list", s(&lib)]);
     assert_eq!(
         text(&o).0,

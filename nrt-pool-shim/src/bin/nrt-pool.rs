@@ -6,8 +6,9 @@
 //!                [--out-dtype T --out-shape D0,D1,..]
 //!       runs a kernel on the emulated Pool engine; V is X.npy (a tensor in HBM),
 //!       X.npy@sbuf (in SBUF), TYPE:VALUE (a scalar) or a number typed by the schema
-//!   nrt-pool build --schema S --out LIB.so [--device-objects DIR] SOURCES.cpp...
-//!       the op build helper: wrapper, get_func_* table, host library (device objects)
+//!   nrt-pool build --schema S --out LIB.so [--device-objects DIR | --no-device-objects] SRC...
+//!       the op build helper: wrapper, get_func_* table, host library, and Xtensa device
+//!       objects (in LIB.device/ by default) when the Xtensa g++ is installed
 //!   nrt-pool bringup [--provider PATH] [--cayman-library ELF]
 //!       libnrt's microcode sequence on the simulated device
 //!
@@ -31,7 +32,8 @@ const USAGE: &str = "usage:
   nrt-pool list LIB.so
   nrt-pool run LIB.so KERNEL [--arg X.npy|X.npy@sbuf|TYPE:VALUE|NUMBER]... --out OUT.npy
                [--cores 1..8] [--timeout SECS] [--out-dtype T --out-shape D0,D1,...]
-  nrt-pool build --schema FILE --out LIB.so [--device-objects DIR] [--archive A] [--include DIR] SOURCES...
+  nrt-pool build --schema FILE --out LIB.so [--device-objects DIR | --no-device-objects]
+                 [--archive A] [--include DIR] SOURCES...
   nrt-pool bringup [--provider PATH/libnrtucode_extisa.so] [--cayman-library LIB.so]
   nrt-pool demo [--provider PATH] [--examples DIR]";
 
@@ -278,6 +280,7 @@ fn build(args: &[String]) -> Result<(), Failure> {
         device_objects: None,
         cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
     };
+    let (mut explicit_device, mut no_device) = (false, false);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = || {
@@ -290,7 +293,11 @@ fn build(args: &[String]) -> Result<(), Failure> {
             "--out" => o.out = val()?,
             "--archive" => o.archive = val()?,
             "--include" => o.include = val()?,
-            "--device-objects" => o.device_objects = Some(val()?),
+            "--device-objects" => {
+                o.device_objects = Some(val()?);
+                explicit_device = true;
+            }
+            "--no-device-objects" => no_device = true,
             s if s.starts_with("--") => return Err(Failure::Usage(format!("unknown option {s}"))),
             s => o.sources.push(s.into()),
         }
@@ -300,15 +307,22 @@ fn build(args: &[String]) -> Result<(), Failure> {
             "build needs --schema, --out and sources".into(),
         ));
     }
+    if no_device {
+        o.device_objects = None;
+    } else if o.device_objects.is_none() {
+        // Beside the library: LIB.so -> LIB.device/
+        o.device_objects = Some(o.out.with_extension("device"));
+    }
     let r = opbuild::build(&o).map_err(|e| Failure::Error(e.to_string()))?;
     for k in &r.kernels {
         println!("{k}");
     }
     match &r.device {
         Ok(objs) => println!("device objects: {}", objs.len()),
-        Err(why) if o.device_objects.is_some() => {
+        Err(why) if explicit_device => {
             eprintln!("nrt-pool build: UNSUPPORTED: no device objects: {why}")
         }
+        Err(why) if !no_device => eprintln!("nrt-pool build: device objects skipped: {why}"),
         Err(_) => {}
     }
     println!("built {}", r.library.display());
