@@ -1,12 +1,11 @@
-//! One emulated Pool core: a child process forked for each core of a launch, so a kernel
-//! that faults, aborts or hangs takes down only itself, and every core gets its own copy of
-//! the op library's globals (the vendor links one library image per core). The child runs
-//! the library's start code with this core's handoff block, finds the kernel through
-//! `register_funcs`, runs it and reports into the Pool control block.
+//! Inside one emulated Pool core: the process a core runs in (see [`super::pool`] for the
+//! host's side). It installs the core's host services and fault handlers, runs the library's
+//! start code with this core's handoff block, collects the kernels `register_funcs` gives,
+//! then runs one kernel per launch command and reports into the Pool control block. A fault
+//! ends only this process.
 
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
 
 use super::control::{ControlBlock, FaultKind, CORE_DONE, CORE_RUNNING};
 use super::memory::DeviceMemory;
@@ -270,13 +269,6 @@ fn install_fault_handlers() {
     }
 }
 
-/// Empties the host's C stdio buffers before a fork: a core process flushes its streams
-/// after each kernel, and must not write a copy of what the host had buffered.
-fn flush_host_stdio() {
-    // SAFETY: fflush(NULL) flushes every open output stream.
-    unsafe { libc::fflush(std::ptr::null_mut()) };
-}
-
 fn finish_stdio() {
     // SAFETY: flushes the C library's buffered streams (kernels that printf through glibc).
     unsafe { libc::fflush(std::ptr::null_mut()) };
@@ -320,241 +312,25 @@ fn start(core: usize, p: &Program<'_>, probe: bool) -> Vec<(CString, Option<Wrap
     std::mem::take(&mut collector.funcs)
 }
 
-/// The load-time probe: one core process runs the start code and reports the names it
-/// registered (control block) and how many launchers `register_funcs` gave (`result`).
-pub fn probe(p: &Program<'_>, deadline: Instant) -> std::io::Result<Exit> {
-    flush_host_stdio();
-    // SAFETY: fork; the child only runs the library's start code and ends in _exit.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    if pid == 0 {
-        let funcs = start(0, p, true);
-        let r = control();
-        r.core(0)
-            .result
-            .store(funcs.len() as u32, Ordering::Release);
-        r.core(0).state.store(CORE_DONE, Ordering::Release);
-        exit(0);
-    }
-    loop {
-        if let Some(e) = try_reap(pid) {
-            return Ok(e);
-        }
-        if Instant::now() >= deadline {
-            kill_and_reap(pid);
-            return Ok(Exit::TimedOut);
-        }
-        std::thread::sleep(Duration::from_micros(200));
-    }
-}
-
-/// How long a core whose socket closed may take to finish exiting before it is killed.
-const EXIT_GRACE: Duration = Duration::from_secs(2);
-
-/// A launch command: the core count and the kernel's name.
-const CMD_BYTES: usize = 256;
+/// A launch command (host to core): the core count, the name's length, the kernel's name.
+pub(super) const CMD_BYTES: usize = 256;
 pub const MAX_KERNEL_NAME: usize = CMD_BYTES - 8;
 
-/// A core's persistent process: the library stays loaded between launches, as on hardware
-/// (its globals persist; the runtime resets its heaps per launch).
-struct Worker {
-    pid: i32,
-    /// The host's end of a SOCK_SEQPACKET pair: commands out, one-byte completions in.
-    sock: i32,
-}
-
-/// The engine's cores: processes forked on first use and kept until they fault, time out or
-/// the library changes.
-#[derive(Default)]
-pub struct CorePool {
-    workers: Vec<Option<Worker>>,
-}
-
-impl CorePool {
-    fn spawn(&mut self, core: usize, p: &Program<'_>) -> std::io::Result<Worker> {
-        let mut fds = [0i32; 2];
-        // SAFETY: socketpair into a two-element array.
-        if unsafe {
-            libc::socketpair(
-                libc::AF_UNIX,
-                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-                0,
-                fds.as_mut_ptr(),
-            )
-        } != 0
-        {
-            return Err(std::io::Error::last_os_error());
-        }
-        let parent_pid = std::process::id() as i32;
-        flush_host_stdio();
-        // SAFETY: fork; the child runs `serve`, which never returns, and touches no lock
-        // another host thread could hold (fresh statics, the shared mapping, libc).
-        let pid = unsafe { libc::fork() };
-        if pid < 0 {
-            let e = std::io::Error::last_os_error();
-            // SAFETY: our own fds.
-            unsafe {
-                libc::close(fds[0]);
-                libc::close(fds[1]);
-            }
-            return Err(e);
-        }
-        if pid == 0 {
-            // SAFETY: plain calls in the child: die with the host; drop the host's ends.
-            unsafe {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                if libc::getppid() != parent_pid {
-                    libc::_exit(FAULT_EXIT);
-                }
-                libc::close(fds[0]);
-                for w in self.workers.iter().flatten() {
-                    libc::close(w.sock);
-                }
-            }
-            serve(core, p, fds[1]);
-        }
-        // SAFETY: the child's end, no longer ours.
-        unsafe { libc::close(fds[1]) };
-        Ok(Worker { pid, sock: fds[0] })
-    }
-
-    /// Runs `kernel` on cores 0..cores, spawning the ones not running; each core's exit:
-    /// `Code(0)` when it completed (its record says how), otherwise how its process ended.
-    pub fn launch(
-        &mut self,
-        p: &Program<'_>,
-        kernel: &CStr,
-        cores: usize,
-        deadline: Instant,
-    ) -> std::io::Result<Vec<Exit>> {
-        if self.workers.len() < cores {
-            self.workers.resize_with(cores, || None);
-        }
-        let name = kernel.to_bytes();
-        assert!(
-            name.len() <= MAX_KERNEL_NAME,
-            "kernel names are checked by the engine"
-        );
-        let mut cmd = [0u8; CMD_BYTES];
-        cmd[..4].copy_from_slice(&(cores as u32).to_le_bytes());
-        cmd[4..8].copy_from_slice(&(name.len() as u32).to_le_bytes());
-        cmd[8..8 + name.len()].copy_from_slice(name);
-        let mut exits: Vec<Option<Exit>> = vec![None; cores];
-        for (c, exit) in exits.iter_mut().enumerate() {
-            for attempt in 0..2 {
-                if self.workers[c].is_none() {
-                    self.workers[c] = Some(self.spawn(c, p)?);
-                }
-                let w = self.workers[c].as_ref().expect("spawned");
-                // SAFETY: a whole command on our socket; MSG_NOSIGNAL: a dead core is an
-                // error here, not a SIGPIPE for the host.
-                let n = unsafe {
-                    libc::send(w.sock, cmd.as_ptr().cast(), CMD_BYTES, libc::MSG_NOSIGNAL)
-                };
-                if n == CMD_BYTES as isize {
-                    break;
-                }
-                // The core died since its last launch: reap it, start a fresh one once.
-                let e = self.retire(c, EXIT_GRACE);
-                if attempt == 1 {
-                    *exit = Some(e);
-                }
-            }
-        }
-        loop {
-            let pending: Vec<usize> = (0..cores).filter(|&c| exits[c].is_none()).collect();
-            if pending.is_empty() {
-                break;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                for c in pending {
-                    self.retire(c, Duration::ZERO);
-                    exits[c] = Some(Exit::TimedOut);
-                }
-                break;
-            }
-            let mut polls: Vec<libc::pollfd> = pending
-                .iter()
-                .map(|&c| libc::pollfd {
-                    fd: self.workers[c].as_ref().map_or(-1, |w| w.sock),
-                    events: libc::POLLIN,
-                    revents: 0,
-                })
-                .collect();
-            let wait_ms = (deadline - now).as_millis().clamp(1, 1000) as i32;
-            // SAFETY: a valid pollfd array.
-            unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as _, wait_ms) };
-            for (i, &c) in pending.iter().enumerate() {
-                if polls[i].revents == 0 {
-                    continue;
-                }
-                let mut b = 0u8;
-                // SAFETY: one byte into a local.
-                let n = unsafe {
-                    libc::recv(
-                        polls[i].fd,
-                        (&mut b as *mut u8).cast(),
-                        1,
-                        libc::MSG_DONTWAIT,
-                    )
-                };
-                exits[c] = Some(if n == 1 {
-                    Exit::Code(0)
-                } else {
-                    self.retire(c, EXIT_GRACE)
-                });
-            }
-        }
-        Ok(exits
-            .into_iter()
-            .map(|e| e.unwrap_or(Exit::TimedOut))
-            .collect())
-    }
-
-    /// Stops core `c`'s process, giving one that is ending `grace` to finish, and returns
-    /// how it ended.
-    fn retire(&mut self, c: usize, grace: Duration) -> Exit {
-        let Some(w) = self.workers.get_mut(c).and_then(Option::take) else {
-            return Exit::TimedOut;
-        };
-        // SAFETY: our own socket.
-        unsafe { libc::close(w.sock) };
-        // A process that already ended is reaped as it ended; one still running is killed.
-        let until = Instant::now() + grace;
-        loop {
-            if let Some(e) = try_reap(w.pid) {
-                return e;
-            }
-            if Instant::now() >= until {
-                kill_and_reap(w.pid);
-                return Exit::TimedOut;
-            }
-            std::thread::sleep(Duration::from_micros(100));
-        }
-    }
-
-    /// Stops every core (a new library, or the engine's end).
-    pub fn shutdown(&mut self) {
-        for w in self.workers.drain(..).flatten() {
-            // SAFETY: our own socket and child.
-            unsafe { libc::close(w.sock) };
-            kill_and_reap(w.pid);
-        }
-    }
-}
-
-impl Drop for CorePool {
-    fn drop(&mut self) {
-        self.shutdown();
-    }
+/// The load-time probe's core process: start code, then the names it registered (control
+/// block) and how many launchers `register_funcs` gave (`result`).
+pub(super) fn probe_child(p: &Program<'_>) -> ! {
+    let funcs = start(0, p, true);
+    let r = control();
+    r.core(0)
+        .result
+        .store(funcs.len() as u32, Ordering::Release);
+    r.core(0).state.store(CORE_DONE, Ordering::Release);
+    exit(0)
 }
 
 /// A core process's life: start code once, then one launch per command until the host
 /// closes the socket.
-fn serve(core: usize, p: &Program<'_>, sock: i32) -> ! {
+pub(super) fn serve(core: usize, p: &Program<'_>, sock: i32) -> ! {
     let funcs = start(core, p, false);
     let ctl = control();
     let mut cmd = [0u8; CMD_BYTES];
@@ -586,40 +362,9 @@ fn serve(core: usize, p: &Program<'_>, sock: i32) -> ! {
     }
 }
 
-fn try_reap(pid: i32) -> Option<Exit> {
-    let mut status = 0;
-    // SAFETY: our own child.
-    let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-    if r != pid {
-        return None;
-    }
-    Some(if libc::WIFSIGNALED(status) {
-        Exit::Signal(libc::WTERMSIG(status))
-    } else {
-        Exit::Code(libc::WEXITSTATUS(status))
-    })
-}
-
-fn kill_and_reap(pid: i32) {
-    let mut status = 0;
-    // SAFETY: our own child.
-    unsafe {
-        libc::kill(pid, libc::SIGKILL);
-        libc::waitpid(pid, &mut status, 0);
-    }
-}
-
-fn exit(code: i32) -> ! {
+pub(super) fn exit(code: i32) -> ! {
     finish_stdio();
     // SAFETY: ends the core process without running the host's atexit handlers or
     // destructors (they belong to the host process).
     unsafe { libc::_exit(code) }
-}
-
-/// How a core process ended, from the host's side.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Exit {
-    Code(i32),
-    Signal(i32),
-    TimedOut,
 }

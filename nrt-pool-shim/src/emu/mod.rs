@@ -9,6 +9,7 @@ mod launch;
 pub mod library;
 pub mod memory;
 pub mod npy;
+pub mod pool;
 pub mod schema;
 pub mod tensor;
 
@@ -21,9 +22,10 @@ use neuroncustomop::descriptor::ArgTensor;
 use neuroncustomop::runtime::{scratch, ArgBlob, ARG_BLOB_MAGIC, ARG_TYPE_TENSOR};
 
 use self::control::{ControlBlock, FaultKind, CORE_DONE, CORE_FAULT};
-use self::core::{CorePool, Exit, Program};
+use self::core::Program;
 use self::library::OpLibrary;
 use self::memory::{DeviceMemory, MemoryError, CORES};
+use self::pool::{CorePool, Exit};
 use self::schema::{KernelSig, ResultShape};
 use self::tensor::{DType, HostTensor, Location, TensorError};
 
@@ -95,7 +97,7 @@ impl PoolEngine {
             entry: lib.entry,
             register_funcs: lib.register_funcs,
         };
-        let exit = core::probe(&program, Instant::now() + self.timeout).map_err(EmuError::Spawn)?;
+        let exit = pool::probe(&program, Instant::now() + self.timeout).map_err(EmuError::Spawn)?;
         let rec = ctl.core(0);
         if rec.state.load(Ordering::Acquire) != CORE_DONE {
             let fault = self.fault_of(0, exit, "entry_func");
