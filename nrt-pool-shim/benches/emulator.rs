@@ -86,7 +86,7 @@ fn main() {
     });
     let src = vec![1u8; n * 4];
     let mut dst = vec![0u8; n * 4];
-    let copy = best(5, || {
+    let copy = best(15, || {
         dst.copy_from_slice(black_box(&src));
         black_box(&dst);
     });
@@ -106,7 +106,7 @@ fn main() {
         LaunchArg::f32(2.0),
         LaunchArg::f32(1.0),
     ];
-    let resident = best(5, || {
+    let resident = best(15, || {
         e.launch_into("scale_add_mc", &args, &dout, 8).unwrap();
     });
     println!(
