@@ -9,7 +9,7 @@ use std::path::Path;
 use object::read::archive::ArchiveFile;
 use object::{Object, ObjectSymbol};
 
-use crate::conformance::{Outcome, Row, Status};
+use crate::conformance::{Outcome, Row};
 
 /// The op author's symbols, undefined in any conforming archive.
 pub const AUTHOR: [&str; 3] = [
@@ -167,8 +167,4 @@ pub fn run(path: &Path) -> Vec<Row> {
         },
     ));
     rows
-}
-
-pub fn any_fail(rows: &[Row]) -> bool {
-    rows.iter().any(|r| r.status == Status::Fail)
 }

@@ -25,22 +25,28 @@ fn the_seam_and_launch_ffi_work_linked_and_preloaded() {
     let include = common::root().join("include");
     let lib_dir = shim_dir();
 
+    // seam.c, linked against `-l{lib}` from `lib_dir`.
+    let seam_program = |name: &str, lib_dir: &std::path::Path, lib: &str| {
+        let exe = dir.path().join(name);
+        common::cc(
+            "gcc",
+            &[
+                "-std=c11".as_ref(),
+                "-I".as_ref(),
+                include.as_os_str(),
+                src.join("seam.c").as_os_str(),
+                "-L".as_ref(),
+                lib_dir.as_os_str(),
+                format!("-l{lib}").as_ref(),
+                "-o".as_ref(),
+                exe.as_os_str(),
+            ],
+        );
+        exe
+    };
+
     // Linked.
-    let linked = dir.path().join("seam_linked");
-    common::cc(
-        "gcc",
-        &[
-            "-std=c11".as_ref(),
-            "-I".as_ref(),
-            include.as_os_str(),
-            src.join("seam.c").as_os_str(),
-            "-L".as_ref(),
-            lib_dir.as_os_str(),
-            "-lnrt_pool_shim".as_ref(),
-            "-o".as_ref(),
-            linked.as_os_str(),
-        ],
-    );
+    let linked = seam_program("seam_linked", &lib_dir, "nrt_pool_shim");
     let run = Command::new(&linked)
         .arg(&ops)
         .env("LD_LIBRARY_PATH", &lib_dir)
@@ -76,21 +82,7 @@ fn the_seam_and_launch_ffi_work_linked_and_preloaded() {
             stub.as_os_str(),
         ],
     );
-    let preloaded = dir.path().join("seam_preloaded");
-    common::cc(
-        "gcc",
-        &[
-            "-std=c11".as_ref(),
-            "-I".as_ref(),
-            include.as_os_str(),
-            src.join("seam.c").as_os_str(),
-            "-L".as_ref(),
-            dir.path().as_os_str(),
-            "-lnrt".as_ref(),
-            "-o".as_ref(),
-            preloaded.as_os_str(),
-        ],
-    );
+    let preloaded = seam_program("seam_preloaded", dir.path(), "nrt");
     let without = Command::new(&preloaded)
         .arg(&ops)
         .env("LD_LIBRARY_PATH", dir.path())

@@ -15,17 +15,5 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let rows = customop_conformance::run(Path::new(path));
-    print!(
-        "{}",
-        if json {
-            conformance::json(&rows)
-        } else {
-            conformance::table(&rows)
-        }
-    );
-    if customop_conformance::any_fail(&rows) {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    conformance::report(&rows, json)
 }

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use abi_tests::conformance::{self, Status};
+use abi_tests::conformance;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -25,17 +25,5 @@ fn main() -> ExitCode {
     }
     let exe = std::env::current_exe().expect("own path");
     let rows = conformance::run(&lib, &exe);
-    print!(
-        "{}",
-        if json {
-            conformance::json(&rows)
-        } else {
-            conformance::table(&rows)
-        }
-    );
-    if rows.iter().any(|r| r.status == Status::Fail) {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    conformance::report(&rows, json)
 }

@@ -172,14 +172,7 @@ impl S {
     }
 
     fn writes(&self) -> Vec<(u64, Vec<u8>)> {
-        self.dev
-            .trace()
-            .into_iter()
-            .filter_map(|op| match op {
-                Op::Write { addr, bytes } => Some((addr, bytes)),
-                _ => None,
-            })
-            .collect()
+        self.dev.writes()
     }
 
     fn logged(&self, needle: &str) -> bool {

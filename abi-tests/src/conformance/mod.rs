@@ -245,6 +245,17 @@ pub fn child_main(args: &[String]) -> bool {
 }
 
 /// The report as an aligned table.
+/// Prints the rows (a table, or JSON) and gives the harness's exit status: failure if any
+/// check failed.
+pub fn report(rows: &[Row], as_json: bool) -> std::process::ExitCode {
+    print!("{}", if as_json { json(rows) } else { table(rows) });
+    if rows.iter().any(|r| r.status == Status::Fail) {
+        std::process::ExitCode::FAILURE
+    } else {
+        std::process::ExitCode::SUCCESS
+    }
+}
+
 pub fn table(rows: &[Row]) -> String {
     let w = |f: fn(&Row) -> usize| rows.iter().map(f).max().unwrap_or(0);
     let (wc, we) = (

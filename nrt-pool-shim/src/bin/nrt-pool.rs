@@ -46,6 +46,31 @@ fn beside_exe(rel: &str) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(rel))
 }
 
+/// The provider, the host device archive and the headers where `make` puts them.
+fn default_provider() -> PathBuf {
+    beside_exe("libnrtucode_extisa.so")
+}
+
+fn default_archive() -> PathBuf {
+    beside_exe("../customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a")
+}
+
+fn default_include() -> PathBuf {
+    beside_exe("../../include")
+}
+
+/// `--option value` pairs (subcommands whose options all take a value); a missing value is
+/// reported when the option is known.
+fn option_pairs(args: &[String]) -> impl Iterator<Item = (&str, Result<&str, Failure>)> {
+    args.chunks(2).map(|p| {
+        let v = p
+            .get(1)
+            .map(String::as_str)
+            .ok_or_else(|| Failure::Usage(format!("{} needs a value", p[0])));
+        (p[0].as_str(), v)
+    })
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let rest = args.get(1..).unwrap_or_default();
@@ -275,8 +300,8 @@ fn build(args: &[String]) -> Result<(), Failure> {
         schema: PathBuf::new(),
         sources: Vec::new(),
         out: PathBuf::new(),
-        archive: beside_exe("../customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a"),
-        include: beside_exe("../../include"),
+        archive: default_archive(),
+        include: default_include(),
         device_objects: None,
         cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
     };
@@ -331,15 +356,11 @@ fn build(args: &[String]) -> Result<(), Failure> {
 
 fn bringup_cmd(args: &[String]) -> Result<(), Failure> {
     let mut opts = bringup::Options {
-        provider: beside_exe("libnrtucode_extisa.so"),
+        provider: default_provider(),
         cayman_library: None,
     };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let v = it
-            .next()
-            .ok_or_else(|| Failure::Usage(format!("{a} needs a value")));
-        match a.as_str() {
+    for (a, v) in option_pairs(args) {
+        match a {
             "--provider" => opts.provider = v?.into(),
             "--cayman-library" => opts.cayman_library = Some(v?.into()),
             other => return Err(Failure::Usage(format!("unknown option {other}"))),
@@ -360,17 +381,13 @@ fn bringup_cmd(args: &[String]) -> Result<(), Failure> {
 
 fn demo(args: &[String]) -> Result<(), Failure> {
     let mut o = nrt_pool_shim::demo::DemoOptions {
-        provider: beside_exe("libnrtucode_extisa.so"),
+        provider: default_provider(),
         examples: beside_exe("../../examples/ops"),
-        archive: beside_exe("../customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a"),
-        include: beside_exe("../../include"),
+        archive: default_archive(),
+        include: default_include(),
     };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let v = it
-            .next()
-            .ok_or_else(|| Failure::Usage(format!("{a} needs a value")));
-        match a.as_str() {
+    for (a, v) in option_pairs(args) {
+        match a {
             "--provider" => o.provider = v?.into(),
             "--examples" => o.examples = v?.into(),
             other => return Err(Failure::Usage(format!("unknown option {other}"))),

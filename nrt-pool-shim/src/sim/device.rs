@@ -212,6 +212,19 @@ impl SimDevice {
         self.state.lock().trace.clone()
     }
 
+    /// The writes in the trace, in order: (address, bytes).
+    pub fn writes(&self) -> Vec<(u64, Vec<u8>)> {
+        self.state
+            .lock()
+            .trace
+            .iter()
+            .filter_map(|op| match op {
+                Op::Write { addr, bytes } => Some((*addr, bytes.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub fn clear_trace(&self) {
         self.state.lock().trace.clear();
     }

@@ -19,7 +19,9 @@ pub const CLAIM_UNCLAIMED: u32 = 0x6099_CB34;
 /// The claim word after a host claimed the engine.
 pub const CLAIM_CLAIMED: u32 = 0x502B_2DA1;
 
-/// Control-block offsets, from the documented map.
+/// Control-block offsets, from the documented map. Written out here rather than imported
+/// from the provider on purpose: the simulated device is the independent side the provider
+/// is tested against.
 pub mod control_block {
     pub const CLAIM_WORD: u64 = 0x00;
     pub const LOG_RING_SIZE: u64 = 0x04;

@@ -5,7 +5,7 @@ use std::ffi::{c_void, CStr};
 use std::ptr;
 use std::sync::Arc;
 
-use nrt_pool_shim::sim::{tables, HostLogLine, Op, SimDevice};
+use nrt_pool_shim::sim::{tables, HostLogLine, SimDevice};
 use nrtucode_extisa::ffi::context::*;
 use nrtucode_extisa::ffi::core::*;
 use nrtucode_extisa::*;
@@ -84,14 +84,7 @@ impl Rig {
     }
 
     pub fn writes(&self) -> Vec<(u64, Vec<u8>)> {
-        self.dev
-            .trace()
-            .into_iter()
-            .filter_map(|op| match op {
-                Op::Write { addr, bytes } => Some((addr, bytes)),
-                _ => None,
-            })
-            .collect()
+        self.dev.writes()
     }
 }
 
