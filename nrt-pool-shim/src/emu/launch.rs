@@ -6,7 +6,7 @@ use std::time::Duration;
 use neuroncustomop::descriptor::ArgTensor;
 
 use super::error::EmuError;
-use super::schema::{KernelSig, ParamKind};
+use super::schema::{KernelSig, ParamKind, ResultShape};
 use super::tensor::{DType, HostTensor, Location};
 
 /// One launch argument.
@@ -134,8 +134,25 @@ pub fn check_signature(sig: &KernelSig, args: &[LaunchArg]) -> Result<(), EmuErr
     Ok(())
 }
 
+/// The output a signature gives these arguments (checked against it first); in HBM.
+pub fn expected_output(sig: &KernelSig, args: &[LaunchArg]) -> Result<OutputSpec, EmuError> {
+    check_signature(sig, args)?;
+    let shape = match &sig.result_shape {
+        ResultShape::Fixed(d) => d.clone(),
+        ResultShape::Like(p) => {
+            let i = sig.params.iter().position(|q| &q.name == p).unwrap_or(0);
+            tensor_meta(&args[i]).map_or(vec![1], |(_, s)| s.to_vec())
+        }
+    };
+    Ok(OutputSpec {
+        dtype: sig.result,
+        shape,
+        location: Location::Hbm,
+    })
+}
+
 /// A tensor argument's dtype and shape (None for scalars).
-pub(crate) fn tensor_meta(a: &LaunchArg) -> Option<(DType, &[u64])> {
+fn tensor_meta(a: &LaunchArg) -> Option<(DType, &[u64])> {
     match a {
         LaunchArg::Tensor(t, _) => Some((t.dtype, &t.shape)),
         LaunchArg::Device(d) => Some((d.dtype, &d.shape)),

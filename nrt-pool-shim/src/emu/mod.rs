@@ -26,14 +26,14 @@ use self::core::Program;
 use self::library::OpLibrary;
 use self::memory::{DeviceMemory, MemoryError, CORES};
 use self::pool::{CorePool, Exit};
-use self::schema::{KernelSig, ResultShape};
+use self::schema::KernelSig;
 use self::tensor::{DType, HostTensor, Location, TensorError};
 
 pub use self::error::{status_name, DeviceFault, EmuError};
+use self::launch::device_descriptor;
 pub use self::launch::{
-    check_signature, Completion, DeviceTensor, Launch, LaunchArg, OutputSpec, Run,
+    check_signature, expected_output, Completion, DeviceTensor, Launch, LaunchArg, OutputSpec, Run,
 };
-use self::launch::{device_descriptor, tensor_meta};
 
 /// Most arguments a kernel takes.
 pub const MAX_ARGS: usize = neuroncustomop::runtime::MAX_ARGS;
@@ -148,19 +148,7 @@ impl PoolEngine {
             kernel: kernel.into(),
             why: "the library carries no schema; give the output's dtype and shape".into(),
         })?;
-        check_signature(sig, args)?;
-        let shape = match &sig.result_shape {
-            ResultShape::Fixed(d) => d.clone(),
-            ResultShape::Like(p) => {
-                let i = sig.params.iter().position(|q| &q.name == p).unwrap_or(0);
-                tensor_meta(&args[i]).map_or(vec![1], |(_, s)| s.to_vec())
-            }
-        };
-        Ok(OutputSpec {
-            dtype: sig.result,
-            shape,
-            location: Location::Hbm,
-        })
+        expected_output(sig, args)
     }
 
     fn signature(&self, kernel: &str) -> Result<Option<&KernelSig>, EmuError> {
@@ -276,8 +264,7 @@ impl PoolEngine {
             return Err(EmuError::TooManyArgs { n: args.len() });
         }
         if let Some(sig) = self.signature(kernel)? {
-            check_signature(sig, args)?;
-            let want = self.output_for(kernel, args)?;
+            let want = expected_output(sig, args)?;
             if (want.dtype, want.shape.as_slice()) != (out_dtype, out_shape) {
                 return Err(EmuError::Signature {
                     kernel: kernel.into(),

@@ -127,7 +127,6 @@ fn init_engine() -> Result<PoolEngine, String> {
         dram: dram.unwrap_or_default(),
     };
     let host_lib = is_host_library(&img.iram);
-    let iram = img.iram.clone();
     let mut engine = PoolEngine::new(DEFAULT_HBM_BYTES, img).map_err(|e| e.to_string())?;
     if host_lib {
         // The image's bytes as a file dlopen can open.
@@ -139,7 +138,8 @@ fn init_engine() -> Result<PoolEngine, String> {
             }
             std::fs::File::from_raw_fd(fd)
         };
-        f.write_all(&iram).map_err(|e| e.to_string())?;
+        f.write_all(&engine.image().iram)
+            .map_err(|e| e.to_string())?;
         let path = format!("/proc/self/fd/{}", f.as_raw_fd());
         engine
             .load(std::path::Path::new(&path))
