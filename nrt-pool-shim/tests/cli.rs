@@ -16,6 +16,24 @@ fn nrt_pool(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `nrt-pool build` with this checkout's archive and headers.
+fn nrt_pool_build(schema: &str, out: &str, rest: &[&str]) -> Output {
+    let (archive, include) = (common::archive(), common::root().join("include"));
+    let mut args = vec![
+        "build",
+        "--schema",
+        schema,
+        "--out",
+        out,
+        "--archive",
+        s(&archive),
+        "--include",
+        s(&include),
+    ];
+    args.extend_from_slice(rest);
+    nrt_pool(&args)
+}
+
 fn text(o: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&o.stdout).into(),
@@ -33,45 +51,37 @@ fn build_list_and_run_with_npy_files() {
     let d = dir.path();
     let ex = common::root().join("examples/ops");
     let lib = d.join("libops.so");
-    let o = nrt_pool(&[
-        "build",
-        "--schema",
+    let o = nrt_pool_build(
         s(&ex.join("ops.schema")),
-        "--out",
         s(&lib),
-        "--archive",
-        s(&common::archive()),
-        "--include",
-        s(&common::root().join("include")),
-        s(&ex.join("scale_add.cpp")),
-        s(&ex.join("scale_add_mc.cpp")),
-        s(&ex.join("hello.cpp")),
-    ]);
+        &[
+            s(&ex.join("scale_add.cpp")),
+            s(&ex.join("scale_add_mc.cpp")),
+            s(&ex.join("hello.cpp")),
+        ],
+    );
     assert!(o.status.success(), "{:?}", text(&o));
 
     // Device objects of the same sources, when the Xtensa g++ is installed (make tools).
     let dev = d.join("device");
-    let o = nrt_pool(&[
-        "build",
-        "--schema",
+    let o = nrt_pool_build(
         s(&ex.join("ops.schema")),
-        "--out",
         s(&d.join("libops2.so")),
-        "--archive",
-        s(&common::archive()),
-        "--include",
-        s(&common::root().join("include")),
-        "--device-objects",
-        s(&dev),
-        s(&ex.join("scale_add.cpp")),
-    ]);
+        // hello.cpp prints: it compiles against include/device/stdio.h (D34).
+        &[
+            "--device-objects",
+            s(&dev),
+            s(&ex.join("scale_add.cpp")),
+            s(&ex.join("hello.cpp")),
+        ],
+    );
     assert!(o.status.success(), "{:?}", text(&o));
     if Command::new(nrt_pool_shim::opbuild::XTENSA_CXX)
         .arg("--version")
         .output()
         .is_ok()
     {
-        for obj in ["scale_add.o", "op_wrapper.o"] {
+        for obj in ["scale_add.o", "hello.o", "op_wrapper.o"] {
             let elf = std::fs::read(dev.join(obj)).unwrap();
             // ELF32, little-endian, relocatable, EM_XTENSA (94).
             assert_eq!(
@@ -108,18 +118,7 @@ fn build_list_and_run_with_npy_files() {
         )
         .unwrap();
         let klib = d.join("libk.so");
-        let o = nrt_pool(&[
-            "build",
-            "--schema",
-            s(&d.join("k.schema")),
-            "--out",
-            s(&klib),
-            "--archive",
-            s(&common::archive()),
-            "--include",
-            s(&common::root().join("include")),
-            s(&bad),
-        ]);
+        let o = nrt_pool_build(s(&d.join("k.schema")), s(&klib), &[s(&bad)]);
         assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
         assert!(
             text(&o).1.contains("this kernel is host-only"),
@@ -127,19 +126,11 @@ fn build_list_and_run_with_npy_files() {
             text(&o)
         );
         assert!(!klib.exists());
-        let o = nrt_pool(&[
-            "build",
-            "--schema",
+        let o = nrt_pool_build(
             s(&d.join("k.schema")),
-            "--out",
             s(&klib),
-            "--archive",
-            s(&common::archive()),
-            "--include",
-            s(&common::root().join("include")),
-            "--no-device-objects",
-            s(&bad),
-        ]);
+            &["--no-device-objects", s(&bad)],
+        );
         assert!(o.status.success() && klib.exists(), "{:?}", text(&o));
     }
 
