@@ -316,8 +316,8 @@ pub fn run(opts: &Options) -> Result<Report, BringupError> {
         run.report.drained_logs = dev
             .host_logs()
             .into_iter()
-            .filter(|l| l.text.contains("firmware:"))
-            .map(|l| l.text)
+            .filter(|l| l.text().contains("firmware:"))
+            .map(|l| l.text().into_owned())
             .collect();
         for l in run.report.drained_logs.clone() {
             run.step("teardown", format!("  device log: {l}"));

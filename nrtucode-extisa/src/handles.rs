@@ -220,14 +220,71 @@ pub fn store_name(field: &mut [c_char], name: &[u8]) {
     field[NAME_LEN] = 0;
 }
 
-/// The friendly name as printed with `%s`.
-pub fn name_str(field: &[c_char]) -> String {
-    let bytes: Vec<u8> = field
+/// The friendly name's bytes, as printed with `%s` (up to the NUL, unchanged).
+pub fn name_bytes(field: &[c_char]) -> Vec<u8> {
+    field
         .iter()
         .take_while(|&&c| c != 0)
         .map(|&c| c as u8)
-        .collect();
-    String::from_utf8_lossy(&bytes).into_owned()
+        .collect()
+}
+
+/// First of the 256 private-use code points that carry raw bytes through `fmt` (see
+/// [`RawBytes`]).
+const BYTE_CARRIER: u32 = 0x10_FF00;
+
+/// Caller bytes (names, device log text) inside a `format_args!` log line, passed through
+/// unchanged as `%s` does: `fmt` only carries UTF-8, so every byte that is not part of a
+/// plain UTF-8 character travels as one private-use code point (U+10FF00 + byte), which
+/// [`line_bytes`] turns back into that byte.
+pub struct RawBytes<'a>(pub &'a [u8]);
+
+impl fmt::Display for RawBytes<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use fmt::Write;
+        for chunk in self.0.utf8_chunks() {
+            for c in chunk.valid().chars() {
+                if u32::from(c) >= BYTE_CARRIER {
+                    // A real U+10FFxx would be read back as a carrier: send its bytes.
+                    let mut b = [0u8; 4];
+                    for &x in c.encode_utf8(&mut b).as_bytes() {
+                        f.write_char(carrier(x))?;
+                    }
+                } else {
+                    f.write_char(c)?;
+                }
+            }
+            for &x in chunk.invalid() {
+                f.write_char(carrier(x))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn carrier(b: u8) -> char {
+    char::from_u32(BYTE_CARRIER + u32::from(b)).expect("U+10FF00..=U+10FFFF are chars")
+}
+
+/// A formatted log line as the bytes it stands for (carriers back to their bytes).
+pub fn line_bytes(text: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    for c in text.chars() {
+        match u32::from(c).checked_sub(BYTE_CARRIER) {
+            Some(b) => out.push(b as u8),
+            None => out.extend_from_slice(c.encode_utf8(&mut [0u8; 4]).as_bytes()),
+        }
+    }
+    out
+}
+
+/// An owned name for log lines (see [`RawBytes`]).
+pub struct RawName(pub Vec<u8>);
+
+impl fmt::Display for RawName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        RawBytes(&self.0).fmt(f)
+    }
 }
 
 /// Reads a caller's C string lazily, when (and only if) a log line is formatted, mirroring a
@@ -238,7 +295,7 @@ impl fmt::Display for CStrArg {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // SAFETY: the caller passed a NUL-terminated string (the C API contract for names).
         let s = unsafe { CStr::from_ptr(self.0.as_ptr()) };
-        f.write_str(&s.to_string_lossy())
+        RawBytes(s.to_bytes()).fmt(f)
     }
 }
 
@@ -266,11 +323,30 @@ mod tests {
     fn store_name_truncates_and_forces_nul() {
         let mut f = [0x55 as c_char; NAME_LEN + 1];
         store_name(&mut f, b"0123456789abcdef0123456789abcdefXYZ");
-        assert_eq!(name_str(&f), "0123456789abcdef0123456789abcdef");
+        assert_eq!(name_bytes(&f), b"0123456789abcdef0123456789abcdef");
         assert_eq!(f[NAME_LEN], 0);
         store_name(&mut f, b"ab");
         assert_eq!(&f[..4], &[b'a' as c_char, b'b' as c_char, 0, 0]);
         assert!(f[2..].iter().all(|&c| c == 0), "strncpy pads with NULs");
+    }
+
+    #[test]
+    fn raw_bytes_pass_through_formatting_unchanged() {
+        let cases: [&[u8]; 6] = [
+            b"caf\xe9",
+            "café".as_bytes(),
+            b"\xff\xfe\x00\x80 tail",
+            "\u{10FF41} is a carrier code point".as_bytes(),
+            b"\xf4\x8f\xbf",
+            b"",
+        ];
+        for bytes in cases {
+            let line = format!("<{}> {}", RawBytes(bytes), 7);
+            let mut want = b"<".to_vec();
+            want.extend_from_slice(bytes);
+            want.extend_from_slice(b"> 7");
+            assert_eq!(line_bytes(&line), want, "{bytes:?}");
+        }
     }
 
     #[test]
@@ -281,6 +357,6 @@ mod tests {
             "nrtucode_core_t",
             0x5555_1234_5678usize as *const c_void,
         );
-        assert_eq!(name_str(&f), "nrtucode_core_t@0x555512345678");
+        assert_eq!(name_bytes(&f), b"nrtucode_core_t@0x555512345678");
     }
 }

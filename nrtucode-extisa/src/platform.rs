@@ -129,7 +129,8 @@ impl Ctx {
         if !self.level_enabled(sev) {
             return;
         }
-        let text = std::fmt::format(args);
+        // Caller bytes inside the line travel as carriers (handles::RawBytes).
+        let text = handles::line_bytes(&std::fmt::format(args));
         let n = text.len();
         let (mut cap, mut buf) = self.get(|c| (c.log_scratch_size as usize, c.log_scratch));
         if n <= LOG_SCRATCH_GROW_LIMIT && cap < n + 1 {
@@ -224,9 +225,9 @@ impl<T: Named> Handle<T> {
         unsafe { Ctx::from_raw(ptr::NonNull::new_unchecked(p)) }
     }
 
-    /// The friendly name, as `%s` prints it.
-    pub fn name(self) -> String {
-        self.get(|o| handles::name_str(o.friendly_name()))
+    /// The friendly name, as `%s` prints it (its bytes unchanged in log lines).
+    pub fn name(self) -> handles::RawName {
+        handles::RawName(self.get(|o| handles::name_bytes(o.friendly_name())))
     }
 
     /// Names a fresh object "<type>@<address>".

@@ -254,7 +254,7 @@ fn log_scratch_grows_for_long_lines() {
     let c = std::ffi::CString::new(long.clone()).unwrap();
     // SAFETY: live core, NUL-terminated name.
     unsafe { nrtucode_core_set_friendly_name(core, c.as_ptr()) };
-    let line = rig.logs().last().unwrap().text.clone();
+    let line = rig.logs().last().unwrap().text().into_owned();
     assert!(
         line.ends_with(&long),
         "the whole line reaches the log callback"

@@ -124,7 +124,7 @@ fn print_logs_drains_records_and_advances_the_cursor() {
         assert_eq!(
             rig.logs()
                 .iter()
-                .map(|l| (l.sev, l.text.clone()))
+                .map(|l| (l.sev, l.text().into_owned()))
                 .collect::<Vec<_>>(),
             vec![
                 (1, format!("{name}: kernel started")),
@@ -161,6 +161,45 @@ fn print_logs_drains_records_and_advances_the_cursor() {
         rig.dev.fail(FaultOp::MemhandleRead, 0, 99);
         assert_eq!(nrtucode_core_print_logs(core), 99);
         assert_eq!(u32_at(core, 0x44), head);
+        nrtucode_core_destroy(core);
+    }
+}
+
+#[test]
+fn log_lines_carry_device_text_and_names_byte_for_byte() {
+    let rig = Rig::new();
+    let core = rig.booted_core(6);
+    // A name with a Latin-1 byte (not UTF-8), an invalid sequence and real UTF-8.
+    let name: &[u8] = b"caf\xe9-\xff\xfe-\xc3\xa9";
+    let c_name = std::ffi::CString::new(name).unwrap();
+    let old = name_of(core);
+    rig.dev.clear_host_logs();
+    // SAFETY: live core, NUL-terminated name.
+    unsafe {
+        nrtucode_core_set_friendly_name(core, c_name.as_ptr());
+        let got = std::ffi::CStr::from_ptr(nrtucode_core_get_friendly_name(core));
+        assert_eq!(
+            got.to_bytes(),
+            name,
+            "the stored name is the caller's bytes"
+        );
+        let mut renamed = format!("{old} renamed ").into_bytes();
+        renamed.extend_from_slice(name);
+        assert_eq!(rig.logs().last().unwrap().bytes, renamed);
+        assert_eq!(nrtucode_core_enable_logs_with_size_hint(core, 0x100), 0);
+        let record: &[u8] = b"temp 21\xb0C \xe9t\xe9 \xf0\x9f\x98\x80\n";
+        assert!(rig.dev.firmware_log_bytes(DRAM, 1, record).unwrap());
+        rig.dev.clear_host_logs();
+        assert_eq!(nrtucode_core_print_logs(core), 0);
+        let mut want = name.to_vec();
+        want.extend_from_slice(b": ");
+        want.extend_from_slice(&record[..record.len() - 1]);
+        let logs = rig.logs();
+        assert_eq!(logs.len(), 1);
+        assert_eq!(
+            logs[0].bytes, want,
+            "device text and name pass through unchanged"
+        );
         nrtucode_core_destroy(core);
     }
 }

@@ -176,7 +176,10 @@ impl S {
     }
 
     fn logged(&self, needle: &str) -> bool {
-        self.dev.host_logs().iter().any(|l| l.text.contains(needle))
+        self.dev
+            .host_logs()
+            .iter()
+            .any(|l| l.text().contains(needle))
     }
 }
 

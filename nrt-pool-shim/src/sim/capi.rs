@@ -166,10 +166,10 @@ pub unsafe extern "C" fn nrt_sim_device_host_log_line(
         let Some(line) = d.host_logs().into_iter().nth(idx) else {
             return RC_BAD_ARGUMENT;
         };
-        let n = line.text.len().min(cap - 1);
+        let n = line.bytes.len().min(cap - 1);
         // SAFETY: `buf` is writable for `cap` bytes and n + 1 <= cap.
         unsafe {
-            std::ptr::copy_nonoverlapping(line.text.as_ptr(), buf.cast::<u8>(), n);
+            std::ptr::copy_nonoverlapping(line.bytes.as_ptr(), buf.cast::<u8>(), n);
             *buf.add(n) = 0;
             if !sev.is_null() {
                 *sev = line.sev;

@@ -87,7 +87,15 @@ pub type Access = Op;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostLogLine {
     pub sev: u32,
-    pub text: String,
+    /// The line's bytes exactly as the provider passed them.
+    pub bytes: Vec<u8>,
+}
+
+impl HostLogLine {
+    /// The line for display and matching (invalid UTF-8 shown as U+FFFD; `bytes` is exact).
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(&self.bytes)
+    }
 }
 
 #[derive(Default)]
@@ -168,6 +176,16 @@ impl SimDevice {
     /// configured and `sev` passes the control block's level. Returns whether it was kept.
     /// Like the provider, the ring does not wrap: a record that does not fit is dropped.
     pub fn firmware_log(&self, dram_base: u64, sev: u8, text: &str) -> Result<bool, SimError> {
+        self.firmware_log_bytes(dram_base, sev, text.as_bytes())
+    }
+
+    /// [`SimDevice::firmware_log`] with any bytes (the firmware's text is not UTF-8-checked).
+    pub fn firmware_log_bytes(
+        &self,
+        dram_base: u64,
+        sev: u8,
+        text: &[u8],
+    ) -> Result<bool, SimError> {
         let mut s = self.state.lock();
         let u32_at = |s: &State, off: u64| -> Result<u32, SimError> {
             let mut b = [0; 4];
@@ -187,7 +205,7 @@ impl SimDevice {
             return Ok(false);
         }
         let mut record = vec![sev];
-        record.extend_from_slice(text.as_bytes());
+        record.extend_from_slice(text);
         record.push(0);
         let end = u64::from(head) + record.len() as u64;
         if end > u64::from(size) {
@@ -294,12 +312,12 @@ impl SimDevice {
         store(&mut s, addr, src)
     }
 
-    pub(crate) fn cb_log(&self, sev: u32, text: String) {
+    pub(crate) fn cb_log(&self, sev: u32, bytes: Vec<u8>) {
         let mut s = self.state.lock();
         if s.echo_logs {
-            eprintln!("[nrtucode sev {sev}] {text}");
+            eprintln!("[nrtucode sev {sev}] {}", String::from_utf8_lossy(&bytes));
         }
-        s.host_log.push(HostLogLine { sev, text });
+        s.host_log.push(HostLogLine { sev, bytes });
     }
 
     pub(crate) fn cb_level_enabled(&self, level: u32) -> bool {

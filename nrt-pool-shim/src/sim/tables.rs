@@ -132,8 +132,8 @@ unsafe extern "C" fn sim_write_device(
 
 unsafe extern "C" fn sim_log(ctx: *mut c_void, sev: u32, msg: *const c_char, len: usize) {
     // SAFETY: the provider passes `len` readable bytes of message.
-    let text = String::from_utf8_lossy(unsafe { bytes(msg.cast(), len) }).into_owned();
-    with_device(ctx, (), |d| d.cb_log(sev, text))
+    let line = unsafe { bytes(msg.cast(), len) }.to_vec();
+    with_device(ctx, (), |d| d.cb_log(sev, line))
 }
 
 unsafe extern "C" fn sim_log_level_enabled(ctx: *mut c_void, level: u32) -> bool {

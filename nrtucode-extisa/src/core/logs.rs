@@ -122,7 +122,7 @@ pub fn print(core: Core) -> Result {
     for (sev, text) in LogRecords::new(&buf) {
         ctx.log(
             u32::from(sev),
-            format_args!("{name}: {}", String::from_utf8_lossy(text)),
+            format_args!("{name}: {}", crate::handles::RawBytes(text)),
         );
     }
     core.update(|c| c.log_read_cursor = c.log_read_cursor.wrapping_add(len as u32));

@@ -5,7 +5,7 @@ use std::ffi::{c_void, CStr};
 use std::ptr;
 use std::sync::Arc;
 
-use nrt_pool_shim::sim::{tables, HostLogLine, SimDevice};
+use nrt_pool_shim::sim::{tables, HostLogLine, SimDevice, SimError};
 use nrtucode_extisa::ffi::context::*;
 use nrtucode_extisa::ffi::core::*;
 use nrtucode_extisa::*;
@@ -52,8 +52,19 @@ impl Rig {
     }
 
     /// A core of `ct` whose control block is mapped at `dram` (not yet claimed).
+    /// Several cores may share one control block: a block already mapped there is kept
+    /// (and must be exactly the control block's extent); any other mapping error fails.
     pub fn core_at(&self, ct: u32, dram: u64) -> *mut nrtucode_core_t {
-        let _ = self.dev.map_control_block(dram);
+        match self.dev.map_control_block(dram) {
+            Ok(()) => {}
+            Err(SimError::Overlap { addr, .. }) if addr == dram => {
+                let mut claim = [0u8; 4];
+                self.dev
+                    .peek(dram, &mut claim)
+                    .expect("a control block is already mapped at this address");
+            }
+            Err(e) => panic!("cannot map the control block at {dram:#x}: {e}"),
+        }
         let mut core = ptr::null_mut();
         // SAFETY: live context and out pointer.
         assert_eq!(
@@ -76,11 +87,14 @@ impl Rig {
     }
 
     pub fn log_texts(&self) -> Vec<String> {
-        self.logs().into_iter().map(|l| l.text).collect()
+        self.logs()
+            .into_iter()
+            .map(|l| l.text().into_owned())
+            .collect()
     }
 
     pub fn has_log(&self, sev: u32, text: &str) -> bool {
-        self.logs().iter().any(|l| l.sev == sev && l.text == text)
+        self.logs().iter().any(|l| l.sev == sev && l.text() == text)
     }
 
     pub fn writes(&self) -> Vec<(u64, Vec<u8>)> {
