@@ -12,7 +12,7 @@ use crate::handles::{
 };
 use crate::images::{self, is_q7_pool};
 use crate::objcount;
-use crate::platform::{Ctx, Memhandle, SEV_ERROR, SEV_INFO};
+use crate::platform::{Ctx, Memhandle, SEV_ERROR, SEV_INFO, SEV_WARNING};
 use crate::prelink::{self, Ucpl};
 
 pub type Ll = Handle<nrtucode_loadable_library_t>;
@@ -82,6 +82,10 @@ fn stage(ctx: Ctx, ll: Ll, so: &[u8]) -> Result {
         );
         Error::Relocation
     })?;
+    // The vendor stages these libraries as they are; so do we, saying what goes wrong.
+    for h in prelink::hazards(so, &geometry) {
+        ctx.log(SEV_WARNING, format_args!("nrtucode: prelink: warning: {h}"));
+    }
     stage_prelinked(ctx, ll, &ucpl, &code, &data)
 }
 

@@ -27,6 +27,8 @@ impl Memhandle {
 
 /// Log severities the library itself uses.
 pub const SEV_ERROR: u32 = 1;
+/// Warnings of ours the vendor does not emit (hazards it stages silently); D37.
+pub const SEV_WARNING: u32 = 2;
 pub const SEV_INFO: u32 = 4;
 
 /// Largest formatted length for which the scratch buffer is grown (0x3fff, per the record).

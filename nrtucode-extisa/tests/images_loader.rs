@@ -399,6 +399,46 @@ fn ll_create_prelinks_and_stages_cayman_libraries() {
     clear_env();
 }
 
+#[test]
+fn ll_create_stages_hazardous_libraries_as_the_vendor_does_and_warns() {
+    let _g = ENV.lock();
+    clear_env();
+    let dir = image_dir();
+    let skewed = nrtucode_extisa::prelink::fixture::Fixture {
+        text_addr: 0x4,
+        data_addr: 0x108,
+        align: 16,
+        relocations: vec![],
+        ..nrtucode_extisa::prelink::fixture::Fixture::sample()
+    };
+    write(dir.path(), "ext-isa/ct21/lib2.elf", &skewed.build());
+    std::env::set_var(IMAGE_DIR_ENV, dir.path());
+    let rig = Rig::new();
+    let core = rig.booted_core(21);
+    let (rc, ll) = ll_create(&rig, 21, 2);
+    assert_eq!(
+        rc,
+        0,
+        "staged as the vendor stages it: {:?}",
+        rig.log_texts()
+    );
+    let warnings: Vec<String> = rig
+        .logs()
+        .iter()
+        .filter(|l| l.sev == 2)
+        .map(|l| l.text().into_owned())
+        .collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[0].starts_with("nrtucode: prelink: warning: the text segment's p_paddr 0x4"));
+    assert!(warnings[1].contains("data segment's p_paddr 0x108"));
+    // SAFETY: live handles, destroyed once.
+    unsafe {
+        nrtucode_ll_destroy(ll);
+        nrtucode_extisa::ffi::core::nrtucode_core_destroy(core);
+    }
+    clear_env();
+}
+
 /// A SUNDA library handle (nothing staged) and its core in the same context.
 fn sunda_ll(rig: &Rig) -> *mut nrtucode_loadable_library_t {
     let (rc, ll) = ll_create(rig, 6, 0);

@@ -1,7 +1,10 @@
 //! A checked view of a split-load Xtensa ELF32 library, with the vendor prelinker's
 //! acceptance rules (which are not a general ELF loader's: e_type and e_machine are not
-//! checked, EI_VERSION is ignored). Every read is bounds-checked through `object`'s
-//! alignment-free ELF structures; nothing is cast from untrusted bytes.
+//! checked, EI_VERSION is ignored). Every read is bounds-checked through `object`'s ELF
+//! structures, built with its `unaligned` feature so that they have alignment 1: a table at
+//! any file offset is read, as the vendor's loader (plain loads on x86) reads it
+//! (docs/decisions.md D36). Offsets and sizes from the file are added with checked
+//! arithmetic; nothing is cast from untrusted bytes.
 
 use object::elf::{
     Dyn32, FileHeader32, ProgramHeader32, Rela32, SectionHeader32, PT_DYNAMIC, PT_LOAD,
@@ -47,7 +50,15 @@ impl Segment {
     /// image holds them.
     pub fn file_offset(&self, addr: u32, len: u32) -> Option<u32> {
         let rel = addr.checked_sub(self.vaddr)?;
-        (u64::from(rel) + u64::from(len) <= u64::from(self.filesz)).then(|| self.offset + rel)
+        if u64::from(rel) + u64::from(len) > u64::from(self.filesz) {
+            return None;
+        }
+        self.offset.checked_add(rel)
+    }
+
+    /// The file image lies inside `image` and is no larger than the memory image.
+    fn is_sound(&self, image: &[u8]) -> bool {
+        self.filesz <= self.memsz && self.bytes(image).is_some()
     }
 }
 
@@ -62,6 +73,8 @@ pub struct SplitLoad<'a> {
     pub dynamic: Segment,
     /// The largest sh_addralign of a non-empty section (0 if there are none).
     pub align: u32,
+    /// Section headers read (0: none, or a table outside the file), for diagnostics.
+    pub sections: usize,
 }
 
 /// Reads the header; the magic, class and data encoding are checked (NOT_ELF otherwise).
@@ -108,10 +121,14 @@ impl<'a> SplitLoad<'a> {
         }
         let text = Segment::new(&phdrs[0], e);
         let data = Segment::new(&phdrs[1], e);
-        for seg in [&text, &data] {
-            if seg.filesz > seg.memsz || seg.bytes(image).is_none() {
-                return Err(status::NOT_SPLITLOAD);
-            }
+        // Every loadable segment is checked, the scratch one too: it carries the relocation
+        // table the host reads.
+        if ![Some(&text), Some(&data), scratch.as_ref()]
+            .into_iter()
+            .flatten()
+            .all(|seg| seg.is_sound(image))
+        {
+            return Err(status::NOT_SPLITLOAD);
         }
         Ok(SplitLoad {
             image,
@@ -121,6 +138,7 @@ impl<'a> SplitLoad<'a> {
             scratch,
             dynamic: Segment::new(&phdrs[dyn_index], e),
             align: max_section_align(image, h, e),
+            sections: section_count(image, h, e),
         })
     }
 
@@ -178,6 +196,14 @@ fn max_section_align(image: &[u8], h: &FileHeader32<E>, e: E) -> u32 {
         .map(|s| s.sh_addralign.get(e))
         .max()
         .unwrap_or(0)
+}
+
+/// How many section headers the table holds, 0 if it cannot be read.
+fn section_count(image: &[u8], h: &FileHeader32<E>, e: E) -> usize {
+    let n = usize::from(h.e_shnum.get(e));
+    image
+        .read_slice_at::<SectionHeader32<E>>(u64::from(h.e_shoff.get(e)), n)
+        .map_or(0, <[_]>::len)
 }
 
 /// Reads a u32 in the image's byte order.

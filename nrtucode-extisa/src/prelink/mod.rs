@@ -199,15 +199,26 @@ pub fn prelink(
         geometry.iram_base,
         code,
         log,
-    )?;
-    copy_segment(
-        &elf,
-        &elf.data,
-        place.data_dst,
-        geometry.dram_base,
-        data,
-        log,
-    )?;
+    )
+    .and_then(|()| {
+        copy_segment(
+            &elf,
+            &elf.data,
+            place.data_dst,
+            geometry.dram_base,
+            data,
+            log,
+        )
+    })
+    .inspect_err(|_| {
+        if elf.align == 0 {
+            // The vendor's code (13) stays; this line says why the placement wrapped.
+            log(format_args!(
+                "nrtucode: prelink: no section gives an alignment ({} section header(s) readable): the segments were placed at their p_paddr instead of in the device regions",
+                elf.sections
+            ));
+        }
+    })?;
     // Sites are resolved against the whole region buffers, as the vendor's scratch buffers.
     let mut regions = Regions {
         code: (geometry.iram_base, code),
@@ -219,6 +230,126 @@ pub fn prelink(
     ucpl.fini = dynamic.fini;
     ucpl.start_sym = dynamic.start;
     Ok(ucpl)
+}
+
+/// A library the vendor's prelinker accepts but stages wrongly. [`prelink`] keeps the
+/// vendor's behaviour; [`hazards`] names these so callers can warn.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Hazard {
+    /// A pointer into code that lies within 0x400 bytes below the data segment (a scratch
+    /// segment exists) is rebased as data, so it points into DRAM, not at its code.
+    CodeRebasedAsData {
+        /// The relocation's site (source address).
+        site: u32,
+        /// The code address the pointer holds.
+        target: u32,
+        /// Where it ends up on the device.
+        rebased: u32,
+        /// Where the code address belongs on the device.
+        intended: u32,
+        data_start: u32,
+    },
+    /// A segment whose p_paddr is not aligned to the library's largest alignment is
+    /// placed past its region's base, but the staged image is read from the base: its
+    /// first bytes are poison and its last `unstaged` bytes never reach the device.
+    UnstagedTail {
+        segment: &'static str,
+        paddr: u32,
+        align: u32,
+        placed_at: u32,
+        region_base: u32,
+        unstaged: u32,
+    },
+}
+
+impl fmt::Display for Hazard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Hazard::CodeRebasedAsData {
+                site,
+                target,
+                rebased,
+                intended,
+                data_start,
+            } => write!(
+                f,
+                "the pointer at 0x{site:x} holds code address 0x{target:x}, within 0x{SCRATCH_SEPARATION:x} bytes below the data segment at 0x{data_start:x}: it is rebased as data to 0x{rebased:x} instead of 0x{intended:x} (leave at least 0x{SCRATCH_SEPARATION:x} bytes between text and data)"
+            ),
+            Hazard::UnstagedTail {
+                segment,
+                paddr,
+                align,
+                placed_at,
+                region_base,
+                unstaged,
+            } => write!(
+                f,
+                "the {segment} segment's p_paddr 0x{paddr:x} is not aligned to 0x{align:x}: it is placed at 0x{placed_at:x} but staged from the region base 0x{region_base:x}, so its last 0x{unstaged:x} bytes never reach the device (align p_paddr to 0x{align:x})"
+            ),
+        }
+    }
+}
+
+/// The hazards of a library the prelinker accepts (empty for one it refuses).
+pub fn hazards(image: &[u8], geometry: &Geometry) -> Vec<Hazard> {
+    let Ok(elf) = SplitLoad::parse(image) else {
+        return Vec::new();
+    };
+    let place = place(&elf, geometry);
+    let mut out = Vec::new();
+    for (segment, seg, dst, base) in [
+        ("text", &elf.text, place.text_dst, geometry.iram_base),
+        ("data", &elf.data, place.data_dst, geometry.dram_base),
+    ] {
+        let skew = dst.wrapping_sub(base);
+        if elf.align > 1 && skew != 0 && skew < elf.align {
+            out.push(Hazard::UnstagedTail {
+                segment,
+                paddr: seg.paddr,
+                align: elf.align,
+                placed_at: dst,
+                region_base: base,
+                unstaged: skew.min(seg.memsz),
+            });
+        }
+    }
+    if elf.scratch.is_none() {
+        return out;
+    }
+    let Some(dynamic) = walk_dynamic(&elf, &place) else {
+        return out;
+    };
+    let Some(relocations) = dynamic
+        .rela
+        .and_then(|t| elf.relocations(t, dynamic.rela_count.saturating_mul(12)))
+    else {
+        return out;
+    };
+    let text = elf.text.paddr..elf.text.paddr.saturating_add(elf.text.memsz);
+    let big = elf.is_big_endian();
+    for (site, info, addend) in relocations {
+        let target = match info {
+            R_XTENSA_RELATIVE => {
+                // The word the loader rebases, read from the data segment's file image.
+                let Some(off) = elf.data.file_offset(site, 4) else {
+                    continue;
+                };
+                get_u32(&image[off as usize..], big).wrapping_add(addend as u32)
+            }
+            R_XTENSA_SLOT0_OP..=R_XTENSA_SLOT14_ALT => addend as u32,
+            _ => continue,
+        };
+        if text.contains(&target) && target.wrapping_add(SCRATCH_SEPARATION) >= elf.data.paddr {
+            out.push(Hazard::CodeRebasedAsData {
+                site,
+                target,
+                rebased: place.rebase(target),
+                intended: place.rebase_text(target),
+                data_start: elf.data.paddr,
+            });
+        }
+    }
+    out
 }
 
 /// Where `image`'s segments would be placed for `geometry` (the validation of [`prelink`]
@@ -674,11 +805,180 @@ mod tests {
     }
 
     #[test]
-    fn every_truncation_of_a_valid_image_fails_cleanly() {
+    fn every_truncation_of_a_valid_image_fails_with_its_code() {
         let good = Fixture::sample().build();
+        let phoff = u32::from_le_bytes(good[28..32].try_into().unwrap()) as usize;
+        let phdrs_end = phoff + 4 * 32;
+        let shoff = u32::from_le_bytes(good[32..36].try_into().unwrap()) as usize;
+        assert!(shoff > phdrs_end, "the fixture puts the section table last");
         for n in 0..good.len() {
             let (r, ..) = run(&good[..n]);
-            let _ = r; // any code, never a panic
+            let want = if n < 52 {
+                status::NOT_ELF // the header itself is cut
+            } else if n < phdrs_end {
+                status::NOT_SPLITLOAD // program headers cut
+            } else if n >= shoff {
+                // Only the section table is cut: no alignment, the vendor's placement wraps.
+                status::SEGMENT_TOO_BIG
+            } else {
+                // Past the headers, the segments' file images are cut: the split-load
+                // validation refuses them (7) or the .dynamic read fails (4).
+                match r {
+                    Err(PrelinkStatus::Xtlib(status::NO_DYNAMIC_SEGMENT)) => {
+                        status::NO_DYNAMIC_SEGMENT
+                    }
+                    _ => status::NOT_SPLITLOAD,
+                }
+            };
+            assert_eq!(r, Err(PrelinkStatus::Xtlib(want)), "cut at {n} bytes");
         }
+        assert!(run(&good).0.is_ok());
+    }
+
+    /// Offset of program header `i`'s field `f` (bytes) in a fixture image.
+    fn phdr_field(image: &[u8], i: usize, f: usize) -> usize {
+        u32::from_le_bytes(image[28..32].try_into().unwrap()) as usize + i * 32 + f
+    }
+
+    #[test]
+    fn a_scratch_segment_outside_the_file_is_refused_without_overflow() {
+        let f = Fixture {
+            scratch: true,
+            ..Fixture::sample_at(0x1000)
+        };
+        let mut img = f.build();
+        for bad_offset in [0xffff_f024u32, 0xffff_ffff, img.len() as u32] {
+            let at = phdr_field(&img, 2, 4);
+            img[at..at + 4].copy_from_slice(&bad_offset.to_le_bytes());
+            expect(img.clone(), status::NOT_SPLITLOAD, "validate ELF");
+        }
+        // A scratch file image larger than its memory image is refused too.
+        let mut img = f.build();
+        let at = phdr_field(&img, 2, 16);
+        img[at..at + 4].copy_from_slice(&0xffff_fff0u32.to_le_bytes());
+        expect(img, status::NOT_SPLITLOAD, "validate ELF");
+    }
+
+    #[test]
+    fn headers_at_unaligned_offsets_are_read() {
+        // Move the program headers and section table by one byte: the vendor's loader
+        // reads them with plain loads, so must we.
+        let good = Fixture::sample().build();
+        let (r, ..) = run(&good);
+        let want = r.unwrap();
+        let phoff = u32::from_le_bytes(good[28..32].try_into().unwrap()) as usize;
+        let shoff = u32::from_le_bytes(good[32..36].try_into().unwrap()) as usize;
+        let phnum = u16::from_le_bytes(good[44..46].try_into().unwrap()) as usize;
+        let shnum = u16::from_le_bytes(good[48..50].try_into().unwrap()) as usize;
+        let mut moved = good.clone();
+        let tail = moved.len();
+        moved.push(0);
+        let new_ph = moved.len();
+        moved.extend_from_slice(&good[phoff..phoff + phnum * 32]);
+        moved.push(0);
+        moved.push(0);
+        let new_sh = moved.len();
+        moved.extend_from_slice(&good[shoff..shoff + shnum * 40]);
+        assert!(new_ph % 4 != 0 && new_sh % 4 != 0 && tail > 0);
+        moved[28..32].copy_from_slice(&(new_ph as u32).to_le_bytes());
+        moved[32..36].copy_from_slice(&(new_sh as u32).to_le_bytes());
+        let (r, code, data, logs) = run(&moved);
+        assert_eq!(r.unwrap_or_else(|e| panic!("{e}: {logs:?}")), want);
+        let (_, code0, data0, _) = run(&good);
+        assert_eq!((code, data), (code0, data0));
+    }
+
+    #[test]
+    fn no_section_alignment_keeps_code_13_and_says_why() {
+        let mut img = Fixture::sample().build();
+        img[48..50].copy_from_slice(&0u16.to_le_bytes()); // e_shnum = 0
+        let (r, _, _, logs) = run(&img);
+        assert_eq!(r, Err(PrelinkStatus::Xtlib(status::SEGMENT_TOO_BIG)));
+        assert_eq!(
+            logs[0],
+            "Segment exceeds the size of the split region on device"
+        );
+        assert!(
+            logs[1].contains("no section gives an alignment (0 section header(s) readable)"),
+            "{logs:?}"
+        );
+    }
+
+    #[test]
+    fn code_pointers_near_the_data_start_are_staged_as_the_vendor_does_and_named() {
+        // Text runs to 0xd00; the data starts at 0x1000; a scratch segment exists.
+        let mut data = vec![0u8; 16];
+        data[4..8].copy_from_slice(&0xc80u32.to_le_bytes()); // 0x380 below the data
+        data[8..12].copy_from_slice(&0xbf0u32.to_le_bytes()); // 0x410 below: fine
+        let f = Fixture {
+            scratch: true,
+            text: vec![0; 0xd00],
+            data,
+            data_addr: 0x1000,
+            relocations: vec![(0x1004, 5, 0), (0x1008, 5, 0)],
+            ..Fixture::default()
+        };
+        let img = f.build();
+        let (r, _, data, logs) = run(&img);
+        r.unwrap_or_else(|e| panic!("{e}: {logs:?}"));
+        assert_eq!(word(&data, 4), 0xBDC80, "the vendor's rebase: as data");
+        assert_eq!(word(&data, 8), 0x18BF0, "0x410 below: as code");
+        assert_eq!(
+            hazards(&img, &CAYMAN_GEOMETRY),
+            vec![Hazard::CodeRebasedAsData {
+                site: 0x1004,
+                target: 0xc80,
+                rebased: 0xBDC80,
+                intended: 0x18C80,
+                data_start: 0x1000,
+            }]
+        );
+        let text = hazards(&img, &CAYMAN_GEOMETRY)[0].to_string();
+        assert!(text.contains("0x1004") && text.contains("0xc80") && text.contains("0xbdc80"));
+        // Without a scratch segment there is no separation, and no hazard.
+        let f = Fixture {
+            scratch: false,
+            ..f
+        };
+        assert!(hazards(&f.build(), &CAYMAN_GEOMETRY).is_empty());
+    }
+
+    #[test]
+    fn unaligned_paddr_is_staged_as_the_vendor_does_and_named() {
+        let f = Fixture {
+            text_addr: 0x4,
+            data_addr: 0x108,
+            align: 16,
+            relocations: vec![],
+            ..Fixture::sample()
+        };
+        let img = f.build();
+        assert!(run(&img).0.is_ok());
+        let h = hazards(&img, &CAYMAN_GEOMETRY);
+        assert_eq!(
+            h,
+            vec![
+                Hazard::UnstagedTail {
+                    segment: "text",
+                    paddr: 4,
+                    align: 16,
+                    placed_at: 0x18004,
+                    region_base: 0x18000,
+                    unstaged: 4,
+                },
+                Hazard::UnstagedTail {
+                    segment: "data",
+                    paddr: 0x108,
+                    align: 16,
+                    placed_at: 0xBE008,
+                    region_base: 0xBE000,
+                    unstaged: 8,
+                },
+            ]
+        );
+        assert!(h[0]
+            .to_string()
+            .contains("last 0x4 bytes never reach the device"));
+        assert!(hazards(&Fixture::sample().build(), &CAYMAN_GEOMETRY).is_empty());
     }
 }

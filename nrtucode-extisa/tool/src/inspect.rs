@@ -19,6 +19,7 @@ pub fn run(args: &[String]) -> Result<(), ToolError> {
         "{}",
         describe(&bytes).map_err(|e| ToolError::Invalid(format!("{path}: {e}")))?
     );
+    crate::warn_hazards(path, &bytes);
     Ok(())
 }
 
@@ -173,7 +174,8 @@ fn describe_elf(b: &[u8]) -> Result<String, String> {
         loads.iter().find_map(|p| {
             let rel = a.checked_sub(p.p_vaddr(e))?;
             (u64::from(rel) + u64::from(len) <= u64::from(p.p_filesz(e)))
-                .then(|| p.p_offset(e) + rel)
+                .then(|| p.p_offset(e).checked_add(rel))
+                .flatten()
         })
     };
     let mut rela = (None, 0);
@@ -222,9 +224,15 @@ fn describe_elf(b: &[u8]) -> Result<String, String> {
             .unwrap();
         }
     }
-    let sections = h
-        .sections(e, b)
-        .map_err(|e| format!("section headers: {e}"))?;
+    // Sections are optional to the prelinker (only their alignment counts): say what is
+    // wrong with them and go on.
+    let sections = match h.sections(e, b) {
+        Ok(s) => s,
+        Err(why) => {
+            writeln!(s, "sections: not readable ({why})").unwrap();
+            return Ok(s);
+        }
+    };
     if let Some((_, kit)) = sections
         .iter()
         .enumerate()

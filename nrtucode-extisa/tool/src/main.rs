@@ -47,13 +47,25 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(ToolError::Usage(u)) => {
-            eprintln!("{u}");
+            // The full usage text stands alone; a specific complaint gets the prefix.
+            if u == USAGE {
+                eprintln!("{u}");
+            } else {
+                eprintln!("nrtucode-tool: {u}\n{USAGE}");
+            }
             ExitCode::from(2)
         }
         Err(e) => {
             eprintln!("nrtucode-tool: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Prints, loudly, what the vendor's prelinker would stage wrongly in this library.
+pub fn warn_hazards(path: &str, image: &[u8]) {
+    for h in nrtucode_extisa::prelink::hazards(image, &nrtucode_extisa::prelink::CAYMAN_GEOMETRY) {
+        eprintln!("nrtucode-tool: WARNING: {path}: {h}");
     }
 }
 

@@ -20,7 +20,7 @@ pub fn run(args: &[String]) -> Result<(), ToolError> {
                     .ok_or_else(|| ToolError::Usage("--coretype needs a value".into()))?;
                 coretype = v
                     .parse()
-                    .map_err(|_| ToolError::Usage(format!("bad coretype {v:?}")))?;
+                    .map_err(|_| ToolError::Usage(format!("bad coretype {v:?} (13, 21 or 29)")))?;
             }
             "-o" => {
                 out = Some(
@@ -49,6 +49,7 @@ pub fn run(args: &[String]) -> Result<(), ToolError> {
     }
     let bytes = read(&image)?;
     let staged = stage(&bytes).map_err(ToolError::Invalid)?;
+    crate::warn_hazards(&image, &bytes);
     let out = out.unwrap_or_else(|| PathBuf::from(format!("{image}.ucpl")));
     write_atomic(&out, &staged)?;
     println!(

@@ -62,6 +62,52 @@ fn inspect_a_gnu_built_library() {
     ] {
         assert!(out.contains(want), "missing {want:?} in:\n{out}");
     }
+    // The project's own layout leaves 0x400 bytes between text and data: no hazard.
+    assert!(!err.contains("WARNING"), "{err}");
+    let o = tool(&[
+        "prelink",
+        path(&lib),
+        "-o",
+        path(&dir.path().join("s.ucpl")),
+    ]);
+    assert!(
+        o.status.success() && !text(&o).1.contains("WARNING"),
+        "{:?}",
+        text(&o)
+    );
+}
+
+#[test]
+fn prelink_and_inspect_warn_about_what_the_vendor_stages_wrongly() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = dir.path().join("skewed.elf");
+    let f = Fixture {
+        text_addr: 0x4,
+        data_addr: 0x108,
+        align: 16,
+        relocations: vec![],
+        ..Fixture::sample()
+    };
+    std::fs::write(&lib, f.build()).unwrap();
+    for args in [
+        vec!["inspect", path(&lib)],
+        vec![
+            "prelink",
+            path(&lib),
+            "-o",
+            path(&dir.path().join("s.ucpl")),
+        ],
+    ] {
+        let o = tool(&args);
+        let (_, err) = text(&o);
+        assert!(o.status.success(), "{err}");
+        assert!(
+            err.contains("nrtucode-tool: WARNING: ")
+                && err.contains("text segment's p_paddr 0x4 is not aligned to 0x10")
+                && err.contains("placed at 0x18004"),
+            "{args:?}: {err}"
+        );
+    }
 }
 
 #[test]
@@ -110,6 +156,13 @@ fn prelink_refusals_leave_no_output() {
     assert!(text(&o).1.contains("SUNDA libraries are pushed whole"));
     let o = tool(&["prelink", path(&bad), "--coretype", "2"]);
     assert!(text(&o).1.contains("not a Q7 POOL coretype"));
+    let o = tool(&["prelink", path(&bad), "--coretype", "-1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).1.starts_with("nrtucode-tool: bad coretype \"-1\""),
+        "{:?}",
+        text(&o)
+    );
     assert_eq!(tool(&["frob"]).status.code(), Some(2));
     assert_eq!(tool(&["inspect"]).status.code(), Some(2));
     let o = tool(&["inspect", path(&dir.path().join("missing"))]);
