@@ -34,14 +34,25 @@ pub enum FaultKind {
     Entry = 7,
     /// The kernel is not registered on this core.
     NoKernel = 8,
+    /// The op library cannot be loaded (dlopen failed, or a required symbol is missing).
+    Load = 9,
 }
+
+/// What a core was doing when it stopped (`CoreRecord::phase`).
+pub const PHASE_KERNEL: u32 = 0;
+/// dlopen: the library's static constructors.
+pub const PHASE_LOAD: u32 = 1;
+/// entry_func and register_funcs.
+pub const PHASE_START: u32 = 2;
 
 impl FaultKind {
     pub fn from_u32(v: u32) -> Option<FaultKind> {
         use FaultKind::*;
-        [Memory, Abort, Fatal, Trap, Timeout, Exited, Entry, NoKernel]
-            .into_iter()
-            .find(|k| *k as u32 == v)
+        [
+            Memory, Abort, Fatal, Trap, Timeout, Exited, Entry, NoKernel, Load,
+        ]
+        .into_iter()
+        .find(|k| *k as u32 == v)
     }
 
     pub fn describe(self) -> &'static str {
@@ -54,6 +65,7 @@ impl FaultKind {
             FaultKind::Exited => "exited",
             FaultKind::Entry => "entry_func failed",
             FaultKind::NoKernel => "kernel not registered",
+            FaultKind::Load => "cannot load the op library",
         }
     }
 }
@@ -66,12 +78,26 @@ pub struct CoreRecord {
     /// The launcher's return value, or entry_func's STATUS.
     pub result: AtomicU32,
     pub signal: AtomicU32,
-    /// Faulting host address (0: unknown).
+    /// Faulting host address (0: unknown): the data address of a memory fault, the
+    /// instruction of a trap.
     pub addr: AtomicU64,
     pub msg_len: AtomicU32,
+    /// `PHASE_*`: loading, start code or a kernel.
+    pub phase: AtomicU32,
+    /// The faulting instruction's host address (0: unknown).
+    pub pc: AtomicU64,
+    /// Load base of the op library in the core (0: unknown), to symbolize `pc`.
+    pub module_base: AtomicU64,
+    /// `ACCESS_*` of a memory fault.
+    pub access: AtomicU32,
     pub _pad: u32,
-    pub msg: [u8; 480],
+    pub msg: [u8; 456],
 }
+
+/// A memory fault's access, where the processor says (x86-64 page-fault error code).
+pub const ACCESS_UNKNOWN: u32 = 0;
+pub const ACCESS_READ: u32 = 1;
+pub const ACCESS_WRITE: u32 = 2;
 
 /// The block's header.
 #[repr(C)]
@@ -83,6 +109,10 @@ pub struct Header {
     /// Registration names from the load-time probe: count and bytes used.
     pub names_count: AtomicU32,
     pub names_len: AtomicU32,
+    /// The op library's schema text from the probe (bytes used; 0: none).
+    pub schema_len: AtomicU32,
+    /// Guard pages the cores protect for this launch (SoC addresses at GUARDS_OFFSET).
+    pub guard_count: AtomicU32,
 }
 
 pub const RECORDS_OFFSET: usize = 0x100;
@@ -91,11 +121,19 @@ pub const RING_ENTRY: usize = 256;
 /// Payload bytes per ring entry (a 4-byte entry header: length u16, fd u8, core u8).
 pub const RING_PAYLOAD: usize = RING_ENTRY - 4;
 pub const NAMES_OFFSET: usize = 0x30000;
-pub const NAMES_BYTES: usize = STATUS_BYTES as usize - NAMES_OFFSET;
+pub const NAMES_BYTES: usize = SCHEMA_OFFSET - NAMES_OFFSET;
+pub const SCHEMA_OFFSET: usize = 0x40000;
+pub const SCHEMA_BYTES: usize = STATUS_BYTES as usize - SCHEMA_OFFSET;
 pub const RING_ENTRIES: usize = (NAMES_OFFSET - RING_OFFSET) / RING_ENTRY;
+/// The guard list: SoC addresses of pages, after the records.
+pub const GUARDS_OFFSET: usize = RECORDS_OFFSET + CORES * 512;
+/// Most guard pages one launch protects (one after each tensor: 10 arguments and the output).
+pub const MAX_GUARDS: usize = 16;
 
 const _: () = assert!(std::mem::size_of::<CoreRecord>() == 512);
-const _: () = assert!(RECORDS_OFFSET + CORES * 512 <= RING_OFFSET);
+const _: () = assert!(std::mem::size_of::<Header>() <= RECORDS_OFFSET);
+const _: () = assert!(GUARDS_OFFSET + MAX_GUARDS * 8 <= RING_OFFSET);
+const _: () = assert!(SCHEMA_OFFSET < STATUS_BYTES as usize);
 
 /// A view of the control block at a host address inside the device mapping.
 #[derive(Clone, Copy)]
@@ -146,6 +184,65 @@ impl ControlBlock {
         r.signal.store(signal, Ordering::Release);
         r.addr.store(addr, Ordering::Release);
         r.state.store(CORE_FAULT, Ordering::Release);
+    }
+
+    /// Core side: what the core is doing now.
+    pub fn set_phase(&self, core: usize, phase: u32) {
+        self.core(core).phase.store(phase, Ordering::Release);
+    }
+
+    /// Host side: the guard pages of the next launch (at most MAX_GUARDS).
+    pub fn set_guards(&self, pages: &[u64]) {
+        let n = pages.len().min(MAX_GUARDS);
+        for (i, &p) in pages[..n].iter().enumerate() {
+            // SAFETY: entry `i` < MAX_GUARDS lies inside the guard list (const assert);
+            // written by the host while no core runs.
+            unsafe {
+                self.base
+                    .add(GUARDS_OFFSET + i * 8)
+                    .cast::<u64>()
+                    .write_unaligned(p)
+            };
+        }
+        self.header().guard_count.store(n as u32, Ordering::Release);
+    }
+
+    /// Core side: the guard pages of this launch.
+    pub fn guards(&self) -> Vec<u64> {
+        let n = (self.header().guard_count.load(Ordering::Acquire) as usize).min(MAX_GUARDS);
+        (0..n)
+            // SAFETY: as in set_guards; entries below the count were written.
+            .map(|i| unsafe {
+                self.base
+                    .add(GUARDS_OFFSET + i * 8)
+                    .cast::<u64>()
+                    .read_unaligned()
+            })
+            .collect()
+    }
+
+    /// Probe side: the library's schema text. False if it does not fit.
+    pub fn set_schema(&self, text: &[u8]) -> bool {
+        if text.len() > SCHEMA_BYTES {
+            return false;
+        }
+        // SAFETY: inside the schema area (checked); one probe process writes it.
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr(), self.base.add(SCHEMA_OFFSET), text.len())
+        };
+        self.header()
+            .schema_len
+            .store(text.len() as u32, Ordering::Release);
+        true
+    }
+
+    /// Host side: the schema text the probe found (None: the library carries none).
+    pub fn schema(&self) -> Option<Vec<u8>> {
+        let n = self.header().schema_len.load(Ordering::Acquire) as usize;
+        // SAFETY: the first `n` bytes of the schema area were written by set_schema.
+        (n > 0).then(|| unsafe {
+            std::slice::from_raw_parts(self.base.add(SCHEMA_OFFSET), n.min(SCHEMA_BYTES)).to_vec()
+        })
     }
 
     pub fn message(&self, core: usize) -> String {
@@ -215,14 +312,16 @@ impl ControlBlock {
         true
     }
 
-    pub fn names(&self) -> Vec<String> {
+    /// The registered names, each as its bytes (never repaired: the engine refuses names
+    /// that are not UTF-8 instead of altering them).
+    pub fn names(&self) -> Vec<Vec<u8>> {
         let used = (self.header().names_len.load(Ordering::Acquire) as usize).min(NAMES_BYTES);
         // SAFETY: the first `used` bytes of the names area were written by push_name.
         let bytes = unsafe { std::slice::from_raw_parts(self.base.add(NAMES_OFFSET), used) };
         bytes
             .split(|&b| b == 0)
             .filter(|s| !s.is_empty())
-            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .map(<[u8]>::to_vec)
             .collect()
     }
 }

@@ -5,10 +5,14 @@
 //! ends only this process.
 
 use std::ffi::{c_char, c_void, CStr, CString};
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use super::control::{ControlBlock, FaultKind, CORE_DONE, CORE_RUNNING};
-use super::memory::DeviceMemory;
+use super::control::{
+    ControlBlock, FaultKind, ACCESS_READ, ACCESS_UNKNOWN, ACCESS_WRITE, CORE_DONE, CORE_RUNNING,
+    PHASE_KERNEL, PHASE_LOAD, PHASE_START,
+};
+use super::library::{ENTRY_SYMBOL, REGISTER_FUNCS_SYMBOL, SCHEMA_SYMBOL};
+use super::memory::{DeviceMemory, PAGE};
 
 /// `SUNDA_UCODE_LIB` as a 64-bit host lays it out (nine pointer-sized fields).
 #[repr(C)]
@@ -39,6 +43,10 @@ pub const FAULT_EXIT: i32 = 70;
 static MEMORY: AtomicPtr<DeviceMemory> = AtomicPtr::new(std::ptr::null_mut());
 static CORE: AtomicUsize = AtomicUsize::new(0);
 static CORE_COUNT: AtomicUsize = AtomicUsize::new(8);
+/// What this core is doing (`PHASE_*`), for fault reports.
+static PHASE: AtomicU32 = AtomicU32::new(PHASE_LOAD);
+/// The op library's load base in this process (0 until loaded).
+static MODULE_BASE: AtomicU64 = AtomicU64::new(0);
 /// The registration collector of this core process (a foreign library may pass any handle
 /// back to the callbacks, so they do not rely on it).
 static COLLECTOR: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
@@ -69,12 +77,13 @@ fn core() -> usize {
     CORE.load(Ordering::Relaxed)
 }
 
-/// What a core process runs: the library's start code, then kernels.
+/// What a core process runs: the op library (loaded inside the core, never in the host
+/// process), its start code, then kernels.
 #[derive(Clone, Copy)]
 pub struct Program<'a> {
     pub memory: &'a DeviceMemory,
-    pub entry: EntryFn,
-    pub register_funcs: RegisterFuncsFn,
+    /// The op library's absolute path.
+    pub library: &'a CStr,
 }
 
 /// What the library registers: names through the handoff block (the probe keeps them),
@@ -209,21 +218,95 @@ unsafe extern "C" fn get_dma_queue(m2s: *mut u32, s2m: *mut u32) -> *mut c_void 
 
 // ---- faults ----
 
-extern "C" fn on_signal(sig: i32, info: *mut libc::siginfo_t, _: *mut c_void) {
+/// The faulting instruction and, for a memory fault, whether it wrote, from the signal's
+/// machine context.
+fn fault_context(uctx: *mut c_void) -> (u64, u32) {
+    if uctx.is_null() {
+        return (0, ACCESS_UNKNOWN);
+    }
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        // SAFETY: SA_SIGINFO handlers get the interrupted context as a ucontext_t.
+        let g = unsafe { &(*uctx.cast::<libc::ucontext_t>()).uc_mcontext.gregs };
+        let pc = g[libc::REG_RIP as usize] as u64;
+        // Page-fault error code: bit 1 set for a write.
+        let access = if g[libc::REG_ERR as usize] & 2 != 0 {
+            ACCESS_WRITE
+        } else {
+            ACCESS_READ
+        };
+        (pc, access)
+    }
+    #[cfg(all(target_arch = "aarch64", target_os = "linux"))]
+    {
+        // SAFETY: as above.
+        let pc = unsafe { (*uctx.cast::<libc::ucontext_t>()).uc_mcontext.pc };
+        (pc, ACCESS_UNKNOWN)
+    }
+    #[cfg(not(any(
+        all(target_arch = "x86_64", target_os = "linux"),
+        all(target_arch = "aarch64", target_os = "linux")
+    )))]
+    {
+        (0, ACCESS_UNKNOWN)
+    }
+}
+
+extern "C" fn on_signal(sig: i32, info: *mut libc::siginfo_t, uctx: *mut c_void) {
     let kind = match sig {
         libc::SIGSEGV | libc::SIGBUS => FaultKind::Memory,
         libc::SIGABRT => FaultKind::Abort,
         _ => FaultKind::Trap,
     };
     // SAFETY: the kernel hands SA_SIGINFO handlers a valid siginfo.
-    let addr = if kind == FaultKind::Abort || info.is_null() {
-        0
+    let (addr, code) = if info.is_null() {
+        (0, 0)
     } else {
-        unsafe { (*info).si_addr() as u64 }
+        unsafe { ((*info).si_addr() as u64, (*info).si_code) }
     };
-    control().set_fault(core(), kind, sig as u32, addr, signal_name(sig).as_bytes());
+    let addr = if kind == FaultKind::Abort { 0 } else { addr };
+    let (pc, access) = fault_context(uctx);
+    let ctl = control();
+    let r = ctl.core(core());
+    r.pc.store(pc, Ordering::Relaxed);
+    r.module_base
+        .store(MODULE_BASE.load(Ordering::Relaxed), Ordering::Relaxed);
+    r.access.store(
+        if kind == FaultKind::Memory {
+            access
+        } else {
+            ACCESS_UNKNOWN
+        },
+        Ordering::Relaxed,
+    );
+    r.phase
+        .store(PHASE.load(Ordering::Relaxed), Ordering::Relaxed);
+    ctl.set_fault(
+        core(),
+        kind,
+        sig as u32,
+        addr,
+        signal_cause(sig, code).as_bytes(),
+    );
     // SAFETY: async-signal-safe exit of this core's process.
     unsafe { libc::_exit(FAULT_EXIT) }
+}
+
+/// The signal, and what the processor said about it (`si_code`).
+pub fn signal_cause(sig: i32, code: i32) -> &'static str {
+    match (sig, code) {
+        (libc::SIGFPE, 1) => "SIGFPE: integer division by zero",
+        (libc::SIGFPE, 2) => "SIGFPE: integer overflow",
+        (libc::SIGFPE, 3) => "SIGFPE: floating-point division by zero",
+        (libc::SIGFPE, 4) => "SIGFPE: floating-point overflow",
+        (libc::SIGFPE, 5) => "SIGFPE: floating-point underflow",
+        (libc::SIGFPE, 6) => "SIGFPE: floating-point inexact result",
+        (libc::SIGFPE, 7) => "SIGFPE: invalid floating-point operation",
+        (libc::SIGILL, _) => "SIGILL: illegal instruction",
+        (libc::SIGTRAP, _) => "SIGTRAP: breakpoint or trap instruction",
+        (libc::SIGBUS, _) => "SIGBUS: bus error",
+        (s, _) => signal_name(s),
+    }
 }
 
 pub fn signal_name(sig: i32) -> &'static str {
@@ -274,15 +357,113 @@ fn finish_stdio() {
     unsafe { libc::fflush(std::ptr::null_mut()) };
 }
 
-/// In a fresh core process: installs the core's services and fault handlers, runs the
-/// library's start code with this core's handoff block and collects its kernels. A failing
-/// start code is reported and ends the process.
+/// Ends this core with a load failure (`FaultKind::Load`) and its reason.
+fn load_failed(core: usize, why: &[u8]) -> ! {
+    control().set_fault(core, FaultKind::Load, 0, 0, why);
+    exit(FAULT_EXIT)
+}
+
+fn dlerror_text() -> Vec<u8> {
+    // SAFETY: dlerror returns NULL or this thread's NUL-terminated message.
+    let e = unsafe { libc::dlerror() };
+    if e.is_null() {
+        b"unknown dlopen error".to_vec()
+    } else {
+        // SAFETY: as above.
+        unsafe { CStr::from_ptr(e) }.to_bytes().to_vec()
+    }
+}
+
+/// Gives the core's process a name of its own: messages the C library prints for a kernel
+/// (a failed `assert`) start with "pool core N:" instead of the host program's name.
+fn name_the_process(core: usize) {
+    #[cfg(target_env = "gnu")]
+    {
+        extern "C" {
+            static mut program_invocation_short_name: *mut c_char;
+        }
+        let name = CString::new(format!("pool core {core}")).expect("no NUL");
+        // SAFETY: glibc's writable program-name pointer, set once in this single-threaded
+        // process to a string that lives as long as the process (leaked).
+        unsafe { program_invocation_short_name = name.into_raw() };
+    }
+}
+
+/// Loads the op library in this core process (its static constructors run here, with the
+/// fault handlers installed) and finds its start code; the probe also copies its schema.
+fn load(core: usize, p: &Program<'_>, probe: bool) -> (EntryFn, RegisterFuncsFn) {
+    let ctl = control();
+    PHASE.store(PHASE_LOAD, Ordering::Relaxed);
+    ctl.set_phase(core, PHASE_LOAD);
+    // SAFETY: dlopen of the library the host named; its constructors are user code and run
+    // in this core's process only.
+    let h = unsafe { libc::dlopen(p.library.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    if h.is_null() {
+        load_failed(core, &dlerror_text());
+    }
+    let sym = |name: &str| {
+        let c = CString::new(name).expect("no NUL");
+        // SAFETY: a symbol lookup in the handle we just opened.
+        unsafe { libc::dlsym(h, c.as_ptr()) }
+    };
+    let entry = sym(ENTRY_SYMBOL);
+    let register = sym(REGISTER_FUNCS_SYMBOL);
+    for (f, name) in [(entry, ENTRY_SYMBOL), (register, "register_funcs")] {
+        if f.is_null() {
+            load_failed(
+                core,
+                format!("does not export {name} (link it with libneuroncustomop.a and export entry_func and register_funcs)").as_bytes(),
+            );
+        }
+    }
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr on a symbol of the loaded library, into a local Dl_info.
+    if unsafe { libc::dladdr(entry, &mut info) } != 0 {
+        MODULE_BASE.store(info.dli_fbase as u64, Ordering::Relaxed);
+    }
+    if probe {
+        let schema = sym(SCHEMA_SYMBOL);
+        if !schema.is_null() {
+            PHASE.store(PHASE_START, Ordering::Relaxed);
+            ctl.set_phase(core, PHASE_START);
+            // SAFETY: `const char *nrt_pool_op_schema(void)` (generated code) returns a
+            // static NUL-terminated string.
+            let text = unsafe {
+                let f: unsafe extern "C" fn() -> *const c_char = std::mem::transmute(schema);
+                let t = f();
+                if t.is_null() {
+                    load_failed(core, b"nrt_pool_op_schema returned NULL");
+                }
+                CStr::from_ptr(t).to_bytes()
+            };
+            if !ctl.set_schema(text) {
+                load_failed(core, b"its schema is longer than the control block holds");
+            }
+        }
+    }
+    // SAFETY: the symbols have these C signatures in every op library (the contract of
+    // entry_func and register_funcs).
+    unsafe {
+        (
+            std::mem::transmute::<*mut c_void, EntryFn>(entry),
+            std::mem::transmute::<*mut c_void, RegisterFuncsFn>(register),
+        )
+    }
+}
+
+/// In a fresh core process: installs the core's services and fault handlers, loads the
+/// library, runs its start code with this core's handoff block and collects its kernels.
+/// A failing load or start code is reported and ends the process.
 fn start(core: usize, p: &Program<'_>, probe: bool) -> Vec<(CString, Option<WrapperFn>)> {
     MEMORY.store(p.memory as *const _ as *mut _, Ordering::Release);
     CORE.store(core, Ordering::Relaxed);
+    name_the_process(core);
     install_fault_handlers();
     let ctl = control();
     ctl.core(core).state.store(CORE_RUNNING, Ordering::Release);
+    let (entry, register_funcs) = load(core, p, probe);
+    PHASE.store(PHASE_START, Ordering::Relaxed);
+    ctl.set_phase(core, PHASE_START);
     // Leaked: it lives as long as the process.
     let collector = Box::leak(Box::new(Collector {
         probe,
@@ -301,15 +482,43 @@ fn start(core: usize, p: &Program<'_>, probe: bool) -> Vec<(CString, Option<Wrap
         register_ext_isa_fn_v3: None,
     };
     // SAFETY: the library's start code with a complete handoff block.
-    let status = unsafe { (p.entry)(&handoff) };
+    let status = unsafe { entry(&handoff) };
     if status != 0 {
         ctl.core(core).result.store(status, Ordering::Release);
         ctl.set_fault(core, FaultKind::Entry, 0, 0, b"entry_func");
         exit(FAULT_EXIT);
     }
     // SAFETY: the library's registration walk with our callback.
-    unsafe { (p.register_funcs)(Some(on_register_func)) };
+    unsafe { register_funcs(Some(on_register_func)) };
+    PHASE.store(PHASE_KERNEL, Ordering::Relaxed);
+    ctl.set_phase(core, PHASE_KERNEL);
     std::mem::take(&mut collector.funcs)
+}
+
+/// Protects (or releases) this launch's guard pages in this core's view of device memory:
+/// a tensor's first byte past its end faults here, as a write past it is a bug.
+fn guard_pages(pages: &[u64], protect: bool) {
+    let prot = if protect {
+        libc::PROT_NONE
+    } else {
+        libc::PROT_READ | libc::PROT_WRITE
+    };
+    for &soc in pages {
+        if let Some(p) = memory().host(soc, PAGE) {
+            // SAFETY: a whole page of this process's device mapping (guard pages are
+            // page-aligned SoC addresses inside a region).
+            unsafe { libc::mprotect(p.cast(), PAGE as usize, prot) };
+        }
+    }
+}
+
+/// Points the core's fd 2 at the host's capture file for it (the host shows it once, with
+/// the fault or core 0's output, instead of each core writing to the terminal).
+fn capture_stderr(fd: i32) {
+    if fd >= 0 {
+        // SAFETY: dup2 onto fd 2 in this core process; the capture fd stays open.
+        unsafe { libc::dup2(fd, 2) };
+    }
 }
 
 /// A launch command (host to core): the core count, the name's length, the kernel's name.
@@ -318,7 +527,8 @@ pub const MAX_KERNEL_NAME: usize = CMD_BYTES - 8;
 
 /// The load-time probe's core process: start code, then the names it registered (control
 /// block) and how many launchers `register_funcs` gave (`result`).
-pub(super) fn probe_child(p: &Program<'_>) -> ! {
+pub(super) fn probe_child(p: &Program<'_>, stderr: i32) -> ! {
+    capture_stderr(stderr);
     let funcs = start(0, p, true);
     let r = control();
     r.core(0)
@@ -330,7 +540,8 @@ pub(super) fn probe_child(p: &Program<'_>) -> ! {
 
 /// A core process's life: start code once, then one launch per command until the host
 /// closes the socket.
-pub(super) fn serve(core: usize, p: &Program<'_>, sock: i32) -> ! {
+pub(super) fn serve(core: usize, p: &Program<'_>, sock: i32, stderr: i32) -> ! {
+    capture_stderr(stderr);
     let funcs = start(core, p, false);
     let ctl = control();
     let mut cmd = [0u8; CMD_BYTES];
@@ -349,8 +560,11 @@ pub(super) fn serve(core: usize, p: &Program<'_>, sock: i32) -> ! {
         r.state.store(CORE_RUNNING, Ordering::Release);
         match funcs.iter().find(|(n, _)| n.to_bytes() == name) {
             Some((_, Some(f))) => {
+                let guards = ctl.guards();
+                guard_pages(&guards, true);
                 // SAFETY: a launcher the library registered under the kernel's name.
                 let code = unsafe { f() };
+                guard_pages(&guards, false);
                 finish_stdio();
                 r.result.store(code as u32, Ordering::Release);
                 r.state.store(CORE_DONE, Ordering::Release);

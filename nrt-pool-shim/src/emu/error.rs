@@ -1,6 +1,6 @@
 //! What goes wrong in the emulator: load and launch errors, and device faults.
 
-use super::control::FaultKind;
+use super::control::{FaultKind, PHASE_LOAD, PHASE_START};
 use super::library::LibraryError;
 use super::memory::MemoryError;
 use super::tensor::TensorError;
@@ -18,35 +18,80 @@ pub fn status_name(s: u32) -> &'static str {
     }
 }
 
-/// A kernel that stopped a launch.
+/// A kernel (or a library's loading or start code) that stopped a launch.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeviceFault {
     pub kernel: String,
     pub core: usize,
     pub kind: FaultKind,
+    /// `PHASE_*`: loading the library, its start code, or the kernel.
+    pub phase: u32,
     /// The faulting SoC address, when the fault was a memory access inside device memory.
     pub soc_addr: Option<u64>,
-    /// The faulting host address, when known.
+    /// The faulting host address, when known (a data address; a trap's instruction).
     pub host_addr: Option<u64>,
+    /// The faulting instruction, symbolized from the op library where possible.
+    pub location: Option<String>,
+    /// "read" or "write", where the processor says.
+    pub access: Option<&'static str>,
+    /// The tensor the access ran past, and where: "the output (16 bytes) at offset 16".
+    pub tensor: Option<String>,
     pub message: String,
-    /// Core 0's output up to the fault.
+    /// Core 0's output up to the fault, then what the faulting core wrote to fd 2.
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
 }
 
 impl std::fmt::Display for DeviceFault {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "device fault in kernel '{}' on core {}: {}",
-            self.kernel,
-            self.core,
-            self.kind.describe()
-        )?;
+        match self.phase {
+            PHASE_LOAD => write!(
+                f,
+                "device fault while loading the op library (its static constructors) on core {}: {}",
+                self.core,
+                self.kind.describe()
+            )?,
+            PHASE_START => write!(
+                f,
+                "device fault in the library's start code (entry_func / register_funcs) on core {}: {}",
+                self.core,
+                self.kind.describe()
+            )?,
+            _ => write!(
+                f,
+                "device fault in kernel '{}' on core {}: {}",
+                self.kernel,
+                self.core,
+                self.kind.describe()
+            )?,
+        }
+        if let Some(t) = &self.tensor {
+            write!(
+                f,
+                ": {} past the end of {t}",
+                self.access.unwrap_or("access")
+            )?;
+        } else if let Some(a) = self.access {
+            write!(f, " ({a})")?;
+        }
+        if self.kind == FaultKind::Trap {
+            if !self.message.is_empty() {
+                write!(f, ": {}", self.message)?;
+            }
+            match (&self.location, self.host_addr) {
+                (Some(l), _) => write!(f, " at instruction {l}")?,
+                (None, Some(a)) => write!(f, " at instruction {a:#x}")?,
+                _ => {}
+            }
+            return Ok(());
+        }
         if let Some(a) = self.soc_addr {
             write!(f, " at SoC address {a:#x}")?;
         } else if let Some(a) = self.host_addr {
             write!(f, " at host address {a:#x} (outside device memory)")?;
+        }
+        if let Some(l) = &self.location {
+            write!(f, " by the instruction at {l}")?;
         }
         if !self.message.is_empty() {
             write!(f, ": {}", self.message)?;
@@ -63,7 +108,7 @@ pub enum EmuError {
     Memory(#[from] MemoryError),
     #[error("op library {path}: entry_func returned {status} ({})", status_name(*status))]
     Entry { path: String, status: u32 },
-    #[error("op library {path}: start code failed: {fault}")]
+    #[error("op library {path}: {fault}")]
     StartFault {
         path: String,
         fault: Box<DeviceFault>,
@@ -86,6 +131,8 @@ pub enum EmuError {
     Signature { kernel: String, why: String },
     #[error(transparent)]
     Tensor(#[from] TensorError),
+    #[error("{what}: {source}")]
+    Argument { what: String, source: TensorError },
     #[error("{0}")]
     Fault(Box<DeviceFault>),
     #[error("cannot start the cores: {0}")]

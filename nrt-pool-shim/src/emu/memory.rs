@@ -20,9 +20,9 @@ pub const SCRATCH_BYTES: u64 = 64 << 10;
 /// Each core's slice of HBM used as its hbm_scratch (heaps, stacks).
 pub const HBM_SCRATCH_BYTES: u64 = 2 << 20;
 /// The shared status page: per-core completion and faults, and the stdio ring.
-pub const STATUS_BYTES: u64 = 256 << 10;
+pub const STATUS_BYTES: u64 = 512 << 10;
 pub const CORES: usize = 8;
-const PAGE: u64 = 4096;
+pub const PAGE: u64 = 4096;
 /// A translation window spans 16 MiB (dynamic) or 64 MiB (pinned): mapped regions are
 /// padded so every window the runtime maps lies inside the mapping.
 const WINDOW: u64 = 64 << 20;
@@ -61,6 +61,13 @@ pub enum MemoryError {
 
 fn round_up(v: u64, a: u64) -> u64 {
     v.div_ceil(a) * a
+}
+
+/// Where a tensor was placed: its SoC address and, if guarded, the page after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placed {
+    pub soc: u64,
+    pub guard: Option<u64>,
 }
 
 impl DeviceMemory {
@@ -205,31 +212,59 @@ impl DeviceMemory {
         Some(&mut self.map[off..off + len])
     }
 
-    /// Places `len` bytes in HBM (64-byte aligned, a guard gap after each): their SoC address.
-    pub fn alloc_hbm(&mut self, len: u64) -> Result<u64, MemoryError> {
+    /// Places `len` bytes in HBM: their SoC address, and the guard page after them when
+    /// `guarded` (the tensor ends where that page starts, so its first byte past the end
+    /// faults once a core protects the page; its start is then aligned to its element
+    /// size, since the length is a whole number of elements). Unguarded tensors start
+    /// 64-byte aligned with a 64-byte gap after each.
+    pub fn alloc_hbm(&mut self, len: u64, guarded: bool) -> Result<Placed, MemoryError> {
+        let full = |at: u64| MemoryError::HbmFull {
+            want: len,
+            left: self.hbm_top.saturating_sub(at),
+        };
+        if guarded {
+            let pages = round_up(len.max(1), PAGE);
+            let at = round_up(self.hbm_next, PAGE) + (pages - len);
+            let guard = at.checked_add(len).ok_or(full(at))?;
+            if guard + PAGE > self.hbm_top {
+                return Err(full(self.hbm_next));
+            }
+            self.hbm_next = guard + PAGE;
+            return Ok(Placed {
+                soc: at,
+                guard: Some(guard),
+            });
+        }
         let at = round_up(self.hbm_next, 64);
         let end = self.hbm_top;
-        if at + len > end {
-            return Err(MemoryError::HbmFull {
-                want: len,
-                left: end.saturating_sub(at),
-            });
+        if at.checked_add(len).is_none_or(|e| e > end) {
+            return Err(full(at));
         }
         self.hbm_next = at + len + 64;
-        Ok(at)
+        Ok(Placed {
+            soc: at,
+            guard: None,
+        })
     }
 
-    /// Places a resident tensor (kept across launches) at the top of HBM.
-    pub fn alloc_resident(&mut self, len: u64) -> Result<u64, MemoryError> {
-        let at = self.hbm_top.saturating_sub(len + 64) & !63;
-        if at < self.hbm_next {
-            return Err(MemoryError::HbmFull {
-                want: len,
-                left: self.hbm_top.saturating_sub(self.hbm_next),
-            });
+    /// Places a resident tensor (kept across launches) at the top of HBM, guarded as
+    /// [`DeviceMemory::alloc_hbm`] does.
+    pub fn alloc_resident(&mut self, len: u64, guarded: bool) -> Result<Placed, MemoryError> {
+        let full = MemoryError::HbmFull {
+            want: len,
+            left: self.hbm_top.saturating_sub(self.hbm_next),
+        };
+        let (at, guard) = if guarded {
+            let guard = (self.hbm_top & !(PAGE - 1)).saturating_sub(PAGE);
+            (guard.saturating_sub(len), Some(guard))
+        } else {
+            (self.hbm_top.saturating_sub(len + 64) & !63, None)
+        };
+        if at < self.hbm_next || at.checked_add(len).is_none() {
+            return Err(full);
         }
         self.hbm_top = at;
-        Ok(at)
+        Ok(Placed { soc: at, guard })
     }
 
     /// Releases every resident tensor.

@@ -11,8 +11,10 @@ pub mod memory;
 pub mod npy;
 pub mod pool;
 pub mod schema;
+mod symbolize;
 pub mod tensor;
 
+use std::collections::HashMap;
 use std::ffi::CString;
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -21,11 +23,14 @@ use std::time::{Duration, Instant};
 use neuroncustomop::descriptor::ArgTensor;
 use neuroncustomop::runtime::{scratch, ArgBlob, ARG_BLOB_MAGIC, ARG_TYPE_TENSOR};
 
-use self::control::{ControlBlock, FaultKind, CORE_DONE, CORE_FAULT};
+use self::control::{
+    ControlBlock, FaultKind, ACCESS_READ, ACCESS_WRITE, CORE_DONE, CORE_FAULT, PHASE_KERNEL,
+    PHASE_LOAD,
+};
 use self::core::Program;
-use self::library::OpLibrary;
-use self::memory::{DeviceMemory, MemoryError, CORES};
-use self::pool::{CorePool, Exit};
+use self::library::{LibraryError, OpLibrary};
+use self::memory::{DeviceMemory, MemoryError, Placed, CORES, PAGE};
+use self::pool::{CoreExit, CorePool, Exit};
 use self::schema::KernelSig;
 use self::tensor::{DType, HostTensor, Location, TensorError};
 
@@ -37,6 +42,8 @@ pub use self::launch::{
 
 /// Most arguments a kernel takes.
 pub const MAX_ARGS: usize = neuroncustomop::runtime::MAX_ARGS;
+/// Bytes a scalar argument occupies in device memory: the widest scalar pull reads 8.
+const SCALAR_ROOM: usize = 8;
 /// How long a launch may run before its cores are stopped.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// HBM the engine offers tensors by default (sparse: only touched pages cost memory).
@@ -51,6 +58,15 @@ pub struct PoolImage {
     pub registered: bool,
 }
 
+/// A tensor placed for the current launch (or resident), for fault reports.
+#[derive(Clone, Debug)]
+struct PlacedTensor {
+    label: String,
+    soc: u64,
+    len: u64,
+    guard: Option<u64>,
+}
+
 /// The emulated Pool engine: device memory, the loaded op library and its cores.
 pub struct PoolEngine {
     /// First: the cores stop before the memory they use is unmapped.
@@ -60,6 +76,14 @@ pub struct PoolEngine {
     kernels: Vec<String>,
     image: PoolImage,
     pub timeout: Duration,
+    /// Place each tensor so that its first byte past the end is a guard page the cores
+    /// protect: an out-of-bounds access is a reported fault naming the tensor (on by
+    /// default; hardware would corrupt silently).
+    pub guard_tensors: bool,
+    /// This launch's tensors.
+    placed: Vec<PlacedTensor>,
+    /// Resident (device) tensors' guard pages, by SoC address.
+    resident_guards: HashMap<u64, u64>,
 }
 
 impl PoolEngine {
@@ -73,6 +97,9 @@ impl PoolEngine {
             kernels: Vec::new(),
             image,
             timeout: DEFAULT_TIMEOUT,
+            guard_tensors: true,
+            placed: Vec::new(),
+            resident_guards: HashMap::new(),
         })
     }
 
@@ -85,34 +112,47 @@ impl PoolEngine {
         unsafe { ControlBlock::new(self.memory.status_host()) }
     }
 
-    /// Loads an op library and runs its start code once (in a core process) to learn the
-    /// kernels it registers.
+    /// Finds an op library, and loads it and runs its start code once in a core process
+    /// (never in this process) to learn the kernels and schema it carries.
     pub fn load(&mut self, path: &Path) -> Result<&[String], EmuError> {
-        let lib = OpLibrary::open(path)?;
+        let mut lib = OpLibrary::locate(path)?;
         let shown = path.display().to_string();
         let ctl = self.control();
         ctl.reset();
         let program = Program {
             memory: &self.memory,
-            entry: lib.entry,
-            register_funcs: lib.register_funcs,
+            library: &lib.c_path,
         };
-        let exit = pool::probe(&program, Instant::now() + self.timeout).map_err(EmuError::Spawn)?;
+        let (exit, stderr) =
+            pool::probe(&program, Instant::now() + self.timeout).map_err(EmuError::Spawn)?;
         let rec = ctl.core(0);
         if rec.state.load(Ordering::Acquire) != CORE_DONE {
-            let fault = self.fault_of(0, exit, "entry_func");
-            if fault.kind == FaultKind::Entry {
-                return Err(EmuError::Entry {
+            let mut fault = self.fault_of(0, exit, "entry_func", &lib.path);
+            fault.stderr = stderr;
+            return Err(match fault.kind {
+                FaultKind::Entry => EmuError::Entry {
                     path: shown,
                     status: rec.result.load(Ordering::Acquire),
-                });
-            }
-            return Err(EmuError::StartFault {
-                path: shown,
-                fault: Box::new(fault),
+                },
+                FaultKind::Load => LibraryError::Load {
+                    path: path.into(),
+                    why: fault.message,
+                }
+                .into(),
+                _ => EmuError::StartFault {
+                    path: shown,
+                    fault: Box::new(fault),
+                },
             });
         }
-        let names = ctl.names();
+        lib.set_schema(ctl.schema())?;
+        let mut names = Vec::new();
+        for n in ctl.names() {
+            names.push(String::from_utf8(n).map_err(|e| LibraryError::NameNotText {
+                path: path.into(),
+                name: e.into_bytes().escape_ascii().to_string(),
+            })?);
+        }
         let funcs = rec.result.load(Ordering::Acquire) as usize;
         if names.len() != funcs {
             return Err(EmuError::Registration {
@@ -167,15 +207,19 @@ impl PoolEngine {
         let start = Instant::now();
         self.check_launch(&l.kernel, &l.args, l.cores, l.output.dtype, &l.output.shape)?;
         self.memory.reset_hbm();
+        self.placed.clear();
         let mut sbuf_next = 0u64;
-        let mut blob = self.marshal(&l.args, &mut sbuf_next)?;
-        blob.output = self.place(
-            l.output.dtype,
-            &l.output.shape,
-            None,
-            l.output.location,
-            &mut sbuf_next,
-        )?;
+        let mut blob = self.marshal(&l.kernel, &l.args, &mut sbuf_next)?;
+        blob.output = self
+            .place(
+                "the output",
+                l.output.dtype,
+                &l.output.shape,
+                None,
+                l.output.location,
+                &mut sbuf_next,
+            )
+            .map_err(|e| named("the output", e))?;
         let run = self.execute(&l.kernel, &blob, l.cores, start)?;
         let bytes = self.read_tensor(&blob.output, l.output.dtype)?;
         Ok(Completion {
@@ -199,10 +243,23 @@ impl PoolEngine {
         let start = Instant::now();
         self.check_launch(kernel, args, cores, out.dtype, &out.shape)?;
         self.memory.reset_hbm();
+        self.placed.clear();
         let mut sbuf_next = 0u64;
-        let mut blob = self.marshal(args, &mut sbuf_next)?;
+        let mut blob = self.marshal(kernel, args, &mut sbuf_next)?;
         blob.output = device_descriptor(out);
+        self.place_device("the output", out);
         self.execute(kernel, &blob, cores, start)
+    }
+
+    /// Records a device tensor used by this launch (its guard page, if it has one).
+    fn place_device(&mut self, label: &str, d: &DeviceTensor) {
+        let len = tensor::numel(&d.shape) * d.dtype.size() as u64;
+        self.placed.push(PlacedTensor {
+            label: label.into(),
+            soc: d.soc,
+            len,
+            guard: self.resident_guards.get(&d.soc).copied(),
+        });
     }
 
     /// A zeroed device tensor.
@@ -213,11 +270,14 @@ impl PoolEngine {
     ) -> Result<DeviceTensor, EmuError> {
         tensor::check_rank(&shape)?;
         let n = tensor::numel(&shape) * dtype.size() as u64;
-        let soc = self.memory.alloc_resident(n)?;
+        let Placed { soc, guard } = self.memory.alloc_resident(n, self.guard_tensors)?;
         self.memory
             .bytes(soc, n as usize)
             .ok_or(MemoryError::HbmFull { want: n, left: 0 })?
             .fill(0);
+        if let Some(g) = guard {
+            self.resident_guards.insert(soc, g);
+        }
         Ok(DeviceTensor { dtype, shape, soc })
     }
 
@@ -247,6 +307,7 @@ impl PoolEngine {
     /// Releases every device tensor (their handles must not be used again).
     pub fn free_device_tensors(&mut self) {
         self.memory.reset_resident();
+        self.resident_guards.clear();
     }
 
     fn check_launch(
@@ -275,12 +336,28 @@ impl PoolEngine {
                 });
             }
         }
-        tensor::check_rank(out_shape)?;
+        tensor::check_rank(out_shape).map_err(|e| named("the output", e.into()))?;
         Ok(())
     }
 
+    /// "argument N (name)" for fault reports and errors.
+    fn arg_label(&self, kernel: &str, i: usize) -> String {
+        let name = self
+            .library
+            .as_ref()
+            .and_then(|l| l.signature(kernel))
+            .and_then(|s| s.params.get(i))
+            .map(|p| format!(" ({})", p.name));
+        format!("argument {i}{}", name.unwrap_or_default())
+    }
+
     /// Places the arguments and builds the argument blob (output still empty).
-    fn marshal(&mut self, args: &[LaunchArg], sbuf_next: &mut u64) -> Result<ArgBlob, EmuError> {
+    fn marshal(
+        &mut self,
+        kernel: &str,
+        args: &[LaunchArg],
+        sbuf_next: &mut u64,
+    ) -> Result<ArgBlob, EmuError> {
         let mut blob = ArgBlob {
             magic: ARG_BLOB_MAGIC,
             num_args: args.len() as u32,
@@ -292,6 +369,7 @@ impl PoolEngine {
         };
         for (i, a) in args.iter().enumerate() {
             blob.types[i] = ARG_TYPE_TENSOR;
+            let label = self.arg_label(kernel, i);
             let (dtype, shape, data, loc) = match a {
                 LaunchArg::Tensor(t, loc) => (t.dtype, t.shape.as_slice(), t.data.as_slice(), *loc),
                 LaunchArg::Scalar(dt, bytes) => {
@@ -304,14 +382,25 @@ impl PoolEngine {
                         }
                         .into());
                     }
-                    (*dt, &[1u64][..], bytes.as_slice(), Location::Hbm)
+                    // The scalar pulls read up to 8 bytes whatever the dtype (as the
+                    // vendor's do): the 1-element tensor gets 8 bytes of room, zero-filled.
+                    let mut padded = bytes.clone();
+                    padded.resize(SCALAR_ROOM, 0);
+                    blob.args[i] = self
+                        .place(&label, *dt, &[1], Some(&padded), Location::Hbm, sbuf_next)
+                        .map_err(|e| named(&label, e))?;
+                    continue;
                 }
                 LaunchArg::Device(d) => {
+                    tensor::check_rank(&d.shape).map_err(|e| named(&label, e.into()))?;
                     blob.args[i] = device_descriptor(d);
+                    self.place_device(&label, d);
                     continue;
                 }
             };
-            blob.args[i] = self.place(dtype, shape, Some(data), loc, sbuf_next)?;
+            blob.args[i] = self
+                .place(&label, dtype, shape, Some(data), loc, sbuf_next)
+                .map_err(|e| named(&label, e))?;
         }
         Ok(blob)
     }
@@ -324,9 +413,9 @@ impl PoolEngine {
         cores: usize,
         start: Instant,
     ) -> Result<Run, EmuError> {
-        let (entry, register_funcs) = {
+        let (lib_path, lib_file) = {
             let lib = self.library.as_ref().ok_or(EmuError::NoLibrary)?;
-            (lib.entry, lib.register_funcs)
+            (lib.c_path.clone(), lib.path.clone())
         };
         for c in 0..cores {
             let (p, _) = self.memory.scratch_host(c);
@@ -340,14 +429,19 @@ impl PoolEngine {
         }
         let ctl = self.control();
         ctl.reset();
+        let guards: Vec<u64> = if self.guard_tensors {
+            self.placed.iter().filter_map(|t| t.guard).collect()
+        } else {
+            Vec::new()
+        };
+        ctl.set_guards(&guards);
         let name = CString::new(kernel).map_err(|_| EmuError::UnknownKernel {
             kernel: kernel.into(),
             known: self.kernels.clone(),
         })?;
         let program = Program {
             memory: &self.memory,
-            entry,
-            register_funcs,
+            library: &lib_path,
         };
         let exits = self
             .cores
@@ -359,16 +453,22 @@ impl PoolEngine {
             if fd == 2 { &mut stderr } else { &mut stdout }.extend_from_slice(&b);
         }
         let mut results = Vec::with_capacity(cores);
-        for (c, &exit) in exits.iter().enumerate() {
+        for (c, CoreExit { exit, stderr: fd2 }) in exits.iter().enumerate() {
             let rec = ctl.core(c);
-            if rec.state.load(Ordering::Acquire) == CORE_DONE && exit == Exit::Code(0) {
+            if rec.state.load(Ordering::Acquire) == CORE_DONE && *exit == Exit::Code(0) {
                 results.push(rec.result.load(Ordering::Acquire) as i32);
                 continue;
             }
-            let mut fault = self.fault_of(c, exit, kernel);
+            let mut fault = self.fault_of(c, *exit, kernel, &lib_file);
             fault.stdout = stdout;
+            // What the faulting core wrote to fd 2 (a failed assert's message), once.
+            stderr.extend_from_slice(fd2);
             fault.stderr = stderr;
             return Err(EmuError::Fault(Box::new(fault)));
+        }
+        // Core 0's fd 2 reaches the host, as its printf does; the other cores' does not.
+        if let Some(first) = exits.first() {
+            stderr.extend_from_slice(&first.stderr);
         }
         Ok(Run {
             stdout,
@@ -381,6 +481,7 @@ impl PoolEngine {
 
     fn place(
         &mut self,
+        label: &str,
         dtype: DType,
         shape: &[u64],
         data: Option<&[u8]>,
@@ -388,22 +489,34 @@ impl PoolEngine {
         sbuf_next: &mut u64,
     ) -> Result<ArgTensor, EmuError> {
         tensor::check_rank(shape)?;
-        let n = tensor::numel(shape) * dtype.size() as u64;
+        // Bytes placed: the tensor's, or the data given (a scalar's room).
+        let n = data.map_or(tensor::numel(shape) * dtype.size() as u64, |d| {
+            d.len() as u64
+        });
         let dims: Vec<u32> = shape.iter().map(|&d| d as u32).collect();
-        let (t, soc) = match loc {
+        let (t, soc, guard) = match loc {
             Location::Hbm => {
-                let a = self.memory.alloc_hbm(n)?;
-                (ArgTensor::hbm(dtype.isa(), a, &dims), a)
+                let p = self.memory.alloc_hbm(n, self.guard_tensors)?;
+                (ArgTensor::hbm(dtype.isa(), p.soc, &dims), p.soc, p.guard)
             }
             Location::Sbuf => {
-                let off = sbuf_next.next_multiple_of(64);
-                self.memory.check_sbuf(off + n)?;
-                *sbuf_next = off + n;
+                // Guarded: the tensor ends where a page starts, and that page stays unused.
+                let (off, guard) = if self.guard_tensors {
+                    let pages = n.div_ceil(PAGE) * PAGE;
+                    let off = sbuf_next.next_multiple_of(PAGE) + (pages - n);
+                    (off, Some(off + n))
+                } else {
+                    (sbuf_next.next_multiple_of(64), None)
+                };
+                let end = off + n + guard.map_or(0, |_| PAGE);
+                self.memory.check_sbuf(end)?;
+                *sbuf_next = end;
                 // One partition: the runtime addresses SBUF tensors as contiguous bytes
                 // from the SBUF base (docs/decisions.md, "SBUF tensors in the emulator").
                 (
                     ArgTensor::sbuf(dtype.isa(), off as u32, &dims, 1),
                     memory::SBUF_BASE + off,
+                    guard.map(|g| memory::SBUF_BASE + g),
                 )
             }
         };
@@ -415,6 +528,12 @@ impl PoolEngine {
             Some(d) => dst.copy_from_slice(d),
             None => dst.fill(0),
         }
+        self.placed.push(PlacedTensor {
+            label: label.into(),
+            soc,
+            len: n,
+            guard,
+        });
         Ok(t)
     }
 
@@ -432,50 +551,89 @@ impl PoolEngine {
         Ok(host_copy(src))
     }
 
-    fn fault_of(&self, c: usize, exit: Exit, kernel: &str) -> DeviceFault {
+    fn fault_of(&self, c: usize, exit: Exit, kernel: &str, library: &Path) -> DeviceFault {
         let ctl = self.control();
         let rec = ctl.core(c);
-        let (kind, host, message) = if rec.state.load(Ordering::Acquire) == CORE_FAULT {
-            let kind =
-                FaultKind::from_u32(rec.kind.load(Ordering::Acquire)).unwrap_or(FaultKind::Exited);
-            let a = rec.addr.load(Ordering::Acquire);
-            let mut msg = ctl.message(c);
-            if kind == FaultKind::Entry {
-                let s = rec.result.load(Ordering::Acquire);
-                msg = format!("entry_func returned {s} ({})", status_name(s));
-            }
-            (kind, (a != 0).then_some(a), msg)
-        } else {
-            match exit {
-                Exit::TimedOut => (
-                    FaultKind::Timeout,
-                    None,
-                    format!("still running after {:?}; stopped", self.timeout),
-                ),
-                Exit::Signal(s) => (
-                    FaultKind::Exited,
-                    None,
-                    format!("killed by {}", core::signal_name(s)),
-                ),
-                Exit::Code(code) => (
-                    FaultKind::Exited,
-                    None,
-                    format!(
-                        "the core's process exited with code {code} before the kernel returned"
-                    ),
-                ),
-            }
-        };
-        DeviceFault {
+        let mut fault = DeviceFault {
             kernel: kernel.into(),
             core: c,
-            kind,
-            soc_addr: host.and_then(|h| self.memory.soc_of(h)),
-            host_addr: host,
-            message,
+            kind: FaultKind::Exited,
+            phase: PHASE_KERNEL,
+            soc_addr: None,
+            host_addr: None,
+            location: None,
+            access: None,
+            tensor: None,
+            message: String::new(),
             stdout: Vec::new(),
             stderr: Vec::new(),
+        };
+        if rec.state.load(Ordering::Acquire) == CORE_FAULT {
+            fault.kind =
+                FaultKind::from_u32(rec.kind.load(Ordering::Acquire)).unwrap_or(FaultKind::Exited);
+            fault.phase = rec.phase.load(Ordering::Acquire);
+            let a = rec.addr.load(Ordering::Acquire);
+            fault.host_addr = (a != 0).then_some(a);
+            fault.soc_addr = fault.host_addr.and_then(|h| self.memory.soc_of(h));
+            fault.message = ctl.message(c);
+            if fault.kind == FaultKind::Entry {
+                let s = rec.result.load(Ordering::Acquire);
+                fault.message = format!("entry_func returned {s} ({})", status_name(s));
+            }
+            fault.access = match rec.access.load(Ordering::Acquire) {
+                ACCESS_READ => Some("read"),
+                ACCESS_WRITE => Some("write"),
+                _ => None,
+            };
+            let pc = rec.pc.load(Ordering::Acquire);
+            let base = rec.module_base.load(Ordering::Acquire);
+            if pc != 0 {
+                fault.location = Some(match symbolize::locate(library, base, pc) {
+                    Some(sym) => format!("{sym} (host {pc:#x})"),
+                    None => format!("host {pc:#x}"),
+                });
+            }
+            if let Some(soc) = fault.soc_addr {
+                fault.tensor = self.tensor_at(soc);
+            }
+        } else {
+            fault.message = match exit {
+                Exit::TimedOut => {
+                    fault.kind = FaultKind::Timeout;
+                    format!("still running after {:?}; stopped", self.timeout)
+                }
+                Exit::Signal(s) => format!("killed by {}", core::signal_name(s)),
+                Exit::Code(code) => {
+                    format!("the core's process exited with code {code} before the kernel returned")
+                }
+            };
+            // A core that ended during its start keeps the phase it reported.
+            let phase = rec.phase.load(Ordering::Acquire);
+            if phase == PHASE_LOAD || phase == control::PHASE_START {
+                fault.phase = phase;
+            }
         }
+        fault
+    }
+
+    /// The tensor whose guard page holds `soc`: "the output (16 bytes) at offset 16".
+    fn tensor_at(&self, soc: u64) -> Option<String> {
+        self.placed.iter().find_map(|t| {
+            let g = t.guard?;
+            (soc >= g && soc < g + PAGE)
+                .then(|| format!("{} ({} bytes) at offset {}", t.label, t.len, soc - t.soc))
+        })
+    }
+}
+
+/// An `EmuError` about one argument (or the output), with its label.
+fn named(what: &str, e: EmuError) -> EmuError {
+    match e {
+        EmuError::Tensor(source) => EmuError::Argument {
+            what: what.into(),
+            source,
+        },
+        other => other,
     }
 }
 

@@ -3,6 +3,9 @@
 //! faulted or hung (a fresh one starts at the next launch).
 
 use std::ffi::CStr;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::time::{Duration, Instant};
 
 use super::core::{probe_child, serve, Program, CMD_BYTES, FAULT_EXIT, MAX_KERNEL_NAME};
@@ -14,25 +17,64 @@ fn flush_host_stdio() {
     unsafe { libc::fflush(std::ptr::null_mut()) };
 }
 
-/// The load-time probe: one core process runs the start code and reports the names it
-/// registered (control block) and how many launchers `register_funcs` gave (`result`).
-pub fn probe(p: &Program<'_>, deadline: Instant) -> std::io::Result<Exit> {
+/// A core's captured fd 2: a memory file the core writes and the host reads.
+struct Capture {
+    file: File,
+    read: u64,
+}
+
+impl Capture {
+    fn new(core: usize) -> std::io::Result<Capture> {
+        let name = std::ffi::CString::new(format!("pool-core-{core}-stderr")).expect("no NUL");
+        // SAFETY: memfd_create with a NUL-terminated name; the fd is owned by the File.
+        let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: a fresh fd nobody else owns.
+        let file = unsafe { File::from_raw_fd(fd) };
+        Ok(Capture { file, read: 0 })
+    }
+
+    /// What the core wrote since the last call (lossless; at most 64 KiB is kept).
+    fn take(&mut self) -> Vec<u8> {
+        const KEEP: u64 = 64 << 10;
+        let mut out = Vec::new();
+        let end = self.file.metadata().map_or(self.read, |m| m.len());
+        if end > self.read {
+            let from = self.read.max(end.saturating_sub(KEEP));
+            if self.file.seek(SeekFrom::Start(from)).is_ok() {
+                let _ = (&self.file).take(end - from).read_to_end(&mut out);
+            }
+            self.read = end;
+        }
+        out
+    }
+}
+
+/// The load-time probe: one core process loads the library and runs the start code, and
+/// reports the names it registered (control block) and how many launchers
+/// `register_funcs` gave (`result`); with what it wrote to fd 2.
+pub fn probe(p: &Program<'_>, deadline: Instant) -> std::io::Result<(Exit, Vec<u8>)> {
+    let mut capture = Capture::new(0)?;
     flush_host_stdio();
-    // SAFETY: fork; the child only runs the library's start code and ends in _exit.
+    // SAFETY: fork; the child only loads the library, runs its start code and ends in _exit.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(std::io::Error::last_os_error());
     }
     if pid == 0 {
-        probe_child(p);
+        // SAFETY: die with the host.
+        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+        probe_child(p, capture.file.as_raw_fd());
     }
     loop {
         if let Some(e) = try_reap(pid) {
-            return Ok(e);
+            return Ok((e, capture.take()));
         }
         if Instant::now() >= deadline {
             kill_and_reap(pid);
-            return Ok(Exit::TimedOut);
+            return Ok((Exit::TimedOut, capture.take()));
         }
         std::thread::sleep(Duration::from_micros(200));
     }
@@ -47,6 +89,15 @@ struct Worker {
     pid: i32,
     /// The host's end of a SOCK_SEQPACKET pair: commands out, one-byte completions in.
     sock: i32,
+    /// The core's fd 2.
+    stderr: Capture,
+}
+
+/// How one core's part of a launch ended, and what it wrote to fd 2 meanwhile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CoreExit {
+    pub exit: Exit,
+    pub stderr: Vec<u8>,
 }
 
 /// The engine's cores: processes forked on first use and kept until they fault, time out or
@@ -72,6 +123,17 @@ impl CorePool {
             return Err(std::io::Error::last_os_error());
         }
         let parent_pid = std::process::id() as i32;
+        let stderr = match Capture::new(core) {
+            Ok(c) => c,
+            Err(e) => {
+                // SAFETY: our own fds.
+                unsafe {
+                    libc::close(fds[0]);
+                    libc::close(fds[1]);
+                }
+                return Err(e);
+            }
+        };
         flush_host_stdio();
         // SAFETY: fork; the child runs `serve`, which never returns, and touches no lock
         // another host thread could hold (fresh statics, the shared mapping, libc).
@@ -97,11 +159,15 @@ impl CorePool {
                     libc::close(w.sock);
                 }
             }
-            serve(core, p, fds[1]);
+            serve(core, p, fds[1], stderr.file.as_raw_fd());
         }
         // SAFETY: the child's end, no longer ours.
         unsafe { libc::close(fds[1]) };
-        Ok(Worker { pid, sock: fds[0] })
+        Ok(Worker {
+            pid,
+            sock: fds[0],
+            stderr,
+        })
     }
 
     /// Runs `kernel` on cores 0..cores, spawning the ones not running; each core's exit:
@@ -112,7 +178,7 @@ impl CorePool {
         kernel: &CStr,
         cores: usize,
         deadline: Instant,
-    ) -> std::io::Result<Vec<Exit>> {
+    ) -> std::io::Result<Vec<CoreExit>> {
         if self.workers.len() < cores {
             self.workers.resize_with(cores, || None);
         }
@@ -125,7 +191,7 @@ impl CorePool {
         cmd[..4].copy_from_slice(&(cores as u32).to_le_bytes());
         cmd[4..8].copy_from_slice(&(name.len() as u32).to_le_bytes());
         cmd[8..8 + name.len()].copy_from_slice(name);
-        let mut exits: Vec<Option<Exit>> = vec![None; cores];
+        let mut exits: Vec<Option<CoreExit>> = vec![None; cores];
         for (c, exit) in exits.iter_mut().enumerate() {
             for attempt in 0..2 {
                 if self.workers[c].is_none() {
@@ -155,8 +221,11 @@ impl CorePool {
             let now = Instant::now();
             if now >= deadline {
                 for c in pending {
-                    self.retire(c, Duration::ZERO);
-                    exits[c] = Some(Exit::TimedOut);
+                    let stderr = self.retire(c, Duration::ZERO).stderr;
+                    exits[c] = Some(CoreExit {
+                        exit: Exit::TimedOut,
+                        stderr,
+                    });
                 }
                 break;
             }
@@ -186,7 +255,13 @@ impl CorePool {
                     )
                 };
                 exits[c] = Some(if n == 1 {
-                    Exit::Code(0)
+                    let stderr = self.workers[c]
+                        .as_mut()
+                        .map_or_else(Vec::new, |w| w.stderr.take());
+                    CoreExit {
+                        exit: Exit::Code(0),
+                        stderr,
+                    }
                 } else {
                     self.retire(c, EXIT_GRACE)
                 });
@@ -194,29 +269,41 @@ impl CorePool {
         }
         Ok(exits
             .into_iter()
-            .map(|e| e.unwrap_or(Exit::TimedOut))
+            .map(|e| {
+                e.unwrap_or(CoreExit {
+                    exit: Exit::TimedOut,
+                    stderr: Vec::new(),
+                })
+            })
             .collect())
     }
 
     /// Stops core `c`'s process, giving one that is ending `grace` to finish, and returns
     /// how it ended.
-    fn retire(&mut self, c: usize, grace: Duration) -> Exit {
-        let Some(w) = self.workers.get_mut(c).and_then(Option::take) else {
-            return Exit::TimedOut;
+    fn retire(&mut self, c: usize, grace: Duration) -> CoreExit {
+        let Some(mut w) = self.workers.get_mut(c).and_then(Option::take) else {
+            return CoreExit {
+                exit: Exit::TimedOut,
+                stderr: Vec::new(),
+            };
         };
         // SAFETY: our own socket.
         unsafe { libc::close(w.sock) };
         // A process that already ended is reaped as it ended; one still running is killed.
         let until = Instant::now() + grace;
-        loop {
+        let exit = loop {
             if let Some(e) = try_reap(w.pid) {
-                return e;
+                break e;
             }
             if Instant::now() >= until {
                 kill_and_reap(w.pid);
-                return Exit::TimedOut;
+                break Exit::TimedOut;
             }
             std::thread::sleep(Duration::from_micros(100));
+        };
+        CoreExit {
+            exit,
+            stderr: w.stderr.take(),
         }
     }
 

@@ -201,11 +201,15 @@ pub enum TensorError {
         "rank {0} is not supported (1 to 8 dimensions, each below 65536, or up to 4 larger ones)"
     )]
     Rank(usize),
+    #[error("shape {0:?} has no elements; a kernel's tensors have at least one (the descriptor cannot carry a zero dimension)")]
+    Empty(Vec<u64>),
+    #[error("shape {0:?} is too large")]
+    TooLarge(Vec<u64>),
 }
 
 impl HostTensor {
     pub fn new(dtype: DType, shape: Vec<u64>, data: Vec<u8>) -> Result<HostTensor, TensorError> {
-        let want = numel(&shape) * dtype.size() as u64;
+        let want = numel(&shape).saturating_mul(dtype.size() as u64);
         if want != data.len() as u64 {
             return Err(TensorError::Size {
                 dtype,
@@ -219,6 +223,7 @@ impl HostTensor {
     }
 
     pub fn zeros(dtype: DType, shape: Vec<u64>) -> Result<HostTensor, TensorError> {
+        check_rank(&shape)?;
         let n = numel(&shape) as usize * dtype.size();
         HostTensor::new(dtype, shape, vec![0; n])
     }
@@ -246,16 +251,31 @@ impl HostTensor {
     }
 }
 
+/// Elements of a shape (saturating: shapes are checked by [`check_rank`] before use).
 pub fn numel(shape: &[u64]) -> u64 {
-    shape.iter().product()
+    shape.iter().fold(1u64, |n, &d| n.saturating_mul(d))
 }
 
-/// The descriptor carries rank 1..=8 with u16 dims, or rank <= 4 with u32 dims.
+/// Bytes of a tensor, if they fit a u64.
+pub fn byte_len(shape: &[u64], dtype: DType) -> Option<u64> {
+    shape
+        .iter()
+        .try_fold(dtype.size() as u64, |n, &d| n.checked_mul(d))
+}
+
+/// The descriptor carries rank 1..=8 with u16 dims, or rank <= 4 with u32 dims, and no
+/// zero dimension (its rank is the count of leading non-zero dims).
 pub fn check_rank(shape: &[u64]) -> Result<(), TensorError> {
     let small = shape.len() <= 8 && shape.iter().all(|&d| d <= u64::from(u16::MAX));
     let large = shape.len() <= 4 && shape.iter().all(|&d| d <= u64::from(u32::MAX));
     if shape.is_empty() || !(small || large) {
         return Err(TensorError::Rank(shape.len()));
+    }
+    if shape.contains(&0) {
+        return Err(TensorError::Empty(shape.to_vec()));
+    }
+    if byte_len(shape, DType::U64).is_none_or(|n| n > 1 << 48) {
+        return Err(TensorError::TooLarge(shape.to_vec()));
     }
     Ok(())
 }

@@ -55,6 +55,15 @@ pub fn faults(dir: &Path) -> PathBuf {
     )
 }
 
+/// The constructor test library (tests/ops/ctors.cpp) with `defines` prepended.
+pub fn ctors(dir: &Path, name: &str, defines: &str) -> PathBuf {
+    let t = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ops");
+    let src = dir.join(format!("{name}.cpp"));
+    let body = std::fs::read_to_string(t.join("ctors.cpp")).unwrap();
+    std::fs::write(&src, format!("{defines}\n{body}")).unwrap();
+    build_ops(dir, name, &t.join("ctors.schema"), &[src])
+}
+
 /// abi-tests' hand-written op library (no schema; `transpose` returns a tensor).
 pub fn hand_written_ops(dir: &Path) -> PathBuf {
     let cpp = root().join("abi-tests/cpp");

@@ -54,3 +54,8 @@ void counter(int32_t, neuron::Tensor &out) {
     static int32_t launches;
     neuron::element<int32_t>(out.soc_addr(), 0) = ++launches;
 }
+
+// The classic off-by-one: writes numel + 1 elements of the output.
+void write_one_past(const neuron::Tensor &x, neuron::Tensor &out) {
+    for (int64_t i = 0; i <= x.numel(); i++) neuron::element<float>(out.soc_addr(), i) = 1.0f;
+}
