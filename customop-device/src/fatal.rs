@@ -24,6 +24,13 @@ pub fn fatal(rule: Rule) -> ! {
     panic!("customop: fatal: {rule}")
 }
 
+/// Ends the kernel with a message that carries values: "customop: fatal: <site>: <what>".
+#[cold]
+#[track_caller]
+pub fn fatal_with(site: &'static str, what: fmt::Arguments<'_>) -> ! {
+    panic!("customop: fatal: {site}: {what}")
+}
+
 /// `assert!` for a vendor rule.
 #[track_caller]
 pub fn require(cond: bool, rule: Rule) {

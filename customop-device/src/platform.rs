@@ -164,10 +164,12 @@ pub fn host_map(soc: u64, len: u64) -> usize {
     // SAFETY: the installed service has the documented signature.
     let p = unsafe { f(soc, len) } as usize;
     if p == 0 {
-        crate::fatal::fatal(crate::fatal::rule!(
+        crate::fatal::fatal_with(
             "translation.cpp",
-            "SoC address is mapped"
-        ));
+            format_args!(
+                "no device memory backs the window at SoC address {soc:#x} (+{len:#x} bytes)"
+            ),
+        );
     }
     p
 }

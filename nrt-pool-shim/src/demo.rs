@@ -83,7 +83,8 @@ pub fn run(o: &DemoOptions) -> Result<String, String> {
         out: lib.clone(),
         archive: o.archive.clone(),
         include: o.include.clone(),
-        device_objects: Some(work.path().join("device")),
+        // Device objects too, where the Xtensa g++ is installed (`make tools`).
+        device_objects: opbuild::xtensa_cxx_installed().then(|| work.path().join("device")),
         cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
     })
     .map_err(|e| format!("building the examples: {e}"))?;
@@ -93,8 +94,8 @@ pub fn run(o: &DemoOptions) -> Result<String, String> {
         built.kernels.len(),
         o.examples.join("ops.schema").display(),
         match &built.device {
-            Ok(v) => format!("{} Xtensa object(s)", v.len()),
-            Err(why) => format!("UNSUPPORTED ({why})"),
+            Some(v) => format!("{} Xtensa object(s)", v.len()),
+            None => format!("UNSUPPORTED ({} is not installed)", opbuild::XTENSA_CXX),
         }
     );
 

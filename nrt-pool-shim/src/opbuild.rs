@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::emu::schema::{self, KernelSig, ParamKind};
+use crate::emu::symbolize;
 use crate::emu::tensor::DType;
 
 pub struct BuildOptions {
@@ -25,7 +26,7 @@ pub struct BuildOptions {
     pub archive: PathBuf,
     /// Where neuron_customop.hpp lives.
     pub include: PathBuf,
-    /// Also compile device objects here, if the Xtensa g++ is installed.
+    /// Also compile Xtensa device objects into this folder (needs the Xtensa g++).
     pub device_objects: Option<PathBuf>,
     pub cxx: String,
 }
@@ -34,8 +35,8 @@ pub struct BuildOptions {
 pub struct BuildReport {
     pub kernels: Vec<KernelSig>,
     pub library: PathBuf,
-    /// Device objects built, or why none were.
-    pub device: Result<Vec<PathBuf>, String>,
+    /// Device objects built (None: not asked for).
+    pub device: Option<Vec<PathBuf>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +61,25 @@ pub enum BuildError {
     },
     #[error("{tool} failed:\n{stderr}")]
     Compile { tool: String, stderr: String },
+    #[error("source file {0} does not exist")]
+    NoSource(PathBuf),
+    #[error("the generated wrapper does not compile (a schema name clashes with C++ or the runtime?):\n{0}")]
+    Wrapper(String),
+    #[error("kernel '{kernel}': the schema declares {schema}, but {}", match sources.as_slice() {
+        [] => "no source defines it (a global C++ function of that name)".to_string(),
+        s => format!("the sources define {}", s.join(" and ")),
+    })]
+    KernelMismatch {
+        kernel: String,
+        schema: String,
+        sources: Vec<String>,
+    },
+    #[error(
+        "device objects were asked for, but {XTENSA_CXX} is not installed (make tools installs it)"
+    )]
+    NoDeviceCompiler,
+    #[error("a compiler thread failed")]
+    Crashed,
 }
 
 /// The C++ type a scalar parameter arrives as, and the pull that reads it.
@@ -89,44 +109,48 @@ pub fn generate_wrapper(kernels: &[KernelSig], schema_text: &str) -> String {
     );
     s.push_str(EXCEPTION_GUARD);
     s.push('\n');
+    // Declarations carry no parameter names and helpers are named by index, so no name
+    // from the schema can clash with generated code (docs/decisions.md D39).
     for k in kernels {
         let params: Vec<String> = k
             .params
             .iter()
             .map(|p| match &p.kind {
-                ParamKind::Tensor { .. } => format!("const neuron::Tensor &{}", p.name),
-                ParamKind::Scalar(dt) => format!("{} {}", scalar_cxx(*dt).0, p.name),
+                ParamKind::Tensor { .. } => "const neuron::Tensor &".to_string(),
+                ParamKind::Scalar(dt) => scalar_cxx(*dt).0.to_string(),
             })
-            .chain(std::iter::once("neuron::Tensor &out".to_string()))
+            .chain(std::iter::once("neuron::Tensor &".to_string()))
             .collect();
         let _ = writeln!(s, "void {}({});", k.name, params.join(", "));
     }
     s.push('\n');
-    for k in kernels {
+    for (i, k) in kernels.iter().enumerate() {
         let _ = writeln!(
             s,
-            "static void {}_wrapper() {{\n    customop_setup(true);",
-            k.name
+            "static void nrt_pool_wrapper_{i}() {{\n    customop_setup(true);"
         );
-        for p in &k.params {
+        for (j, p) in k.params.iter().enumerate() {
             let _ = match &p.kind {
                 ParamKind::Tensor { .. } => {
-                    writeln!(s, "    neuron::Tensor {} = neuron::next_tensor();", p.name)
+                    writeln!(
+                        s,
+                        "    neuron::Tensor nrt_pool_a{j} = neuron::next_tensor();"
+                    )
                 }
                 ParamKind::Scalar(dt) => {
                     let (ty, pull) = scalar_cxx(*dt);
-                    writeln!(s, "    {ty} {} = {pull};", p.name)
+                    writeln!(s, "    {ty} nrt_pool_a{j} = {pull};")
                 }
             };
         }
-        let args: Vec<&str> = k.params.iter().map(|p| p.name.as_str()).collect();
+        let args: String = (0..k.params.len())
+            .map(|j| format!("nrt_pool_a{j}, "))
+            .collect();
         let _ = writeln!(
             s,
-            "    neuron::Tensor out = neuron::get_dst_tensor();\n    NEURON_GUARDED({}({}{}out));\n    customop_cleanup();\n}}\n\
-             static int {0}_launch() {{ return customop_call_wrapper({0}_wrapper); }}\n",
+            "    neuron::Tensor nrt_pool_out = neuron::get_dst_tensor();\n    NEURON_GUARDED(::{}({args}nrt_pool_out));\n    customop_cleanup();\n}}\n\
+             static int nrt_pool_launch_{i}() {{ return customop_call_wrapper(nrt_pool_wrapper_{i}); }}\n",
             k.name,
-            args.join(", "),
-            if args.is_empty() { "" } else { ", " }
         );
     }
     let _ = writeln!(s, "int get_func_cnt() {{ return {}; }}\n", kernels.len());
@@ -135,8 +159,8 @@ pub fn generate_wrapper(kernels: &[KernelSig], schema_text: &str) -> String {
         let _ = writeln!(s, "    case {i}: return \"{}\";", k.name);
     }
     s.push_str("    default: return \"error\";\n    }\n}\n\nwrapper_fn get_func_ptr(int idx) {\n    switch (idx) {\n");
-    for (i, k) in kernels.iter().enumerate() {
-        let _ = writeln!(s, "    case {i}: return {}_launch;", k.name);
+    for i in 0..kernels.len() {
+        let _ = writeln!(s, "    case {i}: return nrt_pool_launch_{i};");
     }
     s.push_str("    default: return 0;\n    }\n}\n\n");
     let escaped: String = schema_text
@@ -241,12 +265,9 @@ fn run(cmd: &mut Command) -> Result<(), BuildError> {
     Ok(())
 }
 
-/// Builds the op library (and device objects when possible).
+/// Builds the op library (and device objects when asked for). Nothing is written at the
+/// destination unless everything built: a failure leaves no library and no device folder.
 pub fn build(o: &BuildOptions) -> Result<BuildReport, BuildError> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| BuildError::Io { path, source }
-    };
     let text = std::fs::read_to_string(&o.schema).map_err(io(&o.schema))?;
     let kernels = schema::parse(&text).map_err(|source| BuildError::Schema {
         path: o.schema.clone(),
@@ -276,37 +297,74 @@ pub fn build(o: &BuildOptions) -> Result<BuildReport, BuildError> {
         }
     }
     for s in &o.sources {
-        if !s.exists() {
-            return Err(BuildError::Io {
-                path: s.clone(),
-                source: std::io::ErrorKind::NotFound.into(),
-            });
+        if !s.is_file() {
+            return Err(BuildError::NoSource(s.clone()));
         }
     }
+    if o.device_objects.is_some() && !xtensa_cxx_installed() {
+        return Err(BuildError::NoDeviceCompiler);
+    }
     let work = tempfile::tempdir().map_err(io(Path::new("temporary directory")))?;
-    let wrapper = work.path().join("op_wrapper.cpp");
+    let wrapper = work.path().join("nrt_pool_op_wrapper.cpp");
     std::fs::write(&wrapper, generate_wrapper(&kernels, &text)).map_err(io(&wrapper))?;
     let map = work.path().join("op.map");
     std::fs::write(&map, VERSION_SCRIPT).map_err(io(&map))?;
-    // Build beside the target, then rename: no half-written library on failure.
+    // Every source to an object first, so that the kernels can be checked against the
+    // schema before anything is linked.
+    let host_cxx = |src: &Path, obj: &Path| {
+        let mut c = Command::new(&o.cxx);
+        c.args(["-std=c++17", "-O2", "-fPIC", "-Wall", "-c"])
+            .arg("-I")
+            .arg(&o.include)
+            .arg(src)
+            .arg("-o")
+            .arg(obj);
+        c
+    };
+    let objs = compile_all(&o.sources, &work.path().join("host"), host_cxx)?;
+    let wrapper_obj = work.path().join("nrt_pool_op_wrapper.o");
+    run(&mut host_cxx(&wrapper, &wrapper_obj)).map_err(|e| match e {
+        BuildError::Compile { stderr, .. } => BuildError::Wrapper(stderr),
+        e => e,
+    })?;
+    check_kernels(&kernels, &wrapper_obj, &objs)?;
     let tmp_out = work.path().join("libop.so");
     run(Command::new(&o.cxx)
-        .args(["-std=c++17", "-O2", "-fPIC", "-shared", "-Wall"])
-        .arg("-I")
-        .arg(&o.include)
-        .args(&o.sources)
-        .arg(&wrapper)
+        .args(["-shared", "-fPIC"])
+        .args(&objs)
+        .arg(&wrapper_obj)
         .arg(&o.archive)
         .arg(format!("-Wl,--version-script={}", map.display()))
         .arg("-o")
         .arg(&tmp_out))?;
-    // Device objects before the library is put in place: a source that does not build for
+    // Device objects before anything is put in place: a source that does not build for
     // the device fails the whole build.
     let device = match &o.device_objects {
-        None => Err("not requested".into()),
-        Some(dir) => device_objects(o, &wrapper, dir)?,
+        None => None,
+        Some(dir) => {
+            let staged = work.path().join("device");
+            let mut sources = o.sources.clone();
+            sources.push(wrapper.clone());
+            let objs = compile_all(&sources, &staged, |src, obj| device_cxx(o, src, obj))?;
+            Some((staged, dir.clone(), objs))
+        }
     };
-    std::fs::copy(&tmp_out, &o.out).map_err(io(&o.out))?;
+    put_in_place(&tmp_out, &o.out)?;
+    let device = match device {
+        None => None,
+        Some((staged, dir, objs)) => {
+            if dir.exists() {
+                std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
+            }
+            copy_dir(&staged, &dir)?;
+            Some(
+                objs.iter()
+                    .filter_map(|p| p.file_name())
+                    .map(|n| dir.join(n))
+                    .collect(),
+            )
+        }
+    };
     Ok(BuildReport {
         kernels,
         library: o.out.clone(),
@@ -314,54 +372,164 @@ pub fn build(o: &BuildOptions) -> Result<BuildReport, BuildError> {
     })
 }
 
-pub const XTENSA_CXX: &str = "xtensa-lx106-elf-g++";
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError {
+    let path = path.to_path_buf();
+    move |source| BuildError::Io { path, source }
+}
 
-/// Ok(Err(why)) when the Xtensa g++ is not installed; Err when a source fails to build.
-fn device_objects(
-    o: &BuildOptions,
-    wrapper: &Path,
+/// Compiles each source to `dir/<stem>.o` (two at a time), in order; the first failure
+/// is the error.
+fn compile_all(
+    sources: &[PathBuf],
     dir: &Path,
-) -> Result<Result<Vec<PathBuf>, String>, BuildError> {
-    let found = Command::new(XTENSA_CXX)
-        .arg("--version")
-        .output()
-        .is_ok_and(|r| r.status.success());
-    if !found {
-        return Ok(Err(format!(
-            "{XTENSA_CXX} is not installed (make tools installs it)"
-        )));
-    }
-    std::fs::create_dir_all(dir).map_err(|source| BuildError::Io {
-        path: dir.into(),
-        source,
-    })?;
-    let mut objs = Vec::new();
-    for src in o
-        .sources
-        .iter()
-        .map(PathBuf::as_path)
-        .chain(std::iter::once(wrapper))
-    {
+    cmd: impl Fn(&Path, &Path) -> Command + Sync,
+) -> Result<Vec<PathBuf>, BuildError> {
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    // <stem>.o, numbered only where two sources share a stem.
+    let mut objs: Vec<PathBuf> = Vec::with_capacity(sources.len());
+    for (i, src) in sources.iter().enumerate() {
         let stem = src.file_stem().unwrap_or_default().to_string_lossy();
-        let obj = dir.join(format!("{stem}.o"));
-        run(Command::new(XTENSA_CXX)
-            .args([
-                "-std=c++17",
-                "-O2",
-                "-c",
-                "-mlongcalls",
-                "-ffreestanding",
-                "-fno-exceptions",
-                "-fno-rtti",
-            ])
-            .arg("-I")
-            .arg(o.include.join("device"))
-            .arg("-I")
-            .arg(&o.include)
-            .arg(src)
-            .arg("-o")
-            .arg(&obj))?;
+        let mut obj = dir.join(format!("{stem}.o"));
+        if objs.contains(&obj) {
+            obj = dir.join(format!("{stem}-{i}.o"));
+        }
         objs.push(obj);
     }
-    Ok(Ok(objs))
+    let jobs: Vec<(&PathBuf, &PathBuf)> = sources.iter().zip(&objs).collect();
+    let results: Vec<Result<(), BuildError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = jobs
+            .chunks(jobs.len().div_ceil(2).max(1))
+            .map(|part| {
+                let cmd = &cmd;
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|(src, obj)| run(&mut cmd(src, obj)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|_| vec![Err(BuildError::Crashed)]))
+            .collect()
+    });
+    results.into_iter().collect::<Result<(), _>>()?;
+    Ok(objs)
+}
+
+/// Renames (or, across file systems, copies) the finished library into place.
+fn put_in_place(tmp: &Path, dst: &Path) -> Result<(), BuildError> {
+    if std::fs::rename(tmp, dst).is_ok() {
+        return Ok(());
+    }
+    // Copy beside the destination, then rename: still never a half-written library.
+    let parent = dst
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let side = parent.join(format!(
+        ".{}.partial",
+        dst.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    let r = std::fs::copy(tmp, &side).and_then(|_| std::fs::rename(&side, dst));
+    if r.is_err() {
+        let _ = std::fs::remove_file(&side);
+    }
+    r.map_err(io(dst))
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<(), BuildError> {
+    std::fs::create_dir_all(to).map_err(io(to))?;
+    for e in std::fs::read_dir(from).map_err(io(from))? {
+        let e = e.map_err(io(from))?;
+        std::fs::copy(e.path(), to.join(e.file_name())).map_err(io(to))?;
+    }
+    Ok(())
+}
+
+/// The kernels the wrapper calls must be defined, with the same signature, by the
+/// sources: otherwise the library would only fail at run time, as an undefined symbol.
+fn check_kernels(
+    kernels: &[KernelSig],
+    wrapper_obj: &Path,
+    objs: &[PathBuf],
+) -> Result<(), BuildError> {
+    let wanted = object_symbols(wrapper_obj, false)?;
+    let mut defined = Vec::new();
+    for o in objs {
+        defined.extend(object_symbols(o, true)?);
+    }
+    for k in kernels {
+        // The wrapper calls ::name(...): a global C++ function, mangled _Z<len><name>...
+        let prefix = format!("_Z{}{}", k.name.len(), k.name);
+        let is_kernel = |s: &&Vec<u8>| {
+            s.starts_with(prefix.as_bytes())
+                && !s[prefix.len()..].first().is_some_and(u8::is_ascii_digit)
+        };
+        let Some(want) = wanted.iter().find(is_kernel) else {
+            return Err(BuildError::Wrapper(format!(
+                "the wrapper does not call kernel '{}'",
+                k.name
+            )));
+        };
+        if defined.contains(want) {
+            continue;
+        }
+        let others: Vec<String> = defined
+            .iter()
+            .filter(|s| is_kernel(s) || s.as_slice() == k.name.as_bytes())
+            .map(|s| symbolize::demangle(s))
+            .collect();
+        return Err(BuildError::KernelMismatch {
+            kernel: k.name.clone(),
+            schema: symbolize::demangle(want),
+            sources: others,
+        });
+    }
+    Ok(())
+}
+
+/// An object's global symbols: defined ones (`defined`) or undefined ones.
+fn object_symbols(path: &Path, defined: bool) -> Result<Vec<Vec<u8>>, BuildError> {
+    use object::{Object, ObjectSymbol};
+    let bytes = std::fs::read(path).map_err(io(path))?;
+    let file = object::File::parse(&*bytes).map_err(|e| BuildError::Io {
+        path: path.into(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
+    })?;
+    Ok(file
+        .symbols()
+        .filter(|s| s.is_global() && s.is_undefined() != defined)
+        .filter_map(|s| s.name_bytes().ok().map(<[u8]>::to_vec))
+        .collect())
+}
+
+pub const XTENSA_CXX: &str = "xtensa-lx106-elf-g++";
+
+pub fn xtensa_cxx_installed() -> bool {
+    Command::new(XTENSA_CXX)
+        .arg("--version")
+        .output()
+        .is_ok_and(|r| r.status.success())
+}
+
+fn device_cxx(o: &BuildOptions, src: &Path, obj: &Path) -> Command {
+    let mut c = Command::new(XTENSA_CXX);
+    c.args([
+        "-std=c++17",
+        "-O2",
+        "-c",
+        "-mlongcalls",
+        "-ffreestanding",
+        "-fno-exceptions",
+        "-fno-rtti",
+    ])
+    .arg("-I")
+    .arg(o.include.join("device"))
+    .arg("-I")
+    .arg(&o.include)
+    .arg(src)
+    .arg("-o")
+    .arg(obj);
+    c
 }

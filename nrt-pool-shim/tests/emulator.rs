@@ -406,6 +406,22 @@ fn each_fault_kind_is_reported_and_the_host_survives() {
         "{f}"
     );
 
+    // A SoC address no window maps: the runtime's translation says which.
+    let unmapped = HostTensor::new(DType::U64, vec![1], 0x1000u64.to_le_bytes().to_vec()).unwrap();
+    let f = fault(launch(
+        &mut e,
+        "guard_read",
+        vec![LaunchArg::hbm(unmapped)],
+        1,
+    ));
+    assert_eq!(f.kind, FaultKind::Fatal);
+    assert!(
+        f.message.contains(
+            "translation.cpp: no device memory backs the window at SoC address 0x0 (+0x1000000 bytes)"
+        ),
+        "{f}"
+    );
+
     let f = fault(launch(&mut e, "call_abort", x(), 1));
     assert_eq!(f.kind, FaultKind::Fatal);
     assert!(f.message.contains("abort()"), "{f}");

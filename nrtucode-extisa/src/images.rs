@@ -310,12 +310,47 @@ mod tests {
     }
 
     #[test]
-    fn memory_rows() {
-        assert_eq!(memory_image_keys(2), &[1]);
-        assert_eq!(memory_image_keys(13), &[1, 17, 18, 19, 2, 3]);
-        assert_eq!(memory_image_keys(14), &[1, 2, 3]);
-        assert_eq!(memory_image_keys(9), &[1, 2, 3]);
-        assert!(memory_image_keys(36).is_empty());
+    fn memory_image_accepts_the_flavor_keys_each_row_has() {
+        // Observed through `memory_image` with no image directory: a flavor the row has is a
+        // missing image (3), one it lacks is an unknown image (2); past slot 37 the
+        // coretype is unknown (1). Counts per the digest: SUNDA rows 1 descriptor (key 1),
+        // NX and CCE rows 3, Q7 POOL rows 6 (the DKL keys 17-19 too), slots 31-37 none here.
+        assert!(
+            image_dir().is_none(),
+            "unit tests run without an image directory"
+        );
+        let accepted = |ct: u32| -> Vec<u32> {
+            (1..=32)
+                .filter(|&key| match memory_image(ct, NRTUCODE_IMAGE_IRAM, key) {
+                    Err(Error::MissingImage) => true,
+                    Err(Error::UnknownImage) => false,
+                    other => panic!("ct {ct} key {key}: {other:?}"),
+                })
+                .collect()
+        };
+        for ct in 0..=37u32 {
+            let keys = accepted(ct);
+            let want: &[u32] = match ct {
+                0..=6 => &[1],
+                13 | 21 | 29 => &[1, 2, 3, 17, 18, 19],
+                7..=30 => &[1, 2, 3],
+                _ => &[],
+            };
+            assert_eq!(keys, want, "coretype {ct}");
+            // DEFAULT resolves to RELEASE without NEURON_UCODE_FLAVOR.
+            let default = memory_image(ct, NRTUCODE_IMAGE_IRAM, NRTUCODE_FLAVORS_DEFAULT);
+            assert_eq!(
+                default.is_err_and(|e| e == Error::MissingImage),
+                want.contains(&1),
+                "coretype {ct}"
+            );
+            // Regions past EXTRAM are unknown even for a flavor the row has.
+            assert_eq!(memory_image(ct, 4, 1), Err(Error::UnknownImage));
+        }
+        assert_eq!(
+            memory_image(38, NRTUCODE_IMAGE_IRAM, 1),
+            Err(Error::UnknownCore)
+        );
         assert!(has_hwdecode(7) && has_hwdecode(26) && !has_hwdecode(11) && !has_hwdecode(2));
     }
 }

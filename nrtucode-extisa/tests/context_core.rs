@@ -249,17 +249,44 @@ fn destroy_of_unbooted_core_logs_the_boot_gate() {
 #[test]
 fn log_scratch_grows_for_long_lines() {
     let rig = Rig::new();
-    let core = rig.core_at(2, DRAM);
-    let long = "x".repeat(0x300);
-    let c = std::ffi::CString::new(long.clone()).unwrap();
-    // SAFETY: live core, NUL-terminated name.
-    unsafe { nrtucode_core_set_friendly_name(core, c.as_ptr()) };
-    let line = rig.logs().last().unwrap().text().into_owned();
-    assert!(
-        line.ends_with(&long),
-        "the whole line reaches the log callback"
+    let core = rig.booted_core(6);
+    assert_eq!(u64_at(rig.ctx, 0x18), 0x200, "the initial scratch size");
+    // A device log line of 0x300 bytes: the scratch grows to exactly the line and its NUL.
+    // SAFETY: live core.
+    unsafe { assert_eq!(nrtucode_core_enable_logs_with_size_hint(core, 0x10000), 0) };
+    let name = name_of(core);
+    let line = |len: usize| {
+        let text = "y".repeat(len - name.len() - 2);
+        assert!(rig.dev.firmware_log(DRAM, 1, &format!("{text}\n")).unwrap());
+        rig.dev.clear_host_logs();
+        // SAFETY: live core with logs enabled.
+        unsafe { assert_eq!(nrtucode_core_print_logs(core), 0) };
+        let logs = rig.logs();
+        assert_eq!(logs.len(), 1);
+        (
+            logs[0].bytes.clone(),
+            format!("{name}: {text}").into_bytes(),
+        )
+    };
+    let (got, want) = line(0x300);
+    assert_eq!(got, want, "the whole line reaches the log callback");
+    assert_eq!(
+        u64_at(rig.ctx, 0x18),
+        0x301,
+        "grown to the line and its NUL"
     );
-    assert!(u64_at(rig.ctx, 0x18) > 0x200, "scratch grew");
+    // A shorter line reuses the buffer.
+    let (got, want) = line(0x100);
+    assert_eq!(got, want);
+    assert_eq!(u64_at(rig.ctx, 0x18), 0x301, "never shrinks");
+    // The growth limit: a line of exactly 0x3fff bytes still grows the buffer...
+    let (got, want) = line(0x3fff);
+    assert_eq!(got, want);
+    assert_eq!(u64_at(rig.ctx, 0x18), 0x4000);
+    // ...a longer one does not, and is cut to the buffer (D5).
+    let (got, want) = line(0x4800);
+    assert_eq!(u64_at(rig.ctx, 0x18), 0x4000);
+    assert_eq!(got, want[..0x3fff].to_vec(), "cut to the scratch buffer");
     // SAFETY: live core.
     unsafe { nrtucode_core_destroy(core) };
 }

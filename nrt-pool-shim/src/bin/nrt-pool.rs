@@ -6,9 +6,9 @@
 //!                [--out-dtype T --out-shape D0,D1,..]
 //!       runs a kernel on the emulated Pool engine; V is X.npy (a tensor in HBM),
 //!       X.npy@sbuf (in SBUF), TYPE:VALUE (a scalar) or a number typed by the schema
-//!   nrt-pool build --schema S --out LIB.so [--device-objects DIR | --no-device-objects] SRC...
-//!       the op build helper: wrapper, get_func_* table, host library, and Xtensa device
-//!       objects (in LIB.device/ by default) when the Xtensa g++ is installed
+//!   nrt-pool build --schema S --out LIB.so [--device-objects DIR] SRC...
+//!       the op build helper: wrapper, get_func_* table, host library, and, when asked
+//!       for, Xtensa device objects (needs the Xtensa g++)
 //!   nrt-pool bringup [--provider PATH] [--cayman-library ELF]
 //!       libnrt's microcode sequence on the simulated device
 //!
@@ -28,11 +28,14 @@ use nrt_pool_shim::emu::tensor::{DType, Location};
 use nrt_pool_shim::emu::{npy, EmuError, Launch, LaunchArg, OutputSpec, PoolEngine, PoolImage};
 use nrt_pool_shim::opbuild;
 
+/// The longest `--timeout`: a day (a launch longer than that is a hang).
+const MAX_TIMEOUT_SECS: f64 = 86_400.0;
+
 const USAGE: &str = "usage:
   nrt-pool list LIB.so
   nrt-pool run LIB.so KERNEL [--arg X.npy|X.npy@sbuf|TYPE:VALUE|NUMBER]... --out OUT.npy
                [--cores 1..8] [--timeout SECS] [--out-dtype T --out-shape D0,D1,...]
-  nrt-pool build --schema FILE --out LIB.so [--device-objects DIR | --no-device-objects]
+  nrt-pool build --schema FILE --out LIB.so [--device-objects DIR]
                  [--archive A] [--include DIR] SOURCES...
   nrt-pool bringup [--provider PATH/libnrtucode_extisa.so] [--cayman-library LIB.so]
   nrt-pool demo [--provider PATH] [--examples DIR]";
@@ -117,13 +120,26 @@ impl From<EmuError> for Failure {
         match e {
             EmuError::Fault(f) => {
                 // What core 0 printed before the fault is part of the report.
-                print!("{}", String::from_utf8_lossy(&f.stdout));
-                eprint!("{}", String::from_utf8_lossy(&f.stderr));
+                echo(&f.stdout, &f.stderr);
                 Failure::Fault(f.to_string())
+            }
+            // A library whose loading or start code faults: a device fault too.
+            EmuError::StartFault { ref fault, .. } => {
+                echo(&fault.stdout, &fault.stderr);
+                Failure::Fault(e.to_string())
             }
             e => Failure::Error(e.to_string()),
         }
     }
+}
+
+/// The kernel's output, byte for byte (device text is not repaired into UTF-8).
+fn echo(stdout: &[u8], stderr: &[u8]) {
+    use std::io::Write;
+    // Best effort, as print! is: a closed stdout must not turn a launch into a failure.
+    let _ = std::io::stdout().write_all(stdout);
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().write_all(stderr);
 }
 
 fn engine_with(lib: &Path) -> Result<PoolEngine, Failure> {
@@ -174,12 +190,17 @@ fn run(args: &[String]) -> Result<(), Failure> {
             }
             "--timeout" => {
                 let v = val()?;
-                timeout = Some(Duration::from_secs_f64(
+                timeout = Some(
                     v.parse::<f64>()
                         .ok()
-                        .filter(|s| *s > 0.0)
-                        .ok_or_else(|| Failure::Usage(format!("--timeout {v}: seconds > 0")))?,
-                ));
+                        .filter(|s| *s > 0.0 && *s <= MAX_TIMEOUT_SECS)
+                        .map(Duration::from_secs_f64)
+                        .ok_or_else(|| {
+                            Failure::Usage(format!(
+                                "--timeout {v}: a number of seconds above 0 and at most {MAX_TIMEOUT_SECS}"
+                            ))
+                        })?,
+                );
             }
             "--out-dtype" => {
                 let v = val()?;
@@ -190,10 +211,15 @@ fn run(args: &[String]) -> Result<(), Failure> {
             }
             "--out-shape" => {
                 let v = val()?;
-                let dims: Option<Vec<u64>> = v.split(',').map(|d| d.trim().parse().ok()).collect();
-                out_shape = Some(
-                    dims.ok_or_else(|| Failure::Usage(format!("--out-shape {v}: D0,D1,...")))?,
-                );
+                let dims: Option<Vec<u64>> = v
+                    .split(',')
+                    .map(|d| d.trim().parse().ok().filter(|&d| d > 0))
+                    .collect();
+                out_shape = Some(dims.ok_or_else(|| {
+                    Failure::Usage(format!(
+                        "--out-shape {v}: D0,D1,... with each dimension a whole number above 0"
+                    ))
+                })?);
             }
             other => return Err(Failure::Usage(format!("unknown option {other}"))),
         }
@@ -215,7 +241,14 @@ fn run(args: &[String]) -> Result<(), Failure> {
     let mut launch_args = Vec::new();
     for (i, v) in values.iter().enumerate() {
         let param = sig.as_ref().and_then(|s| s.params.get(i));
-        launch_args.push(parse_arg(v, param.map(|p| &p.kind))?);
+        let what = match param {
+            Some(p) => format!("argument {i} ({} {})", p.kind, p.name),
+            None => format!("argument {i}"),
+        };
+        launch_args.push(parse_arg(v, param.map(|p| &p.kind)).map_err(|f| match f {
+            Failure::Error(m) => Failure::Error(format!("{what}: {m}")),
+            other => other,
+        })?);
     }
     let output = match (out_dtype, out_shape) {
         (Some(dtype), Some(shape)) => OutputSpec {
@@ -236,8 +269,7 @@ fn run(args: &[String]) -> Result<(), Failure> {
         output,
         cores,
     })?;
-    print!("{}", String::from_utf8_lossy(&done.stdout));
-    eprint!("{}", String::from_utf8_lossy(&done.stderr));
+    echo(&done.stdout, &done.stderr);
     if done.stdio_dropped > 0 {
         eprintln!(
             "nrt-pool: {} bytes of kernel output did not fit the stdio ring",
@@ -269,7 +301,25 @@ fn parse_arg(v: &str, kind: Option<&ParamKind>) -> Result<LaunchArg, Failure> {
             Some(ParamKind::Tensor { dtype, .. }) => Some(*dtype),
             _ => None,
         };
-        let t = npy::read(Path::new(path), hint).map_err(|e| Failure::Error(e.to_string()))?;
+        let t = npy::read(Path::new(path), hint).map_err(|e| match (e, hint) {
+            (npy::NpyError::Dtype { path, descr, .. }, Some(want)) => Failure::Error(format!(
+                "{path} holds '{descr}' elements, the parameter is {want} ('{}' in a .npy file); convert it, e.g. x.astype(np.{})",
+                want.npy_descr(),
+                want.numpy_name()
+            )),
+            (e, _) => Failure::Error(e.to_string()),
+        })?;
+        if let Some(want) = hint {
+            if t.dtype != want {
+                return Err(Failure::Error(format!(
+                    "{path} holds {} ('{}') elements, the parameter is {want} ('{}'); convert it, e.g. x.astype(np.{})",
+                    t.dtype,
+                    t.dtype.npy_descr(),
+                    want.npy_descr(),
+                    want.numpy_name()
+                )));
+            }
+        }
         return Ok(LaunchArg::Tensor(t, loc));
     }
     let (dtype, text) = match (v.split_once(':'), kind) {
@@ -305,7 +355,6 @@ fn build(args: &[String]) -> Result<(), Failure> {
         device_objects: None,
         cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
     };
-    let (mut explicit_device, mut no_device) = (false, false);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = || {
@@ -318,11 +367,9 @@ fn build(args: &[String]) -> Result<(), Failure> {
             "--out" => o.out = val()?,
             "--archive" => o.archive = val()?,
             "--include" => o.include = val()?,
-            "--device-objects" => {
-                o.device_objects = Some(val()?);
-                explicit_device = true;
-            }
-            "--no-device-objects" => no_device = true,
+            "--device-objects" => o.device_objects = Some(val()?),
+            // Device objects are built only when asked for; kept for older scripts.
+            "--no-device-objects" => o.device_objects = None,
             s if s.starts_with("--") => return Err(Failure::Usage(format!("unknown option {s}"))),
             s => o.sources.push(s.into()),
         }
@@ -332,23 +379,12 @@ fn build(args: &[String]) -> Result<(), Failure> {
             "build needs --schema, --out and sources".into(),
         ));
     }
-    if no_device {
-        o.device_objects = None;
-    } else if o.device_objects.is_none() {
-        // Beside the library: LIB.so -> LIB.device/
-        o.device_objects = Some(o.out.with_extension("device"));
-    }
     let r = opbuild::build(&o).map_err(|e| Failure::Error(e.to_string()))?;
     for k in &r.kernels {
         println!("{k}");
     }
-    match &r.device {
-        Ok(objs) => println!("device objects: {}", objs.len()),
-        Err(why) if explicit_device => {
-            eprintln!("nrt-pool build: UNSUPPORTED: no device objects: {why}")
-        }
-        Err(why) if !no_device => eprintln!("nrt-pool build: device objects skipped: {why}"),
-        Err(_) => {}
+    if let Some(objs) = &r.device {
+        println!("device objects: {}", objs.len());
     }
     println!("built {}", r.library.display());
     Ok(())

@@ -34,10 +34,14 @@ pub enum LibraryError {
 /// loads it (its static constructors are user code), and the load-time probe reports the
 /// kernels and schema it carries.
 pub struct OpLibrary {
+    /// The library as the user named it (a path, or a label for an in-memory image).
     pub path: PathBuf,
-    /// The absolute path the cores dlopen.
+    /// The path the cores dlopen and the host reads symbols from.
     pub(crate) c_path: CString,
     pub schema: Option<Vec<KernelSig>>,
+    /// An in-memory image's backing file, open as long as the library is loaded (cores
+    /// start later and open it through /proc/self/fd).
+    _backing: Option<std::fs::File>,
 }
 
 impl OpLibrary {
@@ -56,7 +60,39 @@ impl OpLibrary {
             path: path.into(),
             c_path,
             schema: None,
+            _backing: None,
         })
+    }
+
+    /// A library from bytes (a registered Pool image), in an anonymous memory file.
+    pub fn from_bytes(bytes: &[u8], label: &str) -> Result<OpLibrary, LibraryError> {
+        use std::io::Write;
+        use std::os::fd::{AsRawFd, FromRawFd};
+        let failed = |why: String| LibraryError::Load {
+            path: label.into(),
+            why,
+        };
+        // SAFETY: memfd_create with a static name; the File owns the fd from here on.
+        let mut f = unsafe {
+            let fd = libc::memfd_create(c"nrt-pool-op-library".as_ptr(), libc::MFD_CLOEXEC);
+            if fd < 0 {
+                return Err(failed(std::io::Error::last_os_error().to_string()));
+            }
+            std::fs::File::from_raw_fd(fd)
+        };
+        f.write_all(bytes).map_err(|e| failed(e.to_string()))?;
+        let c_path = CString::new(format!("/proc/self/fd/{}", f.as_raw_fd())).expect("no NUL");
+        Ok(OpLibrary {
+            path: label.into(),
+            c_path,
+            schema: None,
+            _backing: Some(f),
+        })
+    }
+
+    /// The path the host reads the library's symbols from.
+    pub(crate) fn file(&self) -> PathBuf {
+        PathBuf::from(std::ffi::OsStr::from_bytes(self.c_path.as_bytes()))
     }
 
     /// Takes the schema text the probe found.

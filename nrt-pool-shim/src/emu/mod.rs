@@ -11,7 +11,7 @@ pub mod memory;
 pub mod npy;
 pub mod pool;
 pub mod schema;
-mod symbolize;
+pub mod symbolize;
 pub mod tensor;
 
 use std::collections::HashMap;
@@ -115,7 +115,20 @@ impl PoolEngine {
     /// Finds an op library, and loads it and runs its start code once in a core process
     /// (never in this process) to learn the kernels and schema it carries.
     pub fn load(&mut self, path: &Path) -> Result<&[String], EmuError> {
-        let mut lib = OpLibrary::locate(path)?;
+        let lib = OpLibrary::locate(path)?;
+        self.load_library(lib)
+    }
+
+    /// [`PoolEngine::load`] for a library image in memory (a registered Pool image), named
+    /// `label` in reports.
+    pub fn load_image(&mut self, bytes: &[u8], label: &str) -> Result<&[String], EmuError> {
+        let lib = OpLibrary::from_bytes(bytes, label)?;
+        self.load_library(lib)
+    }
+
+    fn load_library(&mut self, mut lib: OpLibrary) -> Result<&[String], EmuError> {
+        let path = lib.path.clone();
+        let path = path.as_path();
         let shown = path.display().to_string();
         let ctl = self.control();
         ctl.reset();
@@ -127,7 +140,7 @@ impl PoolEngine {
             pool::probe(&program, Instant::now() + self.timeout).map_err(EmuError::Spawn)?;
         let rec = ctl.core(0);
         if rec.state.load(Ordering::Acquire) != CORE_DONE {
-            let mut fault = self.fault_of(0, exit, "entry_func", &lib.path);
+            let mut fault = self.fault_of(0, exit, "entry_func", &lib.file());
             fault.stderr = stderr;
             return Err(match fault.kind {
                 FaultKind::Entry => EmuError::Entry {
@@ -415,7 +428,7 @@ impl PoolEngine {
     ) -> Result<Run, EmuError> {
         let (lib_path, lib_file) = {
             let lib = self.library.as_ref().ok_or(EmuError::NoLibrary)?;
-            (lib.c_path.clone(), lib.path.clone())
+            (lib.c_path.clone(), lib.file())
         };
         for c in 0..cores {
             let (p, _) = self.memory.scratch_host(c);

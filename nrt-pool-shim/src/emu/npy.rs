@@ -56,12 +56,11 @@ pub fn parse(bytes: &[u8], path: &str, hint: Option<DType>) -> Result<HostTensor
     let header = std::str::from_utf8(header).map_err(|_| bad("header is not text"))?;
     let descr = dict_value(header, "descr").ok_or_else(|| bad("no 'descr' in header"))?;
     let descr = descr.trim_matches(|c| c == '\'' || c == '"').to_string();
-    let fortran = dict_value(header, "fortran_order").ok_or_else(|| bad("no 'fortran_order'"))?;
-    if fortran.trim() != "False" {
-        return Err(bad(
-            "Fortran-order arrays are not supported; save with C order",
-        ));
-    }
+    let fortran = match dict_value(header, "fortran_order").map(str::trim) {
+        Some("False") => false,
+        Some("True") => true,
+        _ => return Err(bad("no 'fortran_order' True or False in header")),
+    };
     let shape = dict_value(header, "shape").ok_or_else(|| bad("no 'shape' in header"))?;
     let shape = parse_shape(shape).ok_or_else(|| bad("unreadable shape"))?;
     let descr_norm = descr.replace('=', "<");
@@ -78,11 +77,50 @@ pub fn parse(bytes: &[u8], path: &str, hint: Option<DType>) -> Result<HostTensor
     })?;
     // A 0-d array is one element.
     let shape = if shape.is_empty() { vec![1] } else { shape };
-    let data = bytes[start + hlen..].to_vec();
+    let data = &bytes[start + hlen..];
+    let want = shape
+        .iter()
+        .try_fold(dtype.size() as u64, |n, &d| n.checked_mul(d));
+    let data = if fortran && want == Some(data.len() as u64) {
+        to_c_order(data, &shape, dtype.size())
+    } else {
+        data.to_vec()
+    };
     HostTensor::new(dtype, shape, data).map_err(|source| NpyError::Tensor {
         path: path.into(),
         source,
     })
+}
+
+/// Column-major (Fortran-order) elements of `shape` in row-major (C) order.
+fn to_c_order(data: &[u8], shape: &[u64], size: usize) -> Vec<u8> {
+    let n = data.len() / size.max(1);
+    let mut out = Vec::with_capacity(data.len());
+    // Fortran strides in elements: 1, d0, d0*d1, ...
+    let mut strides = Vec::with_capacity(shape.len());
+    let mut acc = 1usize;
+    for &d in shape {
+        strides.push(acc);
+        acc = acc.saturating_mul(d as usize);
+    }
+    let mut index = vec![0u64; shape.len()];
+    for _ in 0..n {
+        let src: usize = index
+            .iter()
+            .zip(&strides)
+            .map(|(&i, &s)| i as usize * s)
+            .sum();
+        out.extend_from_slice(&data[src * size..(src + 1) * size]);
+        // Advance the C-order index: last axis fastest.
+        for k in (0..shape.len()).rev() {
+            index[k] += 1;
+            if index[k] < shape[k] {
+                break;
+            }
+            index[k] = 0;
+        }
+    }
+    out
 }
 
 fn dict_value<'a>(header: &'a str, key: &str) -> Option<&'a str> {
@@ -215,9 +253,36 @@ mod tests {
         assert!(e(b"hello").contains("magic"));
         let good = encode(&HostTensor::from_f32(vec![2], &[1.0, 2.0]).unwrap());
         assert!(e(&good[..good.len() - 1]).contains("needs 8 bytes, got 7"));
-        assert!(e(&patch(&good, "False", "True ")).contains("Fortran"));
+
         assert!(e(&patch(&good, "<f4", "<c8")).contains("'<c8' is not supported"));
         assert!(e(&good[..20]).contains("truncated header"));
+    }
+
+    #[test]
+    fn fortran_order_arrays_are_read_in_c_order() {
+        // np.asfortranarray(np.arange(6, dtype=np.int16).reshape(2, 3)): memory 0 3 1 4 2 5.
+        let column_major: Vec<u8> = [0i16, 3, 1, 4, 2, 5]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let x = HostTensor::new(DType::I16, vec![2, 3], column_major).unwrap();
+        let img = patch(&encode(&x), "False", "True ");
+        let t = parse(&img, "f.npy", None).unwrap();
+        let c: Vec<u8> = (0i16..6).flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!((t.shape.clone(), t.data), (vec![2, 3], c));
+        // Rank 3: element [i, j, k] sits at i + 2j + 6k in memory.
+        let shape = [2u64, 3, 4];
+        let mut mem = vec![0u8; 24];
+        for i in 0..2 {
+            for j in 0..3 {
+                for k in 0..4 {
+                    mem[i + 2 * j + 6 * k] = (i * 12 + j * 4 + k) as u8;
+                }
+            }
+        }
+        let x = HostTensor::new(DType::U8, shape.to_vec(), mem).unwrap();
+        let t = parse(&patch(&encode(&x), "False", "True "), "f.npy", None).unwrap();
+        assert_eq!(t.data, (0u8..24).collect::<Vec<_>>());
     }
 
     #[test]

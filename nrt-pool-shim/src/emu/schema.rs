@@ -47,30 +47,47 @@ pub struct SchemaError {
     pub why: String,
 }
 
-/// Names a parameter cannot take: the wrapper's own (`out`) and C++ keywords it would
-/// declare as variables.
-const RESERVED: &[&str] = &[
-    "out",
+/// C++ keywords (C++20) and the alternative tokens (`and`, `xor`, ...): no name in a
+/// schema may be one, since kernels and parameters are C++ identifiers.
+const CXX_KEYWORDS: &[&str] = &[
     "alignas",
     "alignof",
     "and",
+    "and_eq",
     "asm",
     "auto",
+    "bitand",
+    "bitor",
     "bool",
     "break",
     "case",
     "catch",
     "char",
+    "char8_t",
+    "char16_t",
+    "char32_t",
     "class",
+    "compl",
+    "concept",
     "const",
+    "consteval",
+    "constexpr",
+    "constinit",
+    "const_cast",
     "continue",
+    "co_await",
+    "co_return",
+    "co_yield",
+    "decltype",
     "default",
     "delete",
     "do",
     "double",
+    "dynamic_cast",
     "else",
     "enum",
     "explicit",
+    "export",
     "extern",
     "false",
     "float",
@@ -86,26 +103,34 @@ const RESERVED: &[&str] = &[
     "new",
     "noexcept",
     "not",
+    "not_eq",
     "nullptr",
     "operator",
     "or",
+    "or_eq",
     "private",
     "protected",
     "public",
     "register",
+    "reinterpret_cast",
+    "requires",
     "return",
     "short",
     "signed",
     "sizeof",
     "static",
+    "static_assert",
+    "static_cast",
     "struct",
     "switch",
     "template",
     "this",
+    "thread_local",
     "throw",
     "true",
     "try",
     "typedef",
+    "typeid",
     "typename",
     "union",
     "unsigned",
@@ -113,8 +138,98 @@ const RESERVED: &[&str] = &[
     "virtual",
     "void",
     "volatile",
+    "wchar_t",
     "while",
+    "xor",
+    "xor_eq",
 ];
+
+/// Names the generated wrapper's translation unit already gives another meaning (types,
+/// namespaces, macros of the C headers it includes, the runtime's entry points): a kernel
+/// of that name could not be declared there.
+const WRAPPER_NAMES: &[&str] = &[
+    "entry_func",
+    "register_funcs",
+    "main",
+    "printf",
+    "vprintf",
+    "vsnprintf",
+    "puts",
+    "putchar",
+    "wrapper_fn",
+    "size_t",
+    "ptrdiff_t",
+    "va_list",
+    "FILE",
+    "std",
+    "neuron",
+    "int8_t",
+    "uint8_t",
+    "int16_t",
+    "uint16_t",
+    "int32_t",
+    "uint32_t",
+    "int64_t",
+    "uint64_t",
+    "intptr_t",
+    "uintptr_t",
+    "NULL",
+    "EOF",
+    "BUFSIZ",
+    "stdin",
+    "stdout",
+    "stderr",
+    "EXIT_SUCCESS",
+    "EXIT_FAILURE",
+    "RAND_MAX",
+    "MB_CUR_MAX",
+    "SEEK_SET",
+    "SEEK_CUR",
+    "SEEK_END",
+    "FILENAME_MAX",
+    "FOPEN_MAX",
+    "TMP_MAX",
+    "L_tmpnam",
+    "va_start",
+    "va_end",
+    "va_arg",
+    "va_copy",
+    "offsetof",
+    "assert",
+    "errno",
+    "SUNDA_UCODE_LIB",
+    "SUNDA_UCODE_LIB_STATUS",
+    "NeuronArgTensor",
+    "NeuronArgBlob",
+];
+
+/// Prefixes of the runtime's and the generated code's own names.
+const RESERVED_PREFIXES: &[&str] = &[
+    "customop_",
+    "neuron_",
+    "get_func_",
+    "nrt_pool_",
+    "NEURON_",
+    "SUNDA_",
+];
+
+/// Why `name` cannot name a kernel or parameter, if it cannot.
+fn reserved(name: &str, kernel: bool) -> Option<&'static str> {
+    if CXX_KEYWORDS.contains(&name) {
+        return Some("a C++ keyword");
+    }
+    // [lex.name]: names with a double underscore, or an underscore and a capital first.
+    let b = name.as_bytes();
+    if name.contains("__") || (b[0] == b'_' && b.get(1).is_some_and(u8::is_ascii_uppercase)) {
+        return Some("reserved to the C++ implementation");
+    }
+    if kernel
+        && (WRAPPER_NAMES.contains(&name) || RESERVED_PREFIXES.iter().any(|p| name.starts_with(p)))
+    {
+        return Some("a name the runtime, the generated wrapper or its C headers define");
+    }
+    None
+}
 
 fn is_ident(s: &str) -> bool {
     let mut c = s.chars();
@@ -158,22 +273,8 @@ fn parse_line(line: &str) -> Result<KernelSig, String> {
     if !is_ident(name) {
         return Err(format!("'{name}' is not a kernel name"));
     }
-    let runtime_name = ["customop_", "neuron_", "get_func_", "nrt_pool_"]
-        .iter()
-        .any(|p| name.starts_with(p))
-        || [
-            "entry_func",
-            "register_funcs",
-            "main",
-            "printf",
-            "puts",
-            "putchar",
-        ]
-        .contains(&name);
-    if RESERVED.contains(&name) || runtime_name {
-        return Err(format!(
-            "kernel name '{name}' is reserved (C++, or a name the runtime or wrapper defines)"
-        ));
+    if let Some(why) = reserved(name, true) {
+        return Err(format!("kernel name '{name}' is reserved: {why}"));
     }
     let mut ps: Vec<Param> = Vec::new();
     for p in params.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -190,10 +291,8 @@ fn parse_line(line: &str) -> Result<KernelSig, String> {
         if !is_ident(pname) || ps.iter().any(|q| q.name == pname) {
             return Err(format!("parameter name '{pname}' is invalid or repeated"));
         }
-        if RESERVED.contains(&pname) {
-            return Err(format!(
-                "parameter name '{pname}' is reserved (the generated wrapper uses it, or C++ does)"
-            ));
+        if let Some(why) = reserved(pname, false) {
+            return Err(format!("parameter name '{pname}' is reserved: {why}"));
         }
         let kind = if let Some(dt) = tensor_type(ty) {
             if let Some(o) = &like {
@@ -264,6 +363,15 @@ fn parse_line(line: &str) -> Result<KernelSig, String> {
     })
 }
 
+impl std::fmt::Display for ParamKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParamKind::Tensor { dtype, .. } => write!(f, "tensor<{dtype}>"),
+            ParamKind::Scalar(dt) => write!(f, "{dt}"),
+        }
+    }
+}
+
 impl std::fmt::Display for KernelSig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}(", self.name)?;
@@ -321,10 +429,42 @@ mod tests {
             .join(", ");
         assert!(e(&format!("k({many}) -> tensor<f32>[1]")).contains("at most 10"));
         assert!(e("k(tensor<f32> y like x) -> tensor<f32>[1]").contains("not an earlier tensor"));
-        assert!(e("k(f32 out) -> tensor<f32>[1]").contains("'out' is reserved"));
-        assert!(e("k(i32 new) -> tensor<f32>[1]").contains("'new' is reserved"));
+        assert!(e("k(i32 new) -> tensor<f32>[1]").contains("'new' is reserved: a C++ keyword"));
+        for word in [
+            "xor", "and_eq", "bitor", "compl", "not_eq", "co_await", "char8_t",
+        ] {
+            assert!(
+                e(&format!("k(f32 {word}) -> tensor<f32>[1]")).contains(&format!(
+                    "parameter name '{word}' is reserved: a C++ keyword"
+                )),
+                "{word}"
+            );
+            assert!(e(&format!("{word}(f32 a) -> tensor<f32>[1]")).contains("is reserved"));
+        }
         assert!(e("get_func_cnt() -> tensor<f32>[1]")
             .contains("kernel name 'get_func_cnt' is reserved"));
         assert!(e("delete(f32 a) -> tensor<f32>[1]").contains("is reserved"));
+        for name in [
+            "size_t",
+            "EOF",
+            "neuron",
+            "__k",
+            "_Kernel",
+            "nrt_pool_wrapper_0",
+        ] {
+            assert!(
+                e(&format!("{name}(f32 a) -> tensor<f32>[1]")).contains("is reserved"),
+                "{name}"
+            );
+        }
+        assert!(e("k(f32 __a) -> tensor<f32>[1]").contains("reserved to the C++ implementation"));
+        // Names the wrapper no longer uses are ordinary parameters, the kernel's own too.
+        for ok in [
+            "k(f32 out) -> tensor<f32>[1]",
+            "k(f32 k) -> tensor<f32>[1]",
+            "k(f32 size_t, tensor<f32> customop_setup) -> tensor<f32>[1]",
+        ] {
+            assert!(parse(ok).is_ok(), "{ok}");
+        }
     }
 }

@@ -96,6 +96,22 @@ impl DType {
         }
     }
 
+    /// NumPy's name for the type (bf16 has none: its raw words are uint16).
+    pub fn numpy_name(self) -> &'static str {
+        match self {
+            DType::U64 => "uint64",
+            DType::I8 => "int8",
+            DType::U8 => "uint8",
+            DType::I16 => "int16",
+            DType::U16 | DType::BF16 => "uint16",
+            DType::F16 => "float16",
+            DType::I32 => "int32",
+            DType::U32 => "uint32",
+            DType::F32 => "float32",
+            DType::I64 => "int64",
+        }
+    }
+
     pub fn is_float(self) -> bool {
         matches!(self, DType::BF16 | DType::F16 | DType::F32)
     }

@@ -8,9 +8,7 @@
 #![allow(clippy::missing_safety_doc, non_camel_case_types)]
 
 use std::ffi::c_void;
-use std::io::Write;
 use std::mem::{offset_of, size_of};
-use std::os::fd::{AsRawFd, FromRawFd};
 
 use parking_lot::Mutex;
 
@@ -129,21 +127,10 @@ fn init_engine() -> Result<PoolEngine, String> {
     let host_lib = is_host_library(&img.iram);
     let mut engine = PoolEngine::new(DEFAULT_HBM_BYTES, img).map_err(|e| e.to_string())?;
     if host_lib {
-        // The image's bytes as a file dlopen can open.
-        // SAFETY: memfd_create with a static name; the File owns the fd.
-        let mut f = unsafe {
-            let fd = libc::memfd_create(c"nrt-pool-op-library".as_ptr(), 0);
-            if fd < 0 {
-                return Err(std::io::Error::last_os_error().to_string());
-            }
-            std::fs::File::from_raw_fd(fd)
-        };
-        f.write_all(&engine.image().iram)
-            .map_err(|e| e.to_string())?;
-        let path = format!("/proc/self/fd/{}", f.as_raw_fd());
+        let iram = engine.image().iram.clone();
         engine
-            .load(std::path::Path::new(&path))
-            .map_err(|e| format!("the registered Pool image: {e}"))?;
+            .load_image(&iram, "the registered Pool image")
+            .map_err(|e| e.to_string())?;
     }
     Ok(engine)
 }
