@@ -879,7 +879,7 @@ mod tests {
         moved.push(0);
         let new_sh = moved.len();
         moved.extend_from_slice(&good[shoff..shoff + shnum * 40]);
-        assert!(new_ph % 4 != 0 && new_sh % 4 != 0 && tail > 0);
+        assert!(!new_ph.is_multiple_of(4) && !new_sh.is_multiple_of(4) && tail > 0);
         moved[28..32].copy_from_slice(&(new_ph as u32).to_le_bytes());
         moved[32..36].copy_from_slice(&(new_sh as u32).to_le_bytes());
         let (r, code, data, logs) = run(&moved);
