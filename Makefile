@@ -70,16 +70,23 @@ lint:
 headers:
 	UPDATE_HEADERS=1 $(CARGO) test -p gpsimd-open --test headers_current
 
-## make fuzz: the prelinker on arbitrary images for FUZZ_SECONDS (cargo-fuzz, libFuzzer).
+## make fuzz: every fuzz target (prelink, inspect, npy, schema, descriptor) under libFuzzer for
+## FUZZ_SECONDS each, with debug assertions and overflow checks on (cargo-fuzz -a).
+FUZZ_TARGETS := prelink inspect npy schema descriptor
 fuzz:
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
-	mkdir -p target/fuzz-corpus/prelink
-	cd nrtucode-extisa/fuzz && RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run prelink \
-		../../target/fuzz-corpus/prelink corpus/prelink -- -max_total_time=$(FUZZ_SECONDS)
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p target/fuzz-corpus/$$t && \
+		(cd fuzz && RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run -a $$t \
+			../target/fuzz-corpus/$$t corpus/$$t -- -max_total_time=$(FUZZ_SECONDS)) || exit 1; \
+	done
 
-## make fuzz-seeds: regenerate the committed seed corpus.
+## make fuzz-seeds: regenerate the committed seed corpora (fuzz/corpus/<target>).
 fuzz-seeds: tools
 	$(CARGO) test -p nrtucode-extisa --test fuzz_corpus -- --ignored write_seed_corpus
+	$(CARGO) test -p nrtucode-tool --test fuzz_corpus -- --ignored write_seed_corpus
+	$(CARGO) test -p nrt-pool-shim --test fuzz_corpus -- --ignored write_seed_corpus
+	$(CARGO) test -p customop-device --test fuzz_corpus -- --ignored write_seed_corpus
 
 ## make bench: ratios measured in one run (device heap vs linked_list_allocator and talc,
 ## memcpy backends vs libc).

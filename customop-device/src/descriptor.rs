@@ -4,7 +4,7 @@
 
 use core::mem::{offset_of, size_of};
 
-use crate::fatal::{fatal, require, rule};
+use crate::fatal::{fatal, require, rule, Rule};
 
 /// `NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION`
 pub type Location = u8;
@@ -73,6 +73,22 @@ pub fn isa_to_torch_dtype(d: Dtype) -> ScalarType {
         DTYPE_INT64 => SCALAR_LONG,
         _ => fatal(rule!("utypes.hpp:37", "0 (unsupported dtype)")),
     }
+}
+
+/// Element size of a dtype a kernel can see (None for the others).
+pub fn try_element_size(d: Dtype) -> Option<usize> {
+    matches!(
+        d,
+        DTYPE_INT8
+            | DTYPE_UINT8
+            | DTYPE_INT16
+            | DTYPE_BFLOAT16
+            | DTYPE_FP16
+            | DTYPE_INT32
+            | DTYPE_FP32
+            | DTYPE_INT64
+    )
+    .then(|| isa_dtype_size(d))
 }
 
 /// Element size through the supported-dtype tree (fatal for the others).
@@ -223,9 +239,21 @@ impl ArgTensor {
         }
     }
 
+    /// A descriptor from its 48 wire bytes (any bytes: every field is plain data).
+    pub fn from_bytes(raw: &[u8; size_of::<ArgTensor>()]) -> ArgTensor {
+        // SAFETY: ArgTensor is repr(C) plain data of exactly these 48 bytes (const assert)
+        // whose fields and union arms accept every bit pattern; the read is unaligned-safe.
+        unsafe { core::ptr::read_unaligned(raw.as_ptr().cast::<ArgTensor>()) }
+    }
+
     /// The dimensions: leading non-zero entries of the inline shape. Out-of-line shapes
     /// and rank 0 are fatal (`utypes.hpp:94`, `:139`).
     pub fn dims(&self) -> ([u32; MAX_RANK], usize) {
+        self.try_dims().unwrap_or_else(|r| fatal(r))
+    }
+
+    /// [`ArgTensor::dims`] without ending the kernel: the broken rule instead.
+    pub fn try_dims(&self) -> Result<([u32; MAX_RANK], usize), Rule> {
         let mut out = [0u32; MAX_RANK];
         let rank = match self.framework_shape_type {
             SHAPE_INLINE_8D => {
@@ -244,31 +272,79 @@ impl ArgTensor {
                 out[..r].copy_from_slice(&s[..r]);
                 r
             }
-            SHAPE_OUT_OF_LINE => fatal(rule!(
+            SHAPE_OUT_OF_LINE => return Err(rule!(
                 "utypes.hpp:94",
                 "t_.framework_shape_type != NEURON_ISA_TPB_CUSTOM_OP_TENSOR_SHAPE_TYPE_OUT_OF_LINE_SHAPE"
             )),
-            _ => fatal(rule!("utypes.hpp:94", "known framework_shape_type")),
+            _ => return Err(rule!("utypes.hpp:94", "known framework_shape_type")),
         };
-        require(
-            rank != 0,
-            rule!(
+        if rank == 0 {
+            return Err(rule!(
                 "utypes.hpp:139",
                 "num_dim != 0 && \"Input and output tensors cannot have 0 dimensions - must be of at least rank 1\""
-            ),
-        );
-        (out, rank)
+            ));
+        }
+        Ok((out, rank))
     }
 
     /// Elements: the product of the dimensions.
     pub fn num_elem(&self) -> usize {
-        let (d, r) = self.dims();
-        d[..r].iter().map(|&x| x as usize).product()
+        self.try_num_elem().unwrap_or_else(|r| fatal(r))
+    }
+
+    /// [`ArgTensor::num_elem`], checked: a product that does not fit the address space
+    /// breaks a rule instead of wrapping.
+    pub fn try_num_elem(&self) -> Result<usize, Rule> {
+        let (d, r) = self.try_dims()?;
+        d[..r]
+            .iter()
+            .try_fold(1usize, |n, &x| n.checked_mul(x as usize))
+            .ok_or(rule!(
+                "utypes.hpp:139",
+                "the tensor's size fits the address space"
+            ))
     }
 
     /// Bytes of data (elements × element size; fatal for unsupported dtypes).
     pub fn num_bytes(&self) -> usize {
-        self.num_elem() * element_size(self.dtype)
+        self.try_num_bytes().unwrap_or_else(|r| fatal(r))
+    }
+
+    /// [`ArgTensor::num_bytes`], checked.
+    pub fn try_num_bytes(&self) -> Result<usize, Rule> {
+        let n = self.try_num_elem()?;
+        let size =
+            try_element_size(self.dtype).ok_or(rule!("utypes.hpp:37", "0 (unsupported dtype)"))?;
+        n.checked_mul(size).ok_or(rule!(
+            "utypes.hpp:139",
+            "the tensor's size fits the address space"
+        ))
+    }
+}
+
+/// The fuzz target's property, shared with the seed-corpus test: every 48-byte chunk of
+/// the input decodes as a descriptor whose checks end in a rule, never a panic or an
+/// overflow, and whose accepted shapes survive being encoded again.
+#[doc(hidden)]
+pub fn fuzz_one(bytes: &[u8]) {
+    for raw in bytes.chunks_exact(size_of::<ArgTensor>()) {
+        let t = ArgTensor::from_bytes(raw.try_into().expect("48 bytes"));
+        let Ok((dims, rank)) = t.try_dims() else {
+            continue;
+        };
+        assert!((1..=MAX_RANK).contains(&rank));
+        if t.framework_shape_type == SHAPE_INLINE_4D {
+            assert!(rank <= 4);
+        }
+        let Ok(n) = t.try_num_elem() else {
+            continue;
+        };
+        if let Ok(bytes) = t.try_num_bytes() {
+            assert_eq!(Some(bytes), n.checked_mul(isa_dtype_size(t.dtype)));
+        }
+        let again = ArgTensor::hbm(t.dtype, 0, &dims[..rank]);
+        assert_eq!(again.try_dims(), Ok((dims, rank)));
+        assert_eq!(again.try_num_elem(), Ok(n));
     }
 }
 

@@ -5,7 +5,7 @@
 use core::fmt;
 
 /// Where a rule comes from (the vendor header and line the message cites).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rule {
     pub site: &'static str,
     pub expr: &'static str,

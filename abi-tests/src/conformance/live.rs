@@ -21,8 +21,7 @@ const DRAM: u64 = 0x2_0000_0000;
 
 /// The GNU-built Xtensa test library the harness ships (made with gcc-xtensa-lx106 from
 /// nrtucode-extisa/tests/xtensa/kernels.c; also a fuzz seed).
-const GNU_LIBRARY: &[u8] =
-    include_bytes!("../../../nrtucode-extisa/fuzz/corpus/prelink/gnu-split.so");
+const GNU_LIBRARY: &[u8] = include_bytes!("../../../fuzz/corpus/prelink/gnu-split.so");
 const SUNDA_LIBRARY: &[u8] =
     b"synthetic SUNDA ext-ISA library (SUNDA libraries are not parsed on the host)\n";
 

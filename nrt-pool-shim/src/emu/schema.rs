@@ -401,6 +401,19 @@ impl std::fmt::Display for KernelSig {
     }
 }
 
+/// The fuzz target's property, shared with the seed-corpus test: any text parses without
+/// a panic, and a parsed schema prints back to text that parses to the same kernels.
+#[doc(hidden)]
+pub fn fuzz_one(bytes: &[u8]) {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return;
+    };
+    if let Ok(kernels) = parse(text) {
+        let printed: Vec<String> = kernels.iter().map(ToString::to_string).collect();
+        assert_eq!(parse(&printed.join("\n")).as_ref(), Ok(&kernels));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

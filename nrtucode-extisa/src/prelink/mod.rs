@@ -352,6 +352,24 @@ pub fn hazards(image: &[u8], geometry: &Geometry) -> Vec<Hazard> {
     out
 }
 
+/// The fuzz target's property, shared with the seed-corpus test: any bytes are prelinked
+/// without a panic or overflow, a success is a consistent image inside the device regions,
+/// and the hazard analysis runs on them too.
+#[doc(hidden)]
+pub fn fuzz_one(image: &[u8]) -> Result<(), PrelinkStatus> {
+    let g = CAYMAN_GEOMETRY;
+    let (mut code, mut data) = (vec![0u8; g.iram_size], vec![0u8; g.dram_size]);
+    let _hazards = hazards(image, &g);
+    let u = prelink(image, &g, &mut code, &mut data, &mut |_| {})?;
+    assert!(u.code_seg_len as usize <= g.iram_size);
+    assert!(u.data_seg_len as usize <= g.dram_size);
+    assert_eq!(u.code_seg_off, 0x20);
+    assert_eq!(u.code_seg_len % 4, 0);
+    assert_eq!(u.data_seg_len % 4, 0);
+    assert_eq!(u.data_seg_off, (u.code_seg_len + 0x3f) & !0x1f);
+    Ok(())
+}
+
 /// Where `image`'s segments would be placed for `geometry` (the validation of [`prelink`]
 /// included); for tools and tests that check the result against a static link.
 pub fn placement(image: &[u8], geometry: &Geometry) -> Result<Placement, u32> {

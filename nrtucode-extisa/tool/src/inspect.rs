@@ -34,6 +34,15 @@ pub fn describe(bytes: &[u8]) -> Result<String, String> {
     }
 }
 
+/// The fuzz target's property: any bytes are described or refused, never a panic (the
+/// hazard analysis too).
+#[doc(hidden)]
+pub fn fuzz_one(bytes: &[u8]) {
+    let _described = describe(bytes);
+    let _hazards =
+        nrtucode_extisa::prelink::hazards(bytes, &nrtucode_extisa::prelink::CAYMAN_GEOMETRY);
+}
+
 fn u32_at(b: &[u8], off: usize) -> u32 {
     u32::from_le_bytes(b[off..off + 4].try_into().unwrap())
 }
