@@ -255,7 +255,11 @@ unsafe fn read_tensor_slot(
         NRT_POOL_LOCATION_SBUF => Location::Sbuf,
         x => return Err(format!("argument {i}: location {x}")),
     };
-    Ok((t, t.shape[..t.rank as usize].to_vec(), loc))
+    let shape = t.shape[..t.rank as usize].to_vec();
+    // Before any byte count is computed from the caller's shape: no zero dimension, and a
+    // size that fits (the data slice below is that long).
+    crate::emu::tensor::check_rank(&shape).map_err(|e| format!("argument {i}: {e}"))?;
+    Ok((t, shape, loc))
 }
 
 /// Launches `kernel` on `cores` (1 to 8) cores of device `device` (-1 or 0: the emulated
@@ -340,7 +344,9 @@ pub unsafe extern "C" fn nrt_pool_launch_v1(
                                 },
                             ));
                         } else {
-                            let n = crate::emu::tensor::numel(&shape) as usize * dtype.size();
+                            let n = crate::emu::tensor::byte_len(&shape, dtype)
+                                .and_then(|n| usize::try_from(n).ok())
+                                .ok_or_else(|| arg(format!("shape {shape:?} is too large")))?;
                             // SAFETY: the tensor's bytes (C contract).
                             let data =
                                 unsafe { std::slice::from_raw_parts(t.data as *const u8, n) }

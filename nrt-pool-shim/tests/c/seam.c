@@ -119,6 +119,15 @@ int main(int argc, char **argv) {
     CHECK(nrt_pool_launch_v1("scale_add", 1, args, 0, 0) == NRT_POOL_ERR_ARGUMENT, "dtype mismatch");
     tout.dtype = 10;
     CHECK(nrt_pool_launch_v1("scale_add", 9, args, 0, 0) == NRT_POOL_ERR_ARGUMENT, "9 cores");
+    /* Shapes from the caller are checked before any byte count is taken from them. */
+    tx.shape[0] = 0;
+    CHECK(nrt_pool_launch_v1("scale_add", 1, args, 0, 0) == NRT_POOL_ERR_ARGUMENT, "zero dimension");
+    CHECK(strstr(nrt_pool_last_error(), "has no elements") != NULL, "says so: %s", nrt_pool_last_error());
+    tx.rank = 4;
+    tx.shape[0] = tx.shape[1] = tx.shape[2] = tx.shape[3] = 0xffffffffull;
+    CHECK(nrt_pool_launch_v1("scale_add", 1, args, 0, 0) == NRT_POOL_ERR_ARGUMENT, "overflowing shape");
+    CHECK(strstr(nrt_pool_last_error(), "too large") != NULL, "says so: %s", nrt_pool_last_error());
+    tx = tensor(x, 10, N);
 
     /* A library registered by path replaces the Pool image's. */
     CHECK(nrt_pool_device_count() == 1, "one emulated device");
