@@ -80,17 +80,7 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
             }
             .build(),
         ),
-        (
-            "aligned-paddr",
-            Fixture {
-                text_addr: 4,
-                data_addr: 0x108,
-                align: 16,
-                relocations: vec![],
-                ..Fixture::sample()
-            }
-            .build(),
-        ),
+        ("aligned-paddr", Fixture::skewed().build()),
         (
             "oversize-text",
             Fixture {

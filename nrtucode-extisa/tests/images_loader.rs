@@ -404,13 +404,7 @@ fn ll_create_stages_hazardous_libraries_as_the_vendor_does_and_warns() {
     let _g = ENV.lock();
     clear_env();
     let dir = image_dir();
-    let skewed = nrtucode_extisa::prelink::fixture::Fixture {
-        text_addr: 0x4,
-        data_addr: 0x108,
-        align: 16,
-        relocations: vec![],
-        ..nrtucode_extisa::prelink::fixture::Fixture::sample()
-    };
+    let skewed = nrtucode_extisa::prelink::fixture::Fixture::skewed();
     write(dir.path(), "ext-isa/ct21/lib2.elf", &skewed.build());
     std::env::set_var(IMAGE_DIR_ENV, dir.path());
     let rig = Rig::new();

@@ -246,6 +246,19 @@ impl Fixture {
         Fixture::sample_at(0x100)
     }
 
+    /// [`Fixture::sample`] without relocations, linked at p_paddr 0x4 (text) and 0x108
+    /// (data) with a 16-byte section alignment: the vendor places the segments 4 and 8
+    /// bytes past their region bases but stages from the bases (a staging hazard).
+    pub fn skewed() -> Fixture {
+        Fixture {
+            text_addr: 0x4,
+            data_addr: 0x108,
+            align: 16,
+            relocations: vec![],
+            ..Fixture::sample()
+        }
+    }
+
     /// [`Fixture::sample`] with its data linked at `d` (with a scratch segment, data must
     /// start at least 0x400 past the text, or text addresses rebase as data).
     pub fn sample_at(d: u32) -> Fixture {

@@ -689,13 +689,7 @@ mod tests {
 
     #[test]
     fn placement_keeps_the_paddr_offset_within_the_alignment() {
-        let f = Fixture {
-            text_addr: 0x4,
-            data_addr: 0x108,
-            align: 16,
-            relocations: vec![],
-            ..Fixture::sample()
-        };
+        let f = Fixture::skewed();
         let (r, code, data, _) = run(&f.build());
         r.unwrap();
         assert_eq!(&code[..4], &[POISON; 4], "text lands at 0x18004");
@@ -963,13 +957,7 @@ mod tests {
 
     #[test]
     fn unaligned_paddr_is_staged_as_the_vendor_does_and_named() {
-        let f = Fixture {
-            text_addr: 0x4,
-            data_addr: 0x108,
-            align: 16,
-            relocations: vec![],
-            ..Fixture::sample()
-        };
+        let f = Fixture::skewed();
         let img = f.build();
         assert!(run(&img).0.is_ok());
         let h = hazards(&img, &CAYMAN_GEOMETRY);

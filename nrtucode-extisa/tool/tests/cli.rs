@@ -81,13 +81,7 @@ fn inspect_a_gnu_built_library() {
 fn prelink_and_inspect_warn_about_what_the_vendor_stages_wrongly() {
     let dir = tempfile::tempdir().unwrap();
     let lib = dir.path().join("skewed.elf");
-    let f = Fixture {
-        text_addr: 0x4,
-        data_addr: 0x108,
-        align: 16,
-        relocations: vec![],
-        ..Fixture::sample()
-    };
+    let f = Fixture::skewed();
     std::fs::write(&lib, f.build()).unwrap();
     for args in [
         vec!["inspect", path(&lib)],
