@@ -85,14 +85,15 @@ fuzz:
 fuzz-seeds: tools
 	$(CARGO) test -p nrtucode-extisa --test fuzz_corpus -- --ignored write_seed_corpus
 	$(CARGO) test -p nrtucode-tool --test fuzz_corpus -- --ignored write_seed_corpus
-	$(CARGO) test -p nrt-pool-shim --test fuzz_corpus -- --ignored write_seed_corpus
+	$(CARGO) test -p nrt-pool-cli --test fuzz_corpus -- --ignored write_seed_corpus
+	$(CARGO) test -p nrt-pool-schema --test fuzz_corpus -- --ignored write_seed_corpus
 	$(CARGO) test -p customop-device --test fuzz_corpus -- --ignored write_seed_corpus
 
 ## make bench: ratios measured in one run (device heap vs linked_list_allocator and talc,
 ## memcpy backends vs libc).
 bench: customop-archives
 	$(CARGO) bench -p customop-device --bench device
-	$(CARGO) bench -p nrt-pool-shim --bench emulator
+	$(CARGO) bench -p nrt-pool-engine --bench emulator
 
 clean:
 	$(CARGO) clean

@@ -29,16 +29,16 @@ const HEADERS: &[Header] = &[
         ],
     },
     Header {
-        krate: "nrt-pool-shim",
-        config: "nrt-pool-shim/cbindgen.toml",
+        krate: "nrtucode-extisa/sim",
+        config: "nrtucode-extisa/sim/cbindgen.toml",
         name: "nrt_sim_device.h",
-        sources: &["src/sim/capi.rs"],
+        sources: &["src/capi.rs"],
     },
     Header {
-        krate: "nrt-pool-shim",
-        config: "nrt-pool-shim/cbindgen-pool.toml",
+        krate: "nrt-pool-shim/ffi",
+        config: "nrt-pool-shim/ffi/cbindgen.toml",
         name: "nrt_pool.h",
-        sources: &["src/ffi/seam.rs", "src/ffi/launch.rs"],
+        sources: &["src/seam.rs", "src/launch.rs"],
     },
 ];
 

@@ -15,7 +15,7 @@ use std::ptr::null_mut;
 use std::sync::Arc;
 
 use libloading::Library;
-use nrt_pool_shim::sim::{tables, SimDevice};
+use nrt_sim_device::{tables, SimDevice};
 
 type P = *mut c_void;
 const DRAM: u64 = 0x2_0000_0000;

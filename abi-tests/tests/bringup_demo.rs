@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use nrt_pool_shim::bringup;
+use nrt_sim_device::bringup;
 
 #[test]
 fn bringup_reports_records_logs_and_clean_teardown() {

@@ -12,8 +12,8 @@ fn build(dir: &Path) -> PathBuf {
     // The simulated device library sits beside the program, not beside the provider, so
     // the program's own search path cannot find the provider by accident.
     std::fs::copy(
-        abi_tests::artifact("libnrt_pool_shim.so"),
-        dir.join("libnrt_pool_shim.so"),
+        abi_tests::artifact("libnrt_sim_device.so"),
+        dir.join("libnrt_sim_device.so"),
     )
     .unwrap();
     let exe = dir.join("libnrt_sequence");
@@ -27,7 +27,7 @@ fn build(dir: &Path) -> PathBuf {
         .arg("-L")
         .arg(dir)
         .arg(format!("-Wl,-rpath,{}", dir.display()))
-        .args(["-lnrt_pool_shim", "-ldl"])
+        .args(["-lnrt_sim_device", "-ldl"])
         .output()
         .expect("run gcc");
     assert!(

@@ -102,3 +102,34 @@ fn soname_and_imports() {
         "imports a Neuron symbol: {imports:?}"
     );
 }
+
+#[test]
+fn the_simulated_device_library_exports_only_its_c_api() {
+    let out = std::process::Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(abi_tests::artifact("libnrt_sim_device.so"))
+        .output()
+        .unwrap();
+    let names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains(" T "))
+        .filter_map(|l| l.split_whitespace().nth(2).map(String::from))
+        .collect();
+    assert!(
+        names.contains(&"nrt_sim_device_create".to_string()),
+        "{names:?}"
+    );
+    // Every export is a function the header declares; nothing of Rust's leaks out.
+    let header = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../include/nrt_sim_device.h"),
+    )
+    .unwrap();
+    let stray: Vec<&String> = names
+        .iter()
+        .filter(|n| !n.starts_with("nrt_sim_") || !header.contains(&format!("{n}(")))
+        .collect();
+    assert!(
+        stray.is_empty(),
+        "exports the header does not declare: {stray:?}"
+    );
+}

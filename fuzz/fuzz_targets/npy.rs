@@ -5,5 +5,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|bytes: &[u8]| {
-    nrt_pool_shim::emu::npy::fuzz_one(bytes);
+    nrt_pool_cli::npy::fuzz_one(bytes);
 });

@@ -5,5 +5,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|bytes: &[u8]| {
-    nrt_pool_shim::emu::schema::fuzz_one(bytes);
+    nrt_pool_schema::fuzz_one(bytes);
 });

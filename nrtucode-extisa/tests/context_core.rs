@@ -6,7 +6,7 @@ use std::ffi::c_void;
 use std::ptr;
 
 use common::*;
-use nrt_pool_shim::sim::{FaultOp, Op, CLAIM_CLAIMED, CLAIM_UNCLAIMED};
+use nrt_sim_device::{FaultOp, Op, CLAIM_CLAIMED, CLAIM_UNCLAIMED};
 use nrtucode_extisa::ffi::context::*;
 use nrtucode_extisa::ffi::core::*;
 use nrtucode_extisa::ffi::get::*;

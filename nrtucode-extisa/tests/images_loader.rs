@@ -8,7 +8,7 @@ use std::path::Path;
 use std::ptr::{self, NonNull};
 
 use common::*;
-use nrt_pool_shim::sim::{FaultOp, Op};
+use nrt_sim_device::{FaultOp, Op};
 use nrtucode_extisa::ffi::get::*;
 use nrtucode_extisa::ffi::ll::*;
 use nrtucode_extisa::images::{CPTC_ENV, FLAVOR_ENV, IMAGE_DIR_ENV, MPLUS_ENV};

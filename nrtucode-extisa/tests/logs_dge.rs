@@ -6,7 +6,7 @@ mod common;
 use std::ptr;
 
 use common::*;
-use nrt_pool_shim::sim::{control_block as cb, FaultOp, Op};
+use nrt_sim_device::{control_block as cb, FaultOp, Op};
 use nrtucode_extisa::ffi::core::*;
 use nrtucode_extisa::*;
 

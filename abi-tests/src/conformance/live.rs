@@ -8,8 +8,8 @@ use std::ptr::null_mut;
 use std::sync::Arc;
 
 use libloading::Library;
-use nrt_pool_shim::facade::UcodeFacade;
-use nrt_pool_shim::sim::{
+use nrt_sim_device::facade::UcodeFacade;
+use nrt_sim_device::{
     control_block as cb, tables, FaultOp, Op, SimDevice, CLAIM_CLAIMED, CLAIM_UNCLAIMED,
 };
 
@@ -155,7 +155,7 @@ impl S {
         // mapping failure is the harness's own, reported rather than ignored.
         match self.dev.map_control_block(dram) {
             Ok(()) => {}
-            Err(nrt_pool_shim::sim::SimError::Overlap { addr, .. }) if addr == dram => {}
+            Err(nrt_sim_device::SimError::Overlap { addr, .. }) if addr == dram => {}
             Err(e) => {
                 return Err(Outcome::fail(format!(
                     "harness: control block at {dram:#x}: {e}"

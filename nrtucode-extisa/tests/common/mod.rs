@@ -5,7 +5,7 @@ use std::ffi::{c_void, CStr};
 use std::ptr;
 use std::sync::Arc;
 
-use nrt_pool_shim::sim::{tables, HostLogLine, SimDevice, SimError};
+use nrt_sim_device::{tables, HostLogLine, SimDevice, SimError};
 use nrtucode_extisa::ffi::context::*;
 use nrtucode_extisa::ffi::core::*;
 use nrtucode_extisa::*;

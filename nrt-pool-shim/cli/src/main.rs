@@ -1,0 +1,436 @@
+//! `nrt-pool`: develop and run GPSIMD custom ops without hardware.
+//!
+//!   nrt-pool list LIB.so
+//!       the kernels an op library registers (and their signatures, if it carries a schema)
+//!   nrt-pool run LIB.so KERNEL [--arg V]... --out OUT.npy [--cores N] [--timeout SECS]
+//!                [--out-dtype T --out-shape D0,D1,..]
+//!       runs a kernel on the emulated Pool engine; V is X.npy (a tensor in HBM),
+//!       X.npy@sbuf (in SBUF), TYPE:VALUE (a scalar) or a number typed by the schema
+//!   nrt-pool build --schema S --out LIB.so [--device-objects DIR] SRC...
+//!       the op build helper: wrapper, get_func_* table, host library, and, when asked
+//!       for, Xtensa device objects (needs the Xtensa g++)
+//!   nrt-pool bringup [--provider PATH] [--cayman-library ELF]
+//!       libnrt's microcode sequence on the simulated device
+//!
+//!   nrt-pool demo [--provider PATH] [--examples DIR]
+//!       the whole chain: provider bring-up, the examples built, registered through the
+//!       seam and run on the emulated engine, checked against a reference
+//!
+//! Exit status: 0 success, 1 error, 2 usage, 3 device fault.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use nrt_pool_build as opbuild;
+use nrt_pool_cli::npy;
+use nrt_pool_engine::tensor::{DType, Location};
+use nrt_pool_engine::{EmuError, Launch, LaunchArg, OutputSpec, PoolEngine, PoolImage};
+use nrt_pool_schema::ParamKind;
+use nrt_sim_device::bringup;
+
+/// The longest `--timeout`: a day (a launch longer than that is a hang).
+const MAX_TIMEOUT_SECS: f64 = 86_400.0;
+
+const USAGE: &str = "usage:
+  nrt-pool list LIB.so
+  nrt-pool run LIB.so KERNEL [--arg X.npy|X.npy@sbuf|TYPE:VALUE|NUMBER]... --out OUT.npy
+               [--cores 1..8] [--timeout SECS] [--out-dtype T --out-shape D0,D1,...]
+  nrt-pool build --schema FILE --out LIB.so [--device-objects DIR]
+                 [--archive A] [--include DIR] SOURCES...
+  nrt-pool bringup [--provider PATH/libnrtucode_extisa.so] [--cayman-library LIB.so]
+  nrt-pool demo [--provider PATH] [--examples DIR]";
+
+/// Files `make` puts beside this executable (target/<profile>/) and in the repository.
+fn beside_exe(rel: &str) -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join(rel)))
+        .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
+        .unwrap_or_else(|| PathBuf::from(rel))
+}
+
+/// The provider, the host device archive and the headers where `make` puts them.
+fn default_provider() -> PathBuf {
+    beside_exe("libnrtucode_extisa.so")
+}
+
+fn default_archive() -> PathBuf {
+    beside_exe("../customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a")
+}
+
+fn default_include() -> PathBuf {
+    beside_exe("../../include")
+}
+
+/// `--option value` pairs (subcommands whose options all take a value); a missing value is
+/// reported when the option is known.
+fn option_pairs(args: &[String]) -> impl Iterator<Item = (&str, Result<&str, Failure>)> {
+    args.chunks(2).map(|p| {
+        let v = p
+            .get(1)
+            .map(String::as_str)
+            .ok_or_else(|| Failure::Usage(format!("{} needs a value", p[0])));
+        (p[0].as_str(), v)
+    })
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rest = args.get(1..).unwrap_or_default();
+    let r = match args.first().map(String::as_str) {
+        Some("list") => list(rest),
+        Some("run") => run(rest),
+        Some("build") => build(rest),
+        Some("bringup") => bringup_cmd(rest),
+        Some("demo") => demo(rest),
+        Some("-h" | "--help") => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        _ => Err(Failure::Usage(String::new())),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Usage(m)) => {
+            if !m.is_empty() {
+                eprintln!("nrt-pool: {m}");
+            }
+            eprintln!("{USAGE}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Error(m)) => {
+            eprintln!("nrt-pool: {m}");
+            ExitCode::from(1)
+        }
+        Err(Failure::Fault(m)) => {
+            eprintln!("nrt-pool: {m}");
+            ExitCode::from(3)
+        }
+    }
+}
+
+enum Failure {
+    Usage(String),
+    Error(String),
+    Fault(String),
+}
+
+impl From<EmuError> for Failure {
+    fn from(e: EmuError) -> Failure {
+        match e {
+            EmuError::Fault(f) => {
+                // What core 0 printed before the fault is part of the report.
+                echo(&f.stdout, &f.stderr);
+                Failure::Fault(f.to_string())
+            }
+            // A library whose loading or start code faults: a device fault too.
+            EmuError::StartFault { ref fault, .. } => {
+                echo(&fault.stdout, &fault.stderr);
+                Failure::Fault(e.to_string())
+            }
+            e => Failure::Error(e.to_string()),
+        }
+    }
+}
+
+/// The kernel's output, byte for byte (device text is not repaired into UTF-8).
+fn echo(stdout: &[u8], stderr: &[u8]) {
+    use std::io::Write;
+    // Best effort, as print! is: a closed stdout must not turn a launch into a failure.
+    let _ = std::io::stdout().write_all(stdout);
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().write_all(stderr);
+}
+
+fn engine_with(lib: &Path) -> Result<PoolEngine, Failure> {
+    let mut e = PoolEngine::new(nrt_pool_engine::DEFAULT_HBM_BYTES, PoolImage::default())?;
+    e.load(lib)?;
+    Ok(e)
+}
+
+fn list(args: &[String]) -> Result<(), Failure> {
+    let [lib] = args else {
+        return Err(Failure::Usage("list takes one library".into()));
+    };
+    let e = engine_with(Path::new(lib))?;
+    let l = e.library().expect("loaded");
+    for k in e.kernels() {
+        match l.signature(k) {
+            Some(sig) => println!("{sig}"),
+            None => println!("{k}"),
+        }
+    }
+    Ok(())
+}
+
+fn run(args: &[String]) -> Result<(), Failure> {
+    let (Some(lib), Some(kernel)) = (args.first(), args.get(1)) else {
+        return Err(Failure::Usage("run needs LIB.so and KERNEL".into()));
+    };
+    let mut values = Vec::new();
+    let (mut out, mut cores, mut timeout, mut out_dtype, mut out_shape) =
+        (None, 1usize, None, None, None);
+    let mut it = args[2..].iter();
+    while let Some(a) = it.next() {
+        let mut val = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| Failure::Usage(format!("{a} needs a value")))
+        };
+        match a.as_str() {
+            "--arg" => values.push(val()?),
+            "--out" => out = Some(PathBuf::from(val()?)),
+            "--cores" => {
+                let v = val()?;
+                cores = v
+                    .parse()
+                    .ok()
+                    .filter(|c| (1..=8).contains(c))
+                    .ok_or_else(|| Failure::Usage(format!("--cores {v}: 1 to 8")))?;
+            }
+            "--timeout" => {
+                let v = val()?;
+                timeout = Some(
+                    v.parse::<f64>()
+                        .ok()
+                        .filter(|s| *s > 0.0 && *s <= MAX_TIMEOUT_SECS)
+                        .map(Duration::from_secs_f64)
+                        .ok_or_else(|| {
+                            Failure::Usage(format!(
+                                "--timeout {v}: a number of seconds above 0 and at most {MAX_TIMEOUT_SECS}"
+                            ))
+                        })?,
+                );
+            }
+            "--out-dtype" => {
+                let v = val()?;
+                out_dtype =
+                    Some(DType::from_name(&v).ok_or_else(|| {
+                        Failure::Usage(format!("--out-dtype {v}: unknown dtype"))
+                    })?);
+            }
+            "--out-shape" => {
+                let v = val()?;
+                let dims: Option<Vec<u64>> = v
+                    .split(',')
+                    .map(|d| d.trim().parse().ok().filter(|&d| d > 0))
+                    .collect();
+                out_shape = Some(dims.ok_or_else(|| {
+                    Failure::Usage(format!(
+                        "--out-shape {v}: D0,D1,... with each dimension a whole number above 0"
+                    ))
+                })?);
+            }
+            other => return Err(Failure::Usage(format!("unknown option {other}"))),
+        }
+    }
+    let out = out.ok_or_else(|| Failure::Usage("run needs --out OUT.npy".into()))?;
+    let mut e = engine_with(Path::new(lib))?;
+    if let Some(t) = timeout {
+        e.timeout = t;
+    }
+    let known = e.kernels().to_vec();
+    if !known.iter().any(|k| k == kernel) {
+        return Err(EmuError::UnknownKernel {
+            kernel: kernel.clone(),
+            known,
+        }
+        .into());
+    }
+    let sig = e.library().and_then(|l| l.signature(kernel)).cloned();
+    let mut launch_args = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        let param = sig.as_ref().and_then(|s| s.params.get(i));
+        let what = match param {
+            Some(p) => format!("argument {i} ({} {})", p.kind, p.name),
+            None => format!("argument {i}"),
+        };
+        launch_args.push(parse_arg(v, param.map(|p| &p.kind)).map_err(|f| match f {
+            Failure::Error(m) => Failure::Error(format!("{what}: {m}")),
+            other => other,
+        })?);
+    }
+    let output = match (out_dtype, out_shape) {
+        (Some(dtype), Some(shape)) => OutputSpec {
+            dtype,
+            shape,
+            location: Location::Hbm,
+        },
+        (None, None) => e.output_for(kernel, &launch_args)?,
+        _ => {
+            return Err(Failure::Usage(
+                "give both --out-dtype and --out-shape".into(),
+            ))
+        }
+    };
+    let done = e.launch(&Launch {
+        kernel: kernel.clone(),
+        args: launch_args,
+        output,
+        cores,
+    })?;
+    echo(&done.stdout, &done.stderr);
+    if done.stdio_dropped > 0 {
+        eprintln!(
+            "nrt-pool: {} bytes of kernel output did not fit the stdio ring",
+            done.stdio_dropped
+        );
+    }
+    npy::write(&out, &done.output).map_err(|e| Failure::Error(e.to_string()))?;
+    eprintln!(
+        "ok: {kernel} on {cores} core(s) in {:.3} ms -> {} ({} {:?})",
+        done.elapsed.as_secs_f64() * 1e3,
+        out.display(),
+        done.output.dtype,
+        done.output.shape
+    );
+    Ok(())
+}
+
+fn parse_arg(v: &str, kind: Option<&ParamKind>) -> Result<LaunchArg, Failure> {
+    let (path, loc) = match v.rsplit_once('@') {
+        Some((p, l)) if p.ends_with(".npy") => (
+            p,
+            Location::from_name(l)
+                .ok_or_else(|| Failure::Usage(format!("{v}: location is hbm or sbuf")))?,
+        ),
+        _ => (v, Location::Hbm),
+    };
+    if path.ends_with(".npy") {
+        let hint = match kind {
+            Some(ParamKind::Tensor { dtype, .. }) => Some(*dtype),
+            _ => None,
+        };
+        let t = npy::read(Path::new(path), hint).map_err(|e| match (e, hint) {
+            (npy::NpyError::Dtype { path, descr, .. }, Some(want)) => Failure::Error(format!(
+                "{path} holds '{descr}' elements, the parameter is {want} ('{}' in a .npy file); convert it, e.g. x.astype(np.{})",
+                want.npy_descr(),
+                want.numpy_name()
+            )),
+            (e, _) => Failure::Error(e.to_string()),
+        })?;
+        if let Some(want) = hint {
+            if t.dtype != want {
+                return Err(Failure::Error(format!(
+                    "{path} holds {} ('{}') elements, the parameter is {want} ('{}'); convert it, e.g. x.astype(np.{})",
+                    t.dtype,
+                    t.dtype.npy_descr(),
+                    want.npy_descr(),
+                    want.numpy_name()
+                )));
+            }
+        }
+        return Ok(LaunchArg::Tensor(t, loc));
+    }
+    let (dtype, text) = match (v.split_once(':'), kind) {
+        (Some((t, x)), _) => (
+            DType::from_name(t).ok_or_else(|| Failure::Usage(format!("{v}: unknown dtype {t}")))?,
+            x,
+        ),
+        (None, Some(ParamKind::Scalar(dt))) => (*dt, v),
+        (None, Some(ParamKind::Tensor { .. })) => {
+            return Err(Failure::Error(format!(
+                "{v}: this parameter is a tensor; pass a .npy file"
+            )))
+        }
+        (None, None) => {
+            return Err(Failure::Usage(format!(
+                "{v}: the library has no schema for this argument; write TYPE:VALUE"
+            )))
+        }
+    };
+    let bytes = dtype
+        .parse_scalar(text)
+        .ok_or_else(|| Failure::Error(format!("{v}: not a {dtype} value")))?;
+    Ok(LaunchArg::Scalar(dtype, bytes))
+}
+
+fn build(args: &[String]) -> Result<(), Failure> {
+    let mut o = opbuild::BuildOptions {
+        schema: PathBuf::new(),
+        sources: Vec::new(),
+        out: PathBuf::new(),
+        archive: default_archive(),
+        include: default_include(),
+        device_objects: None,
+        cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut val = || {
+            it.next()
+                .map(PathBuf::from)
+                .ok_or_else(|| Failure::Usage(format!("{a} needs a value")))
+        };
+        match a.as_str() {
+            "--schema" => o.schema = val()?,
+            "--out" => o.out = val()?,
+            "--archive" => o.archive = val()?,
+            "--include" => o.include = val()?,
+            "--device-objects" => o.device_objects = Some(val()?),
+            // Device objects are built only when asked for; kept for older scripts.
+            "--no-device-objects" => o.device_objects = None,
+            s if s.starts_with("--") => return Err(Failure::Usage(format!("unknown option {s}"))),
+            s => o.sources.push(s.into()),
+        }
+    }
+    if o.schema.as_os_str().is_empty() || o.out.as_os_str().is_empty() || o.sources.is_empty() {
+        return Err(Failure::Usage(
+            "build needs --schema, --out and sources".into(),
+        ));
+    }
+    let r = opbuild::build(&o).map_err(|e| Failure::Error(e.to_string()))?;
+    for k in &r.kernels {
+        println!("{k}");
+    }
+    if let Some(objs) = &r.device {
+        println!("device objects: {}", objs.len());
+    }
+    println!("built {}", r.library.display());
+    Ok(())
+}
+
+fn bringup_cmd(args: &[String]) -> Result<(), Failure> {
+    let mut opts = bringup::Options {
+        provider: default_provider(),
+        cayman_library: None,
+    };
+    for (a, v) in option_pairs(args) {
+        match a {
+            "--provider" => opts.provider = v?.into(),
+            "--cayman-library" => opts.cayman_library = Some(v?.into()),
+            other => return Err(Failure::Usage(format!("unknown option {other}"))),
+        }
+    }
+    let report = bringup::run(&opts).map_err(|e| Failure::Error(format!("bringup: {e}")))?;
+    print!("{report}");
+    println!(
+        "ok: {} provider log lines, {} load / {} unload record(s), {} staged Cayman library, {} device memhandles left",
+        report.provider_log_lines,
+        report.load_records.len() + report.cayman_load_records.len(),
+        report.unload_records.len() + report.cayman_unload_records.len(),
+        report.cayman_load_records.len(),
+        report.live_memhandles_after
+    );
+    Ok(())
+}
+
+fn demo(args: &[String]) -> Result<(), Failure> {
+    let mut o = nrt_pool_cli::demo::DemoOptions {
+        provider: default_provider(),
+        examples: beside_exe("../../examples/ops"),
+        archive: default_archive(),
+        include: default_include(),
+    };
+    for (a, v) in option_pairs(args) {
+        match a {
+            "--provider" => o.provider = v?.into(),
+            "--examples" => o.examples = v?.into(),
+            other => return Err(Failure::Usage(format!("unknown option {other}"))),
+        }
+    }
+    let report = nrt_pool_cli::demo::run(&o).map_err(|e| Failure::Error(format!("demo: {e}")))?;
+    print!("{report}");
+    Ok(())
+}

@@ -1,0 +1,660 @@
+//! `nrt-pool` as an op author uses it: build, list, run with .npy files, and the errors a
+//! mistake gets (exit 2 usage, 1 error, 3 device fault), never a half-written output.
+
+use nrt_pool_testkit as common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use nrt_pool_cli::npy;
+use nrt_pool_engine::tensor::{DType, HostTensor};
+
+fn nrt_pool(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nrt-pool"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// `nrt-pool build` with this checkout's archive and headers.
+fn nrt_pool_build(schema: &str, out: &str, rest: &[&str]) -> Output {
+    let (archive, include) = (common::archive(), common::root().join("include"));
+    let mut args = vec![
+        "build",
+        "--schema",
+        schema,
+        "--out",
+        out,
+        "--archive",
+        s(&archive),
+        "--include",
+        s(&include),
+    ];
+    args.extend_from_slice(rest);
+    nrt_pool(&args)
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into(),
+        String::from_utf8_lossy(&o.stderr).into(),
+    )
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn build_list_and_run_with_npy_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ex = common::root().join("examples/ops");
+    let lib = d.join("libops.so");
+    let o = nrt_pool_build(
+        s(&ex.join("ops.schema")),
+        s(&lib),
+        &[
+            s(&ex.join("scale_add.cpp")),
+            s(&ex.join("scale_add_mc.cpp")),
+            s(&ex.join("hello.cpp")),
+        ],
+    );
+    assert!(o.status.success(), "{:?}", text(&o));
+
+    // Device objects of the same sources, only when asked for (they need the Xtensa g++,
+    // which make tools installs).
+    let dev = d.join("device");
+    let lib2 = d.join("libops2.so");
+    let o = nrt_pool_build(
+        s(&ex.join("ops.schema")),
+        s(&lib2),
+        // hello.cpp prints: it compiles against include/device/stdio.h (D34).
+        &[
+            "--device-objects",
+            s(&dev),
+            s(&ex.join("scale_add.cpp")),
+            s(&ex.join("scale_add_mc.cpp")),
+            s(&ex.join("hello.cpp")),
+        ],
+    );
+    if nrt_pool_build::xtensa_cxx_installed() {
+        assert!(o.status.success(), "{:?}", text(&o));
+        for obj in ["scale_add.o", "hello.o", "nrt_pool_op_wrapper.o"] {
+            let elf = std::fs::read(dev.join(obj)).unwrap();
+            // ELF32, little-endian, relocatable, EM_XTENSA (94).
+            assert_eq!(
+                (&elf[..4], elf[4], elf[5], elf[16], elf[18]),
+                (&b"\x7fELF"[..], 1, 1, 1, 94),
+                "{obj}"
+            );
+        }
+    } else {
+        eprintln!(
+            "UNSUPPORTED: {} not installed; device objects not checked",
+            nrt_pool_build::XTENSA_CXX
+        );
+        assert_eq!(o.status.code(), Some(1));
+        assert!(text(&o).1.contains("is not installed"), "{:?}", text(&o));
+        assert!(!lib2.exists() && !dev.exists());
+    }
+
+    // An ordinary op (C headers included) builds by default: device objects only when
+    // asked for; a source that does not build for the device then fails the build,
+    // leaving no library and no device folder.
+    let ordinary = d.join("host_only.cpp");
+    std::fs::write(
+        &ordinary,
+        "#ifdef __XTENSA__\n#error this kernel is host-only\n#endif\n\
+         #include <math.h>\n#include <stdlib.h>\n#include <string.h>\n\
+         #include \"neuron_customop.hpp\"\n\
+         void k(const neuron::Tensor &, neuron::Tensor &) {}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("k.schema"),
+        "k(tensor<f32> x) -> tensor<f32> like x\n",
+    )
+    .unwrap();
+    let klib = d.join("libk.so");
+    let o = nrt_pool_build(s(&d.join("k.schema")), s(&klib), &[s(&ordinary)]);
+    assert!(o.status.success() && klib.exists(), "{:?}", text(&o));
+    assert!(!d.join("libk.device").exists());
+    std::fs::remove_file(&klib).unwrap();
+    let kdev = d.join("kdev");
+    let o = nrt_pool_build(
+        s(&d.join("k.schema")),
+        s(&klib),
+        &["--device-objects", s(&kdev), s(&ordinary)],
+    );
+    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+    if nrt_pool_build::xtensa_cxx_installed() {
+        assert!(
+            text(&o).1.contains("this kernel is host-only"),
+            "{:?}",
+            text(&o)
+        );
+    }
+    assert!(!klib.exists() && !kdev.exists());
+
+    let o = nrt_pool(&["list", s(&lib)]);
+    assert_eq!(
+        text(&o).0,
+        "scale_add(tensor<f32> x, f32 alpha, f32 beta) -> tensor<f32> like x\n\
+         scale_add_mc(tensor<f32> x, f32 alpha, f32 beta) -> tensor<f32> like x\n\
+         hello(tensor<i32> x) -> tensor<i32> like x\n"
+    );
+
+    let x: Vec<f32> = (0..5000).map(|i| i as f32 / 7.0).collect();
+    npy::write(
+        &d.join("x.npy"),
+        &HostTensor::from_f32(vec![50, 100], &x).unwrap(),
+    )
+    .unwrap();
+    for (kernel, cores, arg) in [
+        ("scale_add", "1", "x.npy"),
+        ("scale_add_mc", "8", "x.npy@sbuf"),
+    ] {
+        let out = d.join(format!("{kernel}.npy"));
+        let o = nrt_pool(&[
+            "run",
+            s(&lib),
+            kernel,
+            "--arg",
+            s(&d.join(arg)),
+            "--arg",
+            "-0.5",
+            "--arg",
+            "f32:3",
+            "--out",
+            s(&out),
+            "--cores",
+            cores,
+        ]);
+        assert!(o.status.success(), "{:?}", text(&o));
+        assert!(text(&o)
+            .1
+            .contains(&format!("ok: {kernel} on {cores} core(s)")));
+        let got = npy::read(&out, None).unwrap();
+        assert_eq!(got.shape, vec![50, 100]);
+        let want: Vec<f32> = x.iter().map(|v| v * -0.5 + 3.0).collect();
+        assert_eq!(got.to_f32().unwrap(), want);
+    }
+
+    let xi = HostTensor::new(
+        DType::I32,
+        vec![16],
+        (0..16i32).flat_map(|v| v.to_le_bytes()).collect(),
+    )
+    .unwrap();
+    npy::write(&d.join("i.npy"), &xi).unwrap();
+    let o = nrt_pool(&[
+        "run",
+        s(&lib),
+        "hello",
+        "--arg",
+        s(&d.join("i.npy")),
+        "--out",
+        s(&d.join("h.npy")),
+        "--cores",
+        "8",
+    ]);
+    assert_eq!(
+        text(&o).0,
+        "hello from core 0 of 8: 2 elements, sum 1\n",
+        "{:?}",
+        text(&o)
+    );
+}
+
+#[test]
+fn mistakes_get_clear_errors_and_no_output_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lib = common::examples(d);
+    let faults = common::faults(d);
+    npy::write(
+        &d.join("x.npy"),
+        &HostTensor::from_f32(vec![4], &[1.0; 4]).unwrap(),
+    )
+    .unwrap();
+    npy::write(
+        &d.join("i.npy"),
+        &HostTensor::zeros(DType::I32, vec![4]).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(d.join("bad.npy"), b"\x93NUMPY garbage").unwrap();
+    let out = d.join("out.npy");
+    let x = s(&d.join("x.npy")).to_string();
+    let (ipath, badpath) = (d.join("i.npy"), d.join("bad.npy"));
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (
+            vec!["run", s(&lib), "nope", "--out", s(&out)],
+            1,
+            "unknown kernel 'nope'; the library registers: scale_add, scale_add_mc, hello",
+        ),
+        (
+            vec![
+                "run",
+                s(&lib),
+                "scale_add",
+                "--arg",
+                &x,
+                "--arg",
+                "1",
+                "--out",
+                s(&out),
+            ],
+            1,
+            "takes 3 argument(s)",
+        ),
+        (
+            vec![
+                "run",
+                s(&lib),
+                "scale_add",
+                "--arg",
+                s(&ipath),
+                "--arg",
+                "1",
+                "--arg",
+                "1",
+                "--out",
+                s(&out),
+            ],
+            1,
+            "argument 0 (tensor<f32> x): ",
+        ),
+        (
+            vec![
+                "run",
+                s(&lib),
+                "scale_add",
+                "--arg",
+                s(&badpath),
+                "--arg",
+                "1",
+                "--arg",
+                "1",
+                "--out",
+                s(&out),
+            ],
+            1,
+            "bad.npy: not a .npy file",
+        ),
+        (
+            vec![
+                "run",
+                s(&lib),
+                "scale_add",
+                "--arg",
+                &x,
+                "--arg",
+                "one",
+                "--arg",
+                "1",
+                "--out",
+                s(&out),
+            ],
+            1,
+            "one: not a f32 value",
+        ),
+        (
+            vec![
+                "run",
+                s(&lib),
+                "scale_add",
+                "--arg",
+                &x,
+                "--arg",
+                "1",
+                "--arg",
+                "1",
+                "--out",
+                s(&out),
+                "--cores",
+                "9",
+            ],
+            2,
+            "--cores 9: 1 to 8",
+        ),
+        (
+            vec!["run", s(&lib), "scale_add", "--arg", &x],
+            2,
+            "run needs --out",
+        ),
+        (
+            vec!["run", "/no/such/lib.so", "k", "--out", s(&out)],
+            1,
+            "/no/such/lib.so: no such file",
+        ),
+        (vec!["list"], 2, "list takes one library"),
+        (vec!["frobnicate"], 2, "usage:"),
+        (
+            vec![
+                "run",
+                s(&faults),
+                "call_abort",
+                "--arg",
+                &x,
+                "--out",
+                s(&out),
+            ],
+            3,
+            "device fault in kernel 'call_abort' on core 0: fatal error: customop: abort()",
+        ),
+    ];
+    // What a file holds, against what the parameter takes.
+    let f8 = d.join("f8.npy");
+    let mut img = npy::encode(&HostTensor::zeros(DType::I64, vec![4]).unwrap());
+    let at = img.windows(3).position(|w| w == b"<i8").unwrap();
+    img[at..at + 3].copy_from_slice(b"<f8");
+    std::fs::write(&f8, img).unwrap();
+    let empty = d.join("empty.npy");
+    let mut img = npy::encode(&HostTensor::from_f32(vec![1], &[0.0]).unwrap());
+    let at = img.windows(4).position(|w| w == b"(1,)").unwrap();
+    img[at..at + 4].copy_from_slice(b"(0,)");
+    img.truncate(img.len() - 4);
+    std::fs::write(&empty, img).unwrap();
+    let mut cases = cases;
+    let (f8s, emptys) = (s(&f8).to_string(), s(&empty).to_string());
+    let owned: Vec<(Vec<String>, i32, String)> = vec![
+        (
+            vec!["--arg".into(), f8s.clone()],
+            1,
+            format!("argument 0 (tensor<f32> x): {f8s} holds '<f8' elements, the parameter is f32 ('<f4' in a .npy file); convert it, e.g. x.astype(np.float32)"),
+        ),
+        (
+            vec!["--arg".into(), emptys.clone()],
+            1,
+            format!("argument 0 (tensor<f32> x): {emptys}: shape [0] has no elements"),
+        ),
+    ];
+    let owned_args: Vec<Vec<String>> = owned
+        .iter()
+        .map(|(first, _, _)| {
+            let mut v: Vec<String> = vec!["run".into(), s(&lib).into(), "scale_add".into()];
+            v.extend(first.iter().cloned());
+            v.extend(
+                ["--arg", "1", "--arg", "1", "--out", s(&out)]
+                    .iter()
+                    .map(|a| a.to_string()),
+            );
+            v
+        })
+        .collect();
+    for ((_, code, msg), args) in owned.iter().zip(&owned_args) {
+        cases.push((
+            args.iter().map(String::as_str).collect(),
+            *code,
+            msg.as_str(),
+        ));
+    }
+    for t in ["inf", "1e30", "-1", "0", "NaN", "soon"] {
+        let mut args = vec![
+            "run",
+            s(&lib),
+            "scale_add",
+            "--arg",
+            &x,
+            "--arg",
+            "1",
+            "--arg",
+            "1",
+        ];
+        args.extend(["--out", s(&out), "--timeout", t]);
+        cases.push((args, 2, "a number of seconds above 0 and at most 86400"));
+    }
+    for shape in ["0", "4,0", "x", "-1"] {
+        cases.push((
+            vec![
+                "run",
+                s(&lib),
+                "scale_add",
+                "--out",
+                s(&out),
+                "--out-dtype",
+                "f32",
+                "--out-shape",
+                shape,
+            ],
+            2,
+            "each dimension a whole number above 0",
+        ));
+    }
+    for (args, code, msg) in cases {
+        let o = nrt_pool(&args);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(msg), "{args:?}: expected '{msg}' in:\n{err}");
+        assert!(!out.exists(), "{args:?} left an output file");
+    }
+    let o = nrt_pool(&[
+        "run",
+        s(&faults),
+        "spin",
+        "--arg",
+        &x,
+        "--out",
+        s(&out),
+        "--timeout",
+        "0.5",
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        text(&o).1.contains("timeout: still running after"),
+        "{:?}",
+        text(&o)
+    );
+}
+
+#[test]
+fn libraries_without_a_schema_take_typed_scalars_and_an_explicit_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lib = common::hand_written_ops(d);
+    assert_eq!(
+        text(&nrt_pool(&["list", s(&lib)])).0,
+        "axpb\ntranspose\ntcm_scale\n"
+    );
+    let x: Vec<f32> = (0..6).map(|v| v as f32).collect();
+    npy::write(
+        &d.join("x.npy"),
+        &HostTensor::from_f32(vec![6], &x).unwrap(),
+    )
+    .unwrap();
+    npy::write(
+        &d.join("a.npy"),
+        &HostTensor::from_f32(vec![1], &[2.0]).unwrap(),
+    )
+    .unwrap();
+    let out = d.join("out.npy");
+    let o = nrt_pool(&[
+        "run",
+        s(&lib),
+        "axpb",
+        "--arg",
+        s(&d.join("x.npy")),
+        "--arg",
+        s(&d.join("a.npy")),
+        "--arg",
+        "i32:5",
+        "--out",
+        s(&out),
+        "--out-dtype",
+        "f32",
+        "--out-shape",
+        "6",
+    ]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let want: Vec<f32> = x.iter().map(|v| v * 2.0 + 5.0).collect();
+    assert_eq!(npy::read(&out, None).unwrap().to_f32().unwrap(), want);
+    std::fs::remove_file(&out).unwrap();
+    let bare = nrt_pool(&["run", s(&lib), "axpb", "--arg", "5", "--out", s(&out)]);
+    assert_eq!(bare.status.code(), Some(2));
+    assert!(
+        text(&bare)
+            .1
+            .contains("no schema for this argument; write TYPE:VALUE"),
+        "{:?}",
+        text(&bare)
+    );
+    let no_out = nrt_pool(&["run", s(&lib), "axpb", "--arg", "i32:5", "--out", s(&out)]);
+    assert_eq!(no_out.status.code(), Some(1));
+    assert!(
+        text(&no_out)
+            .1
+            .contains("carries no schema; give the output's dtype and shape"),
+        "{:?}",
+        text(&no_out)
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn fortran_order_npy_inputs_run_like_c_order_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lib = common::examples(d);
+    // A (2, 3) float32 array saved in Fortran order: memory holds the columns.
+    let c: Vec<f32> = (0..6).map(|v| v as f32).collect();
+    let columns: Vec<f32> = vec![c[0], c[3], c[1], c[4], c[2], c[5]];
+    let mut img = npy::encode(&HostTensor::from_f32(vec![2, 3], &columns).unwrap());
+    let at = img.windows(5).position(|w| w == b"False").unwrap();
+    img[at..at + 5].copy_from_slice(b"True ");
+    std::fs::write(d.join("f.npy"), img).unwrap();
+    let out = d.join("out.npy");
+    let o = nrt_pool(&[
+        "run",
+        s(&lib),
+        "scale_add",
+        "--arg",
+        s(&d.join("f.npy")),
+        "--arg",
+        "2",
+        "--arg",
+        "1",
+        "--out",
+        s(&out),
+    ]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let got = npy::read(&out, None).unwrap();
+    assert_eq!(got.shape, vec![2, 3]);
+    let want: Vec<f32> = c.iter().map(|v| v * 2.0 + 1.0).collect();
+    assert_eq!(got.to_f32().unwrap(), want);
+}
+
+#[test]
+fn builds_refuse_kernels_the_sources_do_not_define_as_declared() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let schema = d.join("k.schema");
+    std::fs::write(
+        &schema,
+        "k(tensor<f32> x, f32 a) -> tensor<f32> like x\nm(tensor<f32> x) -> tensor<f32> like x\n",
+    )
+    .unwrap();
+    let src = |name: &str, body: &str| {
+        let p = d.join(name);
+        std::fs::write(&p, format!("#include \"neuron_customop.hpp\"\n{body}\n")).unwrap();
+        p
+    };
+    let m = "void m(const neuron::Tensor &, neuron::Tensor &) {}";
+    let cases = [
+        (
+            src("wrong.cpp", &format!("void k(const neuron::Tensor &, int, neuron::Tensor &) {{}}\n{m}")),
+            "kernel 'k': the schema declares k(neuron::Tensor const&, float, neuron::Tensor&), but the sources define k(neuron::Tensor const&, int, neuron::Tensor&)",
+        ),
+        (
+            src("missing.cpp", m),
+            "kernel 'k': the schema declares k(neuron::Tensor const&, float, neuron::Tensor&), but no source defines it",
+        ),
+        (
+            src("none.cpp", "static int unused;"),
+            "kernel 'k': the schema declares",
+        ),
+        (
+            src("namespaced.cpp", &format!("namespace ops {{ void k(const neuron::Tensor &, float, neuron::Tensor &) {{}} }}\n{m}")),
+            "no source defines it",
+        ),
+    ];
+    let lib = d.join("libk.so");
+    for (source, msg) in cases {
+        let o = nrt_pool_build(s(&schema), s(&lib), &[s(&source)]);
+        assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+        assert!(text(&o).1.contains(msg), "{msg}\n{:?}", text(&o));
+        assert!(!lib.exists());
+    }
+    let o = nrt_pool_build(s(&schema), s(&lib), &[s(&d.join("nope.cpp"))]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o).1.contains(&format!(
+            "source file {} does not exist",
+            d.join("nope.cpp").display()
+        )),
+        "{:?}",
+        text(&o)
+    );
+    // The right definitions build; a parameter may share its kernel's name.
+    std::fs::write(
+        &schema,
+        "k(tensor<f32> k, f32 xor_) -> tensor<f32> like k\nm(tensor<f32> out) -> tensor<f32> like out\n",
+    )
+    .unwrap();
+    let good = src(
+        "good.cpp",
+        &format!("void k(const neuron::Tensor &, float, neuron::Tensor &) {{}}\n{m}"),
+    );
+    let o = nrt_pool_build(s(&schema), s(&lib), &[s(&good)]);
+    assert!(o.status.success() && lib.exists(), "{:?}", text(&o));
+}
+
+#[test]
+fn a_library_whose_constructor_faults_is_reported_not_fatal_to_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = common::ctors(dir.path(), "ctorfault", "#define CTOR_FAULT 1");
+    for args in [
+        vec!["list", s(&lib)],
+        vec![
+            "run",
+            s(&lib),
+            "from_table",
+            "--out",
+            s(&dir.path().join("o.npy")),
+        ],
+    ] {
+        let o = nrt_pool(&args);
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {:?}", text(&o));
+        assert!(
+            text(&o).1.contains("libctorfault.so: device fault while loading the op library (its static constructors)"),
+            "{:?}",
+            text(&o)
+        );
+    }
+    // A constructor that allocates (ordinary global tables) is fine.
+    let lib = common::ctors(dir.path(), "ctors", "");
+    let o = nrt_pool(&["list", s(&lib)]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert_eq!(
+        text(&o).0,
+        "from_table(tensor<f32> x) -> tensor<f32> like x\n"
+    );
+}
+
+#[test]
+fn kernel_output_reaches_the_terminal_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = common::faults(dir.path());
+    let out = dir.path().join("o.npy");
+    let o = nrt_pool(&[
+        "run",
+        s(&faults),
+        "print_bytes",
+        "--arg",
+        "0",
+        "--out",
+        s(&out),
+    ]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert_eq!(o.stdout, b"caf\xe9 \xff\n");
+}

@@ -1,0 +1,188 @@
+//! `make bench` rows for the Pool emulator, as ratios measured in one run:
+//! - an elementwise op (examples/ops scale_add_mc) over 64 MiB of f32 on 8 emulated cores,
+//!   through `PoolEngine::launch` (placing the input, running, reading the output back), vs
+//!   `memcpy` of the same 64 MiB; and the same op on device tensors (`launch_into`, no host
+//!   copies). Goal: >= 0.8.
+//! - empty-kernel launch overhead vs a direct call of the same function, also in µs.
+//!
+//! Needs the host libneuroncustomop.a (`make customop-archives`; `make bench` builds it).
+//! Times are the best of several repetitions.
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nrt_pool_build::{build, BuildOptions};
+use nrt_pool_engine::tensor::{DType, HostTensor, Location};
+use nrt_pool_engine::{Launch, LaunchArg, OutputSpec, PoolEngine, PoolImage};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn best(reps: usize, mut f: impl FnMut()) -> Duration {
+    (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .min()
+        .unwrap()
+}
+
+fn lib(dir: &Path, name: &str, schema: &Path, sources: &[PathBuf]) -> PathBuf {
+    let out = dir.join(format!("lib{name}.so"));
+    build(&BuildOptions {
+        schema: schema.into(),
+        sources: sources.to_vec(),
+        out: out.clone(),
+        archive: root()
+            .join("target/customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a"),
+        include: root().join("include"),
+        device_objects: None,
+        cxx: "g++".into(),
+    })
+    .unwrap_or_else(|e| panic!("{e} (run `make customop-archives`)"));
+    out
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = root().join("examples/ops");
+    let ops = lib(
+        dir.path(),
+        "ops",
+        &ex.join("ops.schema"),
+        &["scale_add.cpp", "scale_add_mc.cpp", "hello.cpp"].map(|s| ex.join(s)),
+    );
+    let mut e = PoolEngine::new(512 << 20, PoolImage::default()).unwrap();
+    e.load(&ops).unwrap();
+
+    println!(
+        "{:<58} {:>10} {:>10} {:>8}",
+        "row", "ours", "baseline", "ratio"
+    );
+    // 64 MiB elementwise vs memcpy.
+    let n = 16 << 20;
+    let x = HostTensor::from_f32(vec![n as u64], &vec![1.5f32; n]).unwrap();
+    let launch = Launch {
+        kernel: "scale_add_mc".into(),
+        args: vec![
+            LaunchArg::Tensor(x.clone(), Location::Hbm),
+            LaunchArg::f32(2.0),
+            LaunchArg::f32(1.0),
+        ],
+        output: OutputSpec {
+            dtype: DType::F32,
+            shape: vec![n as u64],
+            location: Location::Hbm,
+        },
+        cores: 8,
+    };
+    let emu = best(5, || {
+        let done = e.launch(&launch).unwrap();
+        black_box(done.output.data.len());
+    });
+    let src = vec![1u8; n * 4];
+    let mut dst = vec![0u8; n * 4];
+    let copy = best(15, || {
+        dst.copy_from_slice(black_box(&src));
+        black_box(&dst);
+    });
+    println!(
+        "{:<58} {:>8.2}ms {:>8.2}ms {:>8.3}",
+        "elementwise 64 MiB f32, 8 cores, vs memcpy 64 MiB (goal>=0.8)",
+        emu.as_secs_f64() * 1e3,
+        copy.as_secs_f64() * 1e3,
+        copy.as_secs_f64() / emu.as_secs_f64()
+    );
+
+    // The same op on device-resident tensors (what a runtime chaining ops does): no host copies.
+    let dx = e.upload(&x).unwrap();
+    let dout = e.alloc_device(DType::F32, vec![n as u64]).unwrap();
+    let args = [
+        LaunchArg::Device(dx),
+        LaunchArg::f32(2.0),
+        LaunchArg::f32(1.0),
+    ];
+    let resident = best(15, || {
+        e.launch_into("scale_add_mc", &args, &dout, 8).unwrap();
+    });
+    println!(
+        "{:<58} {:>8.2}ms {:>8.2}ms {:>8.3}",
+        "elementwise 64 MiB f32, 8 cores, device tensors, vs memcpy",
+        resident.as_secs_f64() * 1e3,
+        copy.as_secs_f64() * 1e3,
+        copy.as_secs_f64() / resident.as_secs_f64()
+    );
+    e.free_device_tensors();
+
+    // Empty kernel: a launch vs a direct call of the same function.
+    std::fs::write(
+        dir.path().join("empty.schema"),
+        "empty(f32 s) -> tensor<f32>[1]\n",
+    )
+    .unwrap();
+    let src = dir.path().join("empty.cpp");
+    std::fs::write(
+        &src,
+        "#include \"neuron_customop.hpp\"\n\
+         extern \"C\" __attribute__((visibility(\"default\"))) void empty_direct(float, const NeuronArgTensor *) {}\n\
+         void empty(float s, neuron::Tensor &out) { empty_direct(s, out.descriptor()); }\n",
+    )
+    .unwrap();
+    let empty = lib(
+        dir.path(),
+        "empty",
+        &dir.path().join("empty.schema"),
+        std::slice::from_ref(&src),
+    );
+    e.load(&empty).unwrap();
+    let launch = Launch {
+        kernel: "empty".into(),
+        args: vec![LaunchArg::f32(1.0)],
+        output: OutputSpec {
+            dtype: DType::F32,
+            shape: vec![1],
+            location: Location::Hbm,
+        },
+        cores: 1,
+    };
+    let launch_t = best(50, || {
+        e.launch(&launch).unwrap();
+    });
+    // The same function, called directly (a plain shared object exporting it).
+    let direct_so = dir.path().join("libdirect.so");
+    let ok = std::process::Command::new("g++")
+        .args(["-O2", "-shared", "-fPIC", "-I"])
+        .arg(root().join("include"))
+        .arg(&src)
+        .arg("-Wl,--unresolved-symbols=ignore-all")
+        .arg("-o")
+        .arg(&direct_so)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    // SAFETY: our own freshly built library; the symbol has this signature.
+    let direct = unsafe {
+        let l = libloading::Library::new(&direct_so).unwrap();
+        let f: unsafe extern "C" fn(f32, *const u8) = *l.get(b"empty_direct").unwrap();
+        std::mem::forget(l);
+        f
+    };
+    let calls = 1_000_000u32;
+    let call_t = best(5, || {
+        for i in 0..calls {
+            // SAFETY: an empty function.
+            unsafe { direct(black_box(i as f32), std::ptr::null()) };
+        }
+    }) / calls;
+    println!(
+        "{:<58} {:>8.1}us {:>8.4}us {:>8.6}",
+        "empty-kernel launch (1 core) vs direct call",
+        launch_t.as_secs_f64() * 1e6,
+        call_t.as_secs_f64() * 1e6,
+        call_t.as_secs_f64() / launch_t.as_secs_f64()
+    );
+}

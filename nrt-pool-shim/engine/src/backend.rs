@@ -1,0 +1,87 @@
+//! Where kernels run: the ISA backend interface the engine drives, and the host backend
+//! behind it today (op libraries built for the host, one forked process per core). A QEMU
+//! backend for Xtensa images implements the same interface against the same device memory
+//! and control block.
+
+use std::ffi::CStr;
+use std::time::Instant;
+
+use super::core::Program;
+use super::library::OpLibrary;
+use super::memory::DeviceMemory;
+use super::pool::{self, CoreExit, CorePool};
+
+/// An ISA backend: it loads an op library onto cores that share the engine's device memory,
+/// runs kernels on them, and reports through the control block (completion, faults, stdio).
+pub trait IsaBackend: Send {
+    /// A short name for reports: "host", "xtensa".
+    fn name(&self) -> &'static str;
+
+    /// Loads `library` on a fresh probe core and runs its start code; the core reports the
+    /// kernel names, launcher count and schema text through the control block.
+    fn probe(
+        &mut self,
+        memory: &DeviceMemory,
+        library: &OpLibrary,
+        deadline: Instant,
+    ) -> std::io::Result<CoreExit>;
+
+    /// Runs `kernel` on cores `0..cores` (starting those not running) until each completes,
+    /// faults or passes `deadline`.
+    fn launch(
+        &mut self,
+        memory: &DeviceMemory,
+        library: &OpLibrary,
+        kernel: &CStr,
+        cores: usize,
+        deadline: Instant,
+    ) -> std::io::Result<Vec<CoreExit>>;
+
+    /// Stops every core (a new library, or the engine's end).
+    fn shutdown(&mut self);
+}
+
+/// Host builds of op libraries, each core a persistent forked process (see [`pool`]).
+#[derive(Default)]
+pub struct HostBackend {
+    cores: CorePool,
+}
+
+impl IsaBackend for HostBackend {
+    fn name(&self) -> &'static str {
+        "host"
+    }
+
+    fn probe(
+        &mut self,
+        memory: &DeviceMemory,
+        library: &OpLibrary,
+        deadline: Instant,
+    ) -> std::io::Result<CoreExit> {
+        let program = Program {
+            memory,
+            library: &library.c_path,
+        };
+        let (exit, stderr) = pool::probe(&program, deadline)?;
+        Ok(CoreExit { exit, stderr })
+    }
+
+    fn launch(
+        &mut self,
+        memory: &DeviceMemory,
+        library: &OpLibrary,
+        kernel: &CStr,
+        cores: usize,
+        deadline: Instant,
+    ) -> std::io::Result<Vec<CoreExit>> {
+        let program = Program {
+            memory,
+            library: &library.c_path,
+        };
+        self.cores.launch(&program, kernel, cores, deadline)
+    }
+
+    fn shutdown(&mut self) {
+        self.cores.shutdown();
+    }
+}

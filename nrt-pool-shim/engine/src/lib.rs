@@ -1,0 +1,684 @@
+//! The emulated Pool engine: device memory by SoC address, the control block, 1 to 8
+//! isolated cores behind an ISA backend, launches and fault reports.
+//!
+//! A launch marshals its arguments as 48-byte descriptors into each core's data scratch
+//! area and runs the kernel on the cores ([`backend`]: host builds in forked processes
+//! today, see [`core`] and [`pool`]). The engine knows nothing of files or command lines:
+//! tensors come and go as bytes, libraries by path or as an image in memory.
+
+pub mod backend;
+pub mod control;
+pub mod core;
+mod error;
+mod launch;
+pub mod library;
+pub mod memory;
+pub mod pool;
+pub mod symbolize;
+pub mod tensor;
+
+/// The op contract launches are checked against (kernel signatures, element types).
+pub use nrt_pool_schema as schema;
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use neuroncustomop::descriptor::ArgTensor;
+use neuroncustomop::runtime::{scratch, ArgBlob, ARG_BLOB_MAGIC, ARG_TYPE_TENSOR};
+
+use self::backend::{HostBackend, IsaBackend};
+use self::control::{
+    ControlBlock, FaultKind, ACCESS_READ, ACCESS_WRITE, CORE_DONE, CORE_FAULT, PHASE_KERNEL,
+    PHASE_LOAD,
+};
+use self::library::{LibraryError, OpLibrary};
+use self::memory::{DeviceMemory, MemoryError, Placed, CORES, PAGE};
+use self::pool::{CoreExit, Exit};
+use self::schema::KernelSig;
+use self::tensor::{DType, HostTensor, Location, TensorError};
+
+pub use self::error::{status_name, DeviceFault, EmuError};
+use self::launch::device_descriptor;
+pub use self::launch::{
+    check_signature, expected_output, Completion, DeviceTensor, Launch, LaunchArg, OutputSpec, Run,
+};
+
+/// Most arguments a kernel takes.
+pub const MAX_ARGS: usize = nrt_pool_schema::MAX_ARGS;
+/// Bytes a scalar argument occupies in device memory: the widest scalar pull reads 8.
+const SCALAR_ROOM: usize = 8;
+/// How long a launch may run before its cores are stopped.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// HBM the engine offers tensors by default (sparse: only touched pages cost memory).
+pub const DEFAULT_HBM_BYTES: u64 = 1 << 30;
+
+/// The Pool image the engine was initialised with: the stock one, or the pair registered
+/// through `nrt_set_pool_eng_ucode`, which replaces it (as `tpb_eng_init_hals_v2` does).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PoolImage {
+    pub iram: Vec<u8>,
+    pub dram: Vec<u8>,
+    pub registered: bool,
+}
+
+/// A tensor placed for the current launch (or resident), for fault reports.
+#[derive(Clone, Debug)]
+struct PlacedTensor {
+    label: String,
+    soc: u64,
+    len: u64,
+    guard: Option<u64>,
+}
+
+/// The emulated Pool engine: device memory, the loaded op library and its cores.
+pub struct PoolEngine {
+    /// First: the cores stop before the memory they use is unmapped.
+    backend: Box<dyn IsaBackend>,
+    pub memory: DeviceMemory,
+    library: Option<OpLibrary>,
+    kernels: Vec<String>,
+    image: PoolImage,
+    pub timeout: Duration,
+    /// Place each tensor so that its first byte past the end is a guard page the cores
+    /// protect: an out-of-bounds access is a reported fault naming the tensor (on by
+    /// default; hardware would corrupt silently).
+    pub guard_tensors: bool,
+    /// This launch's tensors.
+    placed: Vec<PlacedTensor>,
+    /// Resident (device) tensors' guard pages, by SoC address.
+    resident_guards: HashMap<u64, u64>,
+}
+
+impl PoolEngine {
+    /// An engine with `hbm_bytes` of HBM for tensors and the given Pool image (stock, or a
+    /// registered pair that replaces it).
+    pub fn new(hbm_bytes: u64, image: PoolImage) -> Result<PoolEngine, EmuError> {
+        Ok(PoolEngine {
+            backend: Box::new(HostBackend::default()),
+            memory: DeviceMemory::new(hbm_bytes)?,
+            library: None,
+            kernels: Vec::new(),
+            image,
+            timeout: DEFAULT_TIMEOUT,
+            guard_tensors: true,
+            placed: Vec::new(),
+            resident_guards: HashMap::new(),
+        })
+    }
+
+    pub fn image(&self) -> &PoolImage {
+        &self.image
+    }
+
+    fn control(&self) -> ControlBlock {
+        // SAFETY: the status region is STATUS_BYTES, page-aligned and lives with `memory`.
+        unsafe { ControlBlock::new(self.memory.status_host()) }
+    }
+
+    /// Finds an op library, and loads it and runs its start code once in a core process
+    /// (never in this process) to learn the kernels and schema it carries.
+    pub fn load(&mut self, path: &Path) -> Result<&[String], EmuError> {
+        let lib = OpLibrary::locate(path)?;
+        self.load_library(lib)
+    }
+
+    /// [`PoolEngine::load`] for a library image in memory (a registered Pool image), named
+    /// `label` in reports.
+    pub fn load_image(&mut self, bytes: &[u8], label: &str) -> Result<&[String], EmuError> {
+        let lib = OpLibrary::from_bytes(bytes, label)?;
+        self.load_library(lib)
+    }
+
+    fn load_library(&mut self, mut lib: OpLibrary) -> Result<&[String], EmuError> {
+        let path = lib.path.clone();
+        let path = path.as_path();
+        let shown = path.display().to_string();
+        let ctl = self.control();
+        ctl.reset();
+        let CoreExit { exit, stderr } = self
+            .backend
+            .probe(&self.memory, &lib, Instant::now() + self.timeout)
+            .map_err(EmuError::Spawn)?;
+        let rec = ctl.core(0);
+        if rec.state.load(Ordering::Acquire) != CORE_DONE {
+            let mut fault = self.fault_of(0, exit, "entry_func", &lib.file());
+            fault.stderr = stderr;
+            return Err(match fault.kind {
+                FaultKind::Entry => EmuError::Entry {
+                    path: shown,
+                    status: rec.result.load(Ordering::Acquire),
+                },
+                FaultKind::Load => LibraryError::Load {
+                    path: path.into(),
+                    why: fault.message,
+                }
+                .into(),
+                _ => EmuError::StartFault {
+                    path: shown,
+                    fault: Box::new(fault),
+                },
+            });
+        }
+        lib.set_schema(ctl.schema())?;
+        let mut names = Vec::new();
+        for n in ctl.names() {
+            names.push(String::from_utf8(n).map_err(|e| LibraryError::NameNotText {
+                path: path.into(),
+                name: e.into_bytes().escape_ascii().to_string(),
+            })?);
+        }
+        let funcs = rec.result.load(Ordering::Acquire) as usize;
+        if names.len() != funcs {
+            return Err(EmuError::Registration {
+                path: shown,
+                names: names.len(),
+                funcs,
+            });
+        }
+        if let Some(long) = names.iter().find(|n| n.len() > core::MAX_KERNEL_NAME) {
+            return Err(EmuError::Signature {
+                kernel: long.clone(),
+                why: format!("kernel names are at most {} bytes", core::MAX_KERNEL_NAME),
+            });
+        }
+        // The old library's cores go before the new library replaces it.
+        self.backend.shutdown();
+        self.kernels = names;
+        self.library = Some(lib);
+        Ok(&self.kernels)
+    }
+
+    pub fn kernels(&self) -> &[String] {
+        &self.kernels
+    }
+
+    pub fn library(&self) -> Option<&OpLibrary> {
+        self.library.as_ref()
+    }
+
+    /// The output a kernel's signature implies for these arguments (libraries with a schema).
+    pub fn output_for(&self, kernel: &str, args: &[LaunchArg]) -> Result<OutputSpec, EmuError> {
+        let sig = self.signature(kernel)?.ok_or_else(|| EmuError::Signature {
+            kernel: kernel.into(),
+            why: "the library carries no schema; give the output's dtype and shape".into(),
+        })?;
+        expected_output(sig, args)
+    }
+
+    fn signature(&self, kernel: &str) -> Result<Option<&KernelSig>, EmuError> {
+        let lib = self.library.as_ref().ok_or(EmuError::NoLibrary)?;
+        if !self.kernels.iter().any(|k| k == kernel) {
+            return Err(EmuError::UnknownKernel {
+                kernel: kernel.into(),
+                known: self.kernels.clone(),
+            });
+        }
+        Ok(lib.signature(kernel))
+    }
+
+    /// Runs a launch to completion or to its first fault; the output comes back to the host.
+    pub fn launch(&mut self, l: &Launch) -> Result<Completion, EmuError> {
+        let start = Instant::now();
+        self.check_launch(&l.kernel, &l.args, l.cores, l.output.dtype, &l.output.shape)?;
+        self.memory.reset_hbm();
+        self.placed.clear();
+        let mut sbuf_next = 0u64;
+        let mut blob = self.marshal(&l.kernel, &l.args, &mut sbuf_next)?;
+        blob.output = self
+            .place(
+                "the output",
+                l.output.dtype,
+                &l.output.shape,
+                None,
+                l.output.location,
+                &mut sbuf_next,
+            )
+            .map_err(|e| named("the output", e))?;
+        let run = self.execute(&l.kernel, &blob, l.cores, start)?;
+        let bytes = self.read_tensor(&blob.output, l.output.dtype)?;
+        Ok(Completion {
+            output: HostTensor::new(l.output.dtype, l.output.shape.clone(), bytes)?,
+            stdout: run.stdout,
+            stderr: run.stderr,
+            stdio_dropped: run.stdio_dropped,
+            results: run.results,
+            elapsed: start.elapsed(),
+        })
+    }
+
+    /// A launch whose output is a device tensor (nothing is copied back).
+    pub fn launch_into(
+        &mut self,
+        kernel: &str,
+        args: &[LaunchArg],
+        out: &DeviceTensor,
+        cores: usize,
+    ) -> Result<Run, EmuError> {
+        let start = Instant::now();
+        self.check_launch(kernel, args, cores, out.dtype, &out.shape)?;
+        self.memory.reset_hbm();
+        self.placed.clear();
+        let mut sbuf_next = 0u64;
+        let mut blob = self.marshal(kernel, args, &mut sbuf_next)?;
+        blob.output = device_descriptor(out);
+        self.place_device("the output", out);
+        self.execute(kernel, &blob, cores, start)
+    }
+
+    /// Records a device tensor used by this launch (its guard page, if it has one).
+    fn place_device(&mut self, label: &str, d: &DeviceTensor) {
+        let len = tensor::numel(&d.shape) * d.dtype.size() as u64;
+        self.placed.push(PlacedTensor {
+            label: label.into(),
+            soc: d.soc,
+            len,
+            guard: self.resident_guards.get(&d.soc).copied(),
+        });
+    }
+
+    /// A zeroed device tensor.
+    pub fn alloc_device(
+        &mut self,
+        dtype: DType,
+        shape: Vec<u64>,
+    ) -> Result<DeviceTensor, EmuError> {
+        tensor::check_rank(&shape)?;
+        let n = tensor::numel(&shape) * dtype.size() as u64;
+        let Placed { soc, guard } = self.memory.alloc_resident(n, self.guard_tensors)?;
+        self.memory
+            .bytes(soc, n as usize)
+            .ok_or(MemoryError::HbmFull { want: n, left: 0 })?
+            .fill(0);
+        if let Some(g) = guard {
+            self.resident_guards.insert(soc, g);
+        }
+        Ok(DeviceTensor { dtype, shape, soc })
+    }
+
+    /// A device tensor holding a copy of `t`.
+    pub fn upload(&mut self, t: &HostTensor) -> Result<DeviceTensor, EmuError> {
+        let d = self.alloc_device(t.dtype, t.shape.clone())?;
+        self.memory
+            .bytes(d.soc, t.data.len())
+            .ok_or(MemoryError::HbmFull {
+                want: t.data.len() as u64,
+                left: 0,
+            })?
+            .copy_from_slice(&t.data);
+        Ok(d)
+    }
+
+    /// A device tensor's bytes on the host.
+    pub fn download(&self, d: &DeviceTensor) -> Result<HostTensor, EmuError> {
+        let n = tensor::numel(&d.shape) as usize * d.dtype.size();
+        let bytes = self.memory.read(d.soc, n).ok_or(MemoryError::HbmFull {
+            want: n as u64,
+            left: 0,
+        })?;
+        Ok(HostTensor::new(d.dtype, d.shape.clone(), host_copy(bytes))?)
+    }
+
+    /// Releases every device tensor (their handles must not be used again).
+    pub fn free_device_tensors(&mut self) {
+        self.memory.reset_resident();
+        self.resident_guards.clear();
+    }
+
+    fn check_launch(
+        &self,
+        kernel: &str,
+        args: &[LaunchArg],
+        cores: usize,
+        out_dtype: DType,
+        out_shape: &[u64],
+    ) -> Result<(), EmuError> {
+        if !(1..=CORES).contains(&cores) {
+            return Err(EmuError::Cores(cores));
+        }
+        if args.len() > MAX_ARGS {
+            return Err(EmuError::TooManyArgs { n: args.len() });
+        }
+        if let Some(sig) = self.signature(kernel)? {
+            let want = expected_output(sig, args)?;
+            if (want.dtype, want.shape.as_slice()) != (out_dtype, out_shape) {
+                return Err(EmuError::Signature {
+                    kernel: kernel.into(),
+                    why: format!(
+                        "the output is {} {:?}, the launch asked for {} {:?}",
+                        want.dtype, want.shape, out_dtype, out_shape
+                    ),
+                });
+            }
+        }
+        tensor::check_rank(out_shape).map_err(|e| named("the output", e.into()))?;
+        Ok(())
+    }
+
+    /// "argument N (name)" for fault reports and errors.
+    fn arg_label(&self, kernel: &str, i: usize) -> String {
+        let name = self
+            .library
+            .as_ref()
+            .and_then(|l| l.signature(kernel))
+            .and_then(|s| s.params.get(i))
+            .map(|p| format!(" ({})", p.name));
+        format!("argument {i}{}", name.unwrap_or_default())
+    }
+
+    /// Places the arguments and builds the argument blob (output still empty).
+    fn marshal(
+        &mut self,
+        kernel: &str,
+        args: &[LaunchArg],
+        sbuf_next: &mut u64,
+    ) -> Result<ArgBlob, EmuError> {
+        let mut blob = ArgBlob {
+            magic: ARG_BLOB_MAGIC,
+            num_args: args.len() as u32,
+            sbuf_base: memory::SBUF_BASE,
+            args: [ArgTensor::zeroed(); MAX_ARGS],
+            types: [0; MAX_ARGS],
+            reserved: [0; 6],
+            output: ArgTensor::zeroed(),
+        };
+        for (i, a) in args.iter().enumerate() {
+            blob.types[i] = ARG_TYPE_TENSOR;
+            let label = self.arg_label(kernel, i);
+            let (dtype, shape, data, loc) = match a {
+                LaunchArg::Tensor(t, loc) => (t.dtype, t.shape.as_slice(), t.data.as_slice(), *loc),
+                LaunchArg::Scalar(dt, bytes) => {
+                    if bytes.len() != dt.size() {
+                        return Err(TensorError::Size {
+                            dtype: *dt,
+                            shape: vec![1],
+                            want: dt.size() as u64,
+                            got: bytes.len() as u64,
+                        }
+                        .into());
+                    }
+                    // The scalar pulls read up to 8 bytes whatever the dtype (as the
+                    // vendor's do): the 1-element tensor gets 8 bytes of room, zero-filled.
+                    let mut padded = bytes.clone();
+                    padded.resize(SCALAR_ROOM, 0);
+                    blob.args[i] = self
+                        .place(&label, *dt, &[1], Some(&padded), Location::Hbm, sbuf_next)
+                        .map_err(|e| named(&label, e))?;
+                    continue;
+                }
+                LaunchArg::Device(d) => {
+                    tensor::check_rank(&d.shape).map_err(|e| named(&label, e.into()))?;
+                    blob.args[i] = device_descriptor(d);
+                    self.place_device(&label, d);
+                    continue;
+                }
+            };
+            blob.args[i] = self
+                .place(&label, dtype, shape, Some(data), loc, sbuf_next)
+                .map_err(|e| named(&label, e))?;
+        }
+        Ok(blob)
+    }
+
+    /// Writes the blob for each core and runs the kernel on them.
+    fn execute(
+        &mut self,
+        kernel: &str,
+        blob: &ArgBlob,
+        cores: usize,
+        start: Instant,
+    ) -> Result<Run, EmuError> {
+        let lib = self.library.as_ref().ok_or(EmuError::NoLibrary)?;
+        let lib_file = lib.file();
+        for c in 0..cores {
+            let (p, _) = self.memory.scratch_host(c);
+            // SAFETY: the blob's place in this core's data scratch area (inside the region,
+            // which is 64 KiB); unaligned-safe write.
+            unsafe {
+                p.add(scratch::ARG_BLOB)
+                    .cast::<ArgBlob>()
+                    .write_unaligned(*blob)
+            };
+        }
+        let ctl = self.control();
+        ctl.reset();
+        let guards: Vec<u64> = if self.guard_tensors {
+            self.placed.iter().filter_map(|t| t.guard).collect()
+        } else {
+            Vec::new()
+        };
+        ctl.set_guards(&guards);
+        let name = CString::new(kernel).map_err(|_| EmuError::UnknownKernel {
+            kernel: kernel.into(),
+            known: self.kernels.clone(),
+        })?;
+        let exits = self
+            .backend
+            .launch(
+                &self.memory,
+                lib,
+                &name,
+                cores,
+                Instant::now() + self.timeout,
+            )
+            .map_err(EmuError::Spawn)?;
+        let (entries, dropped) = ctl.stdio_drain();
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        for (fd, b) in entries {
+            if fd == 2 { &mut stderr } else { &mut stdout }.extend_from_slice(&b);
+        }
+        let mut results = Vec::with_capacity(cores);
+        for (c, CoreExit { exit, stderr: fd2 }) in exits.iter().enumerate() {
+            let rec = ctl.core(c);
+            if rec.state.load(Ordering::Acquire) == CORE_DONE && *exit == Exit::Code(0) {
+                results.push(rec.result.load(Ordering::Acquire) as i32);
+                continue;
+            }
+            let mut fault = self.fault_of(c, *exit, kernel, &lib_file);
+            fault.stdout = stdout;
+            // What the faulting core wrote to fd 2 (a failed assert's message), once.
+            stderr.extend_from_slice(fd2);
+            fault.stderr = stderr;
+            return Err(EmuError::Fault(Box::new(fault)));
+        }
+        // Core 0's fd 2 reaches the host, as its printf does; the other cores' does not.
+        if let Some(first) = exits.first() {
+            stderr.extend_from_slice(&first.stderr);
+        }
+        Ok(Run {
+            stdout,
+            stderr,
+            stdio_dropped: dropped,
+            results,
+            elapsed: start.elapsed(),
+        })
+    }
+
+    fn place(
+        &mut self,
+        label: &str,
+        dtype: DType,
+        shape: &[u64],
+        data: Option<&[u8]>,
+        loc: Location,
+        sbuf_next: &mut u64,
+    ) -> Result<ArgTensor, EmuError> {
+        tensor::check_rank(shape)?;
+        // Bytes placed: the tensor's, or the data given (a scalar's room).
+        let n = data.map_or(tensor::numel(shape) * dtype.size() as u64, |d| {
+            d.len() as u64
+        });
+        let dims: Vec<u32> = shape.iter().map(|&d| d as u32).collect();
+        let (t, soc, guard) = match loc {
+            Location::Hbm => {
+                let p = self.memory.alloc_hbm(n, self.guard_tensors)?;
+                (ArgTensor::hbm(dtype.isa(), p.soc, &dims), p.soc, p.guard)
+            }
+            Location::Sbuf => {
+                // Guarded: the tensor ends where a page starts, and that page stays unused.
+                let (off, guard) = if self.guard_tensors {
+                    let pages = n.div_ceil(PAGE) * PAGE;
+                    let off = sbuf_next.next_multiple_of(PAGE) + (pages - n);
+                    (off, Some(off + n))
+                } else {
+                    (sbuf_next.next_multiple_of(64), None)
+                };
+                let end = off + n + guard.map_or(0, |_| PAGE);
+                self.memory.check_sbuf(end)?;
+                *sbuf_next = end;
+                // One partition: the runtime addresses SBUF tensors as contiguous bytes
+                // from the SBUF base (docs/decisions.md, "SBUF tensors in the emulator").
+                (
+                    ArgTensor::sbuf(dtype.isa(), off as u32, &dims, 1),
+                    memory::SBUF_BASE + off,
+                    guard.map(|g| memory::SBUF_BASE + g),
+                )
+            }
+        };
+        let dst = self
+            .memory
+            .bytes(soc, n as usize)
+            .ok_or(MemoryError::HbmFull { want: n, left: 0 })?;
+        match data {
+            Some(d) => dst.copy_from_slice(d),
+            None => dst.fill(0),
+        }
+        self.placed.push(PlacedTensor {
+            label: label.into(),
+            soc,
+            len: n,
+            guard,
+        });
+        Ok(t)
+    }
+
+    fn read_tensor(&self, t: &ArgTensor, dtype: DType) -> Result<Vec<u8>, EmuError> {
+        let n = t.num_elem() * dtype.size();
+        let soc = match t.location {
+            // SAFETY: plain data of the arm the location names.
+            neuroncustomop::descriptor::LOCATION_HBM => unsafe { t.storage.hbm.addr },
+            _ => memory::SBUF_BASE + u64::from(unsafe { t.storage.tpb.addr }),
+        };
+        let src = self.memory.read(soc, n).ok_or(MemoryError::HbmFull {
+            want: n as u64,
+            left: 0,
+        })?;
+        Ok(host_copy(src))
+    }
+
+    fn fault_of(&self, c: usize, exit: Exit, kernel: &str, library: &Path) -> DeviceFault {
+        let ctl = self.control();
+        let rec = ctl.core(c);
+        let mut fault = DeviceFault {
+            kernel: kernel.into(),
+            core: c,
+            kind: FaultKind::Exited,
+            phase: PHASE_KERNEL,
+            soc_addr: None,
+            host_addr: None,
+            location: None,
+            access: None,
+            tensor: None,
+            message: String::new(),
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+        };
+        if rec.state.load(Ordering::Acquire) == CORE_FAULT {
+            fault.kind =
+                FaultKind::from_u32(rec.kind.load(Ordering::Acquire)).unwrap_or(FaultKind::Exited);
+            fault.phase = rec.phase.load(Ordering::Acquire);
+            let a = rec.addr.load(Ordering::Acquire);
+            fault.host_addr = (a != 0).then_some(a);
+            fault.soc_addr = fault.host_addr.and_then(|h| self.memory.soc_of(h));
+            fault.message = ctl.message(c);
+            if fault.kind == FaultKind::Entry {
+                let s = rec.result.load(Ordering::Acquire);
+                fault.message = format!("entry_func returned {s} ({})", status_name(s));
+            }
+            fault.access = match rec.access.load(Ordering::Acquire) {
+                ACCESS_READ => Some("read"),
+                ACCESS_WRITE => Some("write"),
+                _ => None,
+            };
+            let pc = rec.pc.load(Ordering::Acquire);
+            let base = rec.module_base.load(Ordering::Acquire);
+            if pc != 0 {
+                fault.location = Some(match symbolize::locate(library, base, pc) {
+                    Some(sym) => format!("{sym} (host {pc:#x})"),
+                    None => format!("host {pc:#x}"),
+                });
+            }
+            if let Some(soc) = fault.soc_addr {
+                fault.tensor = self.tensor_at(soc);
+            }
+        } else {
+            fault.message = match exit {
+                Exit::TimedOut => {
+                    fault.kind = FaultKind::Timeout;
+                    format!("still running after {:?}; stopped", self.timeout)
+                }
+                Exit::Signal(s) => format!("killed by {}", core::signal_name(s)),
+                Exit::Code(code) => {
+                    format!("the core's process exited with code {code} before the kernel returned")
+                }
+            };
+            // A core that ended during its start keeps the phase it reported.
+            let phase = rec.phase.load(Ordering::Acquire);
+            if phase == PHASE_LOAD || phase == control::PHASE_START {
+                fault.phase = phase;
+            }
+        }
+        fault
+    }
+
+    /// The tensor whose guard page holds `soc`: "the output (16 bytes) at offset 16".
+    fn tensor_at(&self, soc: u64) -> Option<String> {
+        self.placed.iter().find_map(|t| {
+            let g = t.guard?;
+            (soc >= g && soc < g + PAGE)
+                .then(|| format!("{} ({} bytes) at offset {}", t.label, t.len, soc - t.soc))
+        })
+    }
+}
+
+/// An `EmuError` about one argument (or the output), with its label.
+fn named(what: &str, e: EmuError) -> EmuError {
+    match e {
+        EmuError::Tensor(source) => EmuError::Argument {
+            what: what.into(),
+            source,
+        },
+        other => other,
+    }
+}
+
+/// A host copy of device bytes. Large results land in memory advised for transparent huge
+/// pages: faulting in a fresh 64 MiB buffer 4 KiB at a time costs several times the copy.
+fn host_copy(src: &[u8]) -> Vec<u8> {
+    const HUGE: usize = 2 << 20;
+    let mut v: Vec<u8> = Vec::with_capacity(src.len());
+    if src.len() >= 2 * HUGE {
+        let start = (v.as_ptr() as usize).next_multiple_of(HUGE);
+        let end = (v.as_ptr() as usize + src.len()) & !(HUGE - 1);
+        if end > start {
+            // SAFETY: advice on whole pages inside the vector's own allocation; it changes
+            // no contents (the memory is not yet initialised).
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+        }
+    }
+    v.extend_from_slice(src);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn host_copies_are_exact_at_every_size() {
+        for n in [0usize, 1, 4095, 4 << 20, (5 << 20) + 17] {
+            let src: Vec<u8> = (0..n).map(|i| (i * 31 + i / 4096) as u8).collect();
+            assert_eq!(super::host_copy(&src), src, "{n} bytes");
+        }
+    }
+}

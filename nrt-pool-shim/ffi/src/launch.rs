@@ -1,0 +1,396 @@
+//! The versioned launch FFI (`include/nrt_pool.h`), after the register + launch contract
+//! style of seed 004: an ABI-version call, library and per-kernel parameter registration
+//! with an append-only kind enum, and `nrt_pool_launch_v1` with a core count, an argv of
+//! typed slots, a stream and a device id. New fields come only as new suffixed symbols
+//! (`_v2`, ...); old symbols keep their signature and behaviour.
+#![allow(clippy::missing_safety_doc, non_camel_case_types)]
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void, CStr};
+use std::io::Write;
+use std::mem::{offset_of, size_of};
+
+use parking_lot::Mutex;
+
+use super::{guard, last_error_ptr, set_error, Lifecycle, STATE};
+use nrt_pool_engine::schema::ParamKind;
+use nrt_pool_engine::tensor::{DType, HostTensor, Location};
+use nrt_pool_engine::{EmuError, Launch, LaunchArg, OutputSpec, PoolEngine};
+
+/// The contract version compiled into this library.
+pub const NRT_POOL_ABI_VERSION: i32 = 1;
+
+/// Results.
+pub const NRT_POOL_OK: i32 = 0;
+/// The engine is not initialised (or closed).
+pub const NRT_POOL_ERR_STATE: i32 = 1;
+/// A bad argument: NULL, unknown kind or dtype, wrong count, too many arguments.
+pub const NRT_POOL_ERR_ARGUMENT: i32 = 2;
+/// The op library cannot be loaded, or its start code failed.
+pub const NRT_POOL_ERR_LIBRARY: i32 = 3;
+/// No such kernel, or no parameter metadata for it.
+pub const NRT_POOL_ERR_KERNEL: i32 = 4;
+/// The kernel faulted (details in nrt_pool_last_error).
+pub const NRT_POOL_ERR_FAULT: i32 = 5;
+/// Out-of-range device id: a diagnostic on stderr, no launch.
+pub const NRT_POOL_ERR_DEVICE: i32 = 6;
+
+/// Parameter kinds. Append-only: new kinds go at the end; values are never renumbered.
+pub type nrt_pool_param_kind = u8;
+/// Slot points at an `nrt_pool_tensor` the kernel reads.
+pub const NRT_POOL_PARAM_TENSOR: nrt_pool_param_kind = 0;
+/// Slot points at one value of the parameter's dtype (marshalled as a 1-element tensor).
+pub const NRT_POOL_PARAM_SCALAR: nrt_pool_param_kind = 1;
+/// Slot points at the `nrt_pool_tensor` the kernel writes (exactly one per kernel).
+pub const NRT_POOL_PARAM_OUTPUT: nrt_pool_param_kind = 2;
+
+/// Tensor locations (`nrt_pool_tensor.location`).
+pub const NRT_POOL_LOCATION_HBM: u8 = 0;
+pub const NRT_POOL_LOCATION_SBUF: u8 = 1;
+
+/// A tensor slot: caller-owned host memory of `numel * element size` bytes, C order.
+#[repr(C)]
+pub struct nrt_pool_tensor {
+    pub data: *mut c_void,
+    pub shape: [u64; 8],
+    pub rank: u32,
+    /// `NEURON_ISA_TPB_DTYPE` code (10 = fp32, 8 = int32, ...).
+    pub dtype: u8,
+    /// `NRT_POOL_LOCATION_*`.
+    pub location: u8,
+    pub reserved: [u8; 2],
+}
+
+const _: () = assert!(size_of::<nrt_pool_tensor>() == 80);
+const _: () = assert!(offset_of!(nrt_pool_tensor, rank) == 72);
+const _: () = assert!(offset_of!(nrt_pool_tensor, dtype) == 76);
+
+/// Per kernel: (kind, dtype) per parameter, in declaration order.
+type ParamTable = HashMap<String, Vec<(u8, u8)>>;
+static PARAMS: Mutex<Option<ParamTable>> = Mutex::new(None);
+
+/// The ABI version this library implements; compare with `NRT_POOL_ABI_VERSION`.
+#[no_mangle]
+pub extern "C" fn nrt_pool_abi_version() -> i32 {
+    NRT_POOL_ABI_VERSION
+}
+
+/// The calling thread's last error message ("" if none). Valid until the thread's next call.
+#[no_mangle]
+pub extern "C" fn nrt_pool_last_error() -> *const c_char {
+    last_error_ptr()
+}
+
+/// Devices the emulator offers (one).
+#[no_mangle]
+pub extern "C" fn nrt_pool_device_count() -> i32 {
+    1
+}
+
+fn with_engine<R>(f: impl FnOnce(&mut PoolEngine) -> Result<R, (i32, String)>) -> Result<R, i32> {
+    let mut s = STATE.lock();
+    let Lifecycle::Initialized(e) = &mut *s else {
+        set_error("the engine is not initialised (nrt_pool_init)", false);
+        return Err(NRT_POOL_ERR_STATE);
+    };
+    f(e).map_err(|(rc, msg)| {
+        set_error(msg, false);
+        rc
+    })
+}
+
+fn cstr<'a>(p: *const c_char, what: &str) -> Result<&'a str, (i32, String)> {
+    if p.is_null() {
+        return Err((NRT_POOL_ERR_ARGUMENT, format!("{what} is NULL")));
+    }
+    // SAFETY: non-NULL C strings from the caller (C contract).
+    unsafe { CStr::from_ptr(p) }
+        .to_str()
+        .map_err(|_| (NRT_POOL_ERR_ARGUMENT, format!("{what} is not UTF-8")))
+}
+
+fn code(rc: Result<(), i32>) -> i32 {
+    rc.err().unwrap_or(NRT_POOL_OK)
+}
+
+/// Loads an op library built for the host (replacing any loaded one) and runs its start
+/// code once to learn its kernels.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_pool_register_library(path: *const c_char) -> i32 {
+    guard(|| {
+        code(with_engine(|e| {
+            let p = cstr(path, "path")?;
+            e.load(std::path::Path::new(p))
+                .map(|_| ())
+                .map_err(|err| (NRT_POOL_ERR_LIBRARY, err.to_string()))
+        }))
+    })
+}
+
+/// Registers a kernel's parameter metadata: `count` kinds (`NRT_POOL_PARAM_*`) and dtypes,
+/// in declaration order, with exactly one OUTPUT. The arrays are copied.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_pool_register_kernel_params(
+    kernel: *const c_char,
+    count: i32,
+    kind: *const u8,
+    dtype: *const u8,
+) -> i32 {
+    guard(|| {
+        let r = (|| {
+            let name = cstr(kernel, "kernel")?;
+            let bad = |m: String| (NRT_POOL_ERR_ARGUMENT, format!("{name}: {m}"));
+            if !(1..=(nrt_pool_engine::MAX_ARGS as i32 + 1)).contains(&count)
+                || kind.is_null()
+                || dtype.is_null()
+            {
+                return Err(bad(format!(
+                    "count {count} (1 to {} including the output) or NULL arrays",
+                    nrt_pool_engine::MAX_ARGS + 1
+                )));
+            }
+            // SAFETY: `count` readable entries each (C contract; count checked positive).
+            let (k, d) = unsafe {
+                (
+                    std::slice::from_raw_parts(kind, count as usize),
+                    std::slice::from_raw_parts(dtype, count as usize),
+                )
+            };
+            if let Some(x) = k.iter().find(|&&x| x > NRT_POOL_PARAM_OUTPUT) {
+                return Err(bad(format!("unknown parameter kind {x}")));
+            }
+            if let Some(x) = d.iter().find(|&&x| DType::from_isa(x).is_none()) {
+                return Err(bad(format!("unsupported dtype code {x}")));
+            }
+            if k.iter().filter(|&&x| x == NRT_POOL_PARAM_OUTPUT).count() != 1 {
+                return Err(bad("exactly one OUTPUT parameter".into()));
+            }
+            PARAMS.lock().get_or_insert_with(HashMap::new).insert(
+                name.into(),
+                k.iter().copied().zip(d.iter().copied()).collect(),
+            );
+            Ok(())
+        })();
+        match r {
+            Ok(()) => NRT_POOL_OK,
+            Err((rc, m)) => {
+                set_error(m, false);
+                rc
+            }
+        }
+    })
+}
+
+/// Why an initialised engine has no op library.
+fn no_library_reason(e: &PoolEngine) -> String {
+    let img = e.image();
+    if !img.registered {
+        return "no op library: register one with nrt_set_pool_eng_ucode before nrt_pool_init, \
+                or with nrt_pool_register_library (the emulator has no stock Pool ucode)"
+            .into();
+    }
+    let what = match img.iram.get(..20) {
+        Some(h) if &h[..4] == b"\x7fELF" => format!(
+            "an ELF{} image for machine {}",
+            if h[4] == 1 { "32" } else { "64" },
+            if h[5] == 2 {
+                u16::from_be_bytes([h[18], h[19]])
+            } else {
+                u16::from_le_bytes([h[18], h[19]])
+            }
+        ),
+        _ => "not an ELF image".into(),
+    };
+    format!(
+        "the registered Pool image ({} bytes of IRAM, {what}) is not an op library built for \
+         this host: the emulator runs host builds (nrt-pool build), not device code",
+        img.iram.len()
+    )
+}
+
+/// The metadata for a kernel: registered, or derived from the library's schema.
+fn params_for(e: &PoolEngine, kernel: &str) -> Option<Vec<(u8, u8)>> {
+    if let Some(p) = PARAMS.lock().as_ref().and_then(|m| m.get(kernel)) {
+        return Some(p.clone());
+    }
+    let sig = e.library()?.signature(kernel)?;
+    let mut v: Vec<(u8, u8)> = sig
+        .params
+        .iter()
+        .map(|p| match &p.kind {
+            ParamKind::Tensor { dtype, .. } => (NRT_POOL_PARAM_TENSOR, dtype.isa()),
+            ParamKind::Scalar(dt) => (NRT_POOL_PARAM_SCALAR, dt.isa()),
+        })
+        .collect();
+    v.push((NRT_POOL_PARAM_OUTPUT, sig.result.isa()));
+    Some(v)
+}
+
+/// Reads a tensor slot.
+///
+/// # Safety
+/// `slot` points at an `nrt_pool_tensor` whose data spans the shape's bytes (C contract).
+unsafe fn read_tensor_slot(
+    slot: *const c_void,
+    dtype: DType,
+    i: usize,
+) -> Result<(&'static nrt_pool_tensor, Vec<u64>, Location), String> {
+    // SAFETY: function contract.
+    let t = unsafe { &*(slot as *const nrt_pool_tensor) };
+    if t.dtype != dtype.isa() {
+        return Err(format!(
+            "argument {i}: dtype code {} but the kernel takes {dtype} ({})",
+            t.dtype,
+            dtype.isa()
+        ));
+    }
+    if t.rank == 0 || t.rank > 8 || t.data.is_null() {
+        return Err(format!(
+            "argument {i}: rank {} (1 to 8) or NULL data",
+            t.rank
+        ));
+    }
+    let loc = match t.location {
+        NRT_POOL_LOCATION_HBM => Location::Hbm,
+        NRT_POOL_LOCATION_SBUF => Location::Sbuf,
+        x => return Err(format!("argument {i}: location {x}")),
+    };
+    let shape = t.shape[..t.rank as usize].to_vec();
+    // Before any byte count is computed from the caller's shape: no zero dimension, and a
+    // size that fits (the data slice below is that long).
+    nrt_pool_engine::tensor::check_rank(&shape).map_err(|e| format!("argument {i}: {e}"))?;
+    Ok((t, shape, loc))
+}
+
+/// Launches `kernel` on `cores` (1 to 8) cores of device `device` (-1 or 0: the emulated
+/// device) on stream 0. `argv` holds one pointer per registered parameter, in order; the
+/// OUTPUT slot's data receives the result. Slots are caller-owned and only read during the
+/// call. Core 0's output is written to this process's stdout.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_pool_launch_v1(
+    kernel: *const c_char,
+    cores: u32,
+    argv: *const *mut c_void,
+    stream: i64,
+    device: i32,
+) -> i32 {
+    guard(|| {
+        if device < -1 || device >= nrt_pool_device_count() {
+            set_error(
+                format!(
+                    "device {device} is out of range (-1, or 0 to {}): nothing launched",
+                    nrt_pool_device_count() - 1
+                ),
+                true,
+            );
+            return NRT_POOL_ERR_DEVICE;
+        }
+        code(with_engine(|e| {
+            let name = cstr(kernel, "kernel")?;
+            if stream != 0 {
+                return Err((
+                    NRT_POOL_ERR_ARGUMENT,
+                    format!("stream {stream}: only the default stream 0 exists"),
+                ));
+            }
+            if e.library().is_none() {
+                return Err((NRT_POOL_ERR_LIBRARY, no_library_reason(e)));
+            }
+            if !e.kernels().iter().any(|k| k == name) {
+                return Err((
+                    NRT_POOL_ERR_KERNEL,
+                    format!(
+                        "unknown kernel '{name}'; the library registers: {}",
+                        e.kernels().join(", ")
+                    ),
+                ));
+            }
+            let params = params_for(e, name).ok_or((
+                NRT_POOL_ERR_KERNEL,
+                format!("{name}: no parameter metadata (nrt_pool_register_kernel_params)"),
+            ))?;
+            if argv.is_null() {
+                return Err((NRT_POOL_ERR_ARGUMENT, "argv is NULL".into()));
+            }
+            let arg = |m: String| (NRT_POOL_ERR_ARGUMENT, format!("{name}: {m}"));
+            let mut args = Vec::new();
+            let mut output = None;
+            for (i, &(kind, code)) in params.iter().enumerate() {
+                let dtype =
+                    DType::from_isa(code).ok_or_else(|| arg(format!("dtype code {code}")))?;
+                // SAFETY: one slot per registered parameter (C contract).
+                let slot = unsafe { *argv.add(i) };
+                if slot.is_null() {
+                    return Err(arg(format!("argument {i} is NULL")));
+                }
+                match kind {
+                    NRT_POOL_PARAM_SCALAR => {
+                        // SAFETY: the slot holds one value of the dtype (C contract).
+                        let b =
+                            unsafe { std::slice::from_raw_parts(slot as *const u8, dtype.size()) };
+                        args.push(LaunchArg::Scalar(dtype, b.to_vec()));
+                    }
+                    _ => {
+                        // SAFETY: a tensor slot (C contract).
+                        let (t, shape, loc) =
+                            unsafe { read_tensor_slot(slot, dtype, i) }.map_err(arg)?;
+                        if kind == NRT_POOL_PARAM_OUTPUT {
+                            output = Some((
+                                t,
+                                OutputSpec {
+                                    dtype,
+                                    shape,
+                                    location: loc,
+                                },
+                            ));
+                        } else {
+                            let n = nrt_pool_engine::tensor::byte_len(&shape, dtype)
+                                .and_then(|n| usize::try_from(n).ok())
+                                .ok_or_else(|| arg(format!("shape {shape:?} is too large")))?;
+                            // SAFETY: the tensor's bytes (C contract).
+                            let data =
+                                unsafe { std::slice::from_raw_parts(t.data as *const u8, n) }
+                                    .to_vec();
+                            let h = HostTensor::new(dtype, shape, data)
+                                .map_err(|x| arg(x.to_string()))?;
+                            args.push(LaunchArg::Tensor(h, loc));
+                        }
+                    }
+                }
+            }
+            let (out_slot, spec) = output.ok_or_else(|| arg("no OUTPUT parameter".into()))?;
+            let done = e
+                .launch(&Launch {
+                    kernel: name.into(),
+                    args,
+                    output: spec,
+                    cores: cores as usize,
+                })
+                .map_err(|err| {
+                    let rc = match &err {
+                        EmuError::Fault(f) => {
+                            let _ = std::io::stdout().write_all(&f.stdout);
+                            let _ = std::io::stderr().write_all(&f.stderr);
+                            NRT_POOL_ERR_FAULT
+                        }
+                        EmuError::UnknownKernel { .. } => NRT_POOL_ERR_KERNEL,
+                        _ => NRT_POOL_ERR_ARGUMENT,
+                    };
+                    (rc, err.to_string())
+                })?;
+            let mut out = std::io::stdout();
+            let _ = out.write_all(&done.stdout);
+            let _ = out.flush();
+            let _ = std::io::stderr().write_all(&done.stderr);
+            // SAFETY: the OUTPUT slot's data spans the output's bytes (C contract).
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    done.output.data.as_ptr(),
+                    out_slot.data.cast::<u8>(),
+                    done.output.data.len(),
+                )
+            };
+            Ok(())
+        }))
+    })
+}

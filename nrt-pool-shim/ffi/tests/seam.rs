@@ -1,0 +1,157 @@
+//! `nrt_set_pool_eng_ucode` and the launch FFI from C, as a runtime uses them: linked
+//! against libnrt_pool_shim.so, and through LD_PRELOAD in front of a stand-in libnrt whose
+//! symbols all fail (so a pass proves the shim's symbols won). A NULL `nrt_ucode_info`
+//! faults, as libnrt's unguarded read does.
+
+use nrt_pool_testkit as common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn shim_dir() -> PathBuf {
+    let d = common::root().join("target/release");
+    assert!(
+        d.join("libnrt_pool_shim.so").exists(),
+        "run `cargo build --release` first (make test does)"
+    );
+    d
+}
+
+#[test]
+fn the_seam_and_launch_ffi_work_linked_and_preloaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let ops = common::examples(dir.path());
+    let src = common::root().join("nrt-pool-shim/ffi/tests/c");
+    let include = common::root().join("include");
+    let lib_dir = shim_dir();
+
+    // seam.c, linked against `-l{lib}` from `lib_dir`.
+    let seam_program = |name: &str, lib_dir: &std::path::Path, lib: &str| {
+        let exe = dir.path().join(name);
+        common::cc(
+            "gcc",
+            &[
+                "-std=c11".as_ref(),
+                "-I".as_ref(),
+                include.as_os_str(),
+                src.join("seam.c").as_os_str(),
+                "-L".as_ref(),
+                lib_dir.as_os_str(),
+                format!("-l{lib}").as_ref(),
+                "-o".as_ref(),
+                exe.as_os_str(),
+            ],
+        );
+        exe
+    };
+
+    // Linked.
+    let linked = seam_program("seam_linked", &lib_dir, "nrt_pool_shim");
+    let run = Command::new(&linked)
+        .arg(&ops)
+        .env("LD_LIBRARY_PATH", &lib_dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success() && stdout.contains("PASS"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        stderr.contains("device 1 is out of range"),
+        "the no-op is diagnosed: {stderr}"
+    );
+    assert_eq!(
+        stdout.matches("buffered before init").count(),
+        1,
+        "{stdout}"
+    );
+
+    // Through LD_PRELOAD, in front of a stand-in libnrt.
+    let stub = dir.path().join("libnrt.so");
+    common::cc(
+        "gcc",
+        &[
+            "-shared".as_ref(),
+            "-fPIC".as_ref(),
+            "-I".as_ref(),
+            include.as_os_str(),
+            src.join("stub_libnrt.c").as_os_str(),
+            "-o".as_ref(),
+            stub.as_os_str(),
+        ],
+    );
+    let preloaded = seam_program("seam_preloaded", dir.path(), "nrt");
+    let without = Command::new(&preloaded)
+        .arg(&ops)
+        .env("LD_LIBRARY_PATH", dir.path())
+        .output()
+        .unwrap();
+    assert!(!without.status.success(), "the stand-in alone must fail");
+    let with = Command::new(&preloaded)
+        .arg(&ops)
+        .env("LD_LIBRARY_PATH", dir.path())
+        .env("LD_PRELOAD", lib_dir.join("libnrt_pool_shim.so"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&with.stdout);
+    assert!(
+        with.status.success() && stdout.contains("PASS"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&with.stderr)
+    );
+
+    // A device (Xtensa) image: registered and initialised, reported as not runnable here;
+    // and the stock image (nothing registered).
+    for mode in ["xtensa", "stock"] {
+        let r = Command::new(&linked)
+            .args([ops.as_os_str(), mode.as_ref()])
+            .env("LD_LIBRARY_PATH", &lib_dir)
+            .output()
+            .unwrap();
+        assert!(
+            r.status.success() && String::from_utf8_lossy(&r.stdout).contains("PASS"),
+            "{mode}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+    }
+
+    // NULL: a SIGSEGV, as in libnrt.
+    let null = Command::new(&linked)
+        .args([ops.as_os_str(), "null".as_ref()])
+        .env("LD_LIBRARY_PATH", &lib_dir)
+        .output()
+        .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        null.status.signal(),
+        Some(libc::SIGSEGV),
+        "{:?}",
+        null.status
+    );
+}
+
+#[test]
+fn the_shim_exports_only_its_c_api() {
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(shim_dir().join("libnrt_pool_shim.so"))
+        .output()
+        .unwrap();
+    let names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains(" T "))
+        .filter_map(|l| l.split_whitespace().nth(2).map(String::from))
+        .collect();
+    assert!(names.contains(&"nrt_set_pool_eng_ucode".to_string()));
+    assert!(names.contains(&"nrt_pool_launch_v1".to_string()));
+    let stray: Vec<&String> = names
+        .iter()
+        .filter(|n| !(n.starts_with("nrt_pool_") || *n == "nrt_set_pool_eng_ucode"))
+        .collect();
+    assert!(
+        stray.is_empty(),
+        "unexpected exports (an op library's symbols would collide): {stray:?}"
+    );
+}

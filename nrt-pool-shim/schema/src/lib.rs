@@ -1,0 +1,19 @@
+//! The op contract the Pool engine and the op build flow share: the element types a launch
+//! marshals, kernel signatures (the schema an op library embeds) and their C++ names.
+
+mod dtype;
+mod signature;
+
+pub use dtype::{f32_to_f16, DType};
+pub use signature::{fuzz_one, parse, KernelSig, Param, ParamKind, ResultShape, SchemaError};
+
+/// Most arguments a kernel takes (the launch protocol's argument blob).
+pub const MAX_ARGS: usize = neuroncustomop::runtime::MAX_ARGS;
+
+/// A C++ symbol's readable name (the raw bytes, escaped, when it is not a mangled name).
+pub fn demangle(raw: &[u8]) -> String {
+    cpp_demangle::Symbol::new(raw)
+        .ok()
+        .and_then(|s| s.demangle().ok())
+        .unwrap_or_else(|| raw.escape_ascii().to_string())
+}
