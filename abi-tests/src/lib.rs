@@ -1,4 +1,7 @@
-//! Helpers shared by the ABI tests and the probe binary: where the release artifacts are.
+//! Conformance harnesses for any provider or device archive (`nrtucode-conformance`,
+//! `customop-conformance`) and the ABI tests of the built libraries.
+//!
+//! This file: where the release artifacts are, for the tests and the probe binary.
 //!
 //! The tests exercise the *built* shared libraries (`make test` builds them first), the way
 //! their consumers load them. `GPSIMD_ARTIFACTS` overrides the directory.

@@ -1,6 +1,5 @@
-//! `libneuroncustomop.a`: the device runtime a GPSIMD custom op links, as an open `no_std`
-//! crate. The same source builds for the host (the Pool emulator runs ops against it) and
-//! for Xtensa (device objects).
+//! `libneuroncustomop.a`: the `no_std` device runtime a GPSIMD custom op links, built for
+//! the host (the emulated engine runs ops against it) and for Xtensa (device objects).
 //!
 //! Facts: `device-customop.md` of the shared spec; choices where it is silent:
 //! `docs/decisions.md`. Layouts the vendor defines are pinned by const asserts for 32-bit

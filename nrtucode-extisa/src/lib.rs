@@ -1,6 +1,5 @@
-//! An open, drop-in `libnrtucode_extisa.so`: the host microcode provider that libnrt
-//! dlopens to bring up GPSIMD (Pool engine) cores, stage ext-ISA libraries and build their
-//! load records.
+//! `libnrtucode_extisa.so`: the host microcode provider libnrt dlopens to bring up GPSIMD
+//! (Pool engine) cores, prelink and stage ext-ISA libraries and build their load records.
 //!
 //! Layout: a safe core ([`context`], [`core`], [`ll`], [`opset`], [`images`], [`prelink`])
 //! over byte-exact handle objects ([`handles`]) and the caller's callback tables

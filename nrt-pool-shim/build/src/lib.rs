@@ -1,7 +1,9 @@
-//! The op build flow (the open counterpart of `build_custom_op.py`): from kernel sources and
-//! a schema it generates the launcher wrapper and the `get_func_*` table, checks the kernels
-//! the sources define against the schema, and links the host op library against the host
-//! `libneuroncustomop.a`; on request, Xtensa device objects of the same sources.
+//! The op build flow: kernel sources and a schema in, a host op library (and on request
+//! Xtensa device objects) out, with the kernels checked against the schema.
+//!
+//! The open counterpart of `build_custom_op.py`: it generates the launcher wrapper and the
+//! `get_func_*` table, checks the kernels the sources define against the schema, and links
+//! the host op library against the host `libneuroncustomop.a`.
 //!
 //! A kernel is a C++ function taking its parameters in schema order and the output last:
 //!

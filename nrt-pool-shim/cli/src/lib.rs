@@ -1,6 +1,9 @@
-//! `nrt-pool`'s library half: what the command line does besides parsing it. [`npy`] reads
-//! and writes NumPy files (tensors in and out of the engine); [`demo`] is `make demo`'s
-//! chain (provider bring-up, the examples built, registered through the seam and run).
+//! `nrt-pool`, the command line op authors use: build, list and run ops on the emulated
+//! engine with `.npy` files, and `make demo`'s chain.
+//!
+//! This library half holds what the command line does besides parsing it: [`npy`] reads
+//! and writes NumPy files; [`demo`] brings up the provider, builds the examples, registers
+//! them through the seam and runs them against a reference.
 
 pub mod demo;
 pub mod npy;

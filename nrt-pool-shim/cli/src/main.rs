@@ -164,7 +164,19 @@ fn list(args: &[String]) -> Result<(), Failure> {
     Ok(())
 }
 
-fn run(args: &[String]) -> Result<(), Failure> {
+/// `nrt-pool run`'s options.
+struct RunOptions {
+    lib: String,
+    kernel: String,
+    values: Vec<String>,
+    out: PathBuf,
+    cores: usize,
+    timeout: Option<Duration>,
+    out_dtype: Option<DType>,
+    out_shape: Option<Vec<u64>>,
+}
+
+fn parse_run(args: &[String]) -> Result<RunOptions, Failure> {
     let (Some(lib), Some(kernel)) = (args.first(), args.get(1)) else {
         return Err(Failure::Usage("run needs LIB.so and KERNEL".into()));
     };
@@ -226,7 +238,31 @@ fn run(args: &[String]) -> Result<(), Failure> {
         }
     }
     let out = out.ok_or_else(|| Failure::Usage("run needs --out OUT.npy".into()))?;
-    let mut e = engine_with(Path::new(lib))?;
+    Ok(RunOptions {
+        lib: lib.clone(),
+        kernel: kernel.clone(),
+        values,
+        out,
+        cores,
+        timeout,
+        out_dtype,
+        out_shape,
+    })
+}
+
+fn run(args: &[String]) -> Result<(), Failure> {
+    let RunOptions {
+        lib,
+        kernel,
+        values,
+        out,
+        cores,
+        timeout,
+        out_dtype,
+        out_shape,
+    } = parse_run(args)?;
+    let kernel = &kernel;
+    let mut e = engine_with(Path::new(&lib))?;
     if let Some(t) = timeout {
         e.timeout = t;
     }

@@ -287,101 +287,21 @@ pub unsafe extern "C" fn nrt_pool_launch_v1(
         }
         code(with_engine(|e| {
             let name = cstr(kernel, "kernel")?;
-            if stream != 0 {
-                return Err((
-                    NRT_POOL_ERR_ARGUMENT,
-                    format!("stream {stream}: only the default stream 0 exists"),
-                ));
-            }
-            if e.library().is_none() {
-                return Err((NRT_POOL_ERR_LIBRARY, no_library_reason(e)));
-            }
-            if !e.kernels().iter().any(|k| k == name) {
-                return Err((
-                    NRT_POOL_ERR_KERNEL,
-                    format!(
-                        "unknown kernel '{name}'; the library registers: {}",
-                        e.kernels().join(", ")
-                    ),
-                ));
-            }
-            let params = params_for(e, name).ok_or((
-                NRT_POOL_ERR_KERNEL,
-                format!("{name}: no parameter metadata (nrt_pool_register_kernel_params)"),
-            ))?;
+            let params = launch_target(e, name, stream)?;
             if argv.is_null() {
                 return Err((NRT_POOL_ERR_ARGUMENT, "argv is NULL".into()));
             }
-            let arg = |m: String| (NRT_POOL_ERR_ARGUMENT, format!("{name}: {m}"));
-            let mut args = Vec::new();
-            let mut output = None;
-            for (i, &(kind, code)) in params.iter().enumerate() {
-                let dtype =
-                    DType::from_isa(code).ok_or_else(|| arg(format!("dtype code {code}")))?;
-                // SAFETY: one slot per registered parameter (C contract).
-                let slot = unsafe { *argv.add(i) };
-                if slot.is_null() {
-                    return Err(arg(format!("argument {i} is NULL")));
-                }
-                match kind {
-                    NRT_POOL_PARAM_SCALAR => {
-                        // SAFETY: the slot holds one value of the dtype (C contract).
-                        let b =
-                            unsafe { std::slice::from_raw_parts(slot as *const u8, dtype.size()) };
-                        args.push(LaunchArg::Scalar(dtype, b.to_vec()));
-                    }
-                    _ => {
-                        // SAFETY: a tensor slot (C contract).
-                        let (t, shape, loc) =
-                            unsafe { read_tensor_slot(slot, dtype, i) }.map_err(arg)?;
-                        if kind == NRT_POOL_PARAM_OUTPUT {
-                            output = Some((
-                                t,
-                                OutputSpec {
-                                    dtype,
-                                    shape,
-                                    location: loc,
-                                },
-                            ));
-                        } else {
-                            let n = nrt_pool_engine::tensor::byte_len(&shape, dtype)
-                                .and_then(|n| usize::try_from(n).ok())
-                                .ok_or_else(|| arg(format!("shape {shape:?} is too large")))?;
-                            // SAFETY: the tensor's bytes (C contract).
-                            let data =
-                                unsafe { std::slice::from_raw_parts(t.data as *const u8, n) }
-                                    .to_vec();
-                            let h = HostTensor::new(dtype, shape, data)
-                                .map_err(|x| arg(x.to_string()))?;
-                            args.push(LaunchArg::Tensor(h, loc));
-                        }
-                    }
-                }
-            }
-            let (out_slot, spec) = output.ok_or_else(|| arg("no OUTPUT parameter".into()))?;
-            let done = e
-                .launch(&Launch {
+            // SAFETY: one slot per registered parameter (C contract).
+            let (args, out_slot, output) = unsafe { read_argv(argv, &params, name) }?;
+            let done = run_launch(
+                e,
+                &Launch {
                     kernel: name.into(),
                     args,
-                    output: spec,
+                    output,
                     cores: cores as usize,
-                })
-                .map_err(|err| {
-                    let rc = match &err {
-                        EmuError::Fault(f) => {
-                            let _ = std::io::stdout().write_all(&f.stdout);
-                            let _ = std::io::stderr().write_all(&f.stderr);
-                            NRT_POOL_ERR_FAULT
-                        }
-                        EmuError::UnknownKernel { .. } => NRT_POOL_ERR_KERNEL,
-                        _ => NRT_POOL_ERR_ARGUMENT,
-                    };
-                    (rc, err.to_string())
-                })?;
-            let mut out = std::io::stdout();
-            let _ = out.write_all(&done.stdout);
-            let _ = out.flush();
-            let _ = std::io::stderr().write_all(&done.stderr);
+                },
+            )?;
             // SAFETY: the OUTPUT slot's data spans the output's bytes (C contract).
             unsafe {
                 std::ptr::copy_nonoverlapping(
@@ -393,4 +313,108 @@ pub unsafe extern "C" fn nrt_pool_launch_v1(
             Ok(())
         }))
     })
+}
+
+type Failed = (i32, String);
+
+/// The kernel a launch names, on the default stream, with its parameter metadata.
+fn launch_target(e: &PoolEngine, name: &str, stream: i64) -> Result<Vec<(u8, u8)>, Failed> {
+    if stream != 0 {
+        return Err((
+            NRT_POOL_ERR_ARGUMENT,
+            format!("stream {stream}: only the default stream 0 exists"),
+        ));
+    }
+    if e.library().is_none() {
+        return Err((NRT_POOL_ERR_LIBRARY, no_library_reason(e)));
+    }
+    if !e.kernels().iter().any(|k| k == name) {
+        return Err((
+            NRT_POOL_ERR_KERNEL,
+            format!(
+                "unknown kernel '{name}'; the library registers: {}",
+                e.kernels().join(", ")
+            ),
+        ));
+    }
+    params_for(e, name).ok_or((
+        NRT_POOL_ERR_KERNEL,
+        format!("{name}: no parameter metadata (nrt_pool_register_kernel_params)"),
+    ))
+}
+
+/// The launch arguments and the output slot from the caller's argv.
+///
+/// # Safety
+/// `argv` holds one valid slot per parameter in `params` (the launch FFI's contract).
+unsafe fn read_argv(
+    argv: *const *mut c_void,
+    params: &[(u8, u8)],
+    name: &str,
+) -> Result<(Vec<LaunchArg>, &'static nrt_pool_tensor, OutputSpec), Failed> {
+    let arg = |m: String| (NRT_POOL_ERR_ARGUMENT, format!("{name}: {m}"));
+    let mut args = Vec::new();
+    let mut output = None;
+    for (i, &(kind, code)) in params.iter().enumerate() {
+        let dtype = DType::from_isa(code).ok_or_else(|| arg(format!("dtype code {code}")))?;
+        // SAFETY: one slot per registered parameter (function contract).
+        let slot = unsafe { *argv.add(i) };
+        if slot.is_null() {
+            return Err(arg(format!("argument {i} is NULL")));
+        }
+        if kind == NRT_POOL_PARAM_SCALAR {
+            // SAFETY: the slot holds one value of the dtype (C contract).
+            let b = unsafe { std::slice::from_raw_parts(slot as *const u8, dtype.size()) };
+            args.push(LaunchArg::Scalar(dtype, b.to_vec()));
+            continue;
+        }
+        // SAFETY: a tensor slot (C contract).
+        let (t, shape, loc) = unsafe { read_tensor_slot(slot, dtype, i) }.map_err(arg)?;
+        if kind == NRT_POOL_PARAM_OUTPUT {
+            output = Some((
+                t,
+                OutputSpec {
+                    dtype,
+                    shape,
+                    location: loc,
+                },
+            ));
+            continue;
+        }
+        let n = nrt_pool_engine::tensor::byte_len(&shape, dtype)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| arg(format!("shape {shape:?} is too large")))?;
+        // SAFETY: the tensor's bytes (C contract; the shape was checked above).
+        let data = unsafe { std::slice::from_raw_parts(t.data as *const u8, n) }.to_vec();
+        let h = HostTensor::new(dtype, shape, data).map_err(|x| arg(x.to_string()))?;
+        args.push(LaunchArg::Tensor(h, loc));
+    }
+    let (slot, spec) = output.ok_or_else(|| arg("no OUTPUT parameter".into()))?;
+    Ok((args, slot, spec))
+}
+
+/// Runs a launch; what core 0 printed reaches the process's stdout and stderr, also when
+/// the launch faults.
+fn run_launch(e: &mut PoolEngine, l: &Launch) -> Result<nrt_pool_engine::Completion, Failed> {
+    let done = e.launch(l).map_err(|err| {
+        let rc = match &err {
+            EmuError::Fault(f) => {
+                echo(&f.stdout, &f.stderr);
+                NRT_POOL_ERR_FAULT
+            }
+            EmuError::UnknownKernel { .. } => NRT_POOL_ERR_KERNEL,
+            _ => NRT_POOL_ERR_ARGUMENT,
+        };
+        (rc, err.to_string())
+    })?;
+    echo(&done.stdout, &done.stderr);
+    Ok(done)
+}
+
+/// Kernel output to the process's streams, byte for byte (best effort, as printf is).
+fn echo(stdout: &[u8], stderr: &[u8]) {
+    let mut out = std::io::stdout();
+    let _ = out.write_all(stdout);
+    let _ = out.flush();
+    let _ = std::io::stderr().write_all(stderr);
 }

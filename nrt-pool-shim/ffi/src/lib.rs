@@ -1,7 +1,8 @@
-//! `libnrt_pool_shim.so`: the emulated Pool engine's C interface (`include/nrt_pool.h`) and
-//! nothing else. [`seam`] is libnrt's `nrt_set_pool_eng_ucode` and the engine's lifecycle;
-//! [`launch`] is the versioned launch FFI for C/C++ runtimes. The engine state both share
-//! lives here.
+//! `libnrt_pool_shim.so`: the emulated Pool engine's C interface (`include/nrt_pool.h`),
+//! `nrt_set_pool_eng_ucode` and the versioned launch FFI, and nothing else.
+//!
+//! [`seam`] is libnrt's `nrt_set_pool_eng_ucode` and the engine's lifecycle; [`launch`] is
+//! the launch FFI for C/C++ runtimes. The engine state both share lives here.
 
 pub mod launch;
 pub mod seam;

@@ -1,5 +1,5 @@
-//! Test support for the Pool engine's crates (engine, FFI, CLI): paths, and op libraries
-//! built with the build flow from the examples and the test ops in `ops/`.
+//! Test support for the Pool engine's crates (engine, FFI, CLI): op libraries built from
+//! the examples and the test ops in `ops/`, and the paths they need.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -175,6 +175,30 @@ pub fn run(opts: &Options) -> Result<Report, BringupError> {
         api,
         report: Report::default(),
     };
+    init(&mut run, &facade, provider, &images);
+    // SAFETY (whole sequence): every call passes live handles the sequence created and
+    // buffers sized per the documented contract.
+    unsafe {
+        let nx = bring_up(&mut run, &dev, SUNDA_NX_POOL, NX_POOL_DRAM, "NX_POOL")?;
+        let q7 = bring_up(&mut run, &dev, SUNDA_Q7_POOL, Q7_POOL_DRAM, "Q7_POOL")?;
+        let ll = load(&mut run, &q7)?;
+        if opts.cayman_library.is_some() {
+            stage_cayman_library(&mut run, &dev)?;
+        }
+        configure(&mut run, &nx)?;
+        firmware_logs(&dev, [&nx, &q7])?;
+        teardown(&mut run, &dev, ll, nx, q7)?;
+    }
+    run.report.live_memhandles_after = dev.live_memhandles();
+    check(run.report.live_memhandles_after == 0, || {
+        "device memory leaked".into()
+    })?;
+    run.report.provider_log_lines = dev.host_logs().len();
+    Ok(run.report)
+}
+
+/// INIT: what was bound and where the images come from.
+fn init(run: &mut Run<'_>, facade: &UcodeFacade, provider: &Path, images: &ImageDir) {
     run.step(
         "init",
         format!(
@@ -200,170 +224,183 @@ pub fn run(opts: &Options) -> Result<Report, BringupError> {
     } else {
         run.step("init", format!("images: {}", images.path.display()));
     }
+}
 
-    // SAFETY (whole sequence): every call passes live handles the sequence created and
-    // buffers sized per the documented contract.
-    unsafe {
-        let nx = bring_up(&mut run, &dev, SUNDA_NX_POOL, NX_POOL_DRAM, "NX_POOL")?;
-        let q7 = bring_up(&mut run, &dev, SUNDA_Q7_POOL, Q7_POOL_DRAM, "Q7_POOL")?;
-
-        // LOAD
-        let mut nlibs = 0usize;
-        run.ok(
-            "load",
-            "get_num_ext_isa_libs(SUNDA_Q7_POOL)",
-            (api.get_num_ext_isa_libs)(SUNDA_Q7_POOL, &mut nlibs),
-        )?;
-        check(nlibs == 1, || {
-            format!("SUNDA has one ext-ISA library, provider says {nlibs}")
-        })?;
-        let mut libs = [usize::MAX; 1];
-        let mut nl = 0usize;
-        let opcodes = [0xF0u8, 0x41];
-        run.ok(
-            "load",
-            "ll_get_libraries_from_opcodes",
-            (api.ll_get_libraries_from_opcodes)(
-                SUNDA_Q7_POOL,
-                opcodes.as_ptr(),
-                2,
-                std::ptr::null(),
-                0,
-                libs.as_mut_ptr(),
-                &mut nl,
-            ),
-        )?;
-        check(nl == 1 && libs[0] == 0, || {
-            format!("libraries {:?} (n={nl})", libs)
-        })?;
-        let mut ll: LlHandle = std::ptr::null_mut();
-        run.ok(
-            "load",
-            "ll_create(q7 ctx, SUNDA_Q7_POOL, DEFAULT, 0)",
-            (api.ll_create)(q7.ctx, SUNDA_Q7_POOL, 0, 0, &mut ll),
-        )?;
-        let name = CString::new("ND[0]NC[0].loadable_library[0]").unwrap();
-        (api.ll_set_friendly_name)(ll, name.as_ptr());
-        run.report.load_records = sequence(
-            &mut run,
-            "load",
-            "ll_get_load_sequence",
-            api.ll_get_load_sequence,
-            ll,
-            q7.core,
-        )?;
-        let r = run.report.load_records[0];
-        check(
-            u16::from_le_bytes([r[0], r[1]]) == 0x1095 && r[0x0c] == 1 && r[0x0d] == 0xFF,
-            || format!("load record header {:02x?}", &r[..0x10]),
-        )?;
-        if opts.cayman_library.is_some() {
-            stage_cayman_library(&mut run, &dev)?;
-        }
-
-        // QUERY / CONFIG (the DGE calls need the NX POOL core)
-        let classes = [64u32, 128, 256, 512];
-        run.ok(
-            "query",
-            "dge_set_priority_class_map(nx, [64,128,256,512])",
-            (api.core_dge_set_priority_class_map)(nx.core, classes.as_ptr(), 4),
-        )?;
-        let mut mailboxes = 0u64;
-        run.ok(
-            "query",
-            "get_dge_mailbox_addr(nx, 2)",
-            (api.core_get_dge_mailbox_addr)(nx.core, 2, &mut mailboxes),
-        )?;
-        check(mailboxes == NX_POOL_DRAM + 0x28, || {
-            format!("mailbox address 0x{mailboxes:x}")
-        })?;
-        run.step(
-            "query",
-            format!("  mailboxes at 0x{mailboxes:x}; mailboxes 2 and 3 reset to 0xFFFFFF00"),
-        );
-        run.ok(
-            "query",
-            "enable_pc_bounds_check(nx, 0x1000000, 0x1020000)",
-            (api.core_enable_pc_bounds_check)(nx.core, 0x0100_0000, 0x0102_0000),
-        )?;
-        run.ok(
-            "query",
-            "disable_pc_bounds_check(nx)",
-            (api.core_disable_pc_bounds_check)(nx.core),
-        )?;
-
-        // The firmware logs; the host drains the ring.
-        for (core, dram) in [(&nx, NX_POOL_DRAM), (&q7, Q7_POOL_DRAM)] {
-            let kept = dev
-                .firmware_log(
-                    dram,
-                    1,
-                    &format!("{} firmware: custom-op library loaded\n", core.label),
-                )
-                .map_err(|e| BringupError::Check(e.to_string()))?;
-            check(kept, || "firmware log record dropped".into())?;
-        }
-        dev.clear_host_logs();
-
-        // TEARDOWN
-        for core in [&nx, &q7] {
-            run.ok(
-                "teardown",
-                &format!("core_print_logs({})", core.label),
-                (api.core_print_logs)(core.core),
-            )?;
-        }
-        run.report.drained_logs = dev
-            .host_logs()
-            .into_iter()
-            .filter(|l| l.text().contains("firmware:"))
-            .map(|l| l.text().into_owned())
-            .collect();
-        for l in run.report.drained_logs.clone() {
-            run.step("teardown", format!("  device log: {l}"));
-        }
-        check(run.report.drained_logs.len() == 2, || {
-            format!("drained {:?}", run.report.drained_logs)
-        })?;
-        run.report.unload_records = sequence(
-            &mut run,
-            "teardown",
-            "ll_get_unload_sequence",
-            api.ll_get_unload_sequence,
-            ll,
-            q7.core,
-        )?;
-        run.ok("teardown", "ll_destroy", (api.ll_destroy)(ll))?;
-        for core in [nx, q7] {
-            let ctx = (api.core_get_context)(core.core);
-            check(ctx == core.ctx, || {
-                "core_get_context returned another context".into()
-            })?;
-            run.ok(
-                "teardown",
-                &format!("core_destroy({})", core.label),
-                (api.core_destroy)(core.core),
-            )?;
-            let word = dev
-                .peek_u32(core.dram)
-                .map_err(|e| BringupError::Check(e.to_string()))?;
-            check(word == CLAIM_UNCLAIMED, || {
-                format!("claim word 0x{word:08x} after release")
-            })?;
-            run.step("teardown", format!("  claim word released: 0x{word:08X}"));
-            run.ok(
-                "teardown",
-                &format!("context_destroy({})", core.label),
-                (api.context_destroy)(ctx),
-            )?;
-        }
-    }
-    run.report.live_memhandles_after = dev.live_memhandles();
-    check(run.report.live_memhandles_after == 0, || {
-        "device memory leaked".into()
+/// LOAD: the SUNDA ext-ISA library for the Q7 POOL core, and its load record.
+///
+/// # Safety
+/// `q7` holds live handles of the provider `run.api` binds.
+unsafe fn load(run: &mut Run<'_>, q7: &BroughtUp) -> Result<LlHandle, BringupError> {
+    let api = run.api;
+    let mut nlibs = 0usize;
+    run.ok(
+        "load",
+        "get_num_ext_isa_libs(SUNDA_Q7_POOL)",
+        (api.get_num_ext_isa_libs)(SUNDA_Q7_POOL, &mut nlibs),
+    )?;
+    check(nlibs == 1, || {
+        format!("SUNDA has one ext-ISA library, provider says {nlibs}")
     })?;
-    run.report.provider_log_lines = dev.host_logs().len();
-    Ok(run.report)
+    let mut libs = [usize::MAX; 1];
+    let mut nl = 0usize;
+    let opcodes = [0xF0u8, 0x41];
+    run.ok(
+        "load",
+        "ll_get_libraries_from_opcodes",
+        (api.ll_get_libraries_from_opcodes)(
+            SUNDA_Q7_POOL,
+            opcodes.as_ptr(),
+            2,
+            std::ptr::null(),
+            0,
+            libs.as_mut_ptr(),
+            &mut nl,
+        ),
+    )?;
+    check(nl == 1 && libs[0] == 0, || {
+        format!("libraries {:?} (n={nl})", libs)
+    })?;
+    let mut ll: LlHandle = std::ptr::null_mut();
+    run.ok(
+        "load",
+        "ll_create(q7 ctx, SUNDA_Q7_POOL, DEFAULT, 0)",
+        (api.ll_create)(q7.ctx, SUNDA_Q7_POOL, 0, 0, &mut ll),
+    )?;
+    let name = CString::new("ND[0]NC[0].loadable_library[0]").expect("no NUL");
+    (api.ll_set_friendly_name)(ll, name.as_ptr());
+    run.report.load_records = sequence(
+        run,
+        "load",
+        "ll_get_load_sequence",
+        api.ll_get_load_sequence,
+        ll,
+        q7.core,
+    )?;
+    let r = run.report.load_records[0];
+    check(
+        u16::from_le_bytes([r[0], r[1]]) == 0x1095 && r[0x0c] == 1 && r[0x0d] == 0xFF,
+        || format!("load record header {:02x?}", &r[..0x10]),
+    )?;
+    Ok(ll)
+}
+
+/// QUERY / CONFIG: the DGE priority map, mailboxes and PC bounds (NX POOL core).
+///
+/// # Safety
+/// `nx` holds live handles of the provider `run.api` binds.
+unsafe fn configure(run: &mut Run<'_>, nx: &BroughtUp) -> Result<(), BringupError> {
+    let api = run.api;
+    let classes = [64u32, 128, 256, 512];
+    run.ok(
+        "query",
+        "dge_set_priority_class_map(nx, [64,128,256,512])",
+        (api.core_dge_set_priority_class_map)(nx.core, classes.as_ptr(), 4),
+    )?;
+    let mut mailboxes = 0u64;
+    run.ok(
+        "query",
+        "get_dge_mailbox_addr(nx, 2)",
+        (api.core_get_dge_mailbox_addr)(nx.core, 2, &mut mailboxes),
+    )?;
+    check(mailboxes == NX_POOL_DRAM + 0x28, || {
+        format!("mailbox address 0x{mailboxes:x}")
+    })?;
+    run.step(
+        "query",
+        format!("  mailboxes at 0x{mailboxes:x}; mailboxes 2 and 3 reset to 0xFFFFFF00"),
+    );
+    run.ok(
+        "query",
+        "enable_pc_bounds_check(nx, 0x1000000, 0x1020000)",
+        (api.core_enable_pc_bounds_check)(nx.core, 0x0100_0000, 0x0102_0000),
+    )?;
+    run.ok(
+        "query",
+        "disable_pc_bounds_check(nx)",
+        (api.core_disable_pc_bounds_check)(nx.core),
+    )
+}
+
+/// The firmware of each core writes a log record (the host drains them at teardown).
+fn firmware_logs(dev: &SimDevice, cores: [&BroughtUp; 2]) -> Result<(), BringupError> {
+    for core in cores {
+        let kept = dev
+            .firmware_log(
+                core.dram,
+                1,
+                &format!("{} firmware: custom-op library loaded\n", core.label),
+            )
+            .map_err(|e| BringupError::Check(e.to_string()))?;
+        check(kept, || "firmware log record dropped".into())?;
+    }
+    dev.clear_host_logs();
+    Ok(())
+}
+
+/// TEARDOWN: drain the logs, unload, destroy, and check each claim was released.
+///
+/// # Safety
+/// `ll`, `nx` and `q7` are live handles of the provider `run.api` binds; they are destroyed.
+unsafe fn teardown(
+    run: &mut Run<'_>,
+    dev: &SimDevice,
+    ll: LlHandle,
+    nx: BroughtUp,
+    q7: BroughtUp,
+) -> Result<(), BringupError> {
+    let api = run.api;
+    for core in [&nx, &q7] {
+        run.ok(
+            "teardown",
+            &format!("core_print_logs({})", core.label),
+            (api.core_print_logs)(core.core),
+        )?;
+    }
+    run.report.drained_logs = dev
+        .host_logs()
+        .into_iter()
+        .filter(|l| l.text().contains("firmware:"))
+        .map(|l| l.text().into_owned())
+        .collect();
+    for l in run.report.drained_logs.clone() {
+        run.step("teardown", format!("  device log: {l}"));
+    }
+    check(run.report.drained_logs.len() == 2, || {
+        format!("drained {:?}", run.report.drained_logs)
+    })?;
+    run.report.unload_records = sequence(
+        run,
+        "teardown",
+        "ll_get_unload_sequence",
+        api.ll_get_unload_sequence,
+        ll,
+        q7.core,
+    )?;
+    run.ok("teardown", "ll_destroy", (api.ll_destroy)(ll))?;
+    for core in [nx, q7] {
+        let ctx = (api.core_get_context)(core.core);
+        check(ctx == core.ctx, || {
+            "core_get_context returned another context".into()
+        })?;
+        run.ok(
+            "teardown",
+            &format!("core_destroy({})", core.label),
+            (api.core_destroy)(core.core),
+        )?;
+        let word = dev
+            .peek_u32(core.dram)
+            .map_err(|e| BringupError::Check(e.to_string()))?;
+        check(word == CLAIM_UNCLAIMED, || {
+            format!("claim word 0x{word:08x} after release")
+        })?;
+        run.step("teardown", format!("  claim word released: 0x{word:08X}"));
+        run.ok(
+            "teardown",
+            &format!("context_destroy({})", core.label),
+            (api.context_destroy)(ctx),
+        )?;
+    }
+    Ok(())
 }
 
 /// A Cayman Q7 POOL core of its own: ll_create prelinks the library and stages it in

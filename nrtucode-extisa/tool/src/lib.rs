@@ -1,5 +1,5 @@
-//! `nrtucode-tool`'s commands as a library: what `inspect`, `prelink` and `extract` do,
-//! for the binary and for the fuzz targets (`inspect::describe` on arbitrary bytes).
+//! `nrtucode-tool`: the provider's microcode images outside a runtime (`inspect`, `prelink`,
+//! `extract`), as a library for the binary and the fuzz targets.
 
 pub mod extract;
 pub mod inspect;
