@@ -449,6 +449,23 @@ pub extern "C" fn get_cpu_count() -> u32 {
     crate::platform::cpu_count()
 }
 
+/// Ends the kernel as a device fault whose report carries `msg` (the C++ layer's rule
+/// checks: accessors, shapes, TCM), as a broken runtime rule does.
+#[no_mangle]
+pub unsafe extern "C" fn customop_fatal(msg: *const c_char, len: usize) -> ! {
+    let bytes = if msg.is_null() {
+        &b"customop: fatal"[..]
+    } else {
+        // SAFETY: the caller passes `len` readable bytes (C contract).
+        unsafe { core::slice::from_raw_parts(msg.cast::<u8>(), len) }
+    };
+    if let Some(f) = crate::platform::services().fault {
+        // SAFETY: the service has the documented signature; `bytes` is readable.
+        unsafe { f(bytes.as_ptr().cast(), bytes.len()) };
+    }
+    fatal(rule!("customop_fatal", "(no host fault service)"))
+}
+
 /// Kernel output on fd 1 or 2 through the host's stdio channel (the emulator's stdio ring;
 /// core 0's output reaches the host, as on hardware). The op build helper's `printf`,
 /// `puts` and `putchar` for host builds write through it. Returns the bytes taken, or -1.

@@ -1,0 +1,142 @@
+// torchneuron/register.h: NEURON_LIBRARY(ns, m) { m.def("op", &shape_fn, "kernel"); }
+//
+// Registers an op library's ops with their shape functions. Registration runs where the
+// library is loaded (the build flow's registration dump, and each emulated core); the
+// engine runs a shape function in a core to learn an op's output dtype and shape from its
+// arguments. An op's arguments are torch::Tensor, torch::Scalar, double or int64_t and it
+// returns torch::Tensor (the guide's rules); at most 10 ops per library.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace torch { namespace neuron {
+
+/// An op's argument kinds as the build flow and the engine see them.
+template <typename A> struct ArgKind {
+    static_assert(sizeof(A) == 0,
+                  "NEURON_LIBRARY: an op's arguments must be torch::Tensor, torch::Scalar, double or int64_t "
+                  "(Custom C++ Operators guide: not float, int or other integral types)");
+};
+template <> struct ArgKind<torch::Tensor> { static constexpr char value = 'T'; };
+template <> struct ArgKind<c10::Scalar> { static constexpr char value = 'S'; };
+template <> struct ArgKind<double> { static constexpr char value = 'D'; };
+template <> struct ArgKind<int64_t> { static constexpr char value = 'L'; };
+
+namespace detail {
+
+template <class T> struct bare { typedef T type; };
+template <class T> struct bare<const T> : bare<T> {};
+template <class T> struct bare<T &> : bare<T> {};
+template <class T> struct bare<T &&> : bare<T> {};
+
+template <size_t... I> struct seq {};
+template <size_t N, size_t... I> struct make_seq : make_seq<N - 1, N - 1, I...> {};
+template <size_t... I> struct make_seq<0, I...> { typedef seq<I...> type; };
+
+/// A 1-element argument's value as double (a shape function's scalar arguments).
+inline double scalar_value(const NeuronArgTensor *d) {
+    const void *p = customop_tensor_data(d);
+    double v = 0;
+    dispatch(c10::fromIsa(d->dtype), [&](auto tag) {
+        typedef decltype(tag) T;
+        T x;
+        __builtin_memcpy(&x, p, sizeof x);
+        v = double(typename Compute<T>::type(x));
+    });
+    return v;
+}
+
+template <typename A> struct ArgFrom;
+template <> struct ArgFrom<torch::Tensor> {
+    static torch::Tensor get(const NeuronArgTensor *d, int i) { return meta_from_desc(d, arg_label(i)); }
+};
+template <> struct ArgFrom<c10::Scalar> {
+    static c10::Scalar get(const NeuronArgTensor *d, int) {
+        if (c10::isIntegralType(c10::fromIsa(d->dtype))) return c10::Scalar((long long)(scalar_value(d)));
+        return c10::Scalar(scalar_value(d));
+    }
+};
+template <> struct ArgFrom<double> {
+    static double get(const NeuronArgTensor *d, int) { return scalar_value(d); }
+};
+template <> struct ArgFrom<int64_t> {
+    static int64_t get(const NeuronArgTensor *d, int) { return int64_t(scalar_value(d)); }
+};
+
+/// One registered op.
+struct Op {
+    const char *name = nullptr;
+    const char *kernel = nullptr;
+    char kinds[12] = {0};
+    int nargs = 0;
+    torch::Tensor (*invoke)(void *fn, const NeuronArgTensor *args) = nullptr;
+    void *fn = nullptr;
+};
+
+struct Registry {
+    const char *ns = nullptr;
+    Op ops[10];
+    int count = 0;
+    const char *error = nullptr;
+};
+
+inline Registry &registry() {
+    static Registry r;
+    return r;
+}
+
+template <typename... Args, size_t... I>
+torch::Tensor call(torch::Tensor (*f)(Args...), const NeuronArgTensor *args, seq<I...>) {
+    return f(ArgFrom<typename bare<Args>::type>::get(&args[I], int(I))...);
+}
+
+template <typename... Args> torch::Tensor invoke(void *fn, const NeuronArgTensor *args) {
+    typedef torch::Tensor (*F)(Args...);
+    return call(reinterpret_cast<F>(fn), args, typename make_seq<sizeof...(Args)>::type());
+}
+
+}  // namespace detail
+
+/// The `m` of NEURON_LIBRARY: `m.def(op_name, &shape_fn, kernel_name)`.
+class Library {
+  public:
+    template <typename R, typename... Args>
+    Library &def(const char *name, R (*shape_fn)(Args...), const char *kernel) {
+        static_assert(sizeof(R) == sizeof(torch::Tensor) && ArgKind<typename detail::bare<R>::type>::value == 'T',
+                      "NEURON_LIBRARY: a shape function returns torch::Tensor");
+        detail::Registry &r = detail::registry();
+        if (r.count == 10) {
+            r.error = "more than 10 ops in one library (the Custom C++ Operators limit)";
+            return *this;
+        }
+        detail::Op &op = r.ops[r.count++];
+        op.name = name;
+        op.kernel = kernel;
+        const char kinds[] = {ArgKind<typename detail::bare<Args>::type>::value..., 0};
+        op.nargs = int(sizeof...(Args));
+        for (int k = 0; k < op.nargs && k < 11; k++) op.kinds[k] = kinds[k];
+        op.fn = reinterpret_cast<void *>(shape_fn);
+        op.invoke = &detail::invoke<Args...>;
+        return *this;
+    }
+};
+
+namespace detail {
+struct Registrar {
+    Registrar(const char *ns, void (*init)(Library &)) {
+        Registry &r = registry();
+        if (r.ns && r.ns != ns) r.error = "more than one NEURON_LIBRARY in one op library";
+        r.ns = ns;
+        Library m;
+        init(m);
+    }
+};
+}  // namespace detail
+
+}}  // namespace torch::neuron
+
+#define NEURON_LIBRARY(ns, m)                                                                       \
+    static void nrt_pool_neuron_library_init_##ns(::torch::neuron::Library &);                     \
+    static ::torch::neuron::detail::Registrar nrt_pool_neuron_library_registrar_##ns(               \
+        #ns, &nrt_pool_neuron_library_init_##ns);                                                   \
+    static void nrt_pool_neuron_library_init_##ns(::torch::neuron::Library &m)
