@@ -511,8 +511,15 @@ inline TcmBlock *tcm_blocks() {
     return b;
 }
 
+/// Whether the kernel took the destination through get_dst_tensor() this launch.
+inline bool &dst_taken() {
+    static bool taken = false;
+    return taken;
+}
+
 /// Fresh per-launch state (the generated wrapper calls this before the kernel).
 inline void begin_launch(const char *kernel) {
+    dst_taken() = false;
     current_kernel() = kernel;
     shape_mode() = false;
     StorageState *s = states();
@@ -1527,5 +1534,6 @@ using c10::ScalarType;
 /// The Custom C++ operator's destination (the output): writing it directly saves the copy
 /// of a returned tensor, and is how multicore kernels return their result.
 inline torch::Tensor get_dst_tensor() {
+    torch::neuron::detail::dst_taken() = true;
     return torch::neuron::detail::from_desc(customop_dst_tensor_desc(), "the output");
 }

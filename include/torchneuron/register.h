@@ -8,6 +8,9 @@
 #pragma once
 
 #include <torch/torch.h>
+#if defined(__cpp_exceptions) && __has_include(<exception>)
+#include <exception>
+#endif
 
 namespace torch { namespace neuron {
 
@@ -131,6 +134,79 @@ struct Registrar {
         init(m);
     }
 };
+}  // namespace detail
+
+namespace detail {
+
+// ---- what the generated launchers and the engine's shape requests use ----
+
+/// The next launch argument as an op argument of type T (argument `i`, for reports).
+template <typename T> T next_arg(int i);
+template <> inline torch::Tensor next_arg<torch::Tensor>(int i) {
+    return from_desc(customop_next_tensor_desc(), arg_label(i));
+}
+template <> inline c10::Scalar next_arg<c10::Scalar>(int i) {
+    return ArgFrom<c10::Scalar>::get(customop_next_tensor_desc(), i);
+}
+template <> inline double next_arg<double>(int) { return customop_next_scalar_f64(); }
+template <> inline int64_t next_arg<int64_t>(int) {
+    const NeuronArgTensor *d = customop_next_tensor_desc();
+    if (d->dtype == 12) {  // int64: exact
+        int64_t v;
+        __builtin_memcpy(&v, customop_tensor_data(d), sizeof v);
+        return v;
+    }
+    return int64_t(scalar_value(d));
+}
+
+/// The kernel's result: copied into the destination unless the kernel wrote it through
+/// get_dst_tensor() (the runtime's return path checks dtype and size).
+inline void finish(const torch::Tensor &r) {
+    if (!r.defined()) {
+        Msg m;
+        m.s("customop: kernel '").s(current_kernel()).s("' returned an undefined tensor");
+        fail(m);
+    }
+    NeuronArgTensor d = to_desc(r);
+    customop_return_tensor_desc(&d);
+}
+
+#if defined(__cpp_exceptions)
+/// The engine's shape request: runs op `name`'s shape function on argument descriptors
+/// (dtype and shape; scalars with their values) and writes the output's descriptor.
+/// 0 on success; otherwise 1 with the reason in `why`.
+inline int run_shape(const char *name, const NeuronArgTensor *args, NeuronArgTensor *out, char *why, size_t cap) {
+    auto say = [&](const char *a, const char *b) {
+        size_t n = 0;
+        for (const char *t : {a, b})
+            while (t && *t && n + 1 < cap) why[n++] = *t++;
+        if (cap) why[n] = 0;
+        return 1;
+    };
+    Registry &r = registry();
+    for (int k = 0; k < r.count; k++) {
+        const char *a = r.ops[k].name, *b = name;
+        while (*a && *a == *b) a++, b++;
+        if (*a || *b) continue;
+        shape_mode() = true;
+        try {
+            torch::Tensor t = r.ops[k].invoke(r.ops[k].fn, args);
+            shape_mode() = false;
+            if (!t.defined()) return say("the shape function returned an undefined tensor", "");
+            *out = to_desc(t);
+            return 0;
+        } catch (const std::exception &e) {
+            shape_mode() = false;
+            return say("the shape function threw: ", e.what());
+        } catch (...) {
+            shape_mode() = false;
+            return say("the shape function threw (not a std::exception)", "");
+        }
+    }
+    return say("no op registered as ", name);
+}
+#endif
+
 }  // namespace detail
 
 }}  // namespace torch::neuron

@@ -18,6 +18,9 @@ use std::process::Command;
 
 use nrt_pool_schema::{self as schema, demangle, DType, KernelSig, ParamKind};
 
+mod neuron_ops;
+pub use neuron_ops::{build_op_library, OpBuildOptions, OpBuildReport};
+
 pub struct BuildOptions {
     pub schema: PathBuf,
     pub sources: Vec<PathBuf>,
@@ -80,6 +83,14 @@ pub enum BuildError {
     NoDeviceCompiler,
     #[error("a compiler thread failed")]
     Crashed,
+    #[error("library name '{0}': use letters, digits and '_' (it becomes lib{0}.so)")]
+    BadName(String),
+    #[error("the shape sources' NEURON_LIBRARY registration failed: {0}")]
+    Registration(String),
+    #[error("op '{op}': {why}")]
+    Op { op: String, why: String },
+    #[error("compute function {0} has no shape registration (no m.def in NEURON_LIBRARY names it as a kernel); register it, or make a helper static")]
+    Unregistered(String),
 }
 
 /// The C++ type a scalar parameter arrives as, and the pull that reads it.
@@ -183,7 +194,7 @@ pub fn generate_wrapper(kernels: &[KernelSig], schema_text: &str) -> String {
 
 /// A C++ exception escaping a kernel ends it as a device fault (its text on the kernel's
 /// stderr channel, then abort), instead of unwinding into the runtime's C frames.
-const EXCEPTION_GUARD: &str = r#"#if defined(__cpp_exceptions)
+pub(crate) const EXCEPTION_GUARD: &str = r#"#if defined(__cpp_exceptions)
 #include <stdlib.h>
 
 #include <exception>
@@ -211,7 +222,7 @@ static void neuron_uncaught(const char *what) {
 
 /// Host builds: C stdio output goes through the runtime's stdio channel (so the emulator's
 /// ring carries it, core 0 only, as on hardware) instead of the host process's stdout.
-const HOST_STDIO: &str = r#"#ifndef __XTENSA__
+pub(crate) const HOST_STDIO: &str = r#"#ifndef __XTENSA__
 static int neuron_vprint(int fd, const char *fmt, va_list ap) {
     char buf[1024];
     int n = vsnprintf(buf, sizeof buf, fmt, ap);
@@ -250,7 +261,7 @@ extern "C" int putchar(int c) {
 
 const VERSION_SCRIPT: &str = "{\n  global:\n    entry_func;\n    _Z14register_funcsPF22SUNDA_UCODE_LIB_STATUSPvPKcPFivEE;\n    nrt_pool_op_schema;\n  local:\n    *;\n};\n";
 
-fn run(cmd: &mut Command) -> Result<(), BuildError> {
+pub(crate) fn run(cmd: &mut Command) -> Result<(), BuildError> {
     let tool = format!("{cmd:?}");
     let out = cmd.output().map_err(|source| BuildError::Io {
         path: PathBuf::from(cmd.get_program()),
@@ -345,7 +356,9 @@ pub fn build(o: &BuildOptions) -> Result<BuildReport, BuildError> {
             let staged = work.path().join("device");
             let mut sources = o.sources.clone();
             sources.push(wrapper.clone());
-            let objs = compile_all(&sources, &staged, |src, obj| device_cxx(o, src, obj))?;
+            let objs = compile_all(&sources, &staged, |src, obj| {
+                device_cxx(&o.include, src, obj)
+            })?;
             Some((staged, dir.clone(), objs))
         }
     };
@@ -372,14 +385,14 @@ pub fn build(o: &BuildOptions) -> Result<BuildReport, BuildError> {
     })
 }
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError {
+pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError {
     let path = path.to_path_buf();
     move |source| BuildError::Io { path, source }
 }
 
 /// Compiles each source to `dir/<stem>.o` (two at a time), in order; the first failure
 /// is the error.
-fn compile_all(
+pub(crate) fn compile_all(
     sources: &[PathBuf],
     dir: &Path,
     cmd: impl Fn(&Path, &Path) -> Command + Sync,
@@ -418,7 +431,7 @@ fn compile_all(
 }
 
 /// Renames (or, across file systems, copies) the finished library into place.
-fn put_in_place(tmp: &Path, dst: &Path) -> Result<(), BuildError> {
+pub(crate) fn put_in_place(tmp: &Path, dst: &Path) -> Result<(), BuildError> {
     if std::fs::rename(tmp, dst).is_ok() {
         return Ok(());
     }
@@ -438,7 +451,7 @@ fn put_in_place(tmp: &Path, dst: &Path) -> Result<(), BuildError> {
     r.map_err(io(dst))
 }
 
-fn copy_dir(from: &Path, to: &Path) -> Result<(), BuildError> {
+pub(crate) fn copy_dir(from: &Path, to: &Path) -> Result<(), BuildError> {
     std::fs::create_dir_all(to).map_err(io(to))?;
     for e in std::fs::read_dir(from).map_err(io(from))? {
         let e = e.map_err(io(from))?;
@@ -490,7 +503,7 @@ fn check_kernels(
 }
 
 /// An object's global symbols: defined ones (`defined`) or undefined ones.
-fn object_symbols(path: &Path, defined: bool) -> Result<Vec<Vec<u8>>, BuildError> {
+pub(crate) fn object_symbols(path: &Path, defined: bool) -> Result<Vec<Vec<u8>>, BuildError> {
     use object::{Object, ObjectSymbol};
     let bytes = std::fs::read(path).map_err(io(path))?;
     let file = object::File::parse(&*bytes).map_err(|e| BuildError::Io {
@@ -513,7 +526,7 @@ pub fn xtensa_cxx_installed() -> bool {
         .is_ok_and(|r| r.status.success())
 }
 
-fn device_cxx(o: &BuildOptions, src: &Path, obj: &Path) -> Command {
+pub(crate) fn device_cxx(include: &Path, src: &Path, obj: &Path) -> Command {
     let mut c = Command::new(XTENSA_CXX);
     c.args([
         "-std=c++17",
@@ -525,9 +538,9 @@ fn device_cxx(o: &BuildOptions, src: &Path, obj: &Path) -> Command {
         "-fno-rtti",
     ])
     .arg("-I")
-    .arg(o.include.join("device"))
+    .arg(include.join("device"))
     .arg("-I")
-    .arg(&o.include)
+    .arg(include)
     .arg(src)
     .arg("-o")
     .arg(obj);

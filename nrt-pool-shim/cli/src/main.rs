@@ -383,6 +383,9 @@ fn parse_arg(v: &str, kind: Option<&ParamKind>) -> Result<LaunchArg, Failure> {
 }
 
 fn build(args: &[String]) -> Result<(), Failure> {
+    if args.iter().any(|a| a == "--name") {
+        return build_ops(args);
+    }
     let mut o = opbuild::BuildOptions {
         schema: PathBuf::new(),
         sources: Vec::new(),
@@ -424,6 +427,80 @@ fn build(args: &[String]) -> Result<(), Failure> {
         println!("device objects: {}", objs.len());
     }
     println!("built {}", r.library.display());
+    Ok(())
+}
+
+/// `nrt-pool build --name NAME --compute SRC... --shape SRC... [--multicore]
+/// [--build-directory DIR]`: an op library in the Custom C++ Operators style, as
+/// `custom_op.load` builds it.
+fn build_ops(args: &[String]) -> Result<(), Failure> {
+    let mut o = opbuild::OpBuildOptions {
+        name: String::new(),
+        compute: Vec::new(),
+        shape: Vec::new(),
+        build_directory: PathBuf::from("."),
+        multicore: false,
+        archive: default_archive(),
+        include: default_include(),
+        cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
+        device_objects: None,
+    };
+    // --compute and --shape take every following value up to the next option.
+    let mut list: Option<&str> = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut val = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| Failure::Usage(format!("{a} needs a value")))
+        };
+        match a.as_str() {
+            "--name" => o.name = val()?,
+            "--build-directory" => o.build_directory = val()?.into(),
+            "--archive" => o.archive = val()?.into(),
+            "--include" => o.include = val()?.into(),
+            "--device-objects" => o.device_objects = Some(val()?.into()),
+            "--multicore" => o.multicore = true,
+            "--verbose" => {}
+            "--compute" | "--shape" => {
+                list = Some(if a == "--compute" { "compute" } else { "shape" })
+            }
+            s if s.starts_with("--") => return Err(Failure::Usage(format!("unknown option {s}"))),
+            s => match list {
+                Some("compute") => o.compute.push(s.into()),
+                Some(_) => o.shape.push(s.into()),
+                None => {
+                    return Err(Failure::Usage(format!(
+                        "{s}: name sources after --compute or --shape"
+                    )))
+                }
+            },
+        }
+    }
+    if o.name.is_empty() || o.compute.is_empty() || o.shape.is_empty() {
+        return Err(Failure::Usage(
+            "build needs --name, --compute SRC... and --shape SRC...".into(),
+        ));
+    }
+    let r = opbuild::build_op_library(&o).map_err(|e| Failure::Error(e.to_string()))?;
+    for op in &r.ops.ops {
+        let args: Vec<&str> = op.args.iter().map(|a| a.cxx()).collect();
+        println!(
+            "{}::{}({}) -> torch::Tensor  [kernel {}]",
+            r.ops.namespace,
+            op.name,
+            args.join(", "),
+            op.kernel
+        );
+    }
+    if let Some(objs) = &r.device {
+        println!("device objects: {}", objs.len());
+    }
+    println!(
+        "built {}{}",
+        r.library.display(),
+        if r.ops.multicore { " (multicore)" } else { "" }
+    );
     Ok(())
 }
 

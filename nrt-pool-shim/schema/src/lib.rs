@@ -2,9 +2,11 @@
 //! marshals, kernel signatures (the schema an op library embeds) and their C++ names.
 
 mod dtype;
+pub mod ops;
 mod signature;
 
 pub use dtype::{f32_to_f16, DType};
+pub use ops::{ArgKind, NeuronLibrary, OpSig};
 pub use signature::{fuzz_one, parse, KernelSig, Param, ParamKind, ResultShape, SchemaError};
 
 /// Most arguments a kernel takes (the launch protocol's argument blob).

@@ -231,7 +231,7 @@ fn reserved(name: &str, kernel: bool) -> Option<&'static str> {
     None
 }
 
-fn is_ident(s: &str) -> bool {
+pub(crate) fn is_ident(s: &str) -> bool {
     let mut c = s.chars();
     c.next()
         .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
