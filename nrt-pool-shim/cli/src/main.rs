@@ -26,7 +26,7 @@ use nrt_pool_build as opbuild;
 use nrt_pool_cli::npy;
 use nrt_pool_engine::tensor::{DType, Location};
 use nrt_pool_engine::{EmuError, Launch, LaunchArg, OutputSpec, PoolEngine, PoolImage};
-use nrt_pool_schema::ParamKind;
+use nrt_pool_schema::{ArgKind, ParamKind};
 use nrt_sim_device::bringup;
 
 /// The longest `--timeout`: a day (a launch longer than that is a hang).
@@ -154,6 +154,13 @@ fn list(args: &[String]) -> Result<(), Failure> {
         return Err(Failure::Usage("list takes one library".into()));
     };
     let e = engine_with(Path::new(lib))?;
+    if let Some(ops) = e.neuron_library() {
+        for op in &ops.ops {
+            let args: Vec<&str> = op.args.iter().map(|a| a.cxx()).collect();
+            println!("{}::{}({})", ops.namespace, op.name, args.join(", "));
+        }
+        return Ok(());
+    }
     let l = e.library().expect("loaded");
     for k in e.kernels() {
         match l.signature(k) {
@@ -170,7 +177,8 @@ struct RunOptions {
     kernel: String,
     values: Vec<String>,
     out: PathBuf,
-    cores: usize,
+    /// None: the library's default (8 for a multicore library, else 1).
+    cores: Option<usize>,
     timeout: Option<Duration>,
     out_dtype: Option<DType>,
     out_shape: Option<Vec<u64>>,
@@ -182,7 +190,7 @@ fn parse_run(args: &[String]) -> Result<RunOptions, Failure> {
     };
     let mut values = Vec::new();
     let (mut out, mut cores, mut timeout, mut out_dtype, mut out_shape) =
-        (None, 1usize, None, None, None);
+        (None, None, None, None, None);
     let mut it = args[2..].iter();
     while let Some(a) = it.next() {
         let mut val = || {
@@ -195,11 +203,12 @@ fn parse_run(args: &[String]) -> Result<RunOptions, Failure> {
             "--out" => out = Some(PathBuf::from(val()?)),
             "--cores" => {
                 let v = val()?;
-                cores = v
-                    .parse()
-                    .ok()
-                    .filter(|c| (1..=8).contains(c))
-                    .ok_or_else(|| Failure::Usage(format!("--cores {v}: 1 to 8")))?;
+                cores = Some(
+                    v.parse()
+                        .ok()
+                        .filter(|c| (1..=8).contains(c))
+                        .ok_or_else(|| Failure::Usage(format!("--cores {v}: 1 to 8")))?,
+                );
             }
             "--timeout" => {
                 let v = val()?;
@@ -266,23 +275,49 @@ fn run(args: &[String]) -> Result<(), Failure> {
     if let Some(t) = timeout {
         e.timeout = t;
     }
-    let known = e.kernels().to_vec();
-    if !known.iter().any(|k| k == kernel) {
-        return Err(EmuError::UnknownKernel {
-            kernel: kernel.clone(),
-            known,
+    let op = e
+        .neuron_library()
+        .map(|l| (l.namespace.clone(), l.op(kernel).cloned()));
+    match &op {
+        Some((ns, None)) => {
+            let known = e.kernels().iter().map(|k| format!("{ns}::{k}")).collect();
+            return Err(EmuError::UnknownKernel {
+                kernel: kernel.clone(),
+                known,
+            }
+            .into());
         }
-        .into());
+        None if !e.kernels().iter().any(|k| k == kernel) => {
+            return Err(EmuError::UnknownKernel {
+                kernel: kernel.clone(),
+                known: e.kernels().to_vec(),
+            }
+            .into());
+        }
+        _ => {}
     }
+    let op = op.and_then(|(_, o)| o);
     let sig = e.library().and_then(|l| l.signature(kernel)).cloned();
     let mut launch_args = Vec::new();
     for (i, v) in values.iter().enumerate() {
-        let param = sig.as_ref().and_then(|s| s.params.get(i));
-        let what = match param {
-            Some(p) => format!("argument {i} ({} {})", p.kind, p.name),
-            None => format!("argument {i}"),
+        let (want, what) = match (&op, sig.as_ref().and_then(|s| s.params.get(i))) {
+            (Some(op), _) => match op.args.get(i) {
+                Some(ArgKind::Tensor) => {
+                    (Want::Tensor(None), format!("argument {i} (torch::Tensor)"))
+                }
+                Some(k) => (Want::OpScalar(*k), format!("argument {i} ({k})")),
+                None => (Want::Any, format!("argument {i}")),
+            },
+            (None, Some(p)) => (
+                match &p.kind {
+                    ParamKind::Tensor { dtype, .. } => Want::Tensor(Some(*dtype)),
+                    ParamKind::Scalar(dt) => Want::Scalar(*dt),
+                },
+                format!("argument {i} ({} {})", p.kind, p.name),
+            ),
+            (None, None) => (Want::Any, format!("argument {i}")),
         };
-        launch_args.push(parse_arg(v, param.map(|p| &p.kind)).map_err(|f| match f {
+        launch_args.push(parse_arg(v, want).map_err(|f| match f {
             Failure::Error(m) => Failure::Error(format!("{what}: {m}")),
             other => other,
         })?);
@@ -293,6 +328,7 @@ fn run(args: &[String]) -> Result<(), Failure> {
             shape,
             location: Location::Hbm,
         },
+        (None, None) if op.is_some() => e.op_output(kernel, &launch_args)?,
         (None, None) => e.output_for(kernel, &launch_args)?,
         _ => {
             return Err(Failure::Usage(
@@ -300,6 +336,7 @@ fn run(args: &[String]) -> Result<(), Failure> {
             ))
         }
     };
+    let cores = cores.unwrap_or_else(|| e.default_cores());
     let done = e.launch(&Launch {
         kernel: kernel.clone(),
         args: launch_args,
@@ -324,7 +361,21 @@ fn run(args: &[String]) -> Result<(), Failure> {
     Ok(())
 }
 
-fn parse_arg(v: &str, kind: Option<&ParamKind>) -> Result<LaunchArg, Failure> {
+/// What a parameter takes, as far as the library says.
+#[derive(Clone, Copy)]
+enum Want {
+    /// Nothing known: tensors from .npy files, scalars as TYPE:VALUE.
+    Any,
+    /// A tensor (of this dtype, when the schema says).
+    Tensor(Option<DType>),
+    /// A scalar of this dtype (schema libraries).
+    Scalar(DType),
+    /// A NEURON_LIBRARY op's scalar: double (passed as f32: the device has no f64),
+    /// int64_t (i64), or torch::Scalar (i64 for a whole number, else f32).
+    OpScalar(ArgKind),
+}
+
+fn parse_arg(v: &str, want: Want) -> Result<LaunchArg, Failure> {
     let (path, loc) = match v.rsplit_once('@') {
         Some((p, l)) if p.ends_with(".npy") => (
             p,
@@ -334,8 +385,8 @@ fn parse_arg(v: &str, kind: Option<&ParamKind>) -> Result<LaunchArg, Failure> {
         _ => (v, Location::Hbm),
     };
     if path.ends_with(".npy") {
-        let hint = match kind {
-            Some(ParamKind::Tensor { dtype, .. }) => Some(*dtype),
+        let hint = match want {
+            Want::Tensor(dtype) => dtype,
             _ => None,
         };
         let t = npy::read(Path::new(path), hint).map_err(|e| match (e, hint) {
@@ -359,18 +410,22 @@ fn parse_arg(v: &str, kind: Option<&ParamKind>) -> Result<LaunchArg, Failure> {
         }
         return Ok(LaunchArg::Tensor(t, loc));
     }
-    let (dtype, text) = match (v.split_once(':'), kind) {
+    let (dtype, text) = match (v.split_once(':'), want) {
         (Some((t, x)), _) => (
             DType::from_name(t).ok_or_else(|| Failure::Usage(format!("{v}: unknown dtype {t}")))?,
             x,
         ),
-        (None, Some(ParamKind::Scalar(dt))) => (*dt, v),
-        (None, Some(ParamKind::Tensor { .. })) => {
+        (None, Want::Scalar(dt)) => (dt, v),
+        (None, Want::OpScalar(ArgKind::Double)) => (DType::F32, v),
+        (None, Want::OpScalar(ArgKind::Long)) => (DType::I64, v),
+        (None, Want::OpScalar(_)) if v.trim().parse::<i64>().is_ok() => (DType::I64, v),
+        (None, Want::OpScalar(_)) => (DType::F32, v),
+        (None, Want::Tensor(_)) => {
             return Err(Failure::Error(format!(
                 "{v}: this parameter is a tensor; pass a .npy file"
             )))
         }
-        (None, None) => {
+        (None, Want::Any) => {
             return Err(Failure::Usage(format!(
                 "{v}: the library has no schema for this argument; write TYPE:VALUE"
             )))

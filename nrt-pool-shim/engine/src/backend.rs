@@ -37,6 +37,16 @@ pub trait IsaBackend: Send {
         deadline: Instant,
     ) -> std::io::Result<Vec<CoreExit>>;
 
+    /// Runs op `op`'s shape function on core 0 over the argument blob the engine wrote in
+    /// its scratch area; the core writes the output's descriptor there.
+    fn shape(
+        &mut self,
+        memory: &DeviceMemory,
+        library: &OpLibrary,
+        op: &CStr,
+        deadline: Instant,
+    ) -> std::io::Result<CoreExit>;
+
     /// Stops every core (a new library, or the engine's end).
     fn shutdown(&mut self);
 }
@@ -79,6 +89,20 @@ impl IsaBackend for HostBackend {
             library: &library.c_path,
         };
         self.cores.launch(&program, kernel, cores, deadline)
+    }
+
+    fn shape(
+        &mut self,
+        memory: &DeviceMemory,
+        library: &OpLibrary,
+        op: &CStr,
+        deadline: Instant,
+    ) -> std::io::Result<CoreExit> {
+        let program = Program {
+            memory,
+            library: &library.c_path,
+        };
+        self.cores.shape(&program, op, deadline)
     }
 
     fn shutdown(&mut self) {

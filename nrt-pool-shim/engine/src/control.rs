@@ -245,6 +245,15 @@ impl ControlBlock {
         })
     }
 
+    /// Core side: a message for a completed request (state stays the caller's).
+    pub fn set_message(&self, core: usize, msg: &[u8]) {
+        let r = self.core(core);
+        let n = msg.len().min(r.msg.len());
+        // SAFETY: only this core's process writes its record's message (module doc).
+        unsafe { std::ptr::copy_nonoverlapping(msg.as_ptr(), r.msg.as_ptr() as *mut u8, n) };
+        r.msg_len.store(n as u32, Ordering::Release);
+    }
+
     pub fn message(&self, core: usize) -> String {
         let r = self.core(core);
         let n = (r.msg_len.load(Ordering::Acquire) as usize).min(r.msg.len());

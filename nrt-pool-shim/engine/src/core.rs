@@ -11,7 +11,9 @@ use super::control::{
     ControlBlock, FaultKind, ACCESS_READ, ACCESS_UNKNOWN, ACCESS_WRITE, CORE_DONE, CORE_RUNNING,
     PHASE_KERNEL, PHASE_LOAD, PHASE_START,
 };
-use super::library::{ENTRY_SYMBOL, REGISTER_FUNCS_SYMBOL, SCHEMA_SYMBOL};
+use super::library::{
+    ENTRY_SYMBOL, OPS_SYMBOL, REGISTER_FUNCS_SYMBOL, SCHEMA_SYMBOL, SHAPE_SYMBOL,
+};
 use super::memory::{DeviceMemory, PAGE};
 
 /// `SUNDA_UCODE_LIB` as a 64-bit host lays it out (nine pointer-sized fields).
@@ -47,6 +49,67 @@ static CORE_COUNT: AtomicUsize = AtomicUsize::new(8);
 static PHASE: AtomicU32 = AtomicU32::new(PHASE_LOAD);
 /// The op library's load base in this process (0 until loaded).
 static MODULE_BASE: AtomicU64 = AtomicU64::new(0);
+/// `nrt_pool_op_shape` of a NEURON_LIBRARY library (NULL: none).
+static SHAPE_FN: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+
+/// `int nrt_pool_op_shape(const char *op, const NeuronArgTensor *args, NeuronArgTensor *out,
+/// char *why, size_t cap)`.
+type ShapeFn = unsafe extern "C" fn(
+    *const c_char,
+    *const neuroncustomop::descriptor::ArgTensor,
+    *mut neuroncustomop::descriptor::ArgTensor,
+    *mut c_char,
+    usize,
+) -> i32;
+
+/// A shape request (command core count 0): runs op `name`'s shape function on the
+/// argument blob in this core's scratch area and writes the output descriptor there.
+fn shape_request(core: usize, name: &[u8]) {
+    let ctl = control();
+    let r = ctl.core(core);
+    let f = SHAPE_FN.load(Ordering::Relaxed);
+    let Ok(op) = CString::new(name) else {
+        ctl.set_fault(core, FaultKind::NoKernel, 0, 0, name);
+        return;
+    };
+    if f.is_null() {
+        ctl.set_fault(
+            core,
+            FaultKind::NoKernel,
+            0,
+            0,
+            b"the library has no shape functions",
+        );
+        return;
+    }
+    let (scratch, _) = memory().scratch_host(core);
+    // SAFETY: the host wrote an ArgBlob at ARG_BLOB of this core's scratch area (inside the
+    // region) before the request; the shape entry reads its args and writes its output.
+    let blob = unsafe {
+        &mut *scratch
+            .add(neuroncustomop::runtime::scratch::ARG_BLOB)
+            .cast::<neuroncustomop::runtime::ArgBlob>()
+    };
+    let mut why = [0u8; 448];
+    // SAFETY: the library's shape entry with its documented signature.
+    let rc = unsafe {
+        let f: ShapeFn = std::mem::transmute::<*mut c_void, ShapeFn>(f);
+        f(
+            op.as_ptr(),
+            blob.args.as_ptr(),
+            &mut blob.output,
+            why.as_mut_ptr().cast(),
+            why.len(),
+        )
+    };
+    finish_stdio();
+    r.result.store(rc as u32, Ordering::Release);
+    if rc != 0 {
+        let n = why.iter().position(|&b| b == 0).unwrap_or(why.len());
+        ctl.set_message(core, &why[..n]);
+    }
+    r.state.store(CORE_DONE, Ordering::Release);
+}
 /// The registration collector of this core process (a foreign library may pass any handle
 /// back to the callbacks, so they do not rely on it).
 static COLLECTOR: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
@@ -421,8 +484,15 @@ fn load(core: usize, p: &Program<'_>, probe: bool) -> (EntryFn, RegisterFuncsFn)
     if unsafe { libc::dladdr(entry, &mut info) } != 0 {
         MODULE_BASE.store(info.dli_fbase as u64, Ordering::Relaxed);
     }
+    SHAPE_FN.store(sym(SHAPE_SYMBOL), Ordering::Relaxed);
     if probe {
-        let schema = sym(SCHEMA_SYMBOL);
+        // A NEURON_LIBRARY library's op metadata, or a schema library's schema.
+        let ops = sym(OPS_SYMBOL);
+        let schema = if ops.is_null() {
+            sym(SCHEMA_SYMBOL)
+        } else {
+            ops
+        };
         if !schema.is_null() {
             PHASE.store(PHASE_START, Ordering::Relaxed);
             ctl.set_phase(core, PHASE_START);
@@ -524,6 +594,8 @@ fn capture_stderr(fd: i32) {
 /// A launch command (host to core): the core count, the name's length, the kernel's name.
 pub(super) const CMD_BYTES: usize = 256;
 pub const MAX_KERNEL_NAME: usize = CMD_BYTES - 8;
+/// A command whose core count is 0 is a shape request (op name instead of kernel name).
+pub(super) const SHAPE_REQUEST: usize = 0;
 
 /// The load-time probe's core process: start code, then the names it registered (control
 /// block) and how many launchers `register_funcs` gave (`result`).
@@ -555,9 +627,15 @@ pub(super) fn serve(core: usize, p: &Program<'_>, sock: i32, stderr: i32) -> ! {
         let len = (u32::from_le_bytes(cmd[4..8].try_into().expect("4 bytes")) as usize)
             .min(MAX_KERNEL_NAME);
         let name = &cmd[8..8 + len];
-        CORE_COUNT.store(cores, Ordering::Relaxed);
         let r = ctl.core(core);
         r.state.store(CORE_RUNNING, Ordering::Release);
+        if cores == SHAPE_REQUEST {
+            shape_request(core, name);
+            // SAFETY: the one-byte completion on our socket.
+            unsafe { libc::send(sock, [1u8].as_ptr().cast(), 1, libc::MSG_NOSIGNAL) };
+            continue;
+        }
+        CORE_COUNT.store(cores, Ordering::Relaxed);
         match funcs.iter().find(|(n, _)| n.to_bytes() == name) {
             Some((_, Some(f))) => {
                 let guards = ctl.guards();

@@ -135,6 +135,8 @@ pub enum EmuError {
     Argument { what: String, source: TensorError },
     #[error("{0}")]
     Fault(Box<DeviceFault>),
+    #[error("op {op}: {why}")]
+    Shape { op: String, why: String },
     #[error("cannot start the cores: {0}")]
     Spawn(std::io::Error),
 }

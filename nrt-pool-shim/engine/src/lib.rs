@@ -208,6 +208,143 @@ impl PoolEngine {
         expected_output(sig, args)
     }
 
+    /// A NEURON_LIBRARY library's namespace and ops (None for other libraries).
+    pub fn neuron_library(&self) -> Option<&schema::NeuronLibrary> {
+        self.library.as_ref()?.ops.as_ref()
+    }
+
+    /// The cores a launch uses by default: all eight for a multicore library, else one.
+    pub fn default_cores(&self) -> usize {
+        if self.neuron_library().is_some_and(|l| l.multicore) {
+            CORES
+        } else {
+            1
+        }
+    }
+
+    /// The registered kernel a launch names: `NS::OP` or `OP` for a NEURON_LIBRARY
+    /// library, the kernel's name otherwise.
+    fn kernel_name(&self, name: &str) -> Result<String, EmuError> {
+        let Some(lib) = self.neuron_library() else {
+            return Ok(name.to_string());
+        };
+        match lib.op(name) {
+            Some(op) => Ok(op.name.clone()),
+            None => Err(EmuError::UnknownKernel {
+                kernel: name.into(),
+                known: lib
+                    .ops
+                    .iter()
+                    .map(|o| format!("{}::{}", lib.namespace, o.name))
+                    .collect(),
+            }),
+        }
+    }
+
+    /// The output a NEURON_LIBRARY op gives these arguments: its shape function, run on
+    /// core 0 over the arguments' dtypes and shapes (scalars with their values).
+    pub fn op_output(&mut self, op: &str, args: &[LaunchArg]) -> Result<OutputSpec, EmuError> {
+        let name = self.kernel_name(op)?;
+        let lib = self.neuron_library().ok_or_else(|| EmuError::Signature {
+            kernel: op.into(),
+            why: "the library has no NEURON_LIBRARY registration (no shape functions)".into(),
+        })?;
+        let qualified = format!("{}::{name}", lib.namespace);
+        let sig = lib.op(&name).expect("resolved").clone();
+        check_op_args(&qualified, &sig, args)?;
+        self.memory.reset_hbm();
+        self.placed.clear();
+        let mut blob = empty_blob(args.len());
+        let mut sbuf_next = 0;
+        for (i, a) in args.iter().enumerate() {
+            let label = format!("argument {i}");
+            blob.types[i] = ARG_TYPE_TENSOR;
+            blob.args[i] = match a {
+                // A shape function sees dtypes and shapes only: no data is placed.
+                LaunchArg::Tensor(t, _) => {
+                    tensor::check_rank(&t.shape).map_err(|e| named(&label, e.into()))?;
+                    let dims: Vec<u32> = t.shape.iter().map(|&d| d as u32).collect();
+                    ArgTensor::hbm(t.dtype.isa(), 0, &dims)
+                }
+                LaunchArg::Device(d) => {
+                    tensor::check_rank(&d.shape).map_err(|e| named(&label, e.into()))?;
+                    device_descriptor(d)
+                }
+                LaunchArg::Scalar(dt, bytes) => {
+                    let mut padded = bytes.clone();
+                    padded.resize(SCALAR_ROOM, 0);
+                    self.place(
+                        &label,
+                        *dt,
+                        &[1],
+                        Some(&padded),
+                        Location::Hbm,
+                        &mut sbuf_next,
+                    )
+                    .map_err(|e| named(&label, e))?
+                }
+            };
+        }
+        self.write_blob(0, &blob);
+        let ctl = self.control();
+        ctl.reset();
+        let lib = self.library.as_ref().ok_or(EmuError::NoLibrary)?;
+        let c_op = CString::new(name.clone()).map_err(|_| EmuError::NoLibrary)?;
+        let CoreExit { exit, stderr } = self
+            .backend
+            .shape(&self.memory, lib, &c_op, Instant::now() + self.timeout)
+            .map_err(EmuError::Spawn)?;
+        let rec = ctl.core(0);
+        if rec.state.load(Ordering::Acquire) != CORE_DONE || exit != Exit::Code(0) {
+            let file = lib.file();
+            let mut fault =
+                self.fault_of(0, exit, &format!("shape function of {qualified}"), &file);
+            fault.stderr = stderr;
+            return Err(EmuError::Fault(Box::new(fault)));
+        }
+        if rec.result.load(Ordering::Acquire) != 0 {
+            return Err(EmuError::Shape {
+                op: qualified,
+                why: ctl.message(0),
+            });
+        }
+        let out = self.read_blob(0).output;
+        let dtype = DType::from_isa(out.dtype).ok_or_else(|| EmuError::Shape {
+            op: qualified.clone(),
+            why: format!(
+                "its output has dtype code {}, which no launch can carry",
+                out.dtype
+            ),
+        })?;
+        let (dims, rank) = out.try_dims().map_err(|r| EmuError::Shape {
+            op: qualified.clone(),
+            why: format!("its output's shape breaks {r}"),
+        })?;
+        Ok(OutputSpec {
+            dtype,
+            shape: dims[..rank].iter().map(|&d| u64::from(d)).collect(),
+            location: Location::Hbm,
+        })
+    }
+
+    /// Core `c`'s argument blob (in its data scratch area).
+    fn write_blob(&self, c: usize, blob: &ArgBlob) {
+        let (p, _) = self.memory.scratch_host(c);
+        // SAFETY: the blob's place in this core's data scratch area (inside the region,
+        // which is 64 KiB); unaligned-safe write.
+        unsafe {
+            p.add(scratch::ARG_BLOB)
+                .cast::<ArgBlob>()
+                .write_unaligned(*blob)
+        };
+    }
+
+    fn read_blob(&self, c: usize) -> ArgBlob {
+        let (p, _) = self.memory.scratch_host(c);
+        // SAFETY: as write_blob; the core wrote it (plain data, any bits valid).
+        unsafe { p.add(scratch::ARG_BLOB).cast::<ArgBlob>().read_unaligned() }
+    }
+
     fn signature(&self, kernel: &str) -> Result<Option<&KernelSig>, EmuError> {
         let lib = self.library.as_ref().ok_or(EmuError::NoLibrary)?;
         if !self.kernels.iter().any(|k| k == kernel) {
@@ -222,11 +359,12 @@ impl PoolEngine {
     /// Runs a launch to completion or to its first fault; the output comes back to the host.
     pub fn launch(&mut self, l: &Launch) -> Result<Completion, EmuError> {
         let start = Instant::now();
-        self.check_launch(&l.kernel, &l.args, l.cores, l.output.dtype, &l.output.shape)?;
+        let kernel = self.kernel_name(&l.kernel)?;
+        self.check_launch(&kernel, &l.args, l.cores, l.output.dtype, &l.output.shape)?;
         self.memory.reset_hbm();
         self.placed.clear();
         let mut sbuf_next = 0u64;
-        let mut blob = self.marshal(&l.kernel, &l.args, &mut sbuf_next)?;
+        let mut blob = self.marshal(&kernel, &l.args, &mut sbuf_next)?;
         blob.output = self
             .place(
                 "the output",
@@ -237,7 +375,7 @@ impl PoolEngine {
                 &mut sbuf_next,
             )
             .map_err(|e| named("the output", e))?;
-        let run = self.execute(&l.kernel, &blob, l.cores, start)?;
+        let run = self.execute(&kernel, &blob, l.cores, start)?;
         let bytes = self.read_tensor(&blob.output, l.output.dtype)?;
         Ok(Completion {
             output: HostTensor::new(l.output.dtype, l.output.shape.clone(), bytes)?,
@@ -258,6 +396,7 @@ impl PoolEngine {
         cores: usize,
     ) -> Result<Run, EmuError> {
         let start = Instant::now();
+        let kernel = &self.kernel_name(kernel)?;
         self.check_launch(kernel, args, cores, out.dtype, &out.shape)?;
         self.memory.reset_hbm();
         self.placed.clear();
@@ -341,6 +480,11 @@ impl PoolEngine {
         if args.len() > MAX_ARGS {
             return Err(EmuError::TooManyArgs { n: args.len() });
         }
+        if let Some(lib) = self.neuron_library() {
+            if let Some(op) = lib.op(kernel) {
+                check_op_args(&format!("{}::{}", lib.namespace, op.name), op, args)?;
+            }
+        }
         if let Some(sig) = self.signature(kernel)? {
             let want = expected_output(sig, args)?;
             if (want.dtype, want.shape.as_slice()) != (out_dtype, out_shape) {
@@ -375,15 +519,7 @@ impl PoolEngine {
         args: &[LaunchArg],
         sbuf_next: &mut u64,
     ) -> Result<ArgBlob, EmuError> {
-        let mut blob = ArgBlob {
-            magic: ARG_BLOB_MAGIC,
-            num_args: args.len() as u32,
-            sbuf_base: memory::SBUF_BASE,
-            args: [ArgTensor::zeroed(); MAX_ARGS],
-            types: [0; MAX_ARGS],
-            reserved: [0; 6],
-            output: ArgTensor::zeroed(),
-        };
+        let mut blob = empty_blob(args.len());
         for (i, a) in args.iter().enumerate() {
             blob.types[i] = ARG_TYPE_TENSOR;
             let label = self.arg_label(kernel, i);
@@ -433,14 +569,7 @@ impl PoolEngine {
         let lib = self.library.as_ref().ok_or(EmuError::NoLibrary)?;
         let lib_file = lib.file();
         for c in 0..cores {
-            let (p, _) = self.memory.scratch_host(c);
-            // SAFETY: the blob's place in this core's data scratch area (inside the region,
-            // which is 64 KiB); unaligned-safe write.
-            unsafe {
-                p.add(scratch::ARG_BLOB)
-                    .cast::<ArgBlob>()
-                    .write_unaligned(*blob)
-            };
+            self.write_blob(c, blob);
         }
         let ctl = self.control();
         ctl.reset();
@@ -641,6 +770,46 @@ impl PoolEngine {
                 .then(|| format!("{} ({} bytes) at offset {}", t.label, t.len, soc - t.soc))
         })
     }
+}
+
+/// An argument blob for `n` arguments, nothing placed yet.
+fn empty_blob(n: usize) -> ArgBlob {
+    ArgBlob {
+        magic: ARG_BLOB_MAGIC,
+        num_args: n as u32,
+        sbuf_base: memory::SBUF_BASE,
+        args: [ArgTensor::zeroed(); MAX_ARGS],
+        types: [0; MAX_ARGS],
+        reserved: [0; 6],
+        output: ArgTensor::zeroed(),
+    }
+}
+
+/// A NEURON_LIBRARY op's arguments: their number, and tensors where it takes tensors.
+fn check_op_args(op: &str, sig: &schema::OpSig, args: &[LaunchArg]) -> Result<(), EmuError> {
+    let bad = |why: String| EmuError::Signature {
+        kernel: op.into(),
+        why,
+    };
+    let kinds: Vec<String> = sig.args.iter().map(|k| k.to_string()).collect();
+    if args.len() != sig.args.len() {
+        return Err(bad(format!(
+            "takes {} argument(s) ({}), got {}",
+            sig.args.len(),
+            kinds.join(", "),
+            args.len()
+        )));
+    }
+    for (i, (kind, a)) in sig.args.iter().zip(args).enumerate() {
+        let tensor = matches!(a, LaunchArg::Tensor(..) | LaunchArg::Device(_));
+        if tensor != (*kind == schema::ArgKind::Tensor) {
+            return Err(bad(format!(
+                "argument {i} is a {kind}, got a {}",
+                if tensor { "tensor" } else { "scalar" }
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// An `EmuError` about one argument (or the output), with its label.

@@ -5,13 +5,18 @@ use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use super::schema::{self, KernelSig};
+use super::schema::{self, KernelSig, NeuronLibrary};
 
 pub const ENTRY_SYMBOL: &str = "entry_func";
 /// `register_funcs(STATUS (*)(void *, const char *, int (*)()))`, C++ mangled.
 pub const REGISTER_FUNCS_SYMBOL: &str = "_Z14register_funcsPF22SUNDA_UCODE_LIB_STATUSPvPKcPFivEE";
-/// Optional: `const char *nrt_pool_op_schema(void)` (libraries from `nrt-pool build`).
+/// Optional: `const char *nrt_pool_op_schema(void)` (libraries from `nrt-pool build` with
+/// a schema).
 pub const SCHEMA_SYMBOL: &str = "nrt_pool_op_schema";
+/// Optional: `const char *nrt_pool_op_library(void)`, a NEURON_LIBRARY library's ops.
+pub const OPS_SYMBOL: &str = "nrt_pool_op_library";
+/// Optional: the shape entry of a NEURON_LIBRARY library (see `core`).
+pub const SHAPE_SYMBOL: &str = "nrt_pool_op_shape";
 
 #[derive(Debug, thiserror::Error)]
 pub enum LibraryError {
@@ -39,6 +44,9 @@ pub struct OpLibrary {
     /// The path the cores dlopen and the host reads symbols from.
     pub(crate) c_path: CString,
     pub schema: Option<Vec<KernelSig>>,
+    /// A NEURON_LIBRARY library's namespace and ops (their outputs come from its shape
+    /// functions at launch time).
+    pub ops: Option<NeuronLibrary>,
     /// An in-memory image's backing file, open as long as the library is loaded (cores
     /// start later and open it through /proc/self/fd).
     _backing: Option<std::fs::File>,
@@ -60,6 +68,7 @@ impl OpLibrary {
             path: path.into(),
             c_path,
             schema: None,
+            ops: None,
             _backing: None,
         })
     }
@@ -86,6 +95,7 @@ impl OpLibrary {
             path: label.into(),
             c_path,
             schema: None,
+            ops: None,
             _backing: Some(f),
         })
     }
@@ -104,6 +114,16 @@ impl OpLibrary {
         let text = String::from_utf8(bytes).map_err(|_| LibraryError::SchemaNotText {
             path: self.path.clone(),
         })?;
+        if text.starts_with("library ") {
+            self.ops =
+                Some(
+                    NeuronLibrary::parse(&text).map_err(|source| LibraryError::Schema {
+                        path: self.path.clone(),
+                        source,
+                    })?,
+                );
+            return Ok(());
+        }
         self.schema = Some(schema::parse(&text).map_err(|source| LibraryError::Schema {
             path: self.path.clone(),
             source,

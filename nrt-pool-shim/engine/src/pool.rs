@@ -8,7 +8,9 @@ use std::io::{Read, Seek, SeekFrom};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::time::{Duration, Instant};
 
-use super::core::{probe_child, serve, Program, CMD_BYTES, FAULT_EXIT, MAX_KERNEL_NAME};
+use super::core::{
+    probe_child, serve, Program, CMD_BYTES, FAULT_EXIT, MAX_KERNEL_NAME, SHAPE_REQUEST,
+};
 
 /// Empties the host's C stdio buffers before a fork: a core process flushes its streams
 /// after each kernel, and must not write a copy of what the host had buffered.
@@ -179,6 +181,30 @@ impl CorePool {
         cores: usize,
         deadline: Instant,
     ) -> std::io::Result<Vec<CoreExit>> {
+        self.command(p, kernel, cores, cores as u32, deadline)
+    }
+
+    /// Asks core 0 to run op `op`'s shape function on the argument blob in its scratch
+    /// area (a shape request); how the core ended, as for a launch.
+    pub fn shape(
+        &mut self,
+        p: &Program<'_>,
+        op: &CStr,
+        deadline: Instant,
+    ) -> std::io::Result<CoreExit> {
+        let mut exits = self.command(p, op, 1, SHAPE_REQUEST as u32, deadline)?;
+        Ok(exits.remove(0))
+    }
+
+    /// Sends one command (core-count field `field`) to cores 0..cores and waits for each.
+    fn command(
+        &mut self,
+        p: &Program<'_>,
+        kernel: &CStr,
+        cores: usize,
+        field: u32,
+        deadline: Instant,
+    ) -> std::io::Result<Vec<CoreExit>> {
         if self.workers.len() < cores {
             self.workers.resize_with(cores, || None);
         }
@@ -188,7 +214,7 @@ impl CorePool {
             "kernel names are checked by the engine"
         );
         let mut cmd = [0u8; CMD_BYTES];
-        cmd[..4].copy_from_slice(&(cores as u32).to_le_bytes());
+        cmd[..4].copy_from_slice(&field.to_le_bytes());
         cmd[4..8].copy_from_slice(&(name.len() as u32).to_le_bytes());
         cmd[8..8 + name.len()].copy_from_slice(name);
         let mut exits: Vec<Option<CoreExit>> = vec![None; cores];
