@@ -8,7 +8,11 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CUSTOMOP_TARGETS := x86_64-unknown-linux-gnu riscv32imac-unknown-none-elf xtensa-q7-none-elf
 CUSTOMOP_OUT := target/customop
 
-.PHONY: all build tools demo test lint headers fuzz fuzz-seeds bench clean customop-archives
+.PHONY: all build tools demo test lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python
+
+## The Python virtual environment the tests use (NumPy references, pytest): target/venv.
+PYVENV := target/venv
+PYTHON := $(PYVENV)/bin/python
 
 all: build
 
@@ -56,9 +60,19 @@ customop-archives: tools
 
 ## make test: unit, C-API, ABI, loader (GNU ld oracle), device-archive and C-consumer tests,
 ## and the fuzz seed corpus (the ABI tests use the release build and the archives).
-test: tools build customop-archives
+test: tools build customop-archives pyenv
 	$(CARGO) test --release --workspace
 	$(CARGO) test --release -p customop-device --features exports
+	$(MAKE) test-python
+
+## make pyenv: target/venv with NumPy and pytest (created once, then only checked).
+pyenv:
+	@test -x $(PYTHON) || python3 -m venv $(PYVENV)
+	@$(PYTHON) -c "import numpy, pytest" 2>/dev/null || $(PYVENV)/bin/pip install -q numpy pytest
+
+## make test-python: the op-author tests in Python (AWS API ops against NumPy).
+test-python: pyenv
+	cd tests/python && ../../$(PYTHON) -m pytest -q
 
 ## make lint: formatting and clippy, warnings are errors.
 lint:

@@ -376,6 +376,14 @@ enum Want {
 }
 
 fn parse_arg(v: &str, want: Want) -> Result<LaunchArg, Failure> {
+    // TYPE:FILE.npy reads a tensor as TYPE (bf16 travels in .npy files as raw uint16).
+    let (want, v) = match v.split_once(':') {
+        Some((t, f)) if f.contains(".npy") => match DType::from_name(t) {
+            Some(dt) => (Want::Tensor(Some(dt)), f),
+            None => return Err(Failure::Usage(format!("{v}: unknown dtype {t}"))),
+        },
+        _ => (want, v),
+    };
     let (path, loc) = match v.rsplit_once('@') {
         Some((p, l)) if p.ends_with(".npy") => (
             p,

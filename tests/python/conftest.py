@@ -1,0 +1,32 @@
+"""Shared fixtures: the repository's built tools and the op libraries the tests build."""
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+RELEASE = ROOT / "target" / "release"
+NRT_POOL = RELEASE / "nrt-pool"
+OPS = pathlib.Path(__file__).resolve().parent / "ops"
+
+
+def run(*args, check=True, **kw):
+    """Runs a command; on failure the assertion shows its output."""
+    p = subprocess.run([str(a) for a in args], capture_output=True, **kw)
+    if check and p.returncode != 0:
+        raise AssertionError(
+            f"{' '.join(map(str, args))} exited {p.returncode}\n"
+            f"stdout: {p.stdout.decode(errors='replace')}\nstderr: {p.stderr.decode(errors='replace')}"
+        )
+    return p
+
+
+@pytest.fixture(scope="session")
+def api_lib(tmp_path_factory):
+    """libapi_ops.so: every function of the reference guide, built as custom_op.load would."""
+    assert NRT_POOL.exists(), "run `make build` first (make test does)"
+    d = tmp_path_factory.mktemp("api_ops")
+    run(NRT_POOL, "build", "--name", "api_ops", "--compute", OPS / "api_ops.cpp",
+        "--shape", OPS / "api_shape.cpp", "--build-directory", d)
+    return d / "libapi_ops.so"
