@@ -7,6 +7,9 @@
 use std::ffi::{c_void, CStr};
 use std::fmt::Write as _;
 use std::path::PathBuf;
+
+use nrt_pool_engine::tensor::HostTensor;
+use nrt_pool_engine::{Launch, LaunchArg, PoolEngine, PoolImage};
 use std::time::Instant;
 
 use nrt_pool_build as opbuild;
@@ -180,9 +183,118 @@ pub fn run(o: &DemoOptions) -> Result<String, String> {
     if nrt_pool_close() != 0 {
         return Err(format!("nrt_pool_close: {}", last_error()));
     }
+    neuron_examples(o, work.path(), &mut report)?;
     let _ = writeln!(
         report,
-        "ok: provider, seam, op build helper and emulator agree with the reference"
+        "ok: provider, seam, op build helpers and emulator agree with the reference"
     );
     Ok(report)
+}
+
+/// The Custom C++ Operators examples (examples/mlp, examples/multicore): built as
+/// custom_op.load builds them, run by NS::OP with outputs from their shape functions, each
+/// checked against a reference computed here.
+fn neuron_examples(
+    o: &DemoOptions,
+    work: &std::path::Path,
+    report: &mut String,
+) -> Result<(), String> {
+    let root = o.examples.parent().unwrap_or(std::path::Path::new("."));
+    let build = |name: &str, dir: &str, compute: &str, multicore: bool| {
+        opbuild::build_op_library(&opbuild::OpBuildOptions {
+            name: name.into(),
+            compute: vec![root.join(dir).join(compute)],
+            shape: vec![root.join(dir).join("shape.cpp")],
+            build_directory: work.to_path_buf(),
+            multicore,
+            archive: o.archive.clone(),
+            include: o.include.clone(),
+            cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
+            device_objects: None,
+        })
+        .map_err(|e| format!("building examples/{dir}: {e}"))
+    };
+    let mlp = build("mlp_ops", "mlp", "relu.cpp", false)?;
+    let tiles = build("tiles", "multicore", "relu_tiles.cpp", true)?;
+    let _ = writeln!(
+        report,
+        "build      {} op(s) of mlp_ops and {} of tiles (multicore) from examples/mlp and examples/multicore",
+        mlp.ops.ops.len(),
+        tiles.ops.ops.len()
+    );
+    let (rows, cols) = (256u64, 129u64);
+    let x: Vec<f32> = (0..rows * cols)
+        .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 97.0)
+        .collect();
+    let g: Vec<f32> = (0..rows * cols).map(|i| (i % 13) as f32 - 6.0).collect();
+    let t = |v: &[f32]| HostTensor::from_f32(vec![rows, cols], v).map_err(|e| e.to_string());
+    let relu: Vec<f32> = x.iter().map(|&v| if v > 0.0 { v } else { 0.0 }).collect();
+    let grad: Vec<f32> = x
+        .iter()
+        .zip(&g)
+        .map(|(&v, &d)| if v > 0.0 { d } else { 0.0 })
+        .collect();
+    let affine: Vec<f32> = x.iter().map(|&v| v * 2.0 + 0.5).collect();
+    let cases: Vec<(&PathBuf, &str, Vec<LaunchArg>, Vec<f32>)> = vec![
+        (
+            &mlp.library,
+            "mlp_ops::relu_forward",
+            vec![LaunchArg::hbm(t(&x)?)],
+            relu.clone(),
+        ),
+        (
+            &mlp.library,
+            "mlp_ops::relu_backward",
+            vec![LaunchArg::hbm(t(&g)?), LaunchArg::hbm(t(&x)?)],
+            grad,
+        ),
+        (
+            &mlp.library,
+            "mlp_ops::axpb",
+            vec![
+                LaunchArg::hbm(t(&x)?),
+                LaunchArg::f32(2.0),
+                LaunchArg::f32(0.5),
+            ],
+            affine,
+        ),
+        (
+            &tiles.library,
+            "tiles::relu",
+            vec![LaunchArg::hbm(t(&x)?)],
+            relu,
+        ),
+    ];
+    let mut engine = PoolEngine::new(nrt_pool_engine::DEFAULT_HBM_BYTES, PoolImage::default())
+        .map_err(|e| e.to_string())?;
+    for (lib, op, args, want) in cases {
+        if engine.library().map(|l| &l.path) != Some(lib) {
+            engine.load(lib).map_err(|e| e.to_string())?;
+        }
+        let output = engine.op_output(op, &args).map_err(|e| e.to_string())?;
+        let cores = engine.default_cores();
+        let done = engine
+            .launch(&Launch {
+                kernel: op.into(),
+                args,
+                output,
+                cores,
+            })
+            .map_err(|e| e.to_string())?;
+        let got = done.output.to_f32().ok_or("a Float output")?;
+        if got != want {
+            let i = got.iter().zip(&want).position(|(a, b)| a != b).unwrap_or(0);
+            return Err(format!(
+                "{op}: out[{i}] = {}, reference {}",
+                got[i], want[i]
+            ));
+        }
+        let _ = writeln!(
+            report,
+            "launch     {op:<22} {cores} core(s)  {} f32  {:8.2} ms  matches reference",
+            rows * cols,
+            done.elapsed.as_secs_f64() * 1e3
+        );
+    }
+    Ok(())
 }

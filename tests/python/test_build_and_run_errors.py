@@ -1,0 +1,102 @@
+"""Mistakes an op author makes with the Custom C++ Operators API, and what they get back:
+a build that fails naming both sides, or a run that fails with a clear message and no
+output file."""
+import numpy as np
+import pytest
+
+from conftest import NRT_POOL, run
+
+KERNEL = """
+#include <torch/torch.h>
+torch::Tensor negate(const torch::Tensor &x) {
+    torch::Tensor out = torch::zeros(x.sizes(), torch::kFloat);
+    auto in = x.accessor<float, 1>();
+    auto o = out.accessor<float, 1>();
+    for (int64_t i = 0; i < x.numel(); i++) o[i] = -in[i];
+    return out;
+}
+"""
+
+SHAPE = """
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+torch::Tensor negate_shape(torch::Tensor x) { return torch::zeros(x.sizes(), torch::kFloat); }
+NEURON_LIBRARY(my_ops, m) { m.def("negate", &negate_shape, "%s"); }
+"""
+
+
+def build(tmp_path, compute, shape, name="my_ops", check=False):
+    (tmp_path / "k.cpp").write_text(compute)
+    (tmp_path / "s.cpp").write_text(shape)
+    out = tmp_path / "out"
+    p = run(NRT_POOL, "build", "--name", name, "--compute", tmp_path / "k.cpp", "--shape",
+            tmp_path / "s.cpp", "--build-directory", out, check=check)
+    return p, out / f"lib{name}.so"
+
+
+def test_a_good_library_builds_lists_and_runs(tmp_path):
+    p, lib = build(tmp_path, KERNEL, SHAPE % "negate", check=True)
+    assert b"my_ops::negate(torch::Tensor) -> torch::Tensor  [kernel negate]" in p.stdout
+    assert run(NRT_POOL, "list", lib).stdout == b"my_ops::negate(torch::Tensor)\n"
+    x = np.arange(5, dtype=np.float32)
+    np.save(tmp_path / "x.npy", x)
+    for name in ("my_ops::negate", "negate"):
+        run(NRT_POOL, "run", lib, name, "--arg", tmp_path / "x.npy", "--out", tmp_path / "y.npy")
+        np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), -x)
+
+
+@pytest.mark.parametrize(
+    "compute,shape,message",
+    [
+        (KERNEL, SHAPE % "negate_kernel",
+         b"op 'my_ops::negate': the shape function takes (torch::Tensor), but no compute source defines its kernel negate_kernel(torch::Tensor)"),
+        (KERNEL.replace("const torch::Tensor &x)", "const torch::Tensor &x, double k)"), SHAPE % "negate",
+         b"op 'my_ops::negate': the shape function takes (torch::Tensor), but its kernel is negate(torch::Tensor const&, double)"),
+        (KERNEL + "torch::Tensor helper(const torch::Tensor &x) { return x; }\n", SHAPE % "negate",
+         b"compute function helper(torch::Tensor const&) has no shape registration"),
+        (KERNEL, "#include <torch/torch.h>\n",
+         b"the shape sources have no NEURON_LIBRARY(ns, m) block"),
+        (KERNEL, SHAPE.replace("torch::Tensor x)", "float x)") % "negate",
+         b"an op's arguments must be torch::Tensor, torch::Scalar, double or int64_t"),
+        (KERNEL.replace("torch::zeros(", "torch::matmul("), SHAPE % "negate", b"matmul"),
+        (KERNEL, SHAPE.replace('m.def("negate"', 'm.def("negate", &negate_shape, "negate"); m.def("negate"') % "negate",
+         b"op 'negate' is registered twice"),
+    ],
+    ids=["missing kernel", "other signature", "unregistered", "no registration", "float arg",
+         "undocumented op", "twice"],
+)
+def test_build_failures_name_what_is_wrong_and_leave_nothing(tmp_path, compute, shape, message):
+    p, lib = build(tmp_path, compute, shape)
+    assert p.returncode == 1, p.stdout
+    assert message in p.stderr, p.stderr
+    assert not lib.exists()
+
+
+def test_a_shape_function_that_throws_or_faults_is_reported_and_writes_nothing(tmp_path):
+    throwing = SHAPE.replace("{ return torch::zeros", '{ if (x.numel() > 3) throw std::runtime_error("too long"); return torch::zeros')
+    throwing = "#include <stdexcept>\n" + throwing
+    _, lib = build(tmp_path, KERNEL, throwing % "negate", check=True)
+    np.save(tmp_path / "x.npy", np.zeros(8, np.float32))
+    p = run(NRT_POOL, "run", lib, "my_ops::negate", "--arg", tmp_path / "x.npy", "--out", tmp_path / "y.npy", check=False)
+    assert p.returncode == 1
+    assert b"op my_ops::negate: the shape function threw: too long" in p.stderr, p.stderr
+    assert not (tmp_path / "y.npy").exists()
+
+
+def test_run_time_mistakes(tmp_path):
+    _, lib = build(tmp_path, KERNEL, SHAPE % "negate", check=True)
+    np.save(tmp_path / "x.npy", np.zeros(4, np.float32))
+    np.save(tmp_path / "i.npy", np.zeros(4, np.int32))
+    x, y = tmp_path / "x.npy", tmp_path / "y.npy"
+    cases = [
+        (["my_ops::nope", "--arg", x], 1, b"unknown kernel 'my_ops::nope'; the library registers: my_ops::negate"),
+        (["other::negate", "--arg", x], 1, b"unknown kernel 'other::negate'"),
+        (["my_ops::negate", "--arg", x, "--arg", x], 1, b"takes 1 argument(s) (torch::Tensor), got 2"),
+        (["my_ops::negate", "--arg", "2.5"], 1, b"this parameter is a tensor; pass a .npy file"),
+        (["my_ops::negate", "--arg", tmp_path / "i.npy"], 3, b"accessor<Float> on argument 0, a tensor of Int"),
+    ]
+    for args, code, message in cases:
+        p = run(NRT_POOL, "run", lib, *args, "--out", y, check=False)
+        assert p.returncode == code, (args, p.stderr)
+        assert message in p.stderr, (args, p.stderr)
+        assert not y.exists()
