@@ -18,9 +18,11 @@
 #include <stdlib.h>
 
 /**
- * The contract version compiled into this library.
+ * The contract version compiled into this library. History: 1, the register + launch
+ * trio with `nrt_pool_launch_v1`; 2, `nrt_pool_op_output_v2` and `nrt_pool_launch_v2`
+ * for NEURON_LIBRARY ops by `NS::OP`.
  */
-#define NRT_POOL_ABI_VERSION 1
+#define NRT_POOL_ABI_VERSION 2
 
 /**
  * Results.
@@ -86,11 +88,6 @@ typedef struct nrt_ucode_info {
 } nrt_ucode_info;
 
 /**
- * Parameter kinds. Append-only: new kinds go at the end; values are never renumbered.
- */
-typedef uint8_t nrt_pool_param_kind;
-
-/**
  * A tensor slot: caller-owned host memory of `numel * element size` bytes, C order.
  */
 typedef struct nrt_pool_tensor {
@@ -107,6 +104,11 @@ typedef struct nrt_pool_tensor {
   uint8_t location;
   uint8_t reserved[2];
 } nrt_pool_tensor;
+
+/**
+ * Parameter kinds. Append-only: new kinds go at the end; values are never renumbered.
+ */
+typedef uint8_t nrt_pool_param_kind;
 
 #define NRT_SEAM_STORED 0
 
@@ -204,6 +206,27 @@ int32_t nrt_pool_register_kernel_params(const char *kernel,
  * call. Core 0's output is written to this process's stdout.
  */
 int32_t nrt_pool_launch_v1(const char *kernel,
+                           uint32_t cores,
+                           void *const *argv,
+                           int64_t stream,
+                           int32_t device);
+
+/**
+ * The output of NEURON_LIBRARY op `op` ("NS::OP" or "OP") for these inputs, from its
+ * shape function: fills `out`'s dtype, rank and shape (its data and location untouched).
+ * `argv` holds the inputs only, one slot per op argument (see `nrt_pool_launch_v2`).
+ */
+int32_t nrt_pool_op_output_v2(const char *op, void *const *argv, struct nrt_pool_tensor *out);
+
+/**
+ * Launches NEURON_LIBRARY op `op` ("NS::OP" or "OP") on `cores` cores (0: the library's
+ * default, 8 for a multicore library, else 1). `argv` holds one slot per op argument in
+ * order (tensor: `nrt_pool_tensor *`; double: `double *`; int64_t: `int64_t *`;
+ * torch::Scalar: `nrt_pool_scalar *`) and then the output's `nrt_pool_tensor *`, whose
+ * dtype and shape must be the shape function's (`nrt_pool_op_output_v2`). Stream and
+ * device as for `nrt_pool_launch_v1`.
+ */
+int32_t nrt_pool_launch_v2(const char *op,
                            uint32_t cores,
                            void *const *argv,
                            int64_t stream,

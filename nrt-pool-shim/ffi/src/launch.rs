@@ -13,12 +13,14 @@ use std::mem::{offset_of, size_of};
 use parking_lot::Mutex;
 
 use super::{guard, last_error_ptr, set_error, Lifecycle, STATE};
-use nrt_pool_engine::schema::ParamKind;
+use nrt_pool_engine::schema::{ArgKind, ParamKind};
 use nrt_pool_engine::tensor::{DType, HostTensor, Location};
 use nrt_pool_engine::{EmuError, Launch, LaunchArg, OutputSpec, PoolEngine};
 
-/// The contract version compiled into this library.
-pub const NRT_POOL_ABI_VERSION: i32 = 1;
+/// The contract version compiled into this library. History: 1, the register + launch
+/// trio with `nrt_pool_launch_v1`; 2, `nrt_pool_op_output_v2` and `nrt_pool_launch_v2`
+/// for NEURON_LIBRARY ops by `NS::OP`.
+pub const NRT_POOL_ABI_VERSION: i32 = 2;
 
 /// Results.
 pub const NRT_POOL_OK: i32 = 0;
@@ -62,6 +64,19 @@ pub struct nrt_pool_tensor {
 }
 
 const _: () = assert!(size_of::<nrt_pool_tensor>() == 80);
+
+/// A `torch::Scalar` slot of `nrt_pool_launch_v2`: an integral or a floating value.
+#[repr(C)]
+pub struct nrt_pool_scalar {
+    /// 1: `integer` holds the value; 0: `floating` does.
+    pub is_integral: u32,
+    pub reserved: u32,
+    pub floating: f64,
+    pub integer: i64,
+}
+
+const _: () = assert!(size_of::<nrt_pool_scalar>() == 24);
+const _: () = assert!(offset_of!(nrt_pool_scalar, integer) == 16);
 const _: () = assert!(offset_of!(nrt_pool_tensor, rank) == 72);
 const _: () = assert!(offset_of!(nrt_pool_tensor, dtype) == 76);
 
@@ -417,4 +432,237 @@ fn echo(stdout: &[u8], stderr: &[u8]) {
     let _ = out.write_all(stdout);
     let _ = out.flush();
     let _ = std::io::stderr().write_all(stderr);
+}
+
+/// The launch arguments of a NEURON_LIBRARY op from its argv (inputs only): tensor slots
+/// point at `nrt_pool_tensor`, `double` slots at a double, `int64_t` slots at an int64_t,
+/// `torch::Scalar` slots at an `nrt_pool_scalar`.
+///
+/// # Safety
+/// `argv` holds one valid slot per op argument (the launch FFI's contract).
+unsafe fn read_op_argv(
+    argv: *const *mut c_void,
+    kinds: &[ArgKind],
+    name: &str,
+) -> Result<Vec<LaunchArg>, Failed> {
+    let arg = |m: String| (NRT_POOL_ERR_ARGUMENT, format!("{name}: {m}"));
+    let mut args = Vec::with_capacity(kinds.len());
+    for (i, kind) in kinds.iter().enumerate() {
+        // SAFETY: one slot per op argument (function contract).
+        let slot = unsafe { *argv.add(i) };
+        if slot.is_null() {
+            return Err(arg(format!("argument {i} is NULL")));
+        }
+        args.push(match kind {
+            ArgKind::Tensor => {
+                // SAFETY: a tensor slot (C contract).
+                let t = unsafe { &*(slot as *const nrt_pool_tensor) };
+                let dtype = DType::from_isa(t.dtype)
+                    .ok_or_else(|| arg(format!("argument {i}: dtype code {}", t.dtype)))?;
+                // SAFETY: as above; the slot's shape and data are checked there.
+                let (t, shape, loc) = unsafe { read_tensor_slot(slot, dtype, i) }.map_err(arg)?;
+                let n = nrt_pool_engine::tensor::byte_len(&shape, dtype)
+                    .and_then(|n| usize::try_from(n).ok())
+                    .ok_or_else(|| arg(format!("shape {shape:?} is too large")))?;
+                // SAFETY: the tensor's bytes (C contract; the shape was checked).
+                let data = unsafe { std::slice::from_raw_parts(t.data as *const u8, n) }.to_vec();
+                LaunchArg::Tensor(
+                    HostTensor::new(dtype, shape, data).map_err(|x| arg(x.to_string()))?,
+                    loc,
+                )
+            }
+            // The device has no 64-bit float: doubles travel as f32 (D44).
+            // SAFETY: a double slot (C contract).
+            ArgKind::Double => LaunchArg::f32(unsafe { *(slot as *const f64) } as f32),
+            ArgKind::Long => LaunchArg::Scalar(
+                DType::I64,
+                // SAFETY: an int64_t slot (C contract).
+                unsafe { *(slot as *const i64) }.to_le_bytes().to_vec(),
+            ),
+            ArgKind::Scalar => {
+                // SAFETY: an nrt_pool_scalar slot (C contract).
+                let s = unsafe { &*(slot as *const nrt_pool_scalar) };
+                if s.is_integral != 0 {
+                    LaunchArg::Scalar(DType::I64, s.integer.to_le_bytes().to_vec())
+                } else {
+                    LaunchArg::f32(s.floating as f32)
+                }
+            }
+        });
+    }
+    Ok(args)
+}
+
+/// The op a v2 call names, with its argument kinds.
+fn op_target(e: &PoolEngine, op: &str, stream: i64) -> Result<Vec<ArgKind>, Failed> {
+    if stream != 0 {
+        return Err((
+            NRT_POOL_ERR_ARGUMENT,
+            format!("stream {stream}: only the default stream 0 exists"),
+        ));
+    }
+    if e.library().is_none() {
+        return Err((NRT_POOL_ERR_LIBRARY, no_library_reason(e)));
+    }
+    let lib = e.neuron_library().ok_or_else(|| {
+        (
+            NRT_POOL_ERR_KERNEL,
+            "the registered library has no NEURON_LIBRARY ops (use nrt_pool_launch_v1)".to_string(),
+        )
+    })?;
+    let sig = lib.op(op).ok_or_else(|| {
+        let known: Vec<String> = lib
+            .ops
+            .iter()
+            .map(|o| format!("{}::{}", lib.namespace, o.name))
+            .collect();
+        (
+            NRT_POOL_ERR_KERNEL,
+            format!(
+                "unknown op '{op}'; the library registers: {}",
+                known.join(", ")
+            ),
+        )
+    })?;
+    Ok(sig.args.clone())
+}
+
+/// The output of NEURON_LIBRARY op `op` ("NS::OP" or "OP") for these inputs, from its
+/// shape function: fills `out`'s dtype, rank and shape (its data and location untouched).
+/// `argv` holds the inputs only, one slot per op argument (see `nrt_pool_launch_v2`).
+#[no_mangle]
+pub unsafe extern "C" fn nrt_pool_op_output_v2(
+    op: *const c_char,
+    argv: *const *mut c_void,
+    out: *mut nrt_pool_tensor,
+) -> i32 {
+    guard(|| {
+        code(with_engine(|e| {
+            let name = cstr(op, "op")?;
+            let kinds = op_target(e, name, 0)?;
+            if argv.is_null() && !kinds.is_empty() {
+                return Err((NRT_POOL_ERR_ARGUMENT, "argv is NULL".into()));
+            }
+            if out.is_null() {
+                return Err((NRT_POOL_ERR_ARGUMENT, "out is NULL".into()));
+            }
+            // SAFETY: one slot per op argument (C contract).
+            let args = unsafe { read_op_argv(argv, &kinds, name) }?;
+            let spec = e
+                .op_output(name, &args)
+                .map_err(|err| (error_code(&err), err.to_string()))?;
+            // SAFETY: `out` is a writable nrt_pool_tensor (C contract).
+            let o = unsafe { &mut *out };
+            o.dtype = spec.dtype.isa();
+            o.rank = spec.shape.len() as u32;
+            o.shape = [0; 8];
+            o.shape[..spec.shape.len()].copy_from_slice(&spec.shape);
+            Ok(())
+        }))
+    })
+}
+
+/// Launches NEURON_LIBRARY op `op` ("NS::OP" or "OP") on `cores` cores (0: the library's
+/// default, 8 for a multicore library, else 1). `argv` holds one slot per op argument in
+/// order (tensor: `nrt_pool_tensor *`; double: `double *`; int64_t: `int64_t *`;
+/// torch::Scalar: `nrt_pool_scalar *`) and then the output's `nrt_pool_tensor *`, whose
+/// dtype and shape must be the shape function's (`nrt_pool_op_output_v2`). Stream and
+/// device as for `nrt_pool_launch_v1`.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_pool_launch_v2(
+    op: *const c_char,
+    cores: u32,
+    argv: *const *mut c_void,
+    stream: i64,
+    device: i32,
+) -> i32 {
+    guard(|| {
+        if device < -1 || device >= nrt_pool_device_count() {
+            set_error(
+                format!(
+                    "device {device} is out of range (-1, or 0 to {}): nothing launched",
+                    nrt_pool_device_count() - 1
+                ),
+                true,
+            );
+            return NRT_POOL_ERR_DEVICE;
+        }
+        code(with_engine(|e| {
+            let name = cstr(op, "op")?;
+            let kinds = op_target(e, name, stream)?;
+            if argv.is_null() {
+                return Err((NRT_POOL_ERR_ARGUMENT, "argv is NULL".into()));
+            }
+            // SAFETY: one slot per op argument, then the output's (C contract).
+            let args = unsafe { read_op_argv(argv, &kinds, name) }?;
+            // SAFETY: as above.
+            let out_slot = unsafe { *argv.add(kinds.len()) };
+            if out_slot.is_null() {
+                return Err((
+                    NRT_POOL_ERR_ARGUMENT,
+                    format!("{name}: the output slot is NULL"),
+                ));
+            }
+            let want = e
+                .op_output(name, &args)
+                .map_err(|err| (error_code(&err), err.to_string()))?;
+            // SAFETY: a tensor slot (C contract).
+            let (t, shape, loc) = unsafe { read_tensor_slot(out_slot, want.dtype, kinds.len()) }
+                .map_err(|m| {
+                    (
+                        NRT_POOL_ERR_ARGUMENT,
+                        format!(
+                            "{name}: the output: {m} (the shape function gives {} {:?})",
+                            want.dtype, want.shape
+                        ),
+                    )
+                })?;
+            if shape != want.shape {
+                return Err((
+                    NRT_POOL_ERR_ARGUMENT,
+                    format!(
+                        "{name}: the output slot has shape {shape:?}; the shape function gives {:?}",
+                        want.shape
+                    ),
+                ));
+            }
+            let cores = if cores == 0 {
+                e.default_cores()
+            } else {
+                cores as usize
+            };
+            let done = run_launch(
+                e,
+                &Launch {
+                    kernel: name.into(),
+                    args,
+                    output: OutputSpec {
+                        dtype: want.dtype,
+                        shape,
+                        location: loc,
+                    },
+                    cores,
+                },
+            )?;
+            // SAFETY: the output slot's data spans the output's bytes (C contract).
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    done.output.data.as_ptr(),
+                    t.data.cast::<u8>(),
+                    done.output.data.len(),
+                )
+            };
+            Ok(())
+        }))
+    })
+}
+
+/// The launch FFI's code for an engine error.
+fn error_code(err: &EmuError) -> i32 {
+    match err {
+        EmuError::Fault(_) | EmuError::StartFault { .. } => NRT_POOL_ERR_FAULT,
+        EmuError::UnknownKernel { .. } => NRT_POOL_ERR_KERNEL,
+        EmuError::Library(_) | EmuError::NoLibrary => NRT_POOL_ERR_LIBRARY,
+        _ => NRT_POOL_ERR_ARGUMENT,
+    }
 }

@@ -155,3 +155,48 @@ fn the_shim_exports_only_its_c_api() {
         "unexpected exports (an op library's symbols would collide): {stray:?}"
     );
 }
+
+#[test]
+fn neuron_library_ops_launch_through_the_v2_entry_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = common::root();
+    let built = nrt_pool_build::build_op_library(&nrt_pool_build::OpBuildOptions {
+        name: "mlp_ops".into(),
+        compute: vec![root.join("examples/mlp/relu.cpp")],
+        shape: vec![root.join("examples/mlp/shape.cpp")],
+        build_directory: dir.path().into(),
+        multicore: false,
+        archive: common::archive(),
+        include: root.join("include"),
+        cxx: "g++".into(),
+        device_objects: None,
+    })
+    .unwrap();
+    let exe = dir.path().join("ops_v2");
+    let lib_dir = shim_dir();
+    common::cc(
+        "gcc",
+        &[
+            "-std=c11".as_ref(),
+            "-I".as_ref(),
+            root.join("include").as_os_str(),
+            root.join("nrt-pool-shim/ffi/tests/c/ops_v2.c").as_os_str(),
+            "-L".as_ref(),
+            lib_dir.as_os_str(),
+            "-lnrt_pool_shim".as_ref(),
+            "-o".as_ref(),
+            exe.as_os_str(),
+        ],
+    );
+    let run = Command::new(&exe)
+        .arg(&built.library)
+        .env("LD_LIBRARY_PATH", &lib_dir)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success() && String::from_utf8_lossy(&run.stdout).contains("PASS"),
+        "{}\n{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
