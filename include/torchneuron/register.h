@@ -32,6 +32,9 @@ template <class T> struct bare<const T> : bare<T> {};
 template <class T> struct bare<T &> : bare<T> {};
 template <class T> struct bare<T &&> : bare<T> {};
 
+template <class T> struct is_tensor { static constexpr bool value = false; };
+template <> struct is_tensor<torch::Tensor> { static constexpr bool value = true; };
+
 template <size_t... I> struct seq {};
 template <size_t N, size_t... I> struct make_seq : make_seq<N - 1, N - 1, I...> {};
 template <size_t... I> struct make_seq<0, I...> { typedef seq<I...> type; };
@@ -105,7 +108,7 @@ class Library {
   public:
     template <typename R, typename... Args>
     Library &def(const char *name, R (*shape_fn)(Args...), const char *kernel) {
-        static_assert(sizeof(R) == sizeof(torch::Tensor) && ArgKind<typename detail::bare<R>::type>::value == 'T',
+        static_assert(detail::is_tensor<typename detail::bare<R>::type>::value,
                       "NEURON_LIBRARY: a shape function returns torch::Tensor");
         detail::Registry &r = detail::registry();
         if (r.count == 10) {

@@ -61,9 +61,12 @@ def test_a_good_library_builds_lists_and_runs(tmp_path):
         (KERNEL.replace("torch::zeros(", "torch::matmul("), SHAPE % "negate", b"matmul"),
         (KERNEL, SHAPE.replace('m.def("negate"', 'm.def("negate", &negate_shape, "negate"); m.def("negate"') % "negate",
          b"op 'negate' is registered twice"),
+        (KERNEL, SHAPE.replace("torch::Tensor negate_shape(torch::Tensor x) { return torch::zeros(x.sizes(), torch::kFloat); }",
+                               "int negate_shape(torch::Tensor x) { return int(x.numel()); }") % "negate",
+         b"a shape function returns torch::Tensor"),
     ],
     ids=["missing kernel", "other signature", "unregistered", "no registration", "float arg",
-         "undocumented op", "twice"],
+         "undocumented op", "twice", "shape returns no tensor"],
 )
 def test_build_failures_name_what_is_wrong_and_leave_nothing(tmp_path, compute, shape, message):
     p, lib = build(tmp_path, compute, shape)
@@ -100,3 +103,21 @@ def test_run_time_mistakes(tmp_path):
         assert p.returncode == code, (args, p.stderr)
         assert message in p.stderr, (args, p.stderr)
         assert not y.exists()
+
+
+def test_the_api_compiles_for_the_device_too(tmp_path):
+    """Every reference-guide function, compiled for Xtensa (device objects), when the
+    Xtensa g++ is installed (make tools installs it)."""
+    import shutil
+
+    from conftest import OPS
+
+    if shutil.which("xtensa-lx106-elf-g++") is None:
+        pytest.skip("UNSUPPORTED: xtensa-lx106-elf-g++ is not installed")
+    dev = tmp_path / "device"
+    run(NRT_POOL, "build", "--name", "api_ops", "--compute", OPS / "api_ops.cpp", "--shape",
+        OPS / "api_shape.cpp", "--build-directory", tmp_path, "--device-objects", dev)
+    for obj in ("api_ops.o", "nrt_pool_op_device_wrapper.o"):
+        elf = (dev / obj).read_bytes()
+        # ELF32, little-endian, relocatable, EM_XTENSA (94).
+        assert (elf[:4], elf[4], elf[5], elf[16], elf[18]) == (b"\x7fELF", 1, 1, 1, 94), obj
