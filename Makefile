@@ -8,7 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CUSTOMOP_TARGETS := x86_64-unknown-linux-gnu riscv32imac-unknown-none-elf xtensa-q7-none-elf
 CUSTOMOP_OUT := target/customop
 
-.PHONY: all build tools demo test lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python
+.PHONY: all build tools demo test lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch
 
 ## The Python virtual environment the tests use (NumPy references, pytest): target/venv.
 PYVENV := target/venv
@@ -68,11 +68,19 @@ test: tools build customop-archives pyenv
 ## make pyenv: target/venv with NumPy and pytest (created once, then only checked).
 pyenv:
 	@test -x $(PYTHON) || python3 -m venv $(PYVENV)
-	@$(PYTHON) -c "import numpy, pytest" 2>/dev/null || $(PYVENV)/bin/pip install -q numpy pytest
+	@$(PYTHON) -c "import numpy, pytest, maturin" 2>/dev/null || $(PYVENV)/bin/pip install -q numpy pytest maturin
 
-## make test-python: the op-author tests in Python (AWS API ops against NumPy).
-test-python: pyenv
-	cd tests/python && ../../$(PYTHON) -m pytest -q
+## make test-python: the op-author tests in Python: the gpsimd_open package (installed into
+## target/venv from nrt-pool-shim/python), AWS API ops against NumPy (torch tests skip
+## unless torch is installed: make test-torch).
+test-python: pyenv customop-archives
+	$(PYVENV)/bin/pip install -q ./nrt-pool-shim/python
+	cd tests/python && ../../$(PYTHON) -m pytest -q -rs
+
+## make test-torch: installs torch (large) into target/venv and runs the torch tests too.
+test-torch: pyenv
+	@$(PYTHON) -c "import torch" 2>/dev/null || $(PYVENV)/bin/pip install -q torch
+	$(MAKE) test-python
 
 ## make lint: formatting and clippy, warnings are errors.
 lint:

@@ -1,0 +1,17 @@
+"""gpsimd_open: AWS Neuron GPSIMD custom C++ operators, built and run on an emulated Pool
+engine, with the words torch_neuronx users know::
+
+    from gpsimd_open import custom_op
+    custom_op.load(name="my_ops", compute_srcs=["relu.cpp"], shape_srcs=["shape.cpp"])
+    y = custom_op.ops.my_ops.relu_forward(x)          # NumPy in, NumPy out
+    y = torch.ops.my_ops.relu_forward(t)               # when torch is installed
+
+Kernels run in emulated cores (separate processes): a kernel that faults raises
+:class:`DeviceFault` and the next call works.
+"""
+from ._native import DeviceFault
+from ._arrays import bfloat16, bfloat16_to_float32
+from . import custom_op
+
+__all__ = ["custom_op", "DeviceFault", "bfloat16", "bfloat16_to_float32"]
+__version__ = "0.1.0"

@@ -1,0 +1,234 @@
+"""Build, load and call custom C++ operators, as ``torch_neuronx.xla_impl.custom_op`` does,
+on the emulated Pool engine."""
+import os
+import pathlib
+import tempfile
+
+from . import _native
+from ._arrays import from_engine, to_engine
+
+__all__ = ["load", "load_library", "ops", "Library", "DeviceArray"]
+
+
+def _home():
+    """Where the headers and the host runtime archive are: GPSIMD_OPEN_HOME, else the
+    repository the package was built from."""
+    return pathlib.Path(os.environ.get("GPSIMD_OPEN_HOME") or _native.source_root()).resolve()
+
+
+def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, verbose=False):
+    """Builds a custom op library and loads it.
+
+    Args:
+        name: the library's name; the file is ``lib{name}.so``.
+        compute_srcs: C++ sources of the kernel functions (``<torch/torch.h>``).
+        shape_srcs: C++ sources of the shape functions and their ``NEURON_LIBRARY``
+            registration.
+        build_directory: where ``lib{name}.so`` is written (default: a cache directory).
+            Nothing is written there unless the whole build succeeds.
+        multicore: run the library's ops on all 8 cores by default.
+        verbose: print what is built.
+
+    Returns:
+        The loaded :class:`Library`; its ops are also at ``custom_op.ops.NS.OP`` (and at
+        ``torch.ops.NS.OP`` when torch is installed).
+
+    Raises:
+        RuntimeError: a source does not compile (the compiler's message is included), or a
+            kernel does not match its shape registration.
+    """
+    if build_directory is None:
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(pathlib.Path.home(), ".cache")
+        build_directory = os.path.join(cache, "gpsimd_open", name)
+    home = _home()
+    archive = home / "target/customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a"
+    if not archive.exists():
+        raise RuntimeError(f"the host runtime archive is missing: {archive} (run `make customop-archives`)")
+    if verbose:
+        print(f"gpsimd_open: building lib{name}.so in {build_directory} from {list(compute_srcs)} + {list(shape_srcs)}")
+    path = _native.build(
+        name,
+        [str(s) for s in compute_srcs],
+        [str(s) for s in shape_srcs],
+        str(build_directory),
+        bool(multicore),
+        str(home / "include"),
+        str(archive),
+    )
+    if verbose:
+        print(f"gpsimd_open: built {path}")
+    return load_library(path)
+
+
+def load_library(path):
+    """Loads a built custom op library (``lib{name}.so``) on its own emulated engine and
+    registers its ops at ``custom_op.ops.NS.OP`` (and ``torch.ops.NS.OP`` with torch).
+    The library's static constructors run in the emulated cores, never in this process.
+
+    Raises:
+        RuntimeError: the file is missing or is not an op library.
+        DeviceFault: its static constructors or start code fault.
+    """
+    lib = Library(_native.Library(str(path)))
+    if lib.namespace is None:
+        raise RuntimeError(f"{path}: no NEURON_LIBRARY ops (build it with custom_op.load)")
+    ops._add(lib)
+    _register_torch(lib)
+    return lib
+
+
+class DeviceArray:
+    """A tensor in the engine's device memory: pass it to ops of its library (and as
+    ``out=``) to chain them without copies through the host."""
+
+    def __init__(self, native):
+        self._native = native
+
+    @property
+    def shape(self):
+        return tuple(self._native.shape)
+
+    @property
+    def dtype(self):
+        return self._native.dtype
+
+    def numpy(self):
+        """The contents, copied to a NumPy array."""
+        return from_engine(self._native.download())
+
+    def __repr__(self):
+        return f"DeviceArray(shape={self.shape}, dtype={self.dtype})"
+
+
+class Op:
+    """One op of a loaded library: call it with NumPy arrays, Python numbers or device
+    arrays; ``cores=N`` overrides the library's default core count, ``out=`` writes a
+    device array instead of returning a NumPy array."""
+
+    def __init__(self, library, name, kinds):
+        self._lib = library
+        self.__name__ = name
+        self.kinds = tuple(kinds)
+        self.__doc__ = f"{library.namespace}::{name}({', '.join(kinds)}) -> torch::Tensor"
+
+    def __call__(self, *args, cores=None, out=None):
+        native_args = tuple(a._native if isinstance(a, DeviceArray) else to_engine(a) for a in args)
+        if cores is not None and not (isinstance(cores, int) and 1 <= cores <= 8):
+            raise ValueError(f"cores={cores!r}: 1 to 8")
+        r = self._lib._native.call(self.__name__, native_args, cores, out._native if out is not None else None)
+        return out if r is None else from_engine(r)
+
+    def __repr__(self):
+        return f"<op {self.__doc__}>"
+
+
+class Library:
+    """A loaded custom op library and its engine (its cores live as long as it does)."""
+
+    def __init__(self, native):
+        self._native = native
+        self.ops = {name: Op(self, name, kinds) for name, kinds in native.ops}
+
+    @property
+    def path(self):
+        return self._native.path
+
+    @property
+    def namespace(self):
+        return self._native.namespace
+
+    @property
+    def multicore(self):
+        return self._native.multicore
+
+    @property
+    def timeout(self):
+        """Seconds a launch may run before its cores are stopped (a DeviceFault)."""
+        return self._native.timeout
+
+    @timeout.setter
+    def timeout(self, seconds):
+        self._native.timeout = seconds
+
+    def device_array(self, shape, dtype="f32"):
+        """A zeroed device array of ``shape`` and ``dtype`` ("f32", "f16", "bf16", "i32", ...)."""
+        return DeviceArray(self._native.device_array(list(shape), dtype))
+
+    def to_device(self, array):
+        """A device array holding a copy of ``array``."""
+        return DeviceArray(self._native.upload(to_engine(array)))
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["ops"][name]
+        except KeyError:
+            raise AttributeError(f"library {self.namespace!r} has no op {name!r}") from None
+
+    def __repr__(self):
+        return f"<gpsimd_open library {self.namespace} from {self.path}>"
+
+
+class _Namespace:
+    def __init__(self, name):
+        self._name = name
+        self._ops = {}
+
+    def __getattr__(self, op):
+        try:
+            return self.__dict__["_ops"][op]
+        except KeyError:
+            known = ", ".join(sorted(self.__dict__["_ops"])) or "none"
+            raise AttributeError(f"no op {self._name}.{op} is loaded (loaded: {known})") from None
+
+    def __dir__(self):
+        return sorted(self._ops)
+
+
+class _Ops:
+    """``custom_op.ops.NS.OP``: the loaded libraries' ops by namespace."""
+
+    def __init__(self):
+        self._namespaces = {}
+
+    def _add(self, lib):
+        ns = self._namespaces.setdefault(lib.namespace, _Namespace(lib.namespace))
+        ns._ops.update(lib.ops)
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["_namespaces"][name]
+        except KeyError:
+            raise AttributeError(f"no custom op library with namespace {name!r} is loaded") from None
+
+    def __dir__(self):
+        return sorted(self._namespaces)
+
+
+ops = _Ops()
+
+_TORCH_KIND = {"torch::Tensor": "Tensor", "torch::Scalar": "Scalar", "double": "float", "int64_t": "int"}
+
+
+def _register_torch(lib):
+    """Registers the ops as ``torch.ops.NS.OP`` on CPU tensors (torch.library), when torch
+    is installed."""
+    try:
+        import torch
+    except ImportError:
+        return
+    for name, op in lib.ops.items():
+        qualified = f"{lib.namespace}::{name}"
+        args = ", ".join(f"{_TORCH_KIND[k]} a{i}" for i, k in enumerate(op.kinds))
+        try:
+            torch.library.define(qualified, f"({args}) -> Tensor")
+        except RuntimeError:
+            pass  # defined by an earlier load in this process: the newest library serves it
+        _impl(torch, qualified, op)
+
+
+def _impl(torch, qualified, op):
+    def impl(*args):
+        conv = [a.detach().cpu().contiguous().numpy() if isinstance(a, torch.Tensor) else a for a in args]
+        return torch.from_numpy(op(*conv).copy())
+
+    torch.library.impl(qualified, "CPU", func=impl)

@@ -1,0 +1,46 @@
+from os import PathLike
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+def load(
+    name: str,
+    compute_srcs: Iterable[str | PathLike[str]],
+    shape_srcs: Iterable[str | PathLike[str]],
+    build_directory: str | PathLike[str] | None = ...,
+    multicore: bool = ...,
+    verbose: bool = ...,
+) -> Library: ...
+def load_library(path: str | PathLike[str]) -> Library: ...
+
+class DeviceArray:
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def dtype(self) -> str: ...
+    def numpy(self) -> np.ndarray: ...
+
+class Op:
+    kinds: tuple[str, ...]
+    def __call__(self, *args: Any, cores: int | None = ..., out: DeviceArray | None = ...) -> Any: ...
+
+class Library:
+    ops: dict[str, Op]
+    @property
+    def path(self) -> str: ...
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def multicore(self) -> bool: ...
+    timeout: float
+    def device_array(self, shape: Sequence[int], dtype: str = ...) -> DeviceArray: ...
+    def to_device(self, array: Any) -> DeviceArray: ...
+    def __getattr__(self, name: str) -> Op: ...
+
+class _Namespace:
+    def __getattr__(self, op: str) -> Op: ...
+
+class _Ops:
+    def __getattr__(self, namespace: str) -> _Namespace: ...
+
+ops: _Ops

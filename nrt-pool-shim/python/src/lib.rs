@@ -1,0 +1,519 @@
+//! `gpsimd_open._native`: the emulated Pool engine and the op build flow for Python.
+//! The Python layer (`gpsimd_open.custom_op`) gives them torch_neuronx's words.
+//!
+//! A [`Library`] owns one engine with the op library loaded (its cores persist between
+//! calls). Arrays cross as NumPy arrays: inputs are read in place (the Python layer makes
+//! them C-contiguous and native-endian first), outputs come back as a byte array the
+//! Python layer views with the right dtype and shape. Launches release the GIL.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use numpy::{PyArray1, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyFloat, PyInt, PyTuple};
+
+use nrt_pool_engine::tensor::{DType, HostTensor, Location};
+use nrt_pool_engine::{
+    DeviceTensor, EmuError, Launch, LaunchArg, OutputSpec, PoolEngine, PoolImage,
+};
+use nrt_pool_schema::ArgKind;
+
+pyo3::create_exception!(
+    _native,
+    DeviceFault,
+    PyRuntimeError,
+    "A kernel (or an op library's loading or shape function) faulted on the emulated Pool engine."
+);
+
+/// An engine error as the Python exception an op author expects.
+fn to_py(py: Python<'_>, e: EmuError) -> PyErr {
+    match e {
+        EmuError::Fault(f) => {
+            let err = DeviceFault::new_err(f.to_string());
+            let v = err.value(py);
+            let _ = v.setattr("kernel", f.kernel.clone());
+            let _ = v.setattr("core", f.core);
+            let _ = v.setattr("kind", f.kind.describe());
+            let _ = v.setattr("address", f.soc_addr.or(f.host_addr));
+            let _ = v.setattr("stdout", pyo3::types::PyBytes::new(py, &f.stdout));
+            let _ = v.setattr("stderr", pyo3::types::PyBytes::new(py, &f.stderr));
+            err
+        }
+        EmuError::StartFault { .. } => DeviceFault::new_err(e.to_string()),
+        EmuError::Signature { .. } | EmuError::TooManyArgs { .. } => {
+            PyTypeError::new_err(e.to_string())
+        }
+        EmuError::UnknownKernel { .. } => {
+            pyo3::exceptions::PyAttributeError::new_err(e.to_string())
+        }
+        EmuError::Argument { .. }
+        | EmuError::Tensor(_)
+        | EmuError::Cores(_)
+        | EmuError::Shape { .. } => PyValueError::new_err(e.to_string()),
+        other => PyRuntimeError::new_err(other.to_string()),
+    }
+}
+
+/// The dtype of a NumPy array by kind and item size.
+fn dtype_of(kind: u8, size: usize) -> Option<DType> {
+    Some(match (kind, size) {
+        (b'f', 4) => DType::F32,
+        (b'f', 2) => DType::F16,
+        (b'i', 1) => DType::I8,
+        (b'u', 1) => DType::U8,
+        (b'i', 2) => DType::I16,
+        (b'u', 2) => DType::U16,
+        (b'i', 4) => DType::I32,
+        (b'u', 4) => DType::U32,
+        (b'i', 8) => DType::I64,
+        (b'u', 8) => DType::U64,
+        _ => return None,
+    })
+}
+
+/// A C-contiguous native-endian NumPy array as a host tensor (`bf16`: its uint16 words are
+/// bfloat16 bits).
+fn tensor_of(a: &Bound<'_, PyUntypedArray>, bf16: bool) -> PyResult<HostTensor> {
+    let d = a.dtype();
+    let mut dtype = dtype_of(d.kind(), d.itemsize()).ok_or_else(|| {
+        PyTypeError::new_err(format!(
+            "arrays of dtype {} cannot be passed to a kernel (float32, float16, bfloat16, int8/16/32/64, uint8 and the unsigned raw types)",
+            d.str().map(|s| s.to_string()).unwrap_or_default()
+        ))
+    })?;
+    if bf16 {
+        if dtype != DType::U16 {
+            return Err(PyTypeError::new_err(
+                "bfloat16 arrays carry their bits as uint16",
+            ));
+        }
+        dtype = DType::BF16;
+    }
+    if !a.is_c_contiguous() {
+        return Err(PyValueError::new_err(
+            "internal: the array is not C-contiguous",
+        ));
+    }
+    let shape: Vec<u64> = if a.ndim() == 0 {
+        vec![1]
+    } else {
+        a.shape().iter().map(|&s| s as u64).collect()
+    };
+    let n = a.len() * d.itemsize();
+    // SAFETY: a C-contiguous array's data spans len * itemsize bytes from its data pointer,
+    // kept alive by `a` for this copy.
+    let bytes =
+        unsafe { std::slice::from_raw_parts((*a.as_array_ptr()).fields.data as *const u8, n) };
+    HostTensor::new(dtype, shape, bytes.to_vec()).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// A host tensor as (uint8 array of its bytes, dtype name, shape) for the Python layer.
+fn array_of<'py>(
+    py: Python<'py>,
+    t: HostTensor,
+) -> (Bound<'py, PyArray1<u8>>, &'static str, Vec<u64>) {
+    let name = t.dtype.name();
+    (PyArray1::from_vec(py, t.data), name, t.shape)
+}
+
+/// An op library loaded on its own emulated Pool engine.
+#[pyclass(module = "gpsimd_open._native")]
+pub struct Library {
+    engine: Mutex<PoolEngine>,
+    path: String,
+}
+
+/// A tensor kept in the engine's device memory across calls.
+#[pyclass(module = "gpsimd_open._native")]
+pub struct DeviceArray {
+    lib: Py<Library>,
+    tensor: DeviceTensor,
+}
+
+impl Library {
+    fn engine(&self) -> PyResult<std::sync::MutexGuard<'_, PoolEngine>> {
+        self.engine
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("the engine was poisoned by an earlier panic"))
+    }
+
+    /// The op's argument kinds (NEURON_LIBRARY libraries).
+    fn kinds(&self, op: &str) -> PyResult<Vec<ArgKind>> {
+        let e = self.engine()?;
+        let lib = e.neuron_library().ok_or_else(|| {
+            PyTypeError::new_err(
+                "this library has no NEURON_LIBRARY ops (build it with custom_op.load)",
+            )
+        })?;
+        let sig = lib.op(op).ok_or_else(|| {
+            pyo3::exceptions::PyAttributeError::new_err(format!(
+                "op '{op}' is not in library {} ({})",
+                lib.namespace,
+                lib.ops
+                    .iter()
+                    .map(|o| o.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        Ok(sig.args.clone())
+    }
+}
+
+#[pymethods]
+impl Library {
+    /// Loads an op library (built by `build` or `nrt-pool build`) on a fresh engine. Its
+    /// static constructors run in the emulated cores, never in this process.
+    #[new]
+    fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let mut engine = PoolEngine::new(nrt_pool_engine::DEFAULT_HBM_BYTES, PoolImage::default())
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        py.detach(|| engine.load(&path).map(|_| ()))
+            .map_err(|e| match e {
+                EmuError::Library(l) => PyRuntimeError::new_err(l.to_string()),
+                other => to_py(py, other),
+            })?;
+        Ok(Library {
+            engine: Mutex::new(engine),
+            path: path.display().to_string(),
+        })
+    }
+
+    #[getter]
+    fn path(&self) -> String {
+        self.path.clone()
+    }
+
+    /// The NEURON_LIBRARY namespace (None for libraries without one).
+    #[getter]
+    fn namespace(&self) -> PyResult<Option<String>> {
+        Ok(self.engine()?.neuron_library().map(|l| l.namespace.clone()))
+    }
+
+    /// Whether the library was built for all cores (its default core count is then 8).
+    #[getter]
+    fn multicore(&self) -> PyResult<bool> {
+        Ok(self.engine()?.neuron_library().is_some_and(|l| l.multicore))
+    }
+
+    /// The ops: (name, argument kinds as C++ types).
+    #[getter]
+    fn ops(&self) -> PyResult<Vec<(String, Vec<&'static str>)>> {
+        Ok(self
+            .engine()?
+            .neuron_library()
+            .map(|l| {
+                l.ops
+                    .iter()
+                    .map(|o| (o.name.clone(), o.args.iter().map(|a| a.cxx()).collect()))
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    /// The engine's launch timeout in seconds.
+    #[getter]
+    fn get_timeout(&self) -> PyResult<f64> {
+        Ok(self.engine()?.timeout.as_secs_f64())
+    }
+
+    #[setter]
+    fn set_timeout(&self, seconds: f64) -> PyResult<()> {
+        if !(seconds > 0.0 && seconds <= 86_400.0) {
+            return Err(PyValueError::new_err(
+                "timeout: seconds above 0 and at most 86400",
+            ));
+        }
+        self.engine()?.timeout = std::time::Duration::from_secs_f64(seconds);
+        Ok(())
+    }
+
+    /// Runs op `op` on `cores` cores (None: the library's default) and returns the output
+    /// as (uint8 bytes, dtype name, shape); with `out`, writes a device array instead and
+    /// returns None.
+    #[pyo3(signature = (op, args, cores=None, out=None))]
+    fn call<'py>(
+        slf: &Bound<'py, Self>,
+        op: &str,
+        args: &Bound<'py, PyTuple>,
+        cores: Option<usize>,
+        out: Option<&Bound<'py, DeviceArray>>,
+    ) -> PyResult<Option<(Bound<'py, PyArray1<u8>>, &'static str, Vec<u64>)>> {
+        let py = slf.py();
+        let me = slf.borrow();
+        let launch_args = {
+            // Device arrays are checked to belong to this library by identity.
+            let mut v = Vec::with_capacity(args.len());
+            let kinds = me.kinds(op)?;
+            for (i, a) in args.iter().enumerate() {
+                if let Ok(d) = a.cast::<DeviceArray>() {
+                    if !d.borrow().lib.bind(py).is(slf) {
+                        return Err(PyValueError::new_err(format!(
+                            "{op}(): argument {i} lives in another library's device memory"
+                        )));
+                    }
+                    if kinds.get(i) != Some(&ArgKind::Tensor) {
+                        return Err(PyTypeError::new_err(format!(
+                            "{op}(): argument {i} is not a tensor"
+                        )));
+                    }
+                }
+                v.push(a);
+            }
+            let tuple = PyTuple::new(py, v)?;
+            me.launch_args_checked(py, op, &tuple)?
+        };
+        let mut guard = me.engine()?;
+        let e: &mut PoolEngine = &mut guard;
+        let cores = cores.unwrap_or_else(|| e.default_cores());
+        let spec: OutputSpec = py
+            .detach(|| e.op_output(op, &launch_args))
+            .map_err(|err| to_py(py, err))?;
+        if let Some(out) = out {
+            let d = out.borrow();
+            if !d.lib.bind(py).is(slf) {
+                return Err(PyValueError::new_err(
+                    "out lives in another library's device memory",
+                ));
+            }
+            if (d.tensor.dtype, d.tensor.shape.as_slice()) != (spec.dtype, spec.shape.as_slice()) {
+                return Err(PyValueError::new_err(format!(
+                    "out is {} {:?}; the shape function gives {} {:?}",
+                    d.tensor.dtype, d.tensor.shape, spec.dtype, spec.shape
+                )));
+            }
+            let target = d.tensor.clone();
+            let run = py
+                .detach(|| e.launch_into(op, &launch_args, &target, cores))
+                .map_err(|err| to_py(py, err))?;
+            echo(py, &run.stdout, &run.stderr)?;
+            return Ok(None);
+        }
+        let done = py
+            .detach(|| {
+                e.launch(&Launch {
+                    kernel: op.to_string(),
+                    args: launch_args,
+                    output: spec,
+                    cores,
+                })
+            })
+            .map_err(|err| to_py(py, err))?;
+        echo(py, &done.stdout, &done.stderr)?;
+        Ok(Some(array_of(py, done.output)))
+    }
+
+    /// A device array holding a copy of `array` (("bf16", uint16 array) for bfloat16).
+    fn upload(slf: &Bound<'_, Self>, array: &Bound<'_, PyAny>) -> PyResult<DeviceArray> {
+        let t = if let Ok(t) = array.cast::<PyTuple>() {
+            let a = t.get_item(1)?;
+            tensor_of(a.cast::<PyUntypedArray>()?, true)?
+        } else {
+            tensor_of(array.cast::<PyUntypedArray>()?, false)?
+        };
+        let me = slf.borrow();
+        let d = me.engine()?.upload(&t).map_err(|e| to_py(slf.py(), e))?;
+        Ok(DeviceArray {
+            lib: slf.clone().unbind(),
+            tensor: d,
+        })
+    }
+
+    /// A zeroed device array of `shape` and `dtype` (a dtype name: "f32", "bf16", ...).
+    fn device_array(slf: &Bound<'_, Self>, shape: Vec<u64>, dtype: &str) -> PyResult<DeviceArray> {
+        let dt = DType::from_name(dtype)
+            .ok_or_else(|| PyValueError::new_err(format!("unknown dtype '{dtype}'")))?;
+        let me = slf.borrow();
+        let d = me
+            .engine()?
+            .alloc_device(dt, shape)
+            .map_err(|e| to_py(slf.py(), e))?;
+        Ok(DeviceArray {
+            lib: slf.clone().unbind(),
+            tensor: d,
+        })
+    }
+}
+
+impl Library {
+    fn launch_args_checked(
+        &self,
+        py: Python<'_>,
+        op: &str,
+        args: &Bound<'_, PyTuple>,
+    ) -> PyResult<Vec<LaunchArg>> {
+        // Device arrays were checked by the caller; convert the rest.
+        let kinds = self.kinds(op)?;
+        if args.len() != kinds.len() {
+            let k: Vec<String> = kinds.iter().map(|k| k.to_string()).collect();
+            return Err(PyTypeError::new_err(format!(
+                "{op}() takes {} argument(s) ({}), got {}",
+                kinds.len(),
+                k.join(", "),
+                args.len()
+            )));
+        }
+        let mut out = Vec::with_capacity(kinds.len());
+        for (i, a) in args.iter().enumerate() {
+            if let Ok(d) = a.cast::<DeviceArray>() {
+                out.push(LaunchArg::Device(d.borrow().tensor.clone()));
+                continue;
+            }
+            let one = PyTuple::new(py, [a])?;
+            let mut v = self.launch_arg(py, op, i, kinds[i], &one)?;
+            out.append(&mut v);
+        }
+        Ok(out)
+    }
+
+    fn launch_arg(
+        &self,
+        py: Python<'_>,
+        op: &str,
+        i: usize,
+        kind: ArgKind,
+        one: &Bound<'_, PyTuple>,
+    ) -> PyResult<Vec<LaunchArg>> {
+        let _ = py;
+        let v = one.get_item(0)?;
+        let bad = |what: String| {
+            PyTypeError::new_err(format!("{op}(): argument {i} is a {kind}, got {what}"))
+        };
+        let type_name = || {
+            v.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        };
+        Ok(vec![match kind {
+            ArgKind::Tensor => {
+                if let Ok(t) = v.cast::<PyTuple>() {
+                    let a = t.get_item(1)?;
+                    let a = a
+                        .cast::<PyUntypedArray>()
+                        .map_err(|_| bad("a tuple".into()))?;
+                    LaunchArg::Tensor(tensor_of(a, true)?, Location::Hbm)
+                } else if let Ok(a) = v.cast::<PyUntypedArray>() {
+                    LaunchArg::Tensor(tensor_of(a, false)?, Location::Hbm)
+                } else {
+                    return Err(bad(format!("a {}", type_name())));
+                }
+            }
+            ArgKind::Double => {
+                if v.cast::<PyUntypedArray>().is_ok() {
+                    return Err(bad("an array".into()));
+                }
+                let x: f64 = v.extract().map_err(|_| bad(format!("a {}", type_name())))?;
+                LaunchArg::f32(x as f32)
+            }
+            ArgKind::Long => {
+                if v.is_instance_of::<PyFloat>() || v.cast::<PyUntypedArray>().is_ok() {
+                    return Err(bad(format!("a {}", type_name())));
+                }
+                let x: i64 = v.extract().map_err(|_| bad(format!("a {}", type_name())))?;
+                LaunchArg::Scalar(DType::I64, x.to_le_bytes().to_vec())
+            }
+            ArgKind::Scalar => {
+                if v.is_instance_of::<PyInt>() {
+                    let x: i64 = v.extract()?;
+                    LaunchArg::Scalar(DType::I64, x.to_le_bytes().to_vec())
+                } else if v.cast::<PyUntypedArray>().is_ok() {
+                    return Err(bad("an array".into()));
+                } else {
+                    let x: f64 = v.extract().map_err(|_| bad(format!("a {}", type_name())))?;
+                    LaunchArg::f32(x as f32)
+                }
+            }
+        }])
+    }
+}
+
+/// What core 0 printed, to Python's streams.
+fn echo(py: Python<'_>, stdout: &[u8], stderr: &[u8]) -> PyResult<()> {
+    let sys = py.import("sys")?;
+    for (name, bytes) in [("stdout", stdout), ("stderr", stderr)] {
+        if bytes.is_empty() {
+            continue;
+        }
+        let stream = sys.getattr(name)?;
+        let text = String::from_utf8_lossy(bytes);
+        stream.call_method1("write", (text,))?;
+        stream.call_method0("flush")?;
+    }
+    Ok(())
+}
+
+#[pymethods]
+impl DeviceArray {
+    #[getter]
+    fn shape(&self) -> Vec<u64> {
+        self.tensor.shape.clone()
+    }
+
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        self.tensor.dtype.name()
+    }
+
+    /// The array's contents as (uint8 bytes, dtype name, shape).
+    fn download<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyArray1<u8>>, &'static str, Vec<u64>)> {
+        let lib = self.lib.borrow(py);
+        let t = lib
+            .engine()?
+            .download(&self.tensor)
+            .map_err(|e| to_py(py, e))?;
+        Ok(array_of(py, t))
+    }
+}
+
+/// Builds an op library as `custom_op.load` does: `build_directory/lib{name}.so`; the
+/// compiler's message is in the exception when a source does not build.
+#[pyfunction]
+#[pyo3(signature = (name, compute_srcs, shape_srcs, build_directory, multicore, include, archive))]
+fn build(
+    py: Python<'_>,
+    name: String,
+    compute_srcs: Vec<PathBuf>,
+    shape_srcs: Vec<PathBuf>,
+    build_directory: PathBuf,
+    multicore: bool,
+    include: PathBuf,
+    archive: PathBuf,
+) -> PyResult<String> {
+    let o = nrt_pool_build::OpBuildOptions {
+        name,
+        compute: compute_srcs,
+        shape: shape_srcs,
+        build_directory,
+        multicore,
+        archive,
+        include,
+        cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
+        device_objects: None,
+    };
+    let r = py
+        .detach(|| nrt_pool_build::build_op_library(&o))
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    Ok(r.library.display().to_string())
+}
+
+/// The repository this module was built from (the headers and runtime archive it uses).
+#[pyfunction]
+fn source_root() -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../..").to_string()
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Library>()?;
+    m.add_class::<DeviceArray>()?;
+    m.add_function(wrap_pyfunction!(build, m)?)?;
+    m.add_function(wrap_pyfunction!(source_root, m)?)?;
+    m.add("DeviceFault", m.py().get_type::<DeviceFault>())?;
+    Ok(())
+}

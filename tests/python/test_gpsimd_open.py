@@ -1,0 +1,153 @@
+"""gpsimd_open as an op author uses it from Python: custom_op.load / load_library, ops by
+namespace on NumPy arrays, device arrays, errors as exceptions that leave the interpreter
+and the engine working."""
+import pathlib
+
+import numpy as np
+import pytest
+
+gpsimd_open = pytest.importorskip("gpsimd_open")
+from gpsimd_open import DeviceFault, bfloat16, bfloat16_to_float32, custom_op  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+MLP = ROOT / "examples" / "mlp"
+TILES = ROOT / "examples" / "multicore"
+OPS = pathlib.Path(__file__).resolve().parent / "ops"
+RNG = np.random.default_rng(7)
+
+
+@pytest.fixture(scope="module")
+def mlp(tmp_path_factory):
+    return custom_op.load(name="mlp_ops", compute_srcs=[MLP / "relu.cpp"], shape_srcs=[MLP / "shape.cpp"],
+                          build_directory=tmp_path_factory.mktemp("mlp"))
+
+
+def test_load_builds_into_the_build_directory_and_registers_the_ops(mlp):
+    assert pathlib.Path(mlp.path).name == "libmlp_ops.so"
+    assert mlp.namespace == "mlp_ops" and not mlp.multicore
+    assert sorted(mlp.ops) == ["axpb", "describe", "relu_backward", "relu_forward"]
+    assert custom_op.ops.mlp_ops.relu_forward is mlp.ops["relu_forward"]
+    assert "mlp_ops::axpb(torch::Tensor, double, double)" in custom_op.ops.mlp_ops.axpb.__doc__
+
+
+def test_ops_on_numpy_arrays_of_any_layout(mlp):
+    x = RNG.standard_normal((24, 40)).astype(np.float32)
+    relu = custom_op.ops.mlp_ops.relu_forward
+    for arg in (x, np.asfortranarray(x), x[:, ::3], x.astype(">f4")):
+        np.testing.assert_array_equal(relu(arg), np.maximum(arg, 0))
+    g = RNG.standard_normal(x.shape).astype(np.float32)
+    np.testing.assert_array_equal(custom_op.ops.mlp_ops.relu_backward(g, x), np.where(x > 0, g, 0))
+    np.testing.assert_array_equal(custom_op.ops.mlp_ops.axpb(x, 2, 0.5), x * np.float32(2) + np.float32(0.5))
+
+
+def test_load_library_loads_a_built_one_and_calls_it_again(mlp):
+    again = custom_op.load_library(mlp.path)
+    x = np.arange(-3, 3, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(again.relu_forward(x), np.maximum(x, 0))
+
+
+def test_multicore_libraries_run_on_eight_cores_and_cores_can_be_given(tmp_path):
+    tiles = custom_op.load("tiles", [TILES / "relu_tiles.cpp"], [TILES / "shape.cpp"], build_directory=tmp_path,
+                           multicore=True)
+    assert tiles.multicore
+    x = RNG.standard_normal((64, 100)).astype(np.float32)
+    for cores in (None, 1, 3, 8):
+        np.testing.assert_array_equal(custom_op.ops.tiles.relu(x, cores=cores), np.maximum(x, 0))
+    with pytest.raises(ValueError, match="cores=9"):
+        custom_op.ops.tiles.relu(x, cores=9)
+
+
+def test_dtypes_and_bfloat16(tmp_path):
+    api = custom_op.load("api_ops", [OPS / "api_ops.cpp"], [OPS / "api_shape.cpp"], build_directory=tmp_path)
+    for dtype in (np.float32, np.float16, np.int8, np.uint8, np.int16, np.int32, np.int64):
+        a = RNG.integers(-20, 20, size=(5, 6)).astype(dtype)
+        b = RNG.integers(-20, 20, size=(5, 6)).astype(dtype)
+        got = custom_op.ops.api_ops.binary(a, b, 2, 0)
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, (a.astype(np.float64) * b).astype(dtype))
+    x = RNG.standard_normal(16).astype(np.float32)
+    bits = custom_op.ops.api_ops.unary(bfloat16(x), 0, 0)
+    np.testing.assert_array_equal(bfloat16_to_float32(bits), np.abs(bfloat16_to_float32(bfloat16(x).bits)))
+    # A Scalar argument takes an int or a float.
+    np.testing.assert_array_equal(custom_op.ops.api_ops.with_scalar(np.arange(4, dtype=np.int32), 3, 0, 0),
+                                  np.arange(4, dtype=np.int32) + 3)
+    np.testing.assert_array_equal(custom_op.ops.api_ops.with_scalar(np.arange(4, dtype=np.int32), 0.5, 0, 0),
+                                  np.arange(4, dtype=np.float32) + np.float32(0.5))
+
+
+def test_device_arrays_chain_ops_without_host_copies(mlp):
+    x = RNG.standard_normal((32, 32)).astype(np.float32)
+    d = mlp.to_device(x)
+    mid = mlp.device_array((32, 32), "f32")
+    out = mlp.device_array((32, 32), "f32")
+    # Device arrays belong to their library's engine: call its ops (custom_op.ops.NS.OP
+    # serves the library of NS loaded last).
+    assert mlp.axpb(d, -1.0, 0.0, out=mid) is mid
+    mlp.relu_forward(mid, out=out)
+    np.testing.assert_array_equal(out.numpy(), np.maximum(-x, 0))
+    with pytest.raises(ValueError, match="the shape function gives"):
+        mlp.relu_forward(d, out=mlp.device_array((4, 4), "f32"))
+    other = custom_op.load_library(mlp.path)
+    with pytest.raises(ValueError, match="another library's device memory"):
+        other.relu_forward(d)
+
+
+def test_mistakes_raise_and_the_engine_keeps_working(mlp, tmp_path):
+    x = RNG.standard_normal((4, 4)).astype(np.float32)
+    relu = custom_op.ops.mlp_ops.relu_forward
+    with pytest.raises(TypeError, match=r"takes 1 argument\(s\) \(torch::Tensor\), got 2"):
+        relu(x, x)
+    with pytest.raises(TypeError, match="argument 0 is a torch::Tensor, got a str"):
+        relu("x")
+    with pytest.raises(TypeError, match="argument 1 is a double"):
+        custom_op.ops.mlp_ops.axpb(x, x, 1.0)
+    with pytest.raises(TypeError, match="cannot be passed to a kernel"):
+        relu(x.astype(np.float64))
+    with pytest.raises(DeviceFault) as fault:
+        relu(x.astype(np.int32))
+    assert fault.value.kernel == "relu_forward" and fault.value.core == 0
+    assert "read_stream_accessor<Float> on argument 0, a tensor of Int" in str(fault.value)
+    with pytest.raises(AttributeError, match="no op mlp_ops.nope is loaded"):
+        custom_op.ops.mlp_ops.nope
+    with pytest.raises(AttributeError, match="no custom op library with namespace 'nobody'"):
+        custom_op.ops.nobody
+    with pytest.raises(RuntimeError, match="no such file"):
+        custom_op.load_library(tmp_path / "missing.so")
+    np.testing.assert_array_equal(relu(x), np.maximum(x, 0))
+
+
+def test_a_faulting_kernel_and_a_timeout_are_device_faults(tmp_path):
+    (tmp_path / "k.cpp").write_text(
+        "#include <torch/torch.h>\n"
+        "torch::Tensor bad(const torch::Tensor &x, int64_t how) {\n"
+        "    if (how == 1) { volatile int *p = (volatile int *)16; *p = 1; }\n"
+        "    if (how == 2) for (;;) asm volatile(\"\");\n"
+        "    return torch::zeros(x.sizes(), torch::kFloat);\n}\n")
+    (tmp_path / "s.cpp").write_text(
+        "#include <torch/torch.h>\n#include \"torchneuron/register.h\"\n"
+        "torch::Tensor bad_shape(torch::Tensor x, int64_t how) { (void)how; return torch::zeros(x.sizes(), torch::kFloat); }\n"
+        "NEURON_LIBRARY(faulty, m) { m.def(\"bad\", &bad_shape, \"bad\"); }\n")
+    lib = custom_op.load("faulty", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"], build_directory=tmp_path / "b")
+    x = np.ones(3, np.float32)
+    with pytest.raises(DeviceFault) as f:
+        custom_op.ops.faulty.bad(x, 1)
+    assert f.value.kind == "memory fault" and f.value.address == 16
+    lib.timeout = 0.5
+    with pytest.raises(DeviceFault, match="timeout"):
+        custom_op.ops.faulty.bad(x, 2)
+    np.testing.assert_array_equal(custom_op.ops.faulty.bad(x, 0), np.zeros(3, np.float32))
+
+
+def test_compile_errors_carry_the_compilers_message_and_leave_nothing(tmp_path):
+    (tmp_path / "k.cpp").write_text("#include <torch/torch.h>\ntorch::Tensor f(const torch::Tensor &x) { return x.nope(); }\n")
+    (tmp_path / "s.cpp").write_text("#include <torch/torch.h>\n")
+    with pytest.raises(RuntimeError, match="nope"):
+        custom_op.load("broken", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"], build_directory=tmp_path / "out")
+    assert not (tmp_path / "out" / "libbroken.so").exists()
+
+
+def test_help_reads_like_the_vendors():
+    doc = custom_op.load.__doc__
+    for word in ("compute_srcs", "shape_srcs", "build_directory", "multicore", "NEURON_LIBRARY"):
+        assert word in doc
+    assert "load" in dir(custom_op) and custom_op.load_library.__doc__
