@@ -87,6 +87,7 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p customop-device --all-targets --features exports -- -D warnings
+	cd nrt-pool-shim/python && $(CARGO) fmt -- --check && $(CARGO) clippy --release -- -D warnings
 
 ## make headers: regenerate include/*.h with cbindgen (then commit them).
 headers:
@@ -112,10 +113,12 @@ fuzz-seeds: tools
 	$(CARGO) test -p customop-device --test fuzz_corpus -- --ignored write_seed_corpus
 
 ## make bench: ratios measured in one run (device heap vs linked_list_allocator and talc,
-## memcpy backends vs libc).
-bench: customop-archives
+## memcpy backends vs libc, the emulator's launches, and Python calls of ops).
+bench: customop-archives pyenv
 	$(CARGO) bench -p customop-device --bench device
 	$(CARGO) bench -p nrt-pool-engine --bench emulator
+	$(PYVENV)/bin/pip install -q ./nrt-pool-shim/python
+	$(PYTHON) nrt-pool-shim/python/bench/bench.py
 
 clean:
 	$(CARGO) clean
