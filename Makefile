@@ -8,7 +8,13 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CUSTOMOP_TARGETS := x86_64-unknown-linux-gnu riscv32imac-unknown-none-elf xtensa-q7-none-elf
 CUSTOMOP_OUT := target/customop
 
-.PHONY: all build tools demo test lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch
+.PHONY: all build tools demo test lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch install install-files uninstall
+
+## make install PREFIX=/usr/local DESTDIR=: libraries, archives, headers, tools, pkg-config and
+## CMake files (install-files installs what is already built; uninstall removes them).
+PREFIX ?= /usr/local
+DESTDIR ?=
+VERSION := 0.1.0
 
 ## The Python virtual environment the tests use (NumPy references, pytest): target/venv.
 PYVENV := target/venv
@@ -19,16 +25,18 @@ all: build
 build:
 	$(CARGO) build --release --workspace
 
-## make tools: what the tests need beyond Rust: the Xtensa gcc/binutils and QEMU (Debian packages)
+## make tools: what the tests need beyond Rust: the Xtensa gcc/binutils, QEMU, cmake and
+## pkg-config (Debian packages)
 ## and rust-src (for -Zbuild-std of the Rust-built Xtensa test library), if missing.
 tools:
 	@rustup component list --installed 2>/dev/null | grep -q '^rust-src' || rustup component add rust-src
 	@rustup target list --installed 2>/dev/null | grep -q '^riscv32imac-unknown-none-elf' || rustup target add riscv32imac-unknown-none-elf
 	@if ! command -v xtensa-lx106-elf-gcc >/dev/null || ! command -v xtensa-lx106-elf-ld >/dev/null \
-		|| ! command -v qemu-system-xtensa >/dev/null; then \
+		|| ! command -v qemu-system-xtensa >/dev/null || ! command -v cmake >/dev/null \
+		|| ! command -v pkg-config >/dev/null; then \
 		$(SUDO) apt-get update && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends \
-			gcc-xtensa-lx106 binutils-xtensa-lx106 qemu-system-misc; \
+			gcc-xtensa-lx106 binutils-xtensa-lx106 qemu-system-misc cmake pkg-config; \
 	fi
 
 $(XTENSA_OUT)/split.so: nrtucode-extisa/tests/xtensa/kernels.c nrtucode-extisa/tests/xtensa/split.ld | tools
@@ -119,6 +127,21 @@ bench: customop-archives pyenv
 	$(CARGO) bench -p nrt-pool-engine --bench emulator
 	$(PYVENV)/bin/pip install -q ./nrt-pool-shim/python
 	$(PYTHON) nrt-pool-shim/python/bench/bench.py
+
+install: build customop-archives
+	$(MAKE) install-files
+
+install-files:
+	packaging/install.sh "$(CURDIR)" "$(DESTDIR)$(PREFIX)" "$(VERSION)"
+
+uninstall:
+	@m="$(DESTDIR)$(PREFIX)/share/gpsimd-open/install_manifest.txt"; \
+	test -f "$$m" || { echo "nothing installed under $(DESTDIR)$(PREFIX)"; exit 1; }; \
+	xargs rm -f < "$$m"; \
+	for d in lib/gpsimd-open lib/cmake/GpsimdOpen include/gpsimd-open share/doc/gpsimd-open share/gpsimd-open; do \
+		find "$(DESTDIR)$(PREFIX)/$$d" -depth -type d -empty -delete 2>/dev/null || true; \
+	done; \
+	echo "removed the files listed in $$m"
 
 clean:
 	$(CARGO) clean

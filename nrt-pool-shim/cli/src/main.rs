@@ -55,11 +55,21 @@ fn default_provider() -> PathBuf {
     beside_exe("libnrtucode_extisa.so")
 }
 
+/// The installed layout (`make install`: PREFIX/bin beside PREFIX/lib/gpsimd-open and
+/// PREFIX/include/gpsimd-open) first, else the repository's build tree.
 fn default_archive() -> PathBuf {
+    let installed = beside_exe("../lib/gpsimd-open/x86_64-unknown-linux-gnu/libneuroncustomop.a");
+    if installed.exists() {
+        return installed;
+    }
     beside_exe("../customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a")
 }
 
 fn default_include() -> PathBuf {
+    let installed = beside_exe("../include/gpsimd-open");
+    if installed.join("torch/torch.h").exists() {
+        return installed;
+    }
     beside_exe("../../include")
 }
 

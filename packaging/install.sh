@@ -1,0 +1,58 @@
+#!/bin/sh
+# Installs the built tree (make install): ROOT is the repository, DEST is DESTDIR+PREFIX.
+# Writes DEST/share/gpsimd-open/install_manifest.txt, which `make uninstall` reads.
+# Files are copied beside their destination and renamed into place.
+set -eu
+ROOT=$1
+DEST=$2
+VERSION=$3
+REL="$ROOT/target/release"
+ARCH="$ROOT/target/customop"
+MANIFEST="$DEST/share/gpsimd-open/install_manifest.txt"
+mkdir -p "$DEST/share/gpsimd-open"
+: > "$MANIFEST.partial"
+
+put() { # put SRC DST MODE
+    mkdir -p "$(dirname "$2")"
+    cp "$1" "$2.partial"
+    chmod "$3" "$2.partial"
+    mv -f "$2.partial" "$2"
+    echo "$2" >> "$MANIFEST.partial"
+}
+subst() { # subst SRC DST: @VERSION@ filled in
+    mkdir -p "$(dirname "$2")"
+    sed "s/@VERSION@/$VERSION/g" "$1" > "$2.partial"
+    chmod 644 "$2.partial"
+    mv -f "$2.partial" "$2"
+    echo "$2" >> "$MANIFEST.partial"
+}
+
+for f in nrtucode_extisa.h nrt_pool.h nrt_sim_device.h; do
+    put "$ROOT/include/$f" "$DEST/include/$f" 644
+done
+# The op author's headers under their own directory: include/gpsimd-open/{torch,neuron,...}
+# (never next to a real libtorch's include/torch).
+(cd "$ROOT/include" && find neuron_customop.hpp torch neuron torchneuron device -type f) | while read -r f; do
+    put "$ROOT/include/$f" "$DEST/include/gpsimd-open/$f" 644
+done
+for lib in libnrtucode_extisa.so libnrt_pool_shim.so libnrt_sim_device.so; do
+    put "$REL/$lib" "$DEST/lib/$lib" 755
+done
+for t in x86_64-unknown-linux-gnu riscv32imac-unknown-none-elf xtensa-q7-none-elf; do
+    put "$ARCH/$t/release/libneuroncustomop.a" "$DEST/lib/gpsimd-open/$t/libneuroncustomop.a" 644
+done
+for tool in nrt-pool nrtucode-tool nrtucode-conformance customop-conformance; do
+    put "$REL/$tool" "$DEST/bin/$tool" 755
+    mkdir -p "$DEST/share/doc/gpsimd-open"
+    "$REL/$tool" --help > "$DEST/share/doc/gpsimd-open/$tool.txt.partial" 2>&1 || true
+    mv -f "$DEST/share/doc/gpsimd-open/$tool.txt.partial" "$DEST/share/doc/gpsimd-open/$tool.txt"
+    echo "$DEST/share/doc/gpsimd-open/$tool.txt" >> "$MANIFEST.partial"
+done
+for pc in nrtucode_extisa nrt_pool neuroncustomop; do
+    subst "$ROOT/packaging/$pc.pc.in" "$DEST/lib/pkgconfig/$pc.pc"
+done
+put "$ROOT/packaging/GpsimdOpenConfig.cmake" "$DEST/lib/cmake/GpsimdOpen/GpsimdOpenConfig.cmake" 644
+subst "$ROOT/packaging/GpsimdOpenConfigVersion.cmake.in" "$DEST/lib/cmake/GpsimdOpen/GpsimdOpenConfigVersion.cmake"
+echo "$MANIFEST" >> "$MANIFEST.partial"
+mv -f "$MANIFEST.partial" "$MANIFEST"
+echo "installed $(wc -l < "$MANIFEST") files under $DEST"
