@@ -1,45 +1,26 @@
-//! `nrt-pool`: develop and run GPSIMD custom ops without hardware.
-//!
-//!   nrt-pool list LIB.so
-//!       the kernels an op library registers (and their signatures, if it carries a schema)
-//!   nrt-pool run LIB.so KERNEL [--arg V]... --out OUT.npy [--cores N] [--timeout SECS]
-//!                [--out-dtype T --out-shape D0,D1,..]
-//!       runs a kernel on the emulated Pool engine; V is X.npy (a tensor in HBM),
-//!       X.npy@sbuf (in SBUF), TYPE:VALUE (a scalar) or a number typed by the schema
-//!   nrt-pool build --schema S --out LIB.so [--device-objects DIR] SRC...
-//!       the op build helper: wrapper, get_func_* table, host library, and, when asked
-//!       for, Xtensa device objects (needs the Xtensa g++)
-//!   nrt-pool bringup [--provider PATH] [--cayman-library ELF]
-//!       libnrt's microcode sequence on the simulated device
-//!
-//!   nrt-pool demo [--provider PATH] [--examples DIR]
-//!       the whole chain: provider bring-up, the examples built, registered through the
-//!       seam and run on the emulated engine, checked against a reference
+//! `nrt-pool`: develop and run GPSIMD custom ops without hardware. The command line is
+//! declared in `cli.rs` (clap; `nrt-pool --help`, `nrt-pool SUBCOMMAND --help`); this file
+//! carries each subcommand out.
 //!
 //! Exit status: 0 success, 1 error, 2 usage, 3 device fault.
 
+mod cli;
+
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use clap::Parser;
+use serde_json::json;
+
+use cli::{BringupArgs, BuildArgs, Cli, Command, DemoArgs, ListArgs, RunArgs, Shell};
 use nrt_pool_build as opbuild;
 use nrt_pool_cli::npy;
 use nrt_pool_engine::tensor::{DType, Location};
 use nrt_pool_engine::{EmuError, Launch, LaunchArg, OutputSpec, PoolEngine, PoolImage};
 use nrt_pool_schema::{ArgKind, ParamKind};
 use nrt_sim_device::bringup;
-
-/// The longest `--timeout`: a day (a launch longer than that is a hang).
-const MAX_TIMEOUT_SECS: f64 = 86_400.0;
-
-const USAGE: &str = "usage:
-  nrt-pool list LIB.so
-  nrt-pool run LIB.so KERNEL [--arg X.npy|X.npy@sbuf|TYPE:VALUE|NUMBER]... --out OUT.npy
-               [--cores 1..8] [--timeout SECS] [--out-dtype T --out-shape D0,D1,...]
-  nrt-pool build --schema FILE --out LIB.so [--device-objects DIR]
-                 [--archive A] [--include DIR] SOURCES...
-  nrt-pool bringup [--provider PATH/libnrtucode_extisa.so] [--cayman-library LIB.so]
-  nrt-pool demo [--provider PATH] [--examples DIR]";
 
 /// Files `make` puts beside this executable (target/<profile>/) and in the repository.
 fn beside_exe(rel: &str) -> PathBuf {
@@ -73,40 +54,24 @@ fn default_include() -> PathBuf {
     beside_exe("../../include")
 }
 
-/// `--option value` pairs (subcommands whose options all take a value); a missing value is
-/// reported when the option is known.
-fn option_pairs(args: &[String]) -> impl Iterator<Item = (&str, Result<&str, Failure>)> {
-    args.chunks(2).map(|p| {
-        let v = p
-            .get(1)
-            .map(String::as_str)
-            .ok_or_else(|| Failure::Usage(format!("{} needs a value", p[0])));
-        (p[0].as_str(), v)
-    })
-}
-
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let rest = args.get(1..).unwrap_or_default();
-    let r = match args.first().map(String::as_str) {
-        Some("list") => list(rest),
-        Some("run") => run(rest),
-        Some("build") => build(rest),
-        Some("bringup") => bringup_cmd(rest),
-        Some("demo") => demo(rest),
-        Some("-h" | "--help") => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
+    // Usage errors (exit 2), --help and --version (exit 0) are clap's.
+    let cli = Cli::parse();
+    let r = match cli.command {
+        Command::List(a) => list(a),
+        Command::Run(a) => run(a),
+        Command::Build(a) => build(a),
+        Command::Bringup(a) => bringup_cmd(a),
+        Command::Demo(a) => demo(a),
+        Command::Completions { shell } => {
+            print!("{}", completions(shell));
+            Ok(())
         }
-        _ => Err(Failure::Usage(String::new())),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Usage(m)) => {
-            if !m.is_empty() {
-                eprintln!("nrt-pool: {m}");
-            }
-            eprintln!("{USAGE}");
+            eprintln!("nrt-pool: {m}\n(see nrt-pool --help)");
             ExitCode::from(2)
         }
         Err(Failure::Error(m)) => {
@@ -117,6 +82,15 @@ fn main() -> ExitCode {
             eprintln!("nrt-pool: {m}");
             ExitCode::from(3)
         }
+    }
+}
+
+/// The completion scripts build.rs generated from cli.rs.
+fn completions(shell: Shell) -> &'static str {
+    match shell {
+        Shell::Bash => include_str!(concat!(env!("OUT_DIR"), "/nrt-pool.bash")),
+        Shell::Zsh => include_str!(concat!(env!("OUT_DIR"), "/_nrt-pool")),
+        Shell::Fish => include_str!(concat!(env!("OUT_DIR"), "/nrt-pool.fish")),
     }
 }
 
@@ -159,19 +133,49 @@ fn engine_with(lib: &Path) -> Result<PoolEngine, Failure> {
     Ok(e)
 }
 
-fn list(args: &[String]) -> Result<(), Failure> {
-    let [lib] = args else {
-        return Err(Failure::Usage("list takes one library".into()));
-    };
-    let e = engine_with(Path::new(lib))?;
+fn list(a: ListArgs) -> Result<(), Failure> {
+    let e = engine_with(&a.lib)?;
     if let Some(ops) = e.neuron_library() {
+        if a.json {
+            let list: Vec<_> = ops
+                .ops
+                .iter()
+                .map(|op| {
+                    json!({
+                        "name": format!("{}::{}", ops.namespace, op.name),
+                        "kernel": op.kernel,
+                        "args": op.args.iter().map(|k| k.cxx()).collect::<Vec<_>>(),
+                    })
+                })
+                .collect();
+            let doc = json!({
+                "library": a.lib.display().to_string(),
+                "namespace": ops.namespace,
+                "multicore": ops.multicore,
+                "ops": list,
+            });
+            println!("{doc}");
+            return Ok(());
+        }
         for op in &ops.ops {
-            let args: Vec<&str> = op.args.iter().map(|a| a.cxx()).collect();
+            let args: Vec<&str> = op.args.iter().map(|k| k.cxx()).collect();
             println!("{}::{}({})", ops.namespace, op.name, args.join(", "));
         }
         return Ok(());
     }
     let l = e.library().expect("loaded");
+    if a.json {
+        let kernels: Vec<_> = e
+            .kernels()
+            .iter()
+            .map(|k| json!({"name": k, "signature": l.signature(k).map(|s| s.to_string())}))
+            .collect();
+        println!(
+            "{}",
+            json!({"library": a.lib.display().to_string(), "kernels": kernels})
+        );
+        return Ok(());
+    }
     for k in e.kernels() {
         match l.signature(k) {
             Some(sig) => println!("{sig}"),
@@ -181,109 +185,33 @@ fn list(args: &[String]) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `nrt-pool run`'s options.
-struct RunOptions {
-    lib: String,
-    kernel: String,
-    values: Vec<String>,
-    out: PathBuf,
-    /// None: the library's default (8 for a multicore library, else 1).
-    cores: Option<usize>,
-    timeout: Option<Duration>,
-    out_dtype: Option<DType>,
-    out_shape: Option<Vec<u64>>,
-}
-
-fn parse_run(args: &[String]) -> Result<RunOptions, Failure> {
-    let (Some(lib), Some(kernel)) = (args.first(), args.get(1)) else {
-        return Err(Failure::Usage("run needs LIB.so and KERNEL".into()));
-    };
-    let mut values = Vec::new();
-    let (mut out, mut cores, mut timeout, mut out_dtype, mut out_shape) =
-        (None, None, None, None, None);
-    let mut it = args[2..].iter();
-    while let Some(a) = it.next() {
-        let mut val = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| Failure::Usage(format!("{a} needs a value")))
-        };
-        match a.as_str() {
-            "--arg" => values.push(val()?),
-            "--out" => out = Some(PathBuf::from(val()?)),
-            "--cores" => {
-                let v = val()?;
-                cores = Some(
-                    v.parse()
-                        .ok()
-                        .filter(|c| (1..=8).contains(c))
-                        .ok_or_else(|| Failure::Usage(format!("--cores {v}: 1 to 8")))?,
-                );
-            }
-            "--timeout" => {
-                let v = val()?;
-                timeout = Some(
-                    v.parse::<f64>()
-                        .ok()
-                        .filter(|s| *s > 0.0 && *s <= MAX_TIMEOUT_SECS)
-                        .map(Duration::from_secs_f64)
-                        .ok_or_else(|| {
-                            Failure::Usage(format!(
-                                "--timeout {v}: a number of seconds above 0 and at most {MAX_TIMEOUT_SECS}"
-                            ))
-                        })?,
-                );
-            }
-            "--out-dtype" => {
-                let v = val()?;
-                out_dtype =
-                    Some(DType::from_name(&v).ok_or_else(|| {
-                        Failure::Usage(format!("--out-dtype {v}: unknown dtype"))
-                    })?);
-            }
-            "--out-shape" => {
-                let v = val()?;
-                let dims: Option<Vec<u64>> = v
-                    .split(',')
-                    .map(|d| d.trim().parse().ok().filter(|&d| d > 0))
-                    .collect();
-                out_shape = Some(dims.ok_or_else(|| {
-                    Failure::Usage(format!(
-                        "--out-shape {v}: D0,D1,... with each dimension a whole number above 0"
-                    ))
-                })?);
-            }
-            other => return Err(Failure::Usage(format!("unknown option {other}"))),
-        }
-    }
-    let out = out.ok_or_else(|| Failure::Usage("run needs --out OUT.npy".into()))?;
-    Ok(RunOptions {
-        lib: lib.clone(),
-        kernel: kernel.clone(),
-        values,
-        out,
-        cores,
-        timeout,
-        out_dtype,
-        out_shape,
-    })
-}
-
-fn run(args: &[String]) -> Result<(), Failure> {
-    let RunOptions {
+fn run(a: RunArgs) -> Result<(), Failure> {
+    let RunArgs {
         lib,
         kernel,
-        values,
+        args: values,
         out,
         cores,
         timeout,
         out_dtype,
         out_shape,
-    } = parse_run(args)?;
+        json,
+    } = a;
+    let out_dtype = match out_dtype {
+        Some(t) => Some(DType::from_name(&t).ok_or_else(|| {
+            Failure::Usage(format!(
+                "--out-dtype {t}: one of {}",
+                DType::ALL.map(DType::name).join(" ")
+            ))
+        })?),
+        None => None,
+    };
+    let out_shape = out_shape.map(|s| s.0);
+    let cores = cores.map(usize::from);
     let kernel = &kernel;
-    let mut e = engine_with(Path::new(&lib))?;
+    let mut e = engine_with(&lib)?;
     if let Some(t) = timeout {
-        e.timeout = t;
+        e.timeout = Duration::from_secs_f64(t);
     }
     let op = e
         .neuron_library()
@@ -353,7 +281,13 @@ fn run(args: &[String]) -> Result<(), Failure> {
         output,
         cores,
     })?;
-    echo(&done.stdout, &done.stderr);
+    if json {
+        // stdout carries the JSON document: the kernel's own output goes to stderr.
+        let _ = std::io::stderr().write_all(&done.stdout);
+        let _ = std::io::stderr().write_all(&done.stderr);
+    } else {
+        echo(&done.stdout, &done.stderr);
+    }
     if done.stdio_dropped > 0 {
         eprintln!(
             "nrt-pool: {} bytes of kernel output did not fit the stdio ring",
@@ -361,6 +295,21 @@ fn run(args: &[String]) -> Result<(), Failure> {
         );
     }
     npy::write(&out, &done.output).map_err(|e| Failure::Error(e.to_string()))?;
+    if json {
+        let doc = json!({
+            "op": kernel,
+            "cores": cores,
+            "elapsed_ms": done.elapsed.as_secs_f64() * 1e3,
+            "stdio_dropped": done.stdio_dropped,
+            "output": {
+                "path": out.display().to_string(),
+                "dtype": done.output.dtype.name(),
+                "shape": done.output.shape,
+            },
+        });
+        println!("{doc}");
+        return Ok(());
+    }
     eprintln!(
         "ok: {kernel} on {cores} core(s) in {:.3} ms -> {} ({} {:?})",
         done.elapsed.as_secs_f64() * 1e3,
@@ -455,43 +404,29 @@ fn parse_arg(v: &str, want: Want) -> Result<LaunchArg, Failure> {
     Ok(LaunchArg::Scalar(dtype, bytes))
 }
 
-fn build(args: &[String]) -> Result<(), Failure> {
-    if args.iter().any(|a| a == "--name") {
-        return build_ops(args);
+fn build(a: BuildArgs) -> Result<(), Failure> {
+    if a.name.is_some() {
+        return build_ops(a);
     }
-    let mut o = opbuild::BuildOptions {
-        schema: PathBuf::new(),
-        sources: Vec::new(),
-        out: PathBuf::new(),
-        archive: default_archive(),
-        include: default_include(),
-        device_objects: None,
+    let (Some(schema), Some(out)) = (a.schema, a.out) else {
+        return Err(Failure::Usage(
+            "build needs --name with --compute and --shape, or --schema with --out and sources"
+                .into(),
+        ));
+    };
+    if a.sources.is_empty() {
+        return Err(Failure::Usage("build --schema needs kernel sources".into()));
+    }
+    let o = opbuild::BuildOptions {
+        schema,
+        sources: a.sources,
+        out,
+        archive: a.archive.unwrap_or_else(default_archive),
+        include: a.include.unwrap_or_else(default_include),
+        // --no-device-objects is the default, kept for older scripts.
+        device_objects: a.device_objects.filter(|_| !a.no_device_objects),
         cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
     };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut val = || {
-            it.next()
-                .map(PathBuf::from)
-                .ok_or_else(|| Failure::Usage(format!("{a} needs a value")))
-        };
-        match a.as_str() {
-            "--schema" => o.schema = val()?,
-            "--out" => o.out = val()?,
-            "--archive" => o.archive = val()?,
-            "--include" => o.include = val()?,
-            "--device-objects" => o.device_objects = Some(val()?),
-            // Device objects are built only when asked for; kept for older scripts.
-            "--no-device-objects" => o.device_objects = None,
-            s if s.starts_with("--") => return Err(Failure::Usage(format!("unknown option {s}"))),
-            s => o.sources.push(s.into()),
-        }
-    }
-    if o.schema.as_os_str().is_empty() || o.out.as_os_str().is_empty() || o.sources.is_empty() {
-        return Err(Failure::Usage(
-            "build needs --schema, --out and sources".into(),
-        ));
-    }
     let r = opbuild::build(&o).map_err(|e| Failure::Error(e.to_string()))?;
     for k in &r.kernels {
         println!("{k}");
@@ -506,54 +441,26 @@ fn build(args: &[String]) -> Result<(), Failure> {
 /// `nrt-pool build --name NAME --compute SRC... --shape SRC... [--multicore]
 /// [--build-directory DIR]`: an op library in the Custom C++ Operators style, as
 /// `custom_op.load` builds it.
-fn build_ops(args: &[String]) -> Result<(), Failure> {
-    let mut o = opbuild::OpBuildOptions {
-        name: String::new(),
-        compute: Vec::new(),
-        shape: Vec::new(),
-        build_directory: PathBuf::from("."),
-        multicore: false,
-        archive: default_archive(),
-        include: default_include(),
+fn build_ops(a: BuildArgs) -> Result<(), Failure> {
+    let o = opbuild::OpBuildOptions {
+        name: a.name.unwrap_or_default(),
+        compute: a.compute,
+        shape: a.shape,
+        build_directory: a.build_directory,
+        multicore: a.multicore,
+        archive: a.archive.unwrap_or_else(default_archive),
+        include: a.include.unwrap_or_else(default_include),
         cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
-        device_objects: None,
+        device_objects: a.device_objects,
     };
-    // --compute and --shape take every following value up to the next option.
-    let mut list: Option<&str> = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut val = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| Failure::Usage(format!("{a} needs a value")))
-        };
-        match a.as_str() {
-            "--name" => o.name = val()?,
-            "--build-directory" => o.build_directory = val()?.into(),
-            "--archive" => o.archive = val()?.into(),
-            "--include" => o.include = val()?.into(),
-            "--device-objects" => o.device_objects = Some(val()?.into()),
-            "--multicore" => o.multicore = true,
-            "--verbose" => {}
-            "--compute" | "--shape" => {
-                list = Some(if a == "--compute" { "compute" } else { "shape" })
-            }
-            s if s.starts_with("--") => return Err(Failure::Usage(format!("unknown option {s}"))),
-            s => match list {
-                Some("compute") => o.compute.push(s.into()),
-                Some(_) => o.shape.push(s.into()),
-                None => {
-                    return Err(Failure::Usage(format!(
-                        "{s}: name sources after --compute or --shape"
-                    )))
-                }
-            },
-        }
-    }
-    if o.name.is_empty() || o.compute.is_empty() || o.shape.is_empty() {
-        return Err(Failure::Usage(
-            "build needs --name, --compute SRC... and --shape SRC...".into(),
-        ));
+    if a.verbose {
+        eprintln!(
+            "nrt-pool: building lib{}.so in {} from {} compute and {} shape source(s)",
+            o.name,
+            o.build_directory.display(),
+            o.compute.len(),
+            o.shape.len()
+        );
     }
     let r = opbuild::build_op_library(&o).map_err(|e| Failure::Error(e.to_string()))?;
     for op in &r.ops.ops {
@@ -577,18 +484,11 @@ fn build_ops(args: &[String]) -> Result<(), Failure> {
     Ok(())
 }
 
-fn bringup_cmd(args: &[String]) -> Result<(), Failure> {
-    let mut opts = bringup::Options {
-        provider: default_provider(),
-        cayman_library: None,
+fn bringup_cmd(a: BringupArgs) -> Result<(), Failure> {
+    let opts = bringup::Options {
+        provider: a.provider.unwrap_or_else(default_provider),
+        cayman_library: a.cayman_library,
     };
-    for (a, v) in option_pairs(args) {
-        match a {
-            "--provider" => opts.provider = v?.into(),
-            "--cayman-library" => opts.cayman_library = Some(v?.into()),
-            other => return Err(Failure::Usage(format!("unknown option {other}"))),
-        }
-    }
     let report = bringup::run(&opts).map_err(|e| Failure::Error(format!("bringup: {e}")))?;
     print!("{report}");
     println!(
@@ -602,20 +502,15 @@ fn bringup_cmd(args: &[String]) -> Result<(), Failure> {
     Ok(())
 }
 
-fn demo(args: &[String]) -> Result<(), Failure> {
-    let mut o = nrt_pool_cli::demo::DemoOptions {
-        provider: default_provider(),
-        examples: beside_exe("../../examples/ops"),
+fn demo(a: DemoArgs) -> Result<(), Failure> {
+    let o = nrt_pool_cli::demo::DemoOptions {
+        provider: a.provider.unwrap_or_else(default_provider),
+        examples: a
+            .examples
+            .unwrap_or_else(|| beside_exe("../../examples/ops")),
         archive: default_archive(),
         include: default_include(),
     };
-    for (a, v) in option_pairs(args) {
-        match a {
-            "--provider" => o.provider = v?.into(),
-            "--examples" => o.examples = v?.into(),
-            other => return Err(Failure::Usage(format!("unknown option {other}"))),
-        }
-    }
     let report = nrt_pool_cli::demo::run(&o).map_err(|e| Failure::Error(format!("demo: {e}")))?;
     print!("{report}");
     Ok(())

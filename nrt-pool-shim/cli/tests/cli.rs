@@ -316,20 +316,34 @@ fn mistakes_get_clear_errors_and_no_output_file() {
                 "9",
             ],
             2,
-            "--cores 9: 1 to 8",
+            "invalid value '9' for '--cores <CORES>': 9 is not in 1..=8",
         ),
         (
             vec!["run", s(&lib), "scale_add", "--arg", &x],
             2,
-            "run needs --out",
+            "the following required arguments were not provided:\n  --out <OUT>",
         ),
         (
             vec!["run", "/no/such/lib.so", "k", "--out", s(&out)],
             1,
             "/no/such/lib.so: no such file",
         ),
-        (vec!["list"], 2, "list takes one library"),
-        (vec!["frobnicate"], 2, "usage:"),
+        (
+            vec!["list"],
+            2,
+            "the following required arguments were not provided:\n  <LIB>",
+        ),
+        (
+            vec!["frobnicate"],
+            2,
+            "unrecognized subcommand 'frobnicate'",
+        ),
+        // A mistyped option is named, with the right one suggested.
+        (
+            vec!["run", s(&lib), "scale_add", "--core", "2", "--out", s(&out)],
+            2,
+            "tip: a similar argument exists: '--cores'",
+        ),
         (
             vec![
                 "run",
@@ -657,4 +671,105 @@ fn kernel_output_reaches_the_terminal_byte_for_byte() {
     ]);
     assert!(o.status.success(), "{:?}", text(&o));
     assert_eq!(o.stdout, b"caf\xe9 \xff\n");
+}
+
+#[test]
+fn every_command_answers_help_and_version_and_completions_are_built_in() {
+    for sub in ["", "list", "run", "build", "bringup", "demo", "completions"] {
+        let args: Vec<&str> = [sub, "--help"]
+            .into_iter()
+            .filter(|a| !a.is_empty())
+            .collect();
+        let o = nrt_pool(&args);
+        assert!(o.status.success(), "{args:?}");
+        assert!(
+            text(&o).0.contains("Usage: nrt-pool"),
+            "{args:?}: {:?}",
+            text(&o)
+        );
+        let args: Vec<&str> = [sub, "--version"]
+            .into_iter()
+            .filter(|a| !a.is_empty())
+            .collect();
+        let o = nrt_pool(&args);
+        assert!(o.status.success(), "{args:?}");
+        assert!(
+            text(&o).0.starts_with("nrt-pool"),
+            "{args:?}: {:?}",
+            text(&o)
+        );
+        assert!(text(&o).0.contains(env!("CARGO_PKG_VERSION")));
+    }
+    for (shell, marker) in [
+        ("bash", "complete -F _nrt__pool"),
+        ("zsh", "#compdef nrt-pool"),
+        ("fish", "complete -c nrt-pool"),
+    ] {
+        let o = nrt_pool(&["completions", shell]);
+        assert!(o.status.success() && text(&o).0.contains(marker), "{shell}");
+        assert!(
+            text(&o).0.contains("build-directory"),
+            "{shell}: options are completed"
+        );
+    }
+}
+
+#[test]
+fn list_and_run_print_json_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lib = common::examples(d);
+    let o = nrt_pool(&["list", s(&lib), "--json"]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["kernels"][0]["name"], "scale_add");
+    assert_eq!(
+        doc["kernels"][0]["signature"],
+        "scale_add(tensor<f32> x, f32 alpha, f32 beta) -> tensor<f32> like x"
+    );
+    npy::write(
+        &d.join("x.npy"),
+        &HostTensor::from_f32(vec![2, 3], &[1.0; 6]).unwrap(),
+    )
+    .unwrap();
+    let out = d.join("y.npy");
+    let o = nrt_pool(&[
+        "run",
+        s(&lib),
+        "hello",
+        "--arg",
+        s(&d.join("x.npy")),
+        "--out",
+        s(&out),
+        "--json",
+    ]);
+    // hello takes an i32 tensor: a clear error, no JSON.
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stdout.is_empty());
+    let o = nrt_pool(&[
+        "run",
+        s(&lib),
+        "scale_add",
+        "--arg",
+        s(&d.join("x.npy")),
+        "--arg",
+        "2",
+        "--arg",
+        "1",
+        "--out",
+        s(&out),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (doc["op"].as_str(), doc["cores"].as_u64()),
+        (Some("scale_add"), Some(1))
+    );
+    assert_eq!(doc["output"]["dtype"], "f32");
+    assert_eq!(doc["output"]["shape"], serde_json::json!([2, 3]));
+    assert_eq!(
+        npy::read(&out, None).unwrap().to_f32().unwrap(),
+        vec![3.0; 6]
+    );
 }

@@ -1,0 +1,171 @@
+// nrt-pool's command line, declared with clap. Shared by the binary and build.rs (which
+// generates the shell completions from it), so it depends on clap and std only.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Develop and run GPSIMD custom ops without hardware, on the emulated Pool engine.
+#[derive(Parser, Debug)]
+#[command(
+    name = "nrt-pool",
+    version,
+    propagate_version = true,
+    after_help = "Exit status: 0 success, 1 error, 2 usage, 3 device fault."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// The ops (NS::OP) or kernels an op library registers, with their arguments
+    List(ListArgs),
+    /// Run an op or kernel on the emulated Pool engine (tensors from and to .npy files)
+    Run(RunArgs),
+    /// Build an op library: --name/--compute/--shape as custom_op.load does, or the
+    /// schema layer with --schema/--out and sources
+    Build(BuildArgs),
+    /// libnrt's microcode sequence on the simulated device, through a provider
+    Bringup(BringupArgs),
+    /// The whole chain: provider bring-up, the examples built, registered through the
+    /// seam and run on the emulated engine, checked against a reference
+    Demo(DemoArgs),
+    /// Print a shell completion script (generated at build time)
+    Completions {
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// The op library (libNAME.so)
+    pub lib: PathBuf,
+    /// Print JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The op library (libNAME.so)
+    pub lib: PathBuf,
+    /// The op (NS::OP or OP) or kernel to run
+    pub kernel: String,
+    /// An argument, in order: X.npy (a tensor in HBM), X.npy@sbuf (in SBUF), TYPE:X.npy
+    /// (read as TYPE, e.g. bf16), TYPE:VALUE (a scalar), or a number typed by the op
+    #[arg(long = "arg", value_name = "V", allow_hyphen_values = true)]
+    pub args: Vec<String>,
+    /// Where the output goes (.npy), written only when the launch succeeds
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Cores to run on (default: 8 for a multicore library, else 1)
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=8))]
+    pub cores: Option<u8>,
+    /// Seconds a launch may run before its cores are stopped
+    #[arg(long, value_name = "SECS", value_parser = parse_timeout, allow_hyphen_values = true)]
+    pub timeout: Option<f64>,
+    /// The output's dtype, for libraries without shape functions or schema (u8, i32, f32, ...)
+    #[arg(long, requires = "out_shape")]
+    pub out_dtype: Option<String>,
+    /// The output's shape D0,D1,... (with --out-dtype)
+    #[arg(long, value_name = "D0,D1,...", requires = "out_dtype", value_parser = parse_shape, allow_hyphen_values = true)]
+    pub out_shape: Option<Shape>,
+    /// Print the result as JSON on stdout (the kernel's own output then goes to stderr)
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A tensor shape given on the command line.
+#[derive(Clone, Debug)]
+pub struct Shape(pub Vec<u64>);
+
+/// The longest `--timeout`: a day (a launch longer than that is a hang).
+pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
+
+pub fn parse_timeout(v: &str) -> Result<f64, String> {
+    v.parse::<f64>()
+        .ok()
+        .filter(|s| *s > 0.0 && *s <= MAX_TIMEOUT_SECS)
+        .ok_or_else(|| format!("a number of seconds above 0 and at most {MAX_TIMEOUT_SECS}"))
+}
+
+pub fn parse_shape(v: &str) -> Result<Shape, String> {
+    v.split(',')
+        .map(|d| d.trim().parse::<u64>().ok().filter(|&d| d > 0))
+        .collect::<Option<Vec<u64>>>()
+        .map(Shape)
+        .ok_or_else(|| "D0,D1,... with each dimension a whole number above 0".to_string())
+}
+
+#[derive(Args, Debug)]
+pub struct BuildArgs {
+    /// The library's name: writes BUILD_DIRECTORY/libNAME.so (NEURON_LIBRARY ops)
+    #[arg(long, requires_all = ["compute", "shape"], conflicts_with_all = ["schema", "out"])]
+    pub name: Option<String>,
+    /// Compute sources (the kernel functions)
+    #[arg(long, num_args = 1.., value_name = "SRC")]
+    pub compute: Vec<PathBuf>,
+    /// Shape sources (shape functions and their NEURON_LIBRARY registration)
+    #[arg(long, num_args = 1.., value_name = "SRC")]
+    pub shape: Vec<PathBuf>,
+    /// Run the library's ops on all 8 cores by default
+    #[arg(long)]
+    pub multicore: bool,
+    /// Where libNAME.so goes
+    #[arg(long, default_value = ".")]
+    pub build_directory: PathBuf,
+    /// The schema layer: a schema file of kernel signatures
+    #[arg(long, requires = "out")]
+    pub schema: Option<PathBuf>,
+    /// The schema layer: the library to write
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// The schema layer: kernel sources
+    pub sources: Vec<PathBuf>,
+    /// The host libneuroncustomop.a (default: the installed or built one)
+    #[arg(long)]
+    pub archive: Option<PathBuf>,
+    /// The directory holding torch/, neuron/, neuron_customop.hpp (default: the installed
+    /// or repository one)
+    #[arg(long)]
+    pub include: Option<PathBuf>,
+    /// Also compile Xtensa device objects into this directory (needs the Xtensa g++)
+    #[arg(long, value_name = "DIR")]
+    pub device_objects: Option<PathBuf>,
+    /// No device objects (the default; kept for older scripts)
+    #[arg(long, hide = true)]
+    pub no_device_objects: bool,
+    /// Say what is built
+    #[arg(long)]
+    pub verbose: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct BringupArgs {
+    /// The provider (libnrtucode_extisa.so) to drive (default: the one beside nrt-pool)
+    #[arg(long)]
+    pub provider: Option<PathBuf>,
+    /// Also prelink and stage this Xtensa library on a Cayman Q7 POOL core
+    #[arg(long, value_name = "ELF")]
+    pub cayman_library: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// The provider (libnrtucode_extisa.so) to drive (default: the one beside nrt-pool)
+    #[arg(long)]
+    pub provider: Option<PathBuf>,
+    /// The schema-layer examples (examples/ops; mlp/ and multicore/ are its siblings)
+    #[arg(long)]
+    pub examples: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
