@@ -72,27 +72,8 @@ pub const VENDOR_IMAGES: [VendorImage; 13] = [
     img(29, 3, 0x14020, 0x6974, Some("8477ff2690f30cc3")),
 ];
 
-pub fn run(args: &[String]) -> Result<(), ToolError> {
-    let mut input = None;
-    let mut out = None;
-    let mut allow_unverified = false;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "-o" => {
-                out =
-                    Some(PathBuf::from(it.next().ok_or_else(|| {
-                        ToolError::Usage("-o needs a directory".into())
-                    })?))
-            }
-            "--allow-unverified" => allow_unverified = true,
-            _ if input.is_none() => input = Some(PathBuf::from(a)),
-            _ => return Err(ToolError::Usage(format!("unexpected argument {a:?}"))),
-        }
-    }
-    let (Some(input), Some(out)) = (input, out) else {
-        return Err(ToolError::Usage(crate::USAGE.into()));
-    };
+/// `extract VENDOR_FILE -o DIR [--allow-unverified]`.
+pub fn run(input: PathBuf, out: PathBuf, allow_unverified: bool) -> Result<(), ToolError> {
     let report = extract(&input, &out, allow_unverified)?;
     print!("{report}");
     Ok(())

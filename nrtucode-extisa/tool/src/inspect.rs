@@ -10,17 +10,96 @@ use object::{Endianness, ReadRef};
 
 use crate::{read, ToolError};
 
-pub fn run(args: &[String]) -> Result<(), ToolError> {
-    let [path] = args else {
-        return Err(ToolError::Usage(crate::USAGE.into()));
-    };
+/// `inspect FILE [--json]`: the description (or a JSON document) on stdout, and loud
+/// warnings for what the vendor's prelinker would stage wrongly.
+pub fn run(path: &str, json: bool) -> Result<(), ToolError> {
     let bytes = read(path)?;
-    print!(
-        "{}",
-        describe(&bytes).map_err(|e| ToolError::Invalid(format!("{path}: {e}")))?
-    );
+    if json {
+        println!(
+            "{}",
+            describe_json(&bytes).map_err(|e| ToolError::Invalid(format!("{path}: {e}")))?
+        );
+    } else {
+        print!(
+            "{}",
+            describe(&bytes).map_err(|e| ToolError::Invalid(format!("{path}: {e}")))?
+        );
+    }
     crate::warn_hazards(path, &bytes);
     Ok(())
+}
+
+/// The image as a JSON document: a UCPL header's fields, or an ELF's program headers, what
+/// the prelinker makes of it (its UCPL header, or the xt-libloader status) and its staging
+/// hazards.
+pub fn describe_json(b: &[u8]) -> Result<serde_json::Value, String> {
+    use nrtucode_extisa::prelink::{self, CAYMAN_GEOMETRY};
+    use serde_json::json;
+    if b.len() >= 8 && u64::from_le_bytes(b[..8].try_into().unwrap()) == UCPL_MAGIC {
+        if b.len() < UCPL_HEADER_LEN {
+            return Err("UCPL header truncated".into());
+        }
+        return Ok(json!({
+            "kind": "ucpl",
+            "bytes": b.len(),
+            "code_seg_off": u32_at(b, 0x04),
+            "code_seg_len": u32_at(b, 0x08),
+            "data_seg_off": u32_at(b, 0x0c),
+            "data_seg_len": u32_at(b, 0x10),
+            "init": u32_at(b, 0x14),
+            "fini": u32_at(b, 0x18),
+            "start_sym": u32_at(b, 0x1c),
+        }));
+    }
+    if !b.starts_with(b"\x7fELF") {
+        return Err("neither an ELF nor a UCPL image".into());
+    }
+    let h = FileHeader32::<Endianness>::parse(b).map_err(|e| format!("ELF32 header: {e}"))?;
+    let e = h.endian().map_err(|e| e.to_string())?;
+    let phdrs = h
+        .program_headers(e, b)
+        .map_err(|e| format!("program headers: {e}"))?;
+    let segments: Vec<_> = phdrs
+        .iter()
+        .map(|p| {
+            json!({
+                "type": match p.p_type(e) { PT_LOAD => "LOAD", PT_DYNAMIC => "DYNAMIC", _ => "OTHER" },
+                "offset": p.p_offset(e),
+                "vaddr": p.p_vaddr(e),
+                "paddr": p.p_paddr(e),
+                "filesz": p.p_filesz(e),
+                "memsz": p.p_memsz(e),
+                "flags": flags(p.p_flags(e)),
+            })
+        })
+        .collect();
+    let g = CAYMAN_GEOMETRY;
+    let (mut code, mut data) = (vec![0u8; g.iram_size], vec![0u8; g.dram_size]);
+    let prelinked = match prelink::prelink(b, &g, &mut code, &mut data, &mut |_| {}) {
+        Ok(u) => json!({
+            "status": 0,
+            "code_seg_len": u.code_seg_len,
+            "data_seg_off": u.data_seg_off,
+            "data_seg_len": u.data_seg_len,
+            "init": u.init,
+            "fini": u.fini,
+            "start_sym": u.start_sym,
+        }),
+        Err(prelink::PrelinkStatus::Xtlib(code)) => json!({ "status": code }),
+    };
+    let hazards: Vec<String> = prelink::hazards(b, &g)
+        .iter()
+        .map(|h| h.to_string())
+        .collect();
+    Ok(json!({
+        "kind": "elf",
+        "bytes": b.len(),
+        "big_endian": e == Endianness::Big,
+        "machine": h.e_machine.get(e),
+        "segments": segments,
+        "prelink": prelinked,
+        "hazards": hazards,
+    }))
 }
 
 /// A readable description of an ELF32 or UCPL image.
@@ -39,6 +118,7 @@ pub fn describe(bytes: &[u8]) -> Result<String, String> {
 #[doc(hidden)]
 pub fn fuzz_one(bytes: &[u8]) {
     let _described = describe(bytes);
+    let _json = describe_json(bytes);
     let _hazards =
         nrtucode_extisa::prelink::hazards(bytes, &nrtucode_extisa::prelink::CAYMAN_GEOMETRY);
 }

@@ -8,11 +8,6 @@ mod vendor_tables;
 
 use std::path::PathBuf;
 
-pub const USAGE: &str = "usage:
-  nrtucode-tool inspect FILE
-  nrtucode-tool prelink IMAGE [--coretype 13|21|29] [-o OUT]
-  nrtucode-tool extract VENDOR_FILE -o DIR [--allow-unverified]";
-
 #[derive(Debug, thiserror::Error)]
 pub enum ToolError {
     #[error("{0}: {1}")]

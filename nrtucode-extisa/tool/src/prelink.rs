@@ -7,33 +7,8 @@ use nrtucode_extisa::prelink::{self, CAYMAN_GEOMETRY};
 
 use crate::{read, write_atomic, ToolError};
 
-pub fn run(args: &[String]) -> Result<(), ToolError> {
-    let mut image = None;
-    let mut coretype = 13u32;
-    let mut out: Option<PathBuf> = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--coretype" => {
-                let v = it
-                    .next()
-                    .ok_or_else(|| ToolError::Usage("--coretype needs a value".into()))?;
-                coretype = v
-                    .parse()
-                    .map_err(|_| ToolError::Usage(format!("bad coretype {v:?} (13, 21 or 29)")))?;
-            }
-            "-o" => {
-                out = Some(
-                    it.next()
-                        .ok_or_else(|| ToolError::Usage("-o needs a path".into()))?
-                        .into(),
-                )
-            }
-            _ if image.is_none() => image = Some(a.clone()),
-            _ => return Err(ToolError::Usage(format!("unexpected argument {a:?}"))),
-        }
-    }
-    let image = image.ok_or_else(|| ToolError::Usage(crate::USAGE.into()))?;
+/// `prelink IMAGE [--coretype N] [-o OUT]`.
+pub fn run(image: String, coretype: u32, out: Option<PathBuf>) -> Result<(), ToolError> {
     match coretype {
         13 | 21 | 29 => {}
         6 => {

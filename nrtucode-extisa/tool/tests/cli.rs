@@ -153,10 +153,41 @@ fn prelink_refusals_leave_no_output() {
     let o = tool(&["prelink", path(&bad), "--coretype", "-1"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        text(&o).1.starts_with("nrtucode-tool: bad coretype \"-1\""),
+        text(&o)
+            .1
+            .starts_with("nrtucode-tool: invalid value '-1' for '--coretype <N>'")
+            && text(&o).1.contains("bad coretype \"-1\" (13, 21 or 29)"),
         "{:?}",
         text(&o)
     );
+    // A mistyped option is named and the right one suggested; every command has help and
+    // version; inspect speaks JSON.
+    let o = tool(&["prelink", path(&bad), "--coretyp", "13"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o)
+            .1
+            .contains("tip: a similar argument exists: '--coretype'"),
+        "{:?}",
+        text(&o)
+    );
+    for sub in ["", "inspect", "prelink", "extract"] {
+        for flag in ["--help", "--version"] {
+            let args: Vec<&str> = [sub, flag].into_iter().filter(|a| !a.is_empty()).collect();
+            let o = tool(&args);
+            assert!(o.status.success(), "{args:?}");
+            assert!(!text(&o).0.is_empty(), "{args:?}");
+        }
+    }
+    let sample = dir.path().join("sample.elf");
+    std::fs::write(&sample, Fixture::sample().build()).unwrap();
+    let o = tool(&["inspect", path(&sample), "--json"]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["kind"], "elf");
+    assert_eq!(doc["segments"][0]["type"], "LOAD");
+    assert_eq!(doc["prelink"]["status"], 0);
+    assert_eq!(doc["prelink"]["start_sym"], 0x18018);
     assert_eq!(tool(&["frob"]).status.code(), Some(2));
     assert_eq!(tool(&["inspect"]).status.code(), Some(2));
     let o = tool(&["inspect", path(&dir.path().join("missing"))]);
