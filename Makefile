@@ -8,7 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CUSTOMOP_TARGETS := x86_64-unknown-linux-gnu riscv32imac-unknown-none-elf xtensa-q7-none-elf
 CUSTOMOP_OUT := target/customop
 
-.PHONY: all build tools demo test lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch install install-files uninstall
+.PHONY: all build tools demo test lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch install install-files uninstall deb
 
 ## make install PREFIX=/usr/local DESTDIR=: libraries, archives, headers, tools, pkg-config and
 ## CMake files (install-files installs what is already built; uninstall removes them).
@@ -33,11 +33,12 @@ tools:
 	@rustup target list --installed 2>/dev/null | grep -q '^riscv32imac-unknown-none-elf' || rustup target add riscv32imac-unknown-none-elf
 	@if ! command -v xtensa-lx106-elf-gcc >/dev/null || ! command -v xtensa-lx106-elf-ld >/dev/null \
 		|| ! command -v qemu-system-xtensa >/dev/null || ! command -v cmake >/dev/null \
-		|| ! command -v pkg-config >/dev/null; then \
+		|| ! command -v pkg-config >/dev/null || ! command -v dpkg-deb >/dev/null; then \
 		$(SUDO) apt-get update && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends \
-			gcc-xtensa-lx106 binutils-xtensa-lx106 qemu-system-misc cmake pkg-config; \
+			gcc-xtensa-lx106 binutils-xtensa-lx106 qemu-system-misc cmake pkg-config dpkg; \
 	fi
+	@command -v cargo-deb >/dev/null || $(CARGO) install cargo-deb --locked
 
 $(XTENSA_OUT)/split.so: nrtucode-extisa/tests/xtensa/kernels.c nrtucode-extisa/tests/xtensa/split.ld | tools
 	nrtucode-extisa/tests/xtensa/build.sh $(XTENSA_OUT)
@@ -134,11 +135,22 @@ install: build customop-archives
 install-files:
 	packaging/install.sh "$(CURDIR)" "$(DESTDIR)$(PREFIX)" "$(VERSION)"
 
+## make deb: Debian packages gpsimd-open-{runtime,dev,tools} in target/debian (cargo-deb),
+## from the tree `make install-files` stages with PREFIX=/opt/gpsimd-open.
+DEB_STAGE := $(CURDIR)/target/deb-stage
+deb: build customop-archives
+	rm -rf $(DEB_STAGE) target/debian
+	$(MAKE) -s install-files DESTDIR=$(DEB_STAGE) PREFIX=/opt/gpsimd-open
+	for v in runtime dev tools; do \
+		$(CARGO) deb -p gpsimd-open --no-build --variant $$v --output target/debian/ || exit 1; \
+	done
+
 uninstall:
 	@m="$(DESTDIR)$(PREFIX)/share/gpsimd-open/install_manifest.txt"; \
 	test -f "$$m" || { echo "nothing installed under $(DESTDIR)$(PREFIX)"; exit 1; }; \
 	xargs rm -f < "$$m"; \
-	for d in lib/gpsimd-open lib/cmake/GpsimdOpen include/gpsimd-open share/doc/gpsimd-open share/gpsimd-open; do \
+	for d in lib/gpsimd-open lib/cmake/GpsimdOpen include/gpsimd-open share/doc/gpsimd-open share/gpsimd-open \
+		share/bash-completion share/zsh share/fish; do \
 		find "$(DESTDIR)$(PREFIX)/$$d" -depth -type d -empty -delete 2>/dev/null || true; \
 	done; \
 	echo "removed the files listed in $$m"

@@ -48,6 +48,18 @@ for tool in nrt-pool nrtucode-tool nrtucode-conformance customop-conformance; do
     mv -f "$DEST/share/doc/gpsimd-open/$tool.txt.partial" "$DEST/share/doc/gpsimd-open/$tool.txt"
     echo "$DEST/share/doc/gpsimd-open/$tool.txt" >> "$MANIFEST.partial"
 done
+# nrt-pool's shell completions, where bash-completion, zsh and fish look under a prefix.
+gen() { # gen DST COMMAND...: the command's output installed as DST
+    dst=$1; shift
+    mkdir -p "$(dirname "$dst")"
+    "$@" > "$dst.partial"
+    chmod 644 "$dst.partial"
+    mv -f "$dst.partial" "$dst"
+    echo "$dst" >> "$MANIFEST.partial"
+}
+gen "$DEST/share/bash-completion/completions/nrt-pool" "$REL/nrt-pool" completions bash
+gen "$DEST/share/zsh/site-functions/_nrt-pool" "$REL/nrt-pool" completions zsh
+gen "$DEST/share/fish/vendor_completions.d/nrt-pool.fish" "$REL/nrt-pool" completions fish
 for pc in nrtucode_extisa nrt_pool neuroncustomop; do
     subst "$ROOT/packaging/$pc.pc.in" "$DEST/lib/pkgconfig/$pc.pc"
 done

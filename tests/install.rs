@@ -77,6 +77,9 @@ fn installed_tree_serves_pkg_config_and_cmake_consumers_and_uninstalls() {
         "bin/nrtucode-conformance",
         "bin/customop-conformance",
         "share/doc/gpsimd-open/nrt-pool.txt",
+        "share/bash-completion/completions/nrt-pool",
+        "share/zsh/site-functions/_nrt-pool",
+        "share/fish/vendor_completions.d/nrt-pool.fish",
         "lib/pkgconfig/nrt_pool.pc",
         "lib/cmake/GpsimdOpen/GpsimdOpenConfig.cmake",
     ] {

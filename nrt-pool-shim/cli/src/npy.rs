@@ -1,4 +1,5 @@
-//! NumPy `.npy` files (format 1.0-3.0): little-endian, C-order arrays of the launch dtypes.
+//! NumPy `.npy` files (format 1.0-3.0) of the launch dtypes, read and written through `npyz`
+//! (either byte order and array order in, little-endian C order out).
 //! Writes go to a temporary file that is renamed into place, so a failed run never leaves a
 //! half-written output.
 
@@ -26,70 +27,90 @@ pub enum NpyError {
     Tensor { path: String, source: TensorError },
 }
 
-const MAGIC: &[u8] = b"\x93NUMPY";
-
-/// Parses a `.npy` image. `hint` picks bf16 for `<u2` data when the kernel expects bf16.
+/// Parses a `.npy` image. The header (format 1.0-3.0, dtype, order, shape) is read by `npyz`;
+/// the data is taken in bulk: big-endian elements are swapped to little-endian and
+/// Fortran-order arrays reordered to C order. `hint` picks bf16 for `<u2` data when the
+/// kernel expects bf16.
 pub fn parse(bytes: &[u8], path: &str, hint: Option<DType>) -> Result<HostTensor, NpyError> {
-    let bad = |why: &str| NpyError::Malformed {
+    let bad = |why: String| NpyError::Malformed {
         path: path.into(),
-        why: why.into(),
+        why,
     };
-    if bytes.len() < 10 || &bytes[..6] != MAGIC {
-        return Err(bad("missing \\x93NUMPY magic"));
+    if !bytes.starts_with(b"\x93NUMPY") {
+        return Err(bad("missing \\x93NUMPY magic".into()));
     }
-    let (hlen, start): (usize, usize) = match bytes[6] {
-        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-        2 | 3 if bytes.len() >= 12 => (
-            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
-            12,
-        ),
-        v => return Err(bad(&format!("format version {v}"))),
+    // npyz allocates the header length it reads before reading; check it against the file
+    // first, so a corrupt length cannot ask for gigabytes.
+    let header_end = match bytes.get(6) {
+        Some(1) => bytes
+            .get(8..10)
+            .map(|b| 10 + u16::from_le_bytes([b[0], b[1]]) as u64),
+        Some(2 | 3) => bytes
+            .get(8..12)
+            .map(|b| 12 + u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64),
+        _ => None,
     };
-    let header = bytes
-        .get(
-            start
-                ..start
-                    .checked_add(hlen)
-                    .ok_or_else(|| bad("header length"))?,
-        )
-        .ok_or_else(|| bad("truncated header"))?;
-    let header = std::str::from_utf8(header).map_err(|_| bad("header is not text"))?;
-    let descr = dict_value(header, "descr").ok_or_else(|| bad("no 'descr' in header"))?;
-    let descr = descr.trim_matches(|c| c == '\'' || c == '"').to_string();
-    let fortran = match dict_value(header, "fortran_order").map(str::trim) {
-        Some("False") => false,
-        Some("True") => true,
-        _ => return Err(bad("no 'fortran_order' True or False in header")),
-    };
-    let shape = dict_value(header, "shape").ok_or_else(|| bad("no 'shape' in header"))?;
-    let shape = parse_shape(shape).ok_or_else(|| bad("unreadable shape"))?;
-    let descr_norm = descr.replace('=', "<");
-    let dtype = match hint {
-        Some(h) if h.npy_descr() == descr_norm => Some(h),
-        _ => DType::ALL
-            .into_iter()
-            .find(|t| t.npy_descr() == descr_norm && *t != DType::BF16),
+    match header_end {
+        None => {
+            let v = bytes.get(6).map_or("missing".into(), |v| v.to_string());
+            return Err(bad(format!("format version {v}")));
+        }
+        Some(end) if end > bytes.len() as u64 => return Err(bad("truncated header".into())),
+        Some(_) => {}
     }
-    .ok_or_else(|| NpyError::Dtype {
-        path: path.into(),
-        descr: descr.clone(),
-        supported: DType::ALL.map(|t| t.npy_descr()).join(" "),
+    let mut cursor = std::io::Cursor::new(bytes);
+    let header = npyz::NpyHeader::from_reader(&mut cursor).map_err(|e| {
+        bad(match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => "truncated header".into(),
+            _ => e.to_string(),
+        })
     })?;
-    // A 0-d array is one element.
-    let shape = if shape.is_empty() { vec![1] } else { shape };
-    let data = &bytes[start + hlen..];
-    let want = shape
-        .iter()
-        .try_fold(dtype.size() as u64, |n, &d| n.checked_mul(d));
-    let data = if fortran && want == Some(data.len() as u64) {
-        to_c_order(data, &shape, dtype.size())
-    } else {
-        data.to_vec()
+    // The cursor is now at the first data byte; its position is within `bytes`.
+    let start = usize::try_from(cursor.position()).map_err(|_| bad("header length".into()))?;
+    let unsupported = |descr: String| NpyError::Dtype {
+        path: path.into(),
+        descr,
+        supported: DType::ALL.map(|t| t.npy_descr()).join(" "),
     };
+    let npyz::DType::Plain(ts) = header.dtype() else {
+        return Err(unsupported(header.dtype().descr()));
+    };
+    let dtype = dtype_of(&ts, hint).ok_or_else(|| unsupported(ts.to_string()))?;
+    // A 0-d array is one element.
+    let shape = match header.shape() {
+        [] => vec![1],
+        s => s.to_vec(),
+    };
+    let mut data = bytes.get(start..).unwrap_or_default().to_vec();
+    let size = dtype.size();
+    if ts.endianness() == npyz::Endianness::Big && size > 1 {
+        for element in data.chunks_exact_mut(size) {
+            element.reverse();
+        }
+    }
+    let want = shape.iter().try_fold(size as u64, |n, &d| n.checked_mul(d));
+    if header.order() == npyz::Order::Fortran && want == Some(data.len() as u64) {
+        data = to_c_order(&data, &shape, size);
+    }
     HostTensor::new(dtype, shape, data).map_err(|source| NpyError::Tensor {
         path: path.into(),
         source,
     })
+}
+
+/// The launch dtype stored as `ts` (either byte order); bf16 only when the kernel asks for it,
+/// since NumPy stores its raw words as `uint16`.
+fn dtype_of(ts: &npyz::TypeStr, hint: Option<DType>) -> Option<DType> {
+    let same = |t: DType| {
+        let ours: npyz::TypeStr = t.npy_descr().parse().expect("our descriptors parse");
+        ours.type_char() == ts.type_char() && ours.size_field() == ts.size_field()
+    };
+    match hint {
+        Some(h) if same(h) => Some(h),
+        _ => DType::ALL
+            .into_iter()
+            .find(|&t| t != DType::BF16 && same(t)),
+    }
 }
 
 /// Column-major (Fortran-order) elements of `shape` in row-major (C) order.
@@ -123,27 +144,6 @@ fn to_c_order(data: &[u8], shape: &[u64], size: usize) -> Vec<u8> {
     out
 }
 
-fn dict_value<'a>(header: &'a str, key: &str) -> Option<&'a str> {
-    let at = header.find(&format!("'{key}'"))? + key.len() + 2;
-    let rest = header[at..].trim_start().strip_prefix(':')?.trim_start();
-    let end = if rest.starts_with('(') {
-        rest.find(')')? + 1
-    } else {
-        rest.find([',', '}']).unwrap_or(rest.len())
-    };
-    Some(&rest[..end])
-}
-
-fn parse_shape(s: &str) -> Option<Vec<u64>> {
-    let inner = s.trim().strip_prefix('(')?.strip_suffix(')')?;
-    inner
-        .split(',')
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(|p| p.trim_end_matches('L').parse().ok())
-        .collect()
-}
-
 pub fn read(path: &Path, hint: Option<DType>) -> Result<HostTensor, NpyError> {
     let p = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|source| NpyError::Io {
@@ -153,27 +153,19 @@ pub fn read(path: &Path, hint: Option<DType>) -> Result<HostTensor, NpyError> {
     parse(&bytes, &p, hint)
 }
 
-/// The `.npy` image of a tensor (format 1.0, header padded to 64 bytes).
+/// The `.npy` image of a tensor: a C-order header written by `npyz`, then the data.
 pub fn encode(t: &HostTensor) -> Vec<u8> {
-    let shape = match t.shape.as_slice() {
-        [one] => format!("({one},)"),
-        s => format!(
-            "({})",
-            s.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
-        ),
-    };
-    let mut header = format!(
-        "{{'descr': '{}', 'fortran_order': False, 'shape': {shape}, }}",
-        t.dtype.npy_descr()
-    );
-    let total = MAGIC.len() + 4 + header.len() + 1;
-    header.push_str(&" ".repeat(total.next_multiple_of(64) - total));
-    header.push('\n');
-    let mut out = Vec::with_capacity(10 + header.len() + t.data.len());
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&[1, 0]);
-    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    out.extend_from_slice(header.as_bytes());
+    let mut out = Vec::with_capacity(128 + t.data.len());
+    let dtype = npyz::DType::Plain(t.dtype.npy_descr().parse().expect("our descriptors parse"));
+    {
+        use npyz::WriterBuilder;
+        npyz::WriteOptions::new_header_only()
+            .dtype(dtype)
+            .shape(&t.shape)
+            .writer(&mut out)
+            .write_header_only()
+            .expect("writing to a Vec cannot fail");
+    }
     out.extend_from_slice(&t.data);
     out
 }
@@ -258,7 +250,7 @@ mod tests {
         let t = parse(&img, "a.npy", None).unwrap();
         assert_eq!((t.dtype, t.shape.clone()), (DType::I32, vec![3]));
         let s = encode(&HostTensor::from_f32(vec![1], &[2.5]).unwrap());
-        let s = patch(&s, "(1,)", "()  ");
+        let s = patch(&s, "(1, )", "()   ");
         let t = parse(&s, "s.npy", None).unwrap();
         assert_eq!(t.to_f32(), Some(vec![2.5]));
     }
@@ -272,6 +264,13 @@ mod tests {
 
         assert!(e(&patch(&good, "<f4", "<c8")).contains("'<c8' is not supported"));
         assert!(e(&good[..20]).contains("truncated header"));
+        // A header length of ~4 GB in a tiny file is refused before anything is allocated.
+        let mut huge = good.clone();
+        huge[6] = 3;
+        huge[8..12].copy_from_slice(&0xEAEB_7B00u32.to_le_bytes());
+        assert!(e(&huge).contains("truncated header"));
+        huge[6] = 7;
+        assert!(e(&huge).contains("format version 7"));
     }
 
     #[test]
@@ -299,6 +298,48 @@ mod tests {
         let x = HostTensor::new(DType::U8, shape.to_vec(), mem).unwrap();
         let t = parse(&patch(&encode(&x), "False", "True "), "f.npy", None).unwrap();
         assert_eq!(t.data, (0u8..24).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn big_endian_input_is_converted_to_little_endian() {
+        // np.array([1.5, -2.0], dtype='>f4') and np.array([258, -3], dtype='>i8').
+        let be: Vec<u8> = [1.5f32, -2.0]
+            .iter()
+            .flat_map(|v| v.to_be_bytes())
+            .collect();
+        let x = HostTensor::new(DType::F32, vec![2], be).unwrap();
+        let t = parse(&patch(&encode(&x), "<f4", ">f4"), "b.npy", None).unwrap();
+        assert_eq!(t.to_f32(), Some(vec![1.5, -2.0]));
+        let be: Vec<u8> = [258i64, -3].iter().flat_map(|v| v.to_be_bytes()).collect();
+        let x = HostTensor::new(DType::I64, vec![2], be).unwrap();
+        let t = parse(&patch(&encode(&x), "<i8", ">i8"), "b.npy", None).unwrap();
+        let le: Vec<u8> = [258i64, -3].iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!((t.dtype, t.data), (DType::I64, le));
+        // Big-endian bf16 words with the kernel's hint, and a Fortran-order big-endian array.
+        let x =
+            HostTensor::new(DType::U16, vec![2, 2], vec![0x3f, 0x80, 0, 1, 0, 2, 0, 3]).unwrap();
+        let img = patch(&patch(&encode(&x), "<u2", ">u2"), "False", "True ");
+        let t = parse(&img, "b.npy", Some(DType::BF16)).unwrap();
+        assert_eq!(t.dtype, DType::BF16);
+        assert_eq!(t.data, vec![0x80, 0x3f, 2, 0, 1, 0, 3, 0]);
+    }
+
+    #[test]
+    fn unsupported_dtypes_are_refused_by_name() {
+        let e = |b: &[u8]| parse(b, "f.npy", None).unwrap_err().to_string();
+        let good = encode(&HostTensor::from_f32(vec![2], &[1.0, 2.0]).unwrap());
+        for (descr, shown) in [("<f4", "'<f8'"), ("<f4", "'>c8'"), ("<f4", "'|b1'")] {
+            let to = &shown[1..shown.len() - 1];
+            let msg = e(&patch(&good, descr, to));
+            assert!(
+                msg.contains(&format!("dtype {shown} is not supported")),
+                "{msg}"
+            );
+            assert!(msg.contains("<f4") && msg.starts_with("f.npy: "), "{msg}");
+        }
+        // A structured dtype is named too, not reported as a broken file.
+        let msg = e(&patch(&good, "'<f4'", "[('a', '<f4')]"));
+        assert!(msg.contains("is not supported"), "{msg}");
     }
 
     #[test]

@@ -366,8 +366,8 @@ fn mistakes_get_clear_errors_and_no_output_file() {
     std::fs::write(&f8, img).unwrap();
     let empty = d.join("empty.npy");
     let mut img = npy::encode(&HostTensor::from_f32(vec![1], &[0.0]).unwrap());
-    let at = img.windows(4).position(|w| w == b"(1,)").unwrap();
-    img[at..at + 4].copy_from_slice(b"(0,)");
+    let at = img.windows(5).position(|w| w == b"(1, )").unwrap();
+    img[at..at + 5].copy_from_slice(b"(0, )");
     img.truncate(img.len() - 4);
     std::fs::write(&empty, img).unwrap();
     let mut cases = cases;

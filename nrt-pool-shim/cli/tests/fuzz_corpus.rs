@@ -19,7 +19,7 @@ fn edited(t: &HostTensor, from: &str, to: &str) -> Vec<u8> {
     let at = img
         .windows(from.len())
         .position(|w| w == from.as_bytes())
-        .unwrap();
+        .unwrap_or_else(|| panic!("{from:?} not in {:?}", String::from_utf8_lossy(&img)));
     img.splice(at..at + from.len(), to.bytes());
     img
 }
@@ -35,20 +35,24 @@ fn npy_seeds() -> Vec<(String, Vec<u8>, bool)> {
     let f = HostTensor::from_f32(vec![2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
     v.push(("fortran".into(), edited(&f, "False", "True "), true));
     let one = HostTensor::from_f32(vec![1], &[2.5]).unwrap();
-    v.push(("zero-d".into(), edited(&one, "(1,)", "()  "), true));
-    let mut empty = edited(&one, "(1,)", "(0,)");
+    v.push(("zero-d".into(), edited(&one, "(1, )", "()   "), true));
+    let mut empty = edited(&one, "(1, )", "(0, )");
     empty.truncate(empty.len() - 4);
     v.push(("empty".into(), empty, false));
     v.push(("f64".into(), edited(&f, "<f4", "<f8"), false));
-    v.push(("big-endian".into(), edited(&f, "<f4", ">f4"), false));
+    v.push(("big-endian".into(), edited(&f, "<f4", ">f4"), true));
     let mut cut = npy::encode(&f);
     cut.truncate(cut.len() - 1);
     v.push(("truncated-data".into(), cut, false));
     v.push((
         "shape-size-mismatch".into(),
-        edited(&f, "(2, 3)", "(9, 9)"),
+        edited(&f, "(2, 3, )", "(9, 9, )"),
         false,
     ));
+    let mut huge = npy::encode(&f);
+    huge[6] = 3;
+    huge[8..12].copy_from_slice(&0xEAEB_7B00u32.to_le_bytes());
+    v.push(("huge-header-length".into(), huge, false));
     v.push(("not-npy".into(), b"\x93NUMPY\x01\x00".to_vec(), false));
     v
 }
