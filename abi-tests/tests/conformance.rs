@@ -151,3 +151,38 @@ fn customop_conformance_checks_device_archives() {
     assert!(!missing.status.success());
     assert!(String::from_utf8_lossy(&missing.stdout).contains("archive.readable"));
 }
+
+/// Both harnesses answer --help and --version, and a mistaken command line is a usage
+/// error (exit 2) naming the problem, not a check run.
+#[test]
+fn harnesses_answer_help_and_version() {
+    for tool in ["nrtucode-conformance", "customop-conformance"] {
+        let run = |args: &[&str]| {
+            Command::new(abi_tests::artifact(tool))
+                .args(args)
+                .output()
+                .unwrap()
+        };
+        let help = run(&["--help"]);
+        let text = String::from_utf8_lossy(&help.stdout);
+        assert!(help.status.success(), "{tool}: {text}");
+        assert!(
+            text.contains("Usage:") && text.contains("--json"),
+            "{tool}: {text}"
+        );
+        let version = run(&["--version"]);
+        assert_eq!(
+            String::from_utf8_lossy(&version.stdout).trim(),
+            format!("{tool} {}", env!("CARGO_PKG_VERSION"))
+        );
+        let bad = run(&["--jsn", "x"]);
+        let err = String::from_utf8_lossy(&bad.stderr);
+        assert_eq!(bad.status.code(), Some(2), "{tool}: {err}");
+        assert!(
+            err.contains("--jsn") && err.contains("--json"),
+            "{tool}: {err}"
+        );
+        let none = run(&[]);
+        assert_eq!(none.status.code(), Some(2), "{tool}");
+    }
+}

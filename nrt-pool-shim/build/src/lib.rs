@@ -21,6 +21,10 @@ use nrt_pool_schema::{self as schema, demangle, DType, KernelSig, ParamKind};
 mod neuron_ops;
 pub use neuron_ops::{build_op_library, OpBuildOptions, OpBuildReport};
 
+/// Called with each source once it is compiled (from the compiling thread), so a front end
+/// can show progress; `None` is quiet.
+pub type OnCompiled = Option<std::sync::Arc<dyn Fn(&Path) + Send + Sync>>;
+
 pub struct BuildOptions {
     pub schema: PathBuf,
     pub sources: Vec<PathBuf>,
@@ -32,6 +36,7 @@ pub struct BuildOptions {
     /// Also compile Xtensa device objects into this folder (needs the Xtensa g++).
     pub device_objects: Option<PathBuf>,
     pub cxx: String,
+    pub on_compiled: OnCompiled,
 }
 
 #[derive(Debug)]
@@ -332,7 +337,12 @@ pub fn build(o: &BuildOptions) -> Result<BuildReport, BuildError> {
             .arg(obj);
         c
     };
-    let objs = compile_all(&o.sources, &work.path().join("host"), host_cxx)?;
+    let objs = compile_all(
+        &o.sources,
+        &work.path().join("host"),
+        &o.on_compiled,
+        host_cxx,
+    )?;
     let wrapper_obj = work.path().join("nrt_pool_op_wrapper.o");
     run(&mut host_cxx(&wrapper, &wrapper_obj)).map_err(|e| match e {
         BuildError::Compile { stderr, .. } => BuildError::Wrapper(stderr),
@@ -356,7 +366,7 @@ pub fn build(o: &BuildOptions) -> Result<BuildReport, BuildError> {
             let staged = work.path().join("device");
             let mut sources = o.sources.clone();
             sources.push(wrapper.clone());
-            let objs = compile_all(&sources, &staged, |src, obj| {
+            let objs = compile_all(&sources, &staged, &o.on_compiled, |src, obj| {
                 device_cxx(&o.include, src, obj)
             })?;
             Some((staged, dir.clone(), objs))
@@ -395,6 +405,7 @@ pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError {
 pub(crate) fn compile_all(
     sources: &[PathBuf],
     dir: &Path,
+    on_compiled: &OnCompiled,
     cmd: impl Fn(&Path, &Path) -> Command + Sync,
 ) -> Result<Vec<PathBuf>, BuildError> {
     std::fs::create_dir_all(dir).map_err(io(dir))?;
@@ -416,7 +427,13 @@ pub(crate) fn compile_all(
                 let cmd = &cmd;
                 scope.spawn(move || {
                     part.iter()
-                        .map(|(src, obj)| run(&mut cmd(src, obj)))
+                        .map(|(src, obj)| {
+                            let r = run(&mut cmd(src, obj));
+                            if let (Ok(()), Some(f)) = (&r, on_compiled) {
+                                f(src);
+                            }
+                            r
+                        })
                         .collect::<Vec<_>>()
                 })
             })

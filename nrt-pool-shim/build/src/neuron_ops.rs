@@ -39,6 +39,7 @@ pub struct OpBuildOptions {
     pub cxx: String,
     /// Also compile Xtensa device objects of the compute sources here.
     pub device_objects: Option<PathBuf>,
+    pub on_compiled: crate::OnCompiled,
 }
 
 #[derive(Debug)]
@@ -122,8 +123,18 @@ pub fn build_op_library(o: &OpBuildOptions) -> Result<OpBuildReport, BuildError>
             .arg(obj);
         c
     };
-    let compute_objs = compile_all(&o.compute, &work.path().join("compute"), host_cxx)?;
-    let shape_objs = compile_all(&o.shape, &work.path().join("shape"), host_cxx)?;
+    let compute_objs = compile_all(
+        &o.compute,
+        &work.path().join("compute"),
+        &o.on_compiled,
+        host_cxx,
+    )?;
+    let shape_objs = compile_all(
+        &o.shape,
+        &work.path().join("shape"),
+        &o.on_compiled,
+        host_cxx,
+    )?;
 
     let mut ops = registration(o, work.path(), &shape_objs, &host_cxx)?;
     ops.multicore = o.multicore;
@@ -158,7 +169,7 @@ pub fn build_op_library(o: &OpBuildOptions) -> Result<OpBuildReport, BuildError>
                 .map_err(io(&dev_wrapper))?;
             let mut sources = o.compute.clone();
             sources.push(dev_wrapper);
-            let objs = compile_all(&sources, &staged, |src, obj| {
+            let objs = compile_all(&sources, &staged, &o.on_compiled, |src, obj| {
                 device_cxx(&o.include, src, obj)
             })?;
             Some((staged, dir.clone(), objs))

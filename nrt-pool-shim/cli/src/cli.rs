@@ -76,6 +76,10 @@ pub struct RunArgs {
     /// Print the result as JSON on stdout (the kernel's own output then goes to stderr)
     #[arg(long)]
     pub json: bool,
+    /// Launch N times (timing, soak): the output file holds the last launch's result and
+    /// the report gives the median time; progress shows on a terminal after a second
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub repeat: u64,
 }
 
 /// A tensor shape given on the command line.

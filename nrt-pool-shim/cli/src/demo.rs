@@ -89,6 +89,7 @@ pub fn run(o: &DemoOptions) -> Result<String, String> {
         // Device objects too, where the Xtensa g++ is installed (`make tools`).
         device_objects: opbuild::xtensa_cxx_installed().then(|| work.path().join("device")),
         cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
+        on_compiled: None,
     })
     .map_err(|e| format!("building the examples: {e}"))?;
     let _ = writeln!(
@@ -211,6 +212,7 @@ fn neuron_examples(
             include: o.include.clone(),
             cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
             device_objects: None,
+            on_compiled: None,
         })
         .map_err(|e| format!("building examples/{dir}: {e}"))
     };

@@ -17,6 +17,7 @@ use serde_json::json;
 use cli::{BringupArgs, BuildArgs, Cli, Command, DemoArgs, ListArgs, RunArgs, Shell};
 use nrt_pool_build as opbuild;
 use nrt_pool_cli::npy;
+use nrt_pool_cli::progress::Progress;
 use nrt_pool_engine::tensor::{DType, Location};
 use nrt_pool_engine::{EmuError, Launch, LaunchArg, OutputSpec, PoolEngine, PoolImage};
 use nrt_pool_schema::{ArgKind, ParamKind};
@@ -118,6 +119,17 @@ impl From<EmuError> for Failure {
     }
 }
 
+impl Failure {
+    /// The same failure, its message prefixed with where it happened.
+    fn context(self, at: &str) -> Failure {
+        match self {
+            Failure::Usage(m) => Failure::Usage(format!("{at}: {m}")),
+            Failure::Error(m) => Failure::Error(format!("{at}: {m}")),
+            Failure::Fault(m) => Failure::Fault(format!("{at}: {m}")),
+        }
+    }
+}
+
 /// The kernel's output, byte for byte (device text is not repaired into UTF-8).
 fn echo(stdout: &[u8], stderr: &[u8]) {
     use std::io::Write;
@@ -196,6 +208,7 @@ fn run(a: RunArgs) -> Result<(), Failure> {
         out_dtype,
         out_shape,
         json,
+        repeat,
     } = a;
     let out_dtype = match out_dtype {
         Some(t) => Some(DType::from_name(&t).ok_or_else(|| {
@@ -275,14 +288,71 @@ fn run(a: RunArgs) -> Result<(), Failure> {
         }
     };
     let cores = cores.unwrap_or_else(|| e.default_cores());
-    let done = e.launch(&Launch {
+    let launch = Launch {
         kernel: kernel.clone(),
         args: launch_args,
         output,
         cores,
-    })?;
+    };
+    let progress = (repeat > 1).then(|| Progress::start("launches", Some(repeat)));
+    let mut elapsed = Vec::with_capacity(usize::try_from(repeat).unwrap_or(0).min(1 << 16));
+    let mut done = e.launch(&launch)?;
+    elapsed.push(done.elapsed);
+    for i in 1..repeat {
+        if let Some(p) = &progress {
+            p.step(format!("{:.3} ms", done.elapsed.as_secs_f64() * 1e3));
+        }
+        // Each launch's kernel output is shown; the output file holds the last launch's.
+        echo_launch(&done, json);
+        done = e
+            .launch(&launch)
+            .map_err(|err| Failure::from(err).context(&format!("launch {} of {repeat}", i + 1)))?;
+        elapsed.push(done.elapsed);
+    }
+    drop(progress);
+    elapsed.sort();
+    let median = elapsed[elapsed.len() / 2];
+    echo_launch(&done, json);
+    npy::write(&out, &done.output).map_err(|e| Failure::Error(e.to_string()))?;
     if json {
-        // stdout carries the JSON document: the kernel's own output goes to stderr.
+        let doc = json!({
+            "op": kernel,
+            "cores": cores,
+            "elapsed_ms": done.elapsed.as_secs_f64() * 1e3,
+            "launches": repeat,
+            "median_ms": median.as_secs_f64() * 1e3,
+            "stdio_dropped": done.stdio_dropped,
+            "output": {
+                "path": out.display().to_string(),
+                "dtype": done.output.dtype.name(),
+                "shape": done.output.shape,
+            },
+        });
+        println!("{doc}");
+        return Ok(());
+    }
+    let timing = match repeat {
+        1 => format!("{:.3} ms", done.elapsed.as_secs_f64() * 1e3),
+        n => format!(
+            "{n} launches, median {:.3} ms (min {:.3}, max {:.3})",
+            median.as_secs_f64() * 1e3,
+            elapsed[0].as_secs_f64() * 1e3,
+            elapsed[elapsed.len() - 1].as_secs_f64() * 1e3
+        ),
+    };
+    eprintln!(
+        "ok: {kernel} on {cores} core(s) in {timing} -> {} ({} {:?})",
+        out.display(),
+        done.output.dtype,
+        done.output.shape
+    );
+    Ok(())
+}
+
+/// A launch's kernel output (stdout, stderr) and any stdio-ring loss. With `--json`,
+/// stdout carries the JSON document, so the kernel's output goes to stderr.
+fn echo_launch(done: &nrt_pool_engine::Completion, json: bool) {
+    if json {
         let _ = std::io::stderr().write_all(&done.stdout);
         let _ = std::io::stderr().write_all(&done.stderr);
     } else {
@@ -294,30 +364,6 @@ fn run(a: RunArgs) -> Result<(), Failure> {
             done.stdio_dropped
         );
     }
-    npy::write(&out, &done.output).map_err(|e| Failure::Error(e.to_string()))?;
-    if json {
-        let doc = json!({
-            "op": kernel,
-            "cores": cores,
-            "elapsed_ms": done.elapsed.as_secs_f64() * 1e3,
-            "stdio_dropped": done.stdio_dropped,
-            "output": {
-                "path": out.display().to_string(),
-                "dtype": done.output.dtype.name(),
-                "shape": done.output.shape,
-            },
-        });
-        println!("{doc}");
-        return Ok(());
-    }
-    eprintln!(
-        "ok: {kernel} on {cores} core(s) in {:.3} ms -> {} ({} {:?})",
-        done.elapsed.as_secs_f64() * 1e3,
-        out.display(),
-        done.output.dtype,
-        done.output.shape
-    );
-    Ok(())
 }
 
 /// What a parameter takes, as far as the library says.
@@ -404,6 +450,17 @@ fn parse_arg(v: &str, want: Want) -> Result<LaunchArg, Failure> {
     Ok(LaunchArg::Scalar(dtype, bytes))
 }
 
+/// The build's per-source callback, stepping `progress` with the source's file name.
+fn compiled_step(progress: &Progress) -> std::sync::Arc<dyn Fn(&Path) + Send + Sync> {
+    let step = progress.stepper();
+    std::sync::Arc::new(move |src: &Path| {
+        step(
+            src.file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        )
+    })
+}
+
 fn build(a: BuildArgs) -> Result<(), Failure> {
     if a.name.is_some() {
         return build_ops(a);
@@ -426,8 +483,18 @@ fn build(a: BuildArgs) -> Result<(), Failure> {
         // --no-device-objects is the default, kept for older scripts.
         device_objects: a.device_objects.filter(|_| !a.no_device_objects),
         cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
+        on_compiled: None,
     };
-    let r = opbuild::build(&o).map_err(|e| Failure::Error(e.to_string()))?;
+    let compiles =
+        o.sources.len() + 1 + o.device_objects.as_ref().map_or(0, |_| o.sources.len() + 1);
+    let progress = Progress::start("compiled", Some(compiles as u64));
+    let o = opbuild::BuildOptions {
+        on_compiled: Some(compiled_step(&progress)),
+        ..o
+    };
+    let r = opbuild::build(&o).map_err(|e| Failure::Error(e.to_string()));
+    drop(progress);
+    let r = r?;
     for k in &r.kernels {
         println!("{k}");
     }
@@ -452,6 +519,15 @@ fn build_ops(a: BuildArgs) -> Result<(), Failure> {
         include: a.include.unwrap_or_else(default_include),
         cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
         device_objects: a.device_objects,
+        on_compiled: None,
+    };
+    let compiles = o.compute.len()
+        + o.shape.len()
+        + o.device_objects.as_ref().map_or(0, |_| o.compute.len() + 1);
+    let progress = Progress::start("compiled", Some(compiles as u64));
+    let o = opbuild::OpBuildOptions {
+        on_compiled: Some(compiled_step(&progress)),
+        ..o
     };
     if a.verbose {
         eprintln!(
@@ -462,7 +538,9 @@ fn build_ops(a: BuildArgs) -> Result<(), Failure> {
             o.shape.len()
         );
     }
-    let r = opbuild::build_op_library(&o).map_err(|e| Failure::Error(e.to_string()))?;
+    let r = opbuild::build_op_library(&o).map_err(|e| Failure::Error(e.to_string()));
+    drop(progress);
+    let r = r?;
     for op in &r.ops.ops {
         let args: Vec<&str> = op.args.iter().map(|a| a.cxx()).collect();
         println!(

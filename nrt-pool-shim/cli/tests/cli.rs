@@ -773,3 +773,74 @@ fn list_and_run_print_json_when_asked() {
         vec![3.0; 6]
     );
 }
+
+/// Long work shows progress on a terminal (a pty from `script`) and nothing when stderr is
+/// a pipe; `--repeat` launches N times and reports the median.
+#[test]
+fn repeated_launches_show_progress_only_on_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let schema = d.join("slow.schema");
+    std::fs::write(&schema, "slow(tensor<i32> x) -> tensor<i32> like x\n").unwrap();
+    let src = d.join("slow.cpp");
+    std::fs::write(
+        &src,
+        "#include <unistd.h>\n#include \"neuron_customop.hpp\"\n\
+         void slow(const neuron::Tensor &x, neuron::Tensor &out) {\n\
+           usleep(450000);\n\
+           auto a = x.accessor<int32_t, 1>(); auto b = out.accessor<int32_t, 1>();\n\
+           for (int64_t i = 0; i < x.numel(); i++) b[i] = a[i] + 1;\n}\n",
+    )
+    .unwrap();
+    let lib = d.join("libslow.so");
+    let o = nrt_pool_build(s(&schema), s(&lib), &[s(&src)]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let x = d.join("x.npy");
+    npy::write(
+        &x,
+        &HostTensor::new(DType::I32, vec![2], vec![1, 0, 0, 0, 2, 0, 0, 0]).unwrap(),
+    )
+    .unwrap();
+    let out = d.join("y.npy");
+    let args = [
+        "run",
+        s(&lib),
+        "slow",
+        "--arg",
+        s(&x),
+        "--out",
+        s(&out),
+        "--repeat",
+        "4",
+    ];
+
+    // A pipe: the report, no drawing.
+    let o = nrt_pool(&args);
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("in 4 launches, median "), "{err}");
+    assert!(
+        !err.contains('\x1b') && !err.contains("launches 1/4"),
+        "{err:?}"
+    );
+    let y = npy::read(&out, None).unwrap();
+    assert_eq!(y.data, vec![2, 0, 0, 0, 3, 0, 0, 0]);
+
+    // A terminal: after a second, the bar (then cleared before the report).
+    let line = std::iter::once(env!("CARGO_BIN_EXE_nrt-pool"))
+        .chain(args)
+        .map(|a| format!("'{a}'"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let o = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{shown}");
+    assert!(
+        shown.contains("launches 2/4") || shown.contains("launches 3/4"),
+        "{shown:?}"
+    );
+    assert!(shown.contains("in 4 launches, median "), "{shown:?}");
+}

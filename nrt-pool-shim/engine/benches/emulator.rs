@@ -42,6 +42,7 @@ fn lib(dir: &Path, name: &str, schema: &Path, sources: &[PathBuf]) -> PathBuf {
         include: root().join("include"),
         device_objects: None,
         cxx: "g++".into(),
+        on_compiled: None,
     })
     .unwrap_or_else(|e| panic!("{e} (run `make customop-archives`)"));
     out

@@ -35,6 +35,7 @@ pub fn build_ops(dir: &Path, name: &str, schema: &Path, sources: &[PathBuf]) -> 
         include: root().join("include"),
         device_objects: None,
         cxx: "g++".into(),
+        on_compiled: None,
     })
     .unwrap_or_else(|e| panic!("building {name}: {e}"));
     out

@@ -74,20 +74,71 @@ pub const VENDOR_IMAGES: [VendorImage; 13] = [
 
 /// `extract VENDOR_FILE -o DIR [--allow-unverified]`.
 pub fn run(input: PathBuf, out: PathBuf, allow_unverified: bool) -> Result<(), ToolError> {
-    let report = extract(&input, &out, allow_unverified)?;
-    print!("{report}");
+    let status = Status::new();
+    let report = extract_with(&input, &out, allow_unverified, &status);
+    drop(status);
+    print!("{}", report?);
     Ok(())
+}
+
+/// What extraction is doing, as a spinner on stderr: only when stderr is a terminal and only
+/// once the work has taken a second (a large `.deb` takes several).
+struct Status(indicatif::ProgressBar);
+
+impl Status {
+    fn new() -> Status {
+        use std::io::IsTerminal;
+        let hidden = indicatif::ProgressDrawTarget::hidden();
+        let bar = indicatif::ProgressBar::with_draw_target(None, hidden);
+        if std::io::stderr().is_terminal() {
+            let late = bar.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+                if !late.is_finished() {
+                    late.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+                    late.enable_steady_tick(std::time::Duration::from_millis(120));
+                }
+            });
+        }
+        Status(bar)
+    }
+
+    fn doing(&self, what: String) {
+        self.0.set_message(what);
+    }
+}
+
+impl Drop for Status {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
 }
 
 /// Checks and writes; returns the report.
 pub fn extract(input: &Path, out: &Path, allow_unverified: bool) -> Result<String, ToolError> {
+    extract_with(
+        input,
+        out,
+        allow_unverified,
+        &Status(indicatif::ProgressBar::hidden()),
+    )
+}
+
+fn extract_with(
+    input: &Path,
+    out: &Path,
+    allow_unverified: bool,
+    status: &Status,
+) -> Result<String, ToolError> {
     let unpacked;
     let provider = if is_deb(input)? {
+        status.doing(format!("unpacking {}", input.display()));
         unpacked = unpack_deb(input)?;
         find_provider(unpacked.path())?
     } else {
         input.to_path_buf()
     };
+    status.doing(format!("checking {}", provider.display()));
     let file = std::fs::File::open(&provider).map_err(|e| ToolError::Io(provider.clone(), e))?;
     // SAFETY: the file is only read; a concurrent writer could change bytes under us, which
     // at worst fails the hash checks.
@@ -107,6 +158,7 @@ pub fn extract(input: &Path, out: &Path, allow_unverified: bool) -> Result<Strin
             provider.display()
         )));
     }
+    status.doing(format!("writing {}", out.display()));
     write_dir(out, &checked.files)?;
     Ok(format!(
         "{report}wrote {} ({} files); point NRTUCODE_EXTISA_IMAGE_DIR at it\n",
