@@ -80,6 +80,10 @@ pub struct RunArgs {
     /// the report gives the median time; progress shows on a terminal after a second
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub repeat: u64,
+    /// Print where the time went, from start to output file (library load, input read,
+    /// output shape, the launch's phases, output write) on stderr, or in the JSON
+    #[arg(long)]
+    pub timings: bool,
 }
 
 /// A tensor shape given on the command line.

@@ -9,7 +9,7 @@ mod cli;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::Parser;
 use serde_json::json;
@@ -119,6 +119,67 @@ impl From<EmuError> for Failure {
     }
 }
 
+/// `run --timings`: wall time from start to output file, by phase.
+struct Timings {
+    started: Instant,
+    last: Instant,
+    /// Time already attributed inside the current lap (the launch's own phases).
+    inside: Duration,
+    rows: Vec<(&'static str, Duration)>,
+}
+
+impl Timings {
+    fn new(started: Instant) -> Timings {
+        Timings {
+            started,
+            last: started,
+            inside: Duration::ZERO,
+            rows: Vec::new(),
+        }
+    }
+
+    /// A phase measured elsewhere, inside the current lap.
+    fn add(&mut self, what: &'static str, d: Duration) {
+        self.inside += d;
+        self.rows.push((what, d));
+    }
+
+    /// The time since the last lap (less what `add` attributed) is `what`'s.
+    fn lap(&mut self, what: &'static str) {
+        let now = Instant::now();
+        let d = (now - self.last).saturating_sub(self.inside);
+        self.rows.push((what, d));
+        self.last = now;
+        self.inside = Duration::ZERO;
+    }
+
+    fn total(&self) -> Duration {
+        self.last - self.started
+    }
+
+    fn print(&self) {
+        let total = self.total().as_secs_f64().max(1e-9);
+        for (what, d) in &self.rows {
+            eprintln!(
+                "{what:<48} {:>10.3} ms {:>5.1}%",
+                d.as_secs_f64() * 1e3,
+                100.0 * d.as_secs_f64() / total
+            );
+        }
+        eprintln!("{:<48} {:>10.3} ms", "total", total * 1e3);
+    }
+
+    /// The phases in order, then the total.
+    fn json(&self) -> serde_json::Value {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let rows = self
+            .rows
+            .iter()
+            .map(|(what, d)| json!({"phase": what, "ms": ms(*d)}));
+        json!({"phases": rows.collect::<Vec<_>>(), "total": ms(self.total())})
+    }
+}
+
 impl Failure {
     /// The same failure, its message prefixed with where it happened.
     fn context(self, at: &str) -> Failure {
@@ -209,7 +270,10 @@ fn run(a: RunArgs) -> Result<(), Failure> {
         out_shape,
         json,
         repeat,
+        timings,
     } = a;
+    let started = Instant::now();
+    let mut clock = Timings::new(started);
     let out_dtype = match out_dtype {
         Some(t) => Some(DType::from_name(&t).ok_or_else(|| {
             Failure::Usage(format!(
@@ -223,6 +287,7 @@ fn run(a: RunArgs) -> Result<(), Failure> {
     let cores = cores.map(usize::from);
     let kernel = &kernel;
     let mut e = engine_with(&lib)?;
+    clock.lap("library load (probed in a core process)");
     if let Some(t) = timeout {
         e.timeout = Duration::from_secs_f64(t);
     }
@@ -273,6 +338,7 @@ fn run(a: RunArgs) -> Result<(), Failure> {
             other => other,
         })?);
     }
+    clock.lap("input read (.npy)");
     let output = match (out_dtype, out_shape) {
         (Some(dtype), Some(shape)) => OutputSpec {
             dtype,
@@ -288,6 +354,7 @@ fn run(a: RunArgs) -> Result<(), Failure> {
         }
     };
     let cores = cores.unwrap_or_else(|| e.default_cores());
+    clock.lap("output shape");
     let launch = Launch {
         kernel: kernel.clone(),
         args: launch_args,
@@ -297,6 +364,7 @@ fn run(a: RunArgs) -> Result<(), Failure> {
     let progress = (repeat > 1).then(|| Progress::start("launches", Some(repeat)));
     let mut elapsed = Vec::with_capacity(usize::try_from(repeat).unwrap_or(0).min(1 << 16));
     let mut done = e.launch(&launch)?;
+    let mut phases = done.phases;
     elapsed.push(done.elapsed);
     for i in 1..repeat {
         if let Some(p) = &progress {
@@ -308,18 +376,30 @@ fn run(a: RunArgs) -> Result<(), Failure> {
             .launch(&launch)
             .map_err(|err| Failure::from(err).context(&format!("launch {} of {repeat}", i + 1)))?;
         elapsed.push(done.elapsed);
+        phases.place += done.phases.place;
+        phases.run += done.phases.run;
+        phases.read += done.phases.read;
     }
     drop(progress);
     elapsed.sort();
     let median = elapsed[elapsed.len() / 2];
     echo_launch(&done, json);
+    clock.add("launch: inputs into device memory", phases.place);
+    clock.add("launch: run on the cores (core start included)", phases.run);
+    clock.add("launch: output out of device memory", phases.read);
+    clock.lap("launch: other (checks, reports, kernel output)");
     npy::write(&out, &done.output).map_err(|e| Failure::Error(e.to_string()))?;
+    clock.lap("output write (.npy)");
+    if timings && !json {
+        clock.print();
+    }
     if json {
         let doc = json!({
             "op": kernel,
             "cores": cores,
             "elapsed_ms": done.elapsed.as_secs_f64() * 1e3,
             "launches": repeat,
+            "timings_ms": timings.then(|| clock.json()),
             "median_ms": median.as_secs_f64() * 1e3,
             "stdio_dropped": done.stdio_dropped,
             "output": {

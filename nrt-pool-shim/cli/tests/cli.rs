@@ -844,3 +844,83 @@ fn repeated_launches_show_progress_only_on_a_terminal() {
     );
     assert!(shown.contains("in 4 launches, median "), "{shown:?}");
 }
+
+/// `run --timings` accounts for the time from start to output file, phase by phase.
+#[test]
+fn run_timings_break_the_time_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ex = common::root().join("examples/ops");
+    let lib = d.join("libops.so");
+    let o = nrt_pool_build(
+        s(&ex.join("ops.schema")),
+        s(&lib),
+        &[
+            s(&ex.join("scale_add.cpp")),
+            s(&ex.join("scale_add_mc.cpp")),
+            s(&ex.join("hello.cpp")),
+        ],
+    );
+    assert!(o.status.success(), "{:?}", text(&o));
+    let x = d.join("x.npy");
+    npy::write(
+        &x,
+        &HostTensor::from_f32(vec![4], &[1.0, 2.0, 3.0, 4.0]).unwrap(),
+    )
+    .unwrap();
+    let out = d.join("y.npy");
+    let base = [
+        "run",
+        s(&lib),
+        "scale_add",
+        "--arg",
+        s(&x),
+        "--arg",
+        "2",
+        "--arg",
+        "1",
+    ];
+    let args: Vec<&str> = base
+        .iter()
+        .copied()
+        .chain(["--out", s(&out), "--timings"])
+        .collect();
+    let o = nrt_pool(&args);
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    for phase in [
+        "library load",
+        "input read (.npy)",
+        "output shape",
+        "launch: inputs into device memory",
+        "launch: run on the cores",
+        "launch: output out of device memory",
+        "output write (.npy)",
+        "total",
+    ] {
+        assert!(err.lines().any(|l| l.starts_with(phase)), "{phase}: {err}");
+    }
+    let mut args = args;
+    args.extend(["--json", "--repeat", "2"]);
+    let o = nrt_pool(&args);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let t = &doc["timings_ms"];
+    let phases = t["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 8, "{t}");
+    let sum: f64 = phases.iter().map(|p| p["ms"].as_f64().unwrap()).sum();
+    let total = t["total"].as_f64().unwrap();
+    assert!(
+        phases.iter().all(|p| p["ms"].as_f64().unwrap() >= 0.0),
+        "{t}"
+    );
+    assert!(
+        (sum - total).abs() < 0.01 && total > 0.0,
+        "{sum} vs {total}: {t}"
+    );
+    assert_eq!(doc["launches"], 2);
+    // Without --timings, no timings.
+    let o = nrt_pool(&[&base[..], &["--out", s(&out), "--json"]].concat());
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(doc["timings_ms"].is_null(), "{doc}");
+}

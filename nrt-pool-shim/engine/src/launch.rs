@@ -78,6 +78,19 @@ pub struct Completion {
     /// Each core's launcher result.
     pub results: Vec<i32>,
     pub elapsed: Duration,
+    /// Where `elapsed` went.
+    pub phases: LaunchPhases,
+}
+
+/// A host-copy launch's time by phase (`nrt-pool run --timings`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LaunchPhases {
+    /// Checking the launch and copying the inputs into device memory.
+    pub place: Duration,
+    /// From the go signal to the last core's completion (core start included).
+    pub run: Duration,
+    /// Copying the output out of device memory.
+    pub read: Duration,
 }
 
 /// The descriptor of a device tensor (HBM).

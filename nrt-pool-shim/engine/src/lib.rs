@@ -43,7 +43,8 @@ use self::tensor::{DType, HostTensor, Location, TensorError};
 pub use self::error::{status_name, DeviceFault, EmuError};
 use self::launch::device_descriptor;
 pub use self::launch::{
-    check_signature, expected_output, Completion, DeviceTensor, Launch, LaunchArg, OutputSpec, Run,
+    check_signature, expected_output, Completion, DeviceTensor, Launch, LaunchArg, LaunchPhases,
+    OutputSpec, Run,
 };
 
 /// Most arguments a kernel takes.
@@ -375,15 +376,24 @@ impl PoolEngine {
                 &mut sbuf_next,
             )
             .map_err(|e| named("the output", e))?;
+        let placed = Instant::now();
         let run = self.execute(&kernel, &blob, l.cores, start)?;
+        let ran = Instant::now();
         let bytes = self.read_tensor(&blob.output, l.output.dtype)?;
+        let output = HostTensor::new(l.output.dtype, l.output.shape.clone(), bytes)?;
+        let end = Instant::now();
         Ok(Completion {
-            output: HostTensor::new(l.output.dtype, l.output.shape.clone(), bytes)?,
+            output,
             stdout: run.stdout,
             stderr: run.stderr,
             stdio_dropped: run.stdio_dropped,
             results: run.results,
-            elapsed: start.elapsed(),
+            elapsed: end - start,
+            phases: LaunchPhases {
+                place: placed - start,
+                run: ran - placed,
+                read: end - ran,
+            },
         })
     }
 
