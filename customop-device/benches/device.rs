@@ -1,21 +1,31 @@
-//! `make bench` rows for the device runtime, as ratios measured in one run:
-//! - the dataram heap on a tensor-sized alloc/free trace vs linked_list_allocator and talc;
+//! `make bench` rows for the device runtime, as ratios measured in one run (median of
+//! repeats, spread, goal; JSON in target/bench/device.json):
+//! - the heap on issue #14's trace (2,000,000 operations, sizes 64 << k for k in 0..=10,
+//!   64-byte alignment, at most 48 live blocks, an allocation with probability 2/3 while
+//!   fewer than 48 are live, else a free of a uniformly chosen live block; 64 MiB pool;
+//!   `Heap<128>`) vs linked_list_allocator and talc;
 //! - each memcpy backend (C, VEC) vs libc memcpy, by size.
-//!
-//! A ratio > 1 means ours is faster. Times are the best of several repetitions.
 
 use std::alloc::Layout;
 use std::hint::black_box;
-use std::time::{Duration, Instant};
 
 use neuroncustomop::heap::Heap;
 use neuroncustomop::mem;
+use nrt_pool_testkit::bench::{Goal, Report, Sample};
 
-const POOL: usize = 16 * 1024;
+const POOL: usize = 64 << 20;
+const OPS: usize = 2_000_000;
+const MAX_LIVE: usize = 48;
 
-/// Tensor-sized requests (staging buffers, 4 KiB stream buffers, small scalars) with frees
-/// in a shuffled order, deterministic.
-fn trace() -> Vec<Option<(u32, usize)>> {
+/// One trace step: allocate `size` bytes, or free the live block at this index.
+#[derive(Clone, Copy)]
+enum Op {
+    Alloc(u32),
+    Free(usize),
+}
+
+/// The trace, deterministic (xorshift64).
+fn trace() -> Vec<Op> {
     let mut s = 0x9E37_79B9_7F4A_7C15u64;
     let mut next = || {
         s ^= s << 13;
@@ -24,125 +34,112 @@ fn trace() -> Vec<Option<(u32, usize)>> {
         s
     };
     let mut live = 0usize;
-    let mut t = Vec::new();
-    for _ in 0..20_000 {
-        if live < 6 && next() % 3 != 0 {
-            let size = [64u32, 256, 1024, 4096, 48, 2048][(next() % 6) as usize];
-            t.push(Some((size, 0)));
+    let mut t = Vec::with_capacity(OPS);
+    while t.len() < OPS {
+        if live < MAX_LIVE && next() % 3 != 0 {
+            t.push(Op::Alloc(64u32 << (next() % 11)));
             live += 1;
         } else if live > 0 {
-            t.push(None);
+            t.push(Op::Free((next() % live as u64) as usize));
             live -= 1;
         }
     }
     t
 }
 
-fn best(reps: usize, mut f: impl FnMut()) -> Duration {
-    (0..reps)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-        .min()
-        .unwrap()
-}
-
-fn run_ours(trace: &[Option<(u32, usize)>]) {
-    let mut h: Heap = Heap::empty();
-    h.init(0x8_0000, POOL as u64);
-    let mut live: Vec<u64> = Vec::with_capacity(16);
+/// Replays the trace on an allocator given as (alloc, free); a failed allocation keeps the
+/// live count consistent by not adding a block (then the trace's later frees index fewer).
+fn replay<P: Copy>(trace: &[Op], mut alloc: impl FnMut(u32) -> Option<P>, mut free: impl FnMut(P)) {
+    let mut live: Vec<P> = Vec::with_capacity(MAX_LIVE);
     for op in trace {
-        match op {
-            Some((n, _)) => {
-                if let Ok(p) = h.alloc(*n, 64) {
+        match *op {
+            Op::Alloc(n) => {
+                if let Some(p) = alloc(n) {
                     live.push(p);
                 }
             }
-            None => {
-                if let Some(p) = live.pop() {
-                    h.free(p).unwrap();
+            Op::Free(i) => {
+                if !live.is_empty() {
+                    let p = live.swap_remove(i % live.len());
+                    free(p);
                 }
             }
         }
     }
+}
+
+fn run_ours(trace: &[Op]) {
+    let mut h: Heap<128> = Heap::empty();
+    h.init(0x1000_0000, POOL as u64);
+    let h = std::cell::RefCell::new(h);
+    replay(
+        trace,
+        |n| h.borrow_mut().alloc(n, 64).ok(),
+        |p| h.borrow_mut().free(p).unwrap(),
+    );
     black_box(&h);
 }
 
-fn run_lla(trace: &[Option<(u32, usize)>], mem: &mut [u8]) {
+fn run_lla(trace: &[Op], mem: &mut [u8]) {
     let mut h = linked_list_allocator::Heap::empty();
     // SAFETY: `mem` is an exclusive buffer that outlives the heap.
     unsafe { h.init(mem.as_mut_ptr(), mem.len()) };
-    let mut live = Vec::with_capacity(16);
-    for op in trace {
-        match op {
-            Some((n, _)) => {
-                let l = Layout::from_size_align(*n as usize, 64).unwrap();
-                if let Ok(p) = h.allocate_first_fit(l) {
-                    live.push((p, l));
-                }
-            }
-            None => {
-                if let Some((p, l)) = live.pop() {
-                    // SAFETY: allocated by this heap with this layout.
-                    unsafe { h.deallocate(p, l) };
-                }
-            }
-        }
-    }
+    let h = std::cell::RefCell::new(h);
+    replay(
+        trace,
+        |n| {
+            let l = Layout::from_size_align(n as usize, 64).unwrap();
+            h.borrow_mut().allocate_first_fit(l).ok().map(|p| (p, l))
+        },
+        // SAFETY: allocated by this heap with this layout.
+        |(p, l)| unsafe { h.borrow_mut().deallocate(p, l) },
+    );
     black_box(&h);
 }
 
-fn run_talc(trace: &[Option<(u32, usize)>], mem: &mut [u8]) {
+fn run_talc(trace: &[Op], mem: &mut [u8]) {
     let mut t = talc::Talc::new(talc::ErrOnOom);
     // SAFETY: `mem` is an exclusive buffer that outlives the allocator.
     unsafe { t.claim(talc::Span::from(&mut *mem)).unwrap() };
-    let mut live = Vec::with_capacity(16);
-    for op in trace {
-        match op {
-            Some((n, _)) => {
-                let l = Layout::from_size_align(*n as usize, 64).unwrap();
-                // SAFETY: a non-zero layout.
-                if let Ok(p) = unsafe { t.malloc(l) } {
-                    live.push((p, l));
-                }
-            }
-            None => {
-                if let Some((p, l)) = live.pop() {
-                    // SAFETY: allocated by this allocator with this layout.
-                    unsafe { t.free(p, l) };
-                }
-            }
-        }
-    }
+    let t = std::cell::RefCell::new(t);
+    replay(
+        trace,
+        |n| {
+            let l = Layout::from_size_align(n as usize, 64).unwrap();
+            // SAFETY: a non-zero layout.
+            unsafe { t.borrow_mut().malloc(l) }.ok().map(|p| (p, l))
+        },
+        // SAFETY: allocated by this allocator with this layout.
+        |(p, l)| unsafe { t.borrow_mut().free(p, l) },
+    );
     black_box(&t);
 }
 
 fn main() {
     let trace = trace();
     let mut mem = vec![0u8; POOL + 4096];
-    let ours = best(7, || run_ours(&trace));
-    let lla = best(7, || run_lla(&trace, &mut mem));
-    let talc_t = best(7, || run_talc(&trace, &mut mem));
-    println!(
-        "heap: {} ops on a {} KiB pool, 64-byte aligned tensor buffers",
-        trace.len(),
-        POOL / 1024
+    let mut report = Report::new("device");
+    let ours = Sample::measure(7, 1, || run_ours(&trace));
+    let lla = Sample::measure(7, 1, || run_lla(&trace, &mut mem));
+    let talc_t = Sample::measure(7, 1, || run_talc(&trace, &mut mem));
+    report.row(
+        "heap, 2M-op trace, vs linked_list_allocator",
+        ours,
+        lla,
+        Goal::RatioAtLeast(1.0),
     );
-    println!(
-        "  ours {:>9.1} us | vs linked_list_allocator {:.2}x | vs talc {:.2}x",
-        ours.as_secs_f64() * 1e6,
-        lla.as_secs_f64() / ours.as_secs_f64(),
-        talc_t.as_secs_f64() / ours.as_secs_f64()
+    report.row(
+        "heap, 2M-op trace, vs talc",
+        ours,
+        talc_t,
+        Goal::RatioAtLeast(1.0),
     );
-    println!("memcpy (throughput vs libc memcpy; > 1 is faster):");
     for size in [16usize, 256, 4096, 65536, 1 << 20] {
         let src = vec![0x5Au8; size + 64];
         let mut dst = vec![0u8; size + 64];
         let reps = ((64 << 20) / size).clamp(4, 1 << 16);
         let mut time = |f: &mut dyn FnMut(*mut u8, *const u8, usize)| {
-            best(5, || {
+            Sample::measure(9, reps as u32, || {
                 for _ in 0..reps {
                     f(black_box(dst.as_mut_ptr()), black_box(src.as_ptr()), size);
                 }
@@ -152,12 +149,22 @@ fn main() {
         let libc = time(&mut |d, s, n| unsafe { std::ptr::copy_nonoverlapping(s, d, n) });
         let c = time(&mut |d, s, n| unsafe { mem::copy_bytes(d, s, n) });
         let v = time(&mut |d, s, n| unsafe { mem::copy_vector(d, s, n) });
-        println!(
-            "  {:>8} B: C {:.2}x  VEC {:.2}x  (libc {:.2} GB/s)",
-            size,
-            libc.as_secs_f64() / c.as_secs_f64(),
-            libc.as_secs_f64() / v.as_secs_f64(),
-            (size * reps) as f64 / libc.as_secs_f64() / 1e9
+        let goal = if size >= 256 {
+            Goal::RatioAtLeast(0.95)
+        } else {
+            Goal::None
+        };
+        report.row(
+            &format!("neuron_memcpy C, {size} B, vs libc memcpy"),
+            c,
+            libc,
+            goal,
+        );
+        report.row(
+            &format!("neuron_memcpy VEC, {size} B, vs libc memcpy"),
+            v,
+            libc,
+            goal,
         );
     }
 }

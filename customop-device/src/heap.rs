@@ -38,24 +38,23 @@ impl HeapError {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Block {
-    start: u64,
-    size: u64,
-    /// The user address (allocated blocks).
-    user: u64,
-}
-
 /// A heap over `[base, base + size)` with `N` block descriptors.
+///
+/// The descriptors are kept as parallel arrays (structure of arrays): first fit scans only
+/// the free blocks' starts and sizes, a free finds its allocation by scanning user
+/// addresses alone and its place in the address-sorted free list by binary search.
 #[derive(Clone, Debug)]
 pub struct Heap<const N: usize = DEFAULT_BLOCKS> {
     base: u64,
     size: u64,
     /// Free blocks, sorted by address.
-    free: [Block; N],
+    free_start: [u64; N],
+    free_size: [u64; N],
     nfree: usize,
-    /// Allocated blocks, unsorted.
-    used: [Block; N],
+    /// Allocated blocks, unsorted: user address, block start, block size.
+    used_user: [u64; N],
+    used_start: [u64; N],
+    used_size: [u64; N],
     nused: usize,
     /// Bytes lost to alignment slack in live blocks.
     unused_bytes: u64,
@@ -67,17 +66,12 @@ impl<const N: usize> Heap<N> {
         Heap {
             base: 0,
             size: 0,
-            free: [Block {
-                start: 0,
-                size: 0,
-                user: 0,
-            }; N],
+            free_start: [0; N],
+            free_size: [0; N],
             nfree: 0,
-            used: [Block {
-                start: 0,
-                size: 0,
-                user: 0,
-            }; N],
+            used_user: [0; N],
+            used_start: [0; N],
+            used_size: [0; N],
             nused: 0,
             unused_bytes: 0,
         }
@@ -89,11 +83,8 @@ impl<const N: usize> Heap<N> {
         self.base = base;
         self.size = size;
         if size > 0 {
-            self.free[0] = Block {
-                start: base,
-                size,
-                user: 0,
-            };
+            self.free_start[0] = base;
+            self.free_size[0] = size;
             self.nfree = 1;
         }
     }
@@ -116,37 +107,36 @@ impl<const N: usize> Heap<N> {
         if size == 0 {
             return Err(HeapError::InvalidArgs);
         }
-        let (size, align) = (u64::from(size), u64::from(align));
+        let (size, mask) = (u64::from(size), u64::from(align) - 1);
         if self.nused == N {
             return Err(HeapError::AllocFailed);
         }
-        let found = (0..self.nfree).find_map(|i| {
-            let b = self.free[i];
-            let slack = b.start.next_multiple_of(align) - b.start;
-            let need = size + slack;
-            (need <= b.size).then_some((i, slack, need))
-        });
-        let (i, slack, need) = found.ok_or(HeapError::AllocFailed)?;
-        let b = self.free[i];
-        let user = b.start + slack;
-        let remainder = b.size - need;
+        let starts = &self.free_start[..self.nfree];
+        let sizes = &self.free_size[..self.nfree];
+        // slack = distance to the next multiple of align (a power of two).
+        let i = starts
+            .iter()
+            .zip(sizes)
+            .position(|(&start, &bsize)| size + (start.wrapping_neg() & mask) <= bsize)
+            .ok_or(HeapError::AllocFailed)?;
+        let (start, bsize) = (starts[i], sizes[i]);
+        let slack = start.wrapping_neg() & mask;
+        let need = size + slack;
+        let user = start + slack;
+        let remainder = bsize - need;
         let taken = if remainder > MIN_SPLIT && self.descriptors() < N {
             // The remainder takes the block's place in the free list.
-            self.free[i] = Block {
-                start: b.start + need,
-                size: remainder,
-                user: 0,
-            };
+            self.free_start[i] = start + need;
+            self.free_size[i] = remainder;
             need
         } else {
             self.remove_free(i);
-            b.size
+            bsize
         };
-        self.used[self.nused] = Block {
-            start: b.start,
-            size: taken,
-            user,
-        };
+        let k = self.nused;
+        self.used_user[k] = user;
+        self.used_start[k] = start;
+        self.used_size[k] = taken;
         self.nused += 1;
         self.unused_bytes += slack;
         Ok(user)
@@ -154,61 +144,62 @@ impl<const N: usize> Heap<N> {
 
     /// Frees the allocation whose user address is `user`, coalescing with its neighbours.
     pub fn free(&mut self, user: u64) -> Result<(), HeapError> {
-        let i = (0..self.nused)
-            .find(|&i| self.used[i].user == user && user != 0)
+        if user == 0 {
+            return Err(HeapError::PtrOutOfBounds);
+        }
+        let i = self.used_user[..self.nused]
+            .iter()
+            .position(|&u| u == user)
             .ok_or(HeapError::PtrOutOfBounds)?;
-        let b = self.used[i];
-        self.used[i] = self.used[self.nused - 1];
-        self.nused -= 1;
-        self.unused_bytes -= b.user - b.start;
-        let at = (0..self.nfree)
-            .find(|&k| self.free[k].start > b.start)
-            .unwrap_or(self.nfree);
-        let mut block = Block {
-            start: b.start,
-            size: b.size,
-            user: 0,
-        };
-        let mut at = at;
-        // Left neighbour.
-        if at > 0 && self.free[at - 1].start + self.free[at - 1].size == block.start {
-            block.start = self.free[at - 1].start;
-            block.size += self.free[at - 1].size;
-            self.remove_free(at - 1);
-            at -= 1;
+        let (start, size) = (self.used_start[i], self.used_size[i]);
+        let last = self.nused - 1;
+        self.used_user[i] = self.used_user[last];
+        self.used_start[i] = self.used_start[last];
+        self.used_size[i] = self.used_size[last];
+        self.nused = last;
+        self.unused_bytes -= user - start;
+        // The first free block above this one (free blocks never overlap live ones).
+        let at = self.free_start[..self.nfree].partition_point(|&s| s <= start);
+        let left = at > 0 && self.free_start[at - 1] + self.free_size[at - 1] == start;
+        let right = at < self.nfree && start + size == self.free_start[at];
+        // Coalescing updates a neighbour in place; the list shifts only when a block is
+        // added (no neighbour) or two merge into one (both).
+        match (left, right) {
+            (true, true) => {
+                self.free_size[at - 1] += size + self.free_size[at];
+                self.remove_free(at);
+            }
+            (true, false) => self.free_size[at - 1] += size,
+            (false, true) => {
+                self.free_start[at] = start;
+                self.free_size[at] += size;
+            }
+            (false, false) => self.insert_free(at, start, size),
         }
-        // Right neighbour.
-        if at < self.nfree && block.start + block.size == self.free[at].start {
-            block.size += self.free[at].size;
-            self.remove_free(at);
-        }
-        self.insert_free(at, block);
         Ok(())
     }
 
     /// Bytes of the allocation at `user` (including its alignment slack), if live.
     pub fn alloc_size(&self, user: u64) -> Option<u64> {
-        self.used[..self.nused]
+        let i = self.used_user[..self.nused]
             .iter()
-            .find(|b| b.user == user)
-            .map(|b| b.size - (b.user - b.start))
+            .position(|&u| u == user)?;
+        Some(self.used_size[i] - (user - self.used_start[i]))
     }
 
     /// The largest allocation with alignment `align` that would succeed now.
     pub fn max_free_space(&self, align: u32) -> u64 {
         let align = u64::from(if align == 0 { DEFAULT_ALIGN } else { align });
-        self.free[..self.nfree]
+        self.free_start[..self.nfree]
             .iter()
-            .map(|b| {
-                b.size
-                    .saturating_sub(b.start.next_multiple_of(align) - b.start)
-            })
+            .zip(&self.free_size[..self.nfree])
+            .map(|(&start, &size)| size.saturating_sub(start.next_multiple_of(align) - start))
             .max()
             .unwrap_or(0)
     }
 
     pub fn free_bytes(&self) -> u64 {
-        self.free[..self.nfree].iter().map(|b| b.size).sum()
+        self.free_size[..self.nfree].iter().sum()
     }
 
     pub fn live_allocations(&self) -> usize {
@@ -216,13 +207,16 @@ impl<const N: usize> Heap<N> {
     }
 
     fn remove_free(&mut self, i: usize) {
-        self.free.copy_within(i + 1..self.nfree, i);
+        self.free_start.copy_within(i + 1..self.nfree, i);
+        self.free_size.copy_within(i + 1..self.nfree, i);
         self.nfree -= 1;
     }
 
-    fn insert_free(&mut self, i: usize, b: Block) {
-        self.free.copy_within(i..self.nfree, i + 1);
-        self.free[i] = b;
+    fn insert_free(&mut self, i: usize, start: u64, size: u64) {
+        self.free_start.copy_within(i..self.nfree, i + 1);
+        self.free_size.copy_within(i..self.nfree, i + 1);
+        self.free_start[i] = start;
+        self.free_size[i] = size;
         self.nfree += 1;
     }
 }
@@ -328,7 +322,7 @@ mod tests {
                         "double free refused"
                     );
                 }
-                let held: u64 = (0..h.nused).map(|i| h.used[i].size).sum();
+                let held: u64 = (0..h.nused).map(|i| h.used_size[i]).sum();
                 assert_eq!(held + h.free_bytes(), 0x4000, "bytes conserved");
             }
         }

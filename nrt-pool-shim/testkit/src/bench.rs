@@ -4,12 +4,12 @@
 
 use std::time::{Duration, Instant};
 
-/// Repeated timings of one thing.
+/// Repeated timings of one thing, in seconds (per operation).
 #[derive(Clone, Copy, Debug)]
 pub struct Sample {
-    pub median: Duration,
-    pub min: Duration,
-    pub max: Duration,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
 }
 
 impl Sample {
@@ -17,14 +17,14 @@ impl Sample {
     /// time divided by `per` (operations per run).
     pub fn measure(reps: usize, per: u32, mut f: impl FnMut()) -> Sample {
         f();
-        let mut runs: Vec<Duration> = (0..reps.max(1))
+        let mut runs: Vec<f64> = (0..reps.max(1))
             .map(|_| {
                 let t = Instant::now();
                 f();
-                t.elapsed() / per.max(1)
+                t.elapsed().as_secs_f64() / f64::from(per.max(1))
             })
             .collect();
-        runs.sort();
+        runs.sort_by(f64::total_cmp);
         Sample {
             median: runs[runs.len() / 2],
             min: runs[0],
@@ -50,8 +50,14 @@ pub struct Report {
     rows: Vec<String>,
 }
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
+/// A time with a unit that suits it (ns, us, ms, s).
+fn human(secs: f64) -> String {
+    match secs {
+        s if s < 1e-6 => format!("{:.2}ns", s * 1e9),
+        s if s < 1e-3 => format!("{:.2}us", s * 1e6),
+        s if s < 1.0 => format!("{:.2}ms", s * 1e3),
+        s => format!("{s:.3}s"),
+    }
 }
 
 impl Report {
@@ -59,8 +65,8 @@ impl Report {
         println!(
             "{:<56} {:>24} {:>24} {:>8} {:>12}",
             format!("[{suite}] row"),
-            "ours ms (min..max)",
-            "baseline ms (min..max)",
+            "ours (min..max)",
+            "baseline (min..max)",
             "ratio",
             "goal"
         );
@@ -72,15 +78,18 @@ impl Report {
 
     /// A row: `ours` against `baseline` (ratio = baseline / ours, so > 1 means faster).
     pub fn row(&mut self, name: &str, ours: Sample, baseline: Sample, goal: Goal) {
-        let ratio = baseline.median.as_secs_f64() / ours.median.as_secs_f64().max(1e-12);
+        let ratio = baseline.median / ours.median.max(1e-15);
         let (goal_text, met) = match goal {
             Goal::RatioAtLeast(r) => (format!(">= {r}x"), Some(ratio >= r)),
-            Goal::AtMost(d) => (format!("<= {:.3}ms", ms(d)), Some(ours.median <= d)),
+            Goal::AtMost(d) => (
+                format!("<= {}", human(d.as_secs_f64())),
+                Some(ours.median <= d.as_secs_f64()),
+            ),
             Goal::None => ("-".to_string(), None),
         };
-        let span = |s: Sample| format!("{:.4} ({:.4}..{:.4})", ms(s.median), ms(s.min), ms(s.max));
+        let span = |s: Sample| format!("{} ({}..{})", human(s.median), human(s.min), human(s.max));
         println!(
-            "{:<56} {:>24} {:>24} {:>7.3}x {:>8} {}",
+            "{:<56} {:>24} {:>24} {:>7.3}x {:>12} {}",
             name,
             span(ours),
             span(baseline),
@@ -94,10 +103,8 @@ impl Report {
         );
         let sample = |s: Sample| {
             format!(
-                "{{\"median_ms\": {}, \"min_ms\": {}, \"max_ms\": {}}}",
-                ms(s.median),
-                ms(s.min),
-                ms(s.max)
+                "{{\"median_s\": {:e}, \"min_s\": {:e}, \"max_s\": {:e}}}",
+                s.median, s.min, s.max
             )
         };
         self.rows.push(format!(
