@@ -121,13 +121,16 @@ fuzz-seeds: tools
 	$(CARGO) test -p nrt-pool-schema --test fuzz_corpus -- --ignored write_seed_corpus
 	$(CARGO) test -p customop-device --test fuzz_corpus -- --ignored write_seed_corpus
 
-## make bench: ratios measured in one run (device heap vs linked_list_allocator and talc,
-## memcpy backends vs libc, the emulator's launches, and Python calls of ops).
-bench: customop-archives pyenv
+## make bench: ratios measured in one run, each the median of repeats with its spread and
+## goal (device heap vs linked_list_allocator and talc, memcpy backends vs libc, the
+## emulator's launches, Python calls of ops, nrt-pool run vs NumPy); target/bench.json.
+bench: build customop-archives pyenv
+	rm -rf target/bench
 	$(CARGO) bench -p customop-device --bench device
 	$(CARGO) bench -p nrt-pool-engine --bench emulator
 	$(PYVENV)/bin/pip install -q ./nrt-pool-shim/python
 	$(PYTHON) nrt-pool-shim/python/bench/bench.py
+	$(PYTHON) nrt-pool-shim/python/bench/merge_rows.py target/bench target/bench.json
 
 install: build customop-archives
 	$(MAKE) install-files

@@ -32,6 +32,16 @@ pub enum NpyError {
 /// Fortran-order arrays reordered to C order. `hint` picks bf16 for `<u2` data when the
 /// kernel expects bf16.
 pub fn parse(bytes: &[u8], path: &str, hint: Option<DType>) -> Result<HostTensor, NpyError> {
+    parse_owned(bytes.to_vec(), path, hint)
+}
+
+/// [`parse`] of a file image already in memory: the data moves to the front of the same
+/// buffer rather than into a copy (a 64 MiB input is read once and copied never).
+pub fn parse_owned(
+    mut bytes: Vec<u8>,
+    path: &str,
+    hint: Option<DType>,
+) -> Result<HostTensor, NpyError> {
     let bad = |why: String| NpyError::Malformed {
         path: path.into(),
         why,
@@ -58,7 +68,7 @@ pub fn parse(bytes: &[u8], path: &str, hint: Option<DType>) -> Result<HostTensor
         Some(end) if end > bytes.len() as u64 => return Err(bad("truncated header".into())),
         Some(_) => {}
     }
-    let mut cursor = std::io::Cursor::new(bytes);
+    let mut cursor = std::io::Cursor::new(&bytes[..]);
     let header = npyz::NpyHeader::from_reader(&mut cursor).map_err(|e| {
         bad(match e.kind() {
             std::io::ErrorKind::UnexpectedEof => "truncated header".into(),
@@ -81,7 +91,8 @@ pub fn parse(bytes: &[u8], path: &str, hint: Option<DType>) -> Result<HostTensor
         [] => vec![1],
         s => s.to_vec(),
     };
-    let mut data = bytes.get(start..).unwrap_or_default().to_vec();
+    bytes.drain(..start.min(bytes.len()));
+    let mut data = bytes;
     let size = dtype.size();
     if ts.endianness() == npyz::Endianness::Big && size > 1 {
         for element in data.chunks_exact_mut(size) {
@@ -150,12 +161,19 @@ pub fn read(path: &Path, hint: Option<DType>) -> Result<HostTensor, NpyError> {
         path: p.clone(),
         source,
     })?;
-    parse(&bytes, &p, hint)
+    parse_owned(bytes, &p, hint)
 }
 
 /// The `.npy` image of a tensor: a C-order header written by `npyz`, then the data.
 pub fn encode(t: &HostTensor) -> Vec<u8> {
-    let mut out = Vec::with_capacity(128 + t.data.len());
+    let mut out = header(t);
+    out.extend_from_slice(&t.data);
+    out
+}
+
+/// The `.npy` header of a tensor (magic, version, padded dictionary).
+fn header(t: &HostTensor) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128);
     let dtype = npyz::DType::Plain(t.dtype.npy_descr().parse().expect("our descriptors parse"));
     {
         use npyz::WriterBuilder;
@@ -166,7 +184,6 @@ pub fn encode(t: &HostTensor) -> Vec<u8> {
             .write_header_only()
             .expect("writing to a Vec cannot fail");
     }
-    out.extend_from_slice(&t.data);
     out
 }
 
@@ -188,8 +205,8 @@ pub fn write(path: &Path, t: &HostTensor) -> Result<(), NpyError> {
     ));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&encode(t))?;
-        f.sync_all()?;
+        f.write_all(&header(t))?;
+        f.write_all(&t.data)?;
         std::fs::rename(&tmp, path)
     })();
     if result.is_err() {

@@ -1,34 +1,25 @@
-//! `make bench` rows for the Pool emulator, as ratios measured in one run:
-//! - an elementwise op (examples/ops scale_add_mc) over 64 MiB of f32 on 8 emulated cores,
-//!   through `PoolEngine::launch` (placing the input, running, reading the output back), vs
-//!   `memcpy` of the same 64 MiB; and the same op on device tensors (`launch_into`, no host
-//!   copies). Goal: >= 0.8.
-//! - empty-kernel launch overhead vs a direct call of the same function, also in µs.
+//! `make bench` rows for the Pool emulator, as ratios measured in one run (median of
+//! repeats, spread, issue #14's goals; JSON in target/bench/emulator.json):
+//! - an elementwise op (examples/ops scale_add_mc) over 64 MiB of f32 on 8 emulated cores
+//!   on device tensors (`launch_into`, no host copies) vs `memcpy` of the same 64 MiB
+//!   (goal >= 0.9), and through `PoolEngine::launch` (inputs copied in, output out; goal
+//!   >= 0.3);
+//! - an empty-kernel launch on 1 and on 8 cores vs a direct call of the same function
+//!   (goals <= 3 us and <= 10 us).
 //!
 //! Needs the host libneuroncustomop.a (`make customop-archives`; `make bench` builds it).
-//! Times are the best of several repetitions.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nrt_pool_build::{build, BuildOptions};
 use nrt_pool_engine::tensor::{DType, HostTensor, Location};
 use nrt_pool_engine::{Launch, LaunchArg, OutputSpec, PoolEngine, PoolImage};
+use nrt_pool_testkit::bench::{Goal, Report, Sample};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn best(reps: usize, mut f: impl FnMut()) -> Duration {
-    (0..reps)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-        .min()
-        .unwrap()
 }
 
 fn lib(dir: &Path, name: &str, schema: &Path, sources: &[PathBuf]) -> PathBuf {
@@ -60,10 +51,9 @@ fn main() {
     let mut e = PoolEngine::new(512 << 20, PoolImage::default()).unwrap();
     e.load(&ops).unwrap();
 
-    println!(
-        "{:<58} {:>10} {:>10} {:>8}",
-        "row", "ours", "baseline", "ratio"
-    );
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("host CPUs: {cpus} (8-core rows run 8 emulated cores on them)");
+    let mut report = Report::new("emulator");
     // 64 MiB elementwise vs memcpy.
     let n = 16 << 20;
     let x = HostTensor::from_f32(vec![n as u64], &vec![1.5f32; n]).unwrap();
@@ -81,24 +71,16 @@ fn main() {
         },
         cores: 8,
     };
-    let emu = best(5, || {
+    let emu = Sample::measure(15, 1, || {
         let done = e.launch(&launch).unwrap();
         black_box(done.output.data.len());
     });
     let src = vec![1u8; n * 4];
     let mut dst = vec![0u8; n * 4];
-    let copy = best(15, || {
+    let copy = Sample::measure(15, 1, || {
         dst.copy_from_slice(black_box(&src));
         black_box(&dst);
     });
-    println!(
-        "{:<58} {:>8.2}ms {:>8.2}ms {:>8.3}",
-        "elementwise 64 MiB f32, 8 cores, vs memcpy 64 MiB (goal>=0.8)",
-        emu.as_secs_f64() * 1e3,
-        copy.as_secs_f64() * 1e3,
-        copy.as_secs_f64() / emu.as_secs_f64()
-    );
-
     // The same op on device-resident tensors (what a runtime chaining ops does): no host copies.
     let dx = e.upload(&x).unwrap();
     let dout = e.alloc_device(DType::F32, vec![n as u64]).unwrap();
@@ -107,15 +89,20 @@ fn main() {
         LaunchArg::f32(2.0),
         LaunchArg::f32(1.0),
     ];
-    let resident = best(15, || {
+    let resident = Sample::measure(15, 1, || {
         e.launch_into("scale_add_mc", &args, &dout, 8).unwrap();
     });
-    println!(
-        "{:<58} {:>8.2}ms {:>8.2}ms {:>8.3}",
+    report.row(
         "elementwise 64 MiB f32, 8 cores, device tensors, vs memcpy",
-        resident.as_secs_f64() * 1e3,
-        copy.as_secs_f64() * 1e3,
-        copy.as_secs_f64() / resident.as_secs_f64()
+        resident,
+        copy,
+        Goal::RatioAtLeast(0.9),
+    );
+    report.row(
+        "elementwise 64 MiB f32, 8 cores, host copies, vs memcpy",
+        emu,
+        copy,
+        Goal::RatioAtLeast(0.3),
     );
     e.free_device_tensors();
 
@@ -150,8 +137,15 @@ fn main() {
         },
         cores: 1,
     };
-    let launch_t = best(50, || {
+    let launch_1 = Sample::measure(101, 1, || {
         e.launch(&launch).unwrap();
+    });
+    let launch_8 = Sample::measure(101, 1, || {
+        e.launch(&Launch {
+            cores: 8,
+            ..launch.clone()
+        })
+        .unwrap();
     });
     // The same function, called directly (a plain shared object exporting it).
     let direct_so = dir.path().join("libdirect.so");
@@ -173,17 +167,22 @@ fn main() {
         f
     };
     let calls = 1_000_000u32;
-    let call_t = best(5, || {
+    let call_t = Sample::measure(5, calls, || {
         for i in 0..calls {
             // SAFETY: an empty function.
             unsafe { direct(black_box(i as f32), std::ptr::null()) };
         }
-    }) / calls;
-    println!(
-        "{:<58} {:>8.1}us {:>8.4}us {:>8.6}",
-        "empty-kernel launch (1 core) vs direct call",
-        launch_t.as_secs_f64() * 1e6,
-        call_t.as_secs_f64() * 1e6,
-        call_t.as_secs_f64() / launch_t.as_secs_f64()
+    });
+    report.row(
+        "empty-kernel launch, 1 core, vs a direct call",
+        launch_1,
+        call_t,
+        Goal::AtMost(Duration::from_micros(3)),
+    );
+    report.row(
+        "empty-kernel launch, 8 cores, vs a direct call",
+        launch_8,
+        call_t,
+        Goal::AtMost(Duration::from_micros(10)),
     );
 }

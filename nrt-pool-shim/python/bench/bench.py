@@ -1,10 +1,15 @@
-"""`make bench`'s Python rows, as ratios measured in one run (median of repeats, spread):
+"""`make bench`'s Python rows, as ratios measured in one run (median of repeats, spread;
+JSON in target/bench/python.json, merged into target/bench.json by `make bench`):
 
 - an empty op called from Python (gpsimd_open) vs a no-op function of the same binding;
-- a 64 MiB ReLU from NumPy in and out vs np.maximum on the same array.
+- a 64 MiB ReLU from NumPy in and out vs np.maximum on the same array;
+- `nrt-pool run` of x*a+b over 64 MiB from and to .npy vs NumPy loading, computing and
+  saving the same (issue #14's goal: at most 2x NumPy's time).
 """
+import json
 import pathlib
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,10 +31,20 @@ def timed(f, repeats, inner=1):
     return statistics.median(runs), min(runs), max(runs)
 
 
-def row(name, value, base, unit, scale):
+ROWS = []
+
+
+def row(name, value, base, unit, scale, goal=None):
+    """goal: the least acceptable ratio baseline/ours (None: informational)."""
     v, lo, hi = value
     b, blo, bhi = base
-    print(f"{name:<44} {v * scale:10.2f} {unit} [{lo * scale:.2f}..{hi * scale:.2f}]  vs {b * scale:10.3f} {unit} [{blo * scale:.3f}..{bhi * scale:.3f}]  ratio {b / v:.4f}")
+    ratio = b / v
+    met = None if goal is None else ratio >= goal
+    verdict = "" if goal is None else f"  goal >= {goal}x {'met' if met else 'MISSED'}"
+    print(f"{name:<44} {v * scale:10.2f} {unit} [{lo * scale:.2f}..{hi * scale:.2f}]  vs {b * scale:10.3f} {unit} [{blo * scale:.3f}..{bhi * scale:.3f}]  ratio {ratio:.4f}{verdict}")
+    sample = lambda t: {"median_s": t[0], "min_s": t[1], "max_s": t[2]}
+    ROWS.append({"suite": "python", "row": name, "ours": sample(value), "baseline": sample(base),
+                 "ratio": ratio, "goal": "-" if goal is None else f">= {goal}x", "met": met})
 
 
 def main():
@@ -50,6 +65,32 @@ def main():
     np.testing.assert_array_equal(relu(x), np.maximum(x, 0))
     row("python 64 MiB relu, 8 cores (ms)", timed(lambda: relu(x), 7), timed(lambda: np.maximum(x, 0), 7), "ms", 1e3)
     del tiles
+
+    # nrt-pool run, .npy to .npy, vs NumPy doing the same load, compute and save.
+    nrt_pool = ROOT / "target" / "release" / "nrt-pool"
+    ex = ROOT / "examples" / "ops"
+    lib = work / "libops.so"
+    subprocess.run([nrt_pool, "build", "--schema", ex / "ops.schema", "--out", lib,
+                    ex / "scale_add.cpp", ex / "scale_add_mc.cpp", ex / "hello.cpp"],
+                   check=True, capture_output=True)
+    xin, yout, npout = work / "x.npy", work / "y.npy", work / "np.npy"
+    np.save(xin, x.reshape(-1))
+    cli = [nrt_pool, "run", lib, "scale_add_mc", "--arg", xin, "--arg", "2", "--arg", "1",
+           "--out", yout, "--cores", "8"]
+
+    def numpy_way():
+        a = np.load(xin)
+        np.save(npout, a * np.float32(2) + np.float32(1))
+
+    t_cli = timed(lambda: subprocess.run(cli, check=True, capture_output=True), 7)
+    t_np = timed(numpy_way, 7)
+    np.testing.assert_array_equal(np.load(yout), np.load(npout))
+    # Goal: at most 2x NumPy's time, i.e. a ratio (NumPy / ours) of at least 0.5.
+    row("nrt-pool run 64 MiB x*a+b .npy->.npy (ms)", t_cli, t_np, "ms", 1e3, goal=0.5)
+
+    out = ROOT / "target" / "bench"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "python.json").write_text(json.dumps(ROWS, indent=1) + "\n")
 
 
 if __name__ == "__main__":
