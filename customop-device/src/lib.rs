@@ -5,6 +5,9 @@
 //! `docs/decisions.md`. Layouts the vendor defines are pinned by const asserts for 32-bit
 //! targets (the device's), and checked on x86_64 where they do not depend on pointer size.
 #![no_std]
+// C's printf family takes variadic arguments (device builds of the archive only; the
+// archive builds run with RUSTC_BOOTSTRAP for -Zbuild-std already).
+#![cfg_attr(all(feature = "archive", target_os = "none"), feature(c_variadic))]
 // Our memcpy/memset must not be turned back into calls to themselves.
 #![no_builtins]
 
@@ -17,12 +20,19 @@ pub mod global;
 pub mod heap;
 pub mod mem;
 pub mod platform;
+pub mod printf;
 pub mod runtime;
 pub mod scalar;
 pub mod status;
 pub mod stdio;
 pub mod translate;
 
+#[cfg(all(feature = "archive", target_os = "none"))]
+pub mod cstdio;
+#[cfg(all(feature = "archive", target_os = "none"))]
+pub mod cstring;
+#[cfg(all(feature = "archive", target_os = "none"))]
+pub mod cxxrt;
 #[cfg(feature = "exports")]
 pub mod exports;
 #[cfg(all(feature = "exports", test))]

@@ -21,6 +21,20 @@ pub extern "C" fn malloc(n: usize) -> *mut c_void {
         .map_or(core::ptr::null_mut(), |a| a as usize as *mut c_void)
 }
 
+/// `calloc(n, size)`: zeroed, with the product checked (an overflow is NULL, as C says).
+#[no_mangle]
+pub extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
+    let Some(total) = n.checked_mul(size) else {
+        return core::ptr::null_mut();
+    };
+    let p = malloc(total);
+    if !p.is_null() {
+        // SAFETY: a fresh allocation of `total` bytes.
+        unsafe { core::ptr::write_bytes(p.cast::<u8>(), 0, total) };
+    }
+    p
+}
+
 #[no_mangle]
 pub extern "C" fn memalign(align: usize, n: usize) -> *mut c_void {
     let (Ok(a), Ok(n)) = (u32::try_from(align), u32::try_from(n)) else {

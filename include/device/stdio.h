@@ -1,15 +1,20 @@
 /* stdio.h for device objects built by `nrt-pool build` (freestanding Xtensa, no newlib):
- * declarations only, so kernel sources that print compile unchanged. The open
- * libneuroncustomop.a does not define printf on the device yet (docs/decisions.md, "Device
- * stdio"); on the host the op build helper routes these through customop_stdio_write. */
+ * the device libneuroncustomop.a defines these; printf output goes to the Pool stdio ring
+ * (fd 1), as the vendor's does. Conversions: flags -+ #0, width/precision (also *),
+ * hh h l ll j z t L, d i u o x X c s p f F e E g G %%; %n writes nothing
+ * (docs/decisions.md D52). On the host, ops use the system's stdio. */
 #pragma once
 #include <stdarg.h>
 #include <stddef.h>
 #ifdef __cplusplus
 extern "C" {
 #endif
-int printf(const char *fmt, ...);
+int printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int vprintf(const char *fmt, va_list ap);
+int snprintf(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int vsnprintf(char *buf, size_t n, const char *fmt, va_list ap);
+int sprintf(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int vsprintf(char *buf, const char *fmt, va_list ap);
 int puts(const char *s);
 int putchar(int c);
 #ifdef __cplusplus

@@ -1,5 +1,6 @@
-/* stdlib.h for device objects (freestanding Xtensa, no newlib): declarations of what the
- * device runtime provides or will provide (malloc over the dataram heap is issue #12's). */
+/* stdlib.h for device objects (freestanding Xtensa, no newlib): what the device
+ * libneuroncustomop.a defines (malloc and friends on the libc heap in the data scratch
+ * area; abort reports a device fault). */
 #pragma once
 #include <stddef.h>
 #ifdef __cplusplus

@@ -121,7 +121,77 @@ pub extern "C" fn selftest_main() -> u32 {
             check!(60, neuroncustomop::mem::compare_bytes(dst.as_ptr().add(off), src.as_ptr().add(3), 257) == 0);
         }
     }
+
+    // The printf formatter on the ISA (soft float, 32-bit): the device's printf family.
+    check!(70, formats(b"%d|%5s|%-4x|%08.3f", &[Arg::I(-42), Arg::S(b"ok"), Arg::I(255), Arg::F(3.14159)], b"-42|   ok|ff  |0003.142"));
+    check!(71, formats(b"%.3e %g %g %G", &[Arg::F(123456.0), Arg::F(0.0001), Arg::F(1e20), Arg::F(2.5e-7)], b"1.235e+05 0.0001 1e+20 2.5E-07"));
+    check!(72, formats(b"%lld %llu %#o %c%%", &[Arg::I(i64::MIN), Arg::I(-1), Arg::I(8), Arg::I(65)], b"-9223372036854775808 18446744073709551615 010 A%"));
     PASS
+}
+
+enum Arg {
+    I(i64),
+    F(f64),
+    S(&'static [u8]),
+}
+
+struct List<'a>(&'a [Arg], usize);
+
+impl List<'_> {
+    fn next(&mut self) -> Option<&Arg> {
+        self.1 += 1;
+        self.0.get(self.1 - 1)
+    }
+}
+
+impl neuroncustomop::printf::Args for List<'_> {
+    fn signed(&mut self, size: neuroncustomop::printf::IntSize) -> i64 {
+        use neuroncustomop::printf::IntSize;
+        match (self.next(), size) {
+            (Some(Arg::I(v)), IntSize::Int) => *v as i32 as i64,
+            (Some(Arg::I(v)), _) => *v,
+            _ => 0,
+        }
+    }
+    fn unsigned(&mut self, size: neuroncustomop::printf::IntSize) -> u64 {
+        use neuroncustomop::printf::IntSize;
+        match (self.next(), size) {
+            (Some(Arg::I(v)), IntSize::Int) => *v as u32 as u64,
+            (Some(Arg::I(v)), _) => *v as u64,
+            _ => 0,
+        }
+    }
+    fn double(&mut self) -> f64 {
+        match self.next() {
+            Some(Arg::F(v)) => *v,
+            _ => 0.0,
+        }
+    }
+    fn pointer(&mut self) -> usize {
+        0
+    }
+    fn string(&mut self, max: usize) -> Option<&[u8]> {
+        match self.next() {
+            Some(Arg::S(s)) => Some(&s[..s.len().min(max)]),
+            _ => None,
+        }
+    }
+}
+
+/// `format` with `args` gives exactly `want`.
+fn formats(format: &[u8], args: &[Arg], want: &[u8]) -> bool {
+    let mut out = [0u8; 128];
+    let mut n = 0;
+    let mut over = false;
+    let count = neuroncustomop::printf::format(format, &mut List(args, 0), &mut |b| {
+        if n + b.len() <= out.len() {
+            out[n..n + b.len()].copy_from_slice(b);
+            n += b.len();
+        } else {
+            over = true;
+        }
+    });
+    !over && count == n && &out[..n] == want
 }
 
 #[panic_handler]

@@ -1,0 +1,148 @@
+//! The device's `string.h` beyond the memory primitives (device builds of the archive;
+//! `mem*` and `strlen` come with the archive's libc and compiler-builtins), and
+//! `stdlib.h`'s `abs` family.
+#![allow(clippy::missing_safety_doc)]
+
+use core::ffi::{c_char, c_int};
+
+/// Bytes as C compares them (unsigned char).
+unsafe fn at(s: *const c_char, i: usize) -> u8 {
+    // SAFETY: the caller keeps `i` within the string (its NUL included).
+    unsafe { *s.cast::<u8>().add(i) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn strnlen(s: *const c_char, max: usize) -> usize {
+    let mut n = 0;
+    // SAFETY: stops at the NUL or at `max`.
+    while n < max && unsafe { at(s, n) } != 0 {
+        n += 1;
+    }
+    n
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn strncmp(a: *const c_char, b: *const c_char, n: usize) -> c_int {
+    for i in 0..n {
+        // SAFETY: both strings are read up to their NUL at most.
+        let (x, y) = unsafe { (at(a, i), at(b, i)) };
+        if x != y || x == 0 {
+            return c_int::from(x) - c_int::from(y);
+        }
+    }
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn strcmp(a: *const c_char, b: *const c_char) -> c_int {
+    // SAFETY: as strncmp, bounded by the NULs.
+    unsafe { strncmp(a, b, usize::MAX) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn strcpy(dst: *mut c_char, src: *const c_char) -> *mut c_char {
+    // SAFETY: the caller's `dst` holds `src` and its NUL, as C requires.
+    unsafe {
+        let n = strnlen(src, usize::MAX);
+        core::ptr::copy_nonoverlapping(src, dst, n + 1);
+    }
+    dst
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn strncpy(dst: *mut c_char, src: *const c_char, n: usize) -> *mut c_char {
+    // SAFETY: `dst` holds `n` bytes; the rest is zero-filled, as C specifies.
+    unsafe {
+        let k = strnlen(src, n);
+        core::ptr::copy_nonoverlapping(src, dst, k);
+        core::ptr::write_bytes(dst.add(k), 0, n - k);
+    }
+    dst
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn strcat(dst: *mut c_char, src: *const c_char) -> *mut c_char {
+    // SAFETY: `dst` has room for both strings and a NUL.
+    unsafe { strcpy(dst.add(strnlen(dst, usize::MAX)), src) };
+    dst
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn strncat(dst: *mut c_char, src: *const c_char, n: usize) -> *mut c_char {
+    // SAFETY: `dst` has room for its string, `n` more bytes and a NUL.
+    unsafe {
+        let end = dst.add(strnlen(dst, usize::MAX));
+        let k = strnlen(src, n);
+        core::ptr::copy_nonoverlapping(src, end, k);
+        *end.add(k) = 0;
+    }
+    dst
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn strchr(s: *const c_char, c: c_int) -> *mut c_char {
+    let c = c as u8;
+    let mut i = 0;
+    loop {
+        // SAFETY: reads up to the NUL.
+        let b = unsafe { at(s, i) };
+        if b == c {
+            return s.wrapping_add(i).cast_mut();
+        }
+        if b == 0 {
+            return core::ptr::null_mut();
+        }
+        i += 1;
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn strrchr(s: *const c_char, c: c_int) -> *mut c_char {
+    let c = c as u8;
+    let mut found = core::ptr::null_mut();
+    let mut i = 0;
+    loop {
+        // SAFETY: reads up to the NUL.
+        let b = unsafe { at(s, i) };
+        if b == c {
+            found = s.wrapping_add(i).cast_mut();
+        }
+        if b == 0 {
+            return found;
+        }
+        i += 1;
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn strstr(hay: *const c_char, needle: *const c_char) -> *mut c_char {
+    // SAFETY: both are NUL-terminated.
+    let n = unsafe { strnlen(needle, usize::MAX) };
+    let mut i = 0;
+    loop {
+        // SAFETY: the comparison stops at the haystack's NUL (a mismatch with the needle).
+        if unsafe { strncmp(hay.add(i), needle, n) } == 0 {
+            return hay.wrapping_add(i).cast_mut();
+        }
+        // SAFETY: reads up to the NUL.
+        if unsafe { at(hay, i) } == 0 {
+            return core::ptr::null_mut();
+        }
+        i += 1;
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn abs(v: c_int) -> c_int {
+    v.wrapping_abs()
+}
+
+#[no_mangle]
+pub extern "C" fn labs(v: core::ffi::c_long) -> core::ffi::c_long {
+    v.wrapping_abs()
+}
+
+#[no_mangle]
+pub extern "C" fn llabs(v: i64) -> i64 {
+    v.wrapping_abs()
+}

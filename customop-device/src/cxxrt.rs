@@ -1,0 +1,77 @@
+//! The C++ runtime pieces a device op needs without a C++ standard library (device builds
+//! of the archive): `operator new`/`delete` on the libc heap (no exceptions on the device,
+//! so a failed `new` is a fatal error, as `-fno-exceptions` code expects), function-local
+//! static guards (one thread per core: a flag, no lock) and the pure-virtual trap.
+#![allow(clippy::missing_safety_doc)]
+
+use core::ffi::c_void;
+
+use crate::libc::{free, malloc};
+
+fn new(n: usize) -> *mut c_void {
+    let p = malloc(n.max(1));
+    if p.is_null() {
+        crate::fatal::fatal_with("operator new", format_args!("out of memory for {n} bytes"));
+    }
+    p
+}
+
+/// `operator new(size_t)` (32-bit size_t: `unsigned int`).
+#[no_mangle]
+pub extern "C" fn _Znwj(n: usize) -> *mut c_void {
+    new(n)
+}
+
+/// `operator new[](size_t)`.
+#[no_mangle]
+pub extern "C" fn _Znaj(n: usize) -> *mut c_void {
+    new(n)
+}
+
+/// `operator delete(void *)`.
+#[no_mangle]
+pub extern "C" fn _ZdlPv(p: *mut c_void) {
+    free(p)
+}
+
+/// `operator delete[](void *)`.
+#[no_mangle]
+pub extern "C" fn _ZdaPv(p: *mut c_void) {
+    free(p)
+}
+
+/// `operator delete(void *, size_t)` (sized deallocation).
+#[no_mangle]
+pub extern "C" fn _ZdlPvj(p: *mut c_void, _n: usize) {
+    free(p)
+}
+
+/// `operator delete[](void *, size_t)`.
+#[no_mangle]
+pub extern "C" fn _ZdaPvj(p: *mut c_void, _n: usize) {
+    free(p)
+}
+
+/// Returns 1 when the guarded static still needs its initializer (first byte 0).
+#[no_mangle]
+pub unsafe extern "C" fn __cxa_guard_acquire(guard: *mut u8) -> i32 {
+    // SAFETY: the compiler passes its 64-bit guard object.
+    i32::from(unsafe { *guard } == 0)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __cxa_guard_release(guard: *mut u8) {
+    // SAFETY: as acquire.
+    unsafe { *guard = 1 };
+}
+
+#[no_mangle]
+pub extern "C" fn __cxa_guard_abort(_guard: *mut u8) {}
+
+#[no_mangle]
+pub extern "C" fn __cxa_pure_virtual() -> ! {
+    crate::fatal::fatal_with(
+        "__cxa_pure_virtual",
+        format_args!("a pure virtual function was called"),
+    )
+}
