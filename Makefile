@@ -53,8 +53,9 @@ demo: build customop-archives $(XTENSA_OUT)/split.so
 	$(RELEASE)/nrt-pool demo --provider $(RELEASE)/libnrtucode_extisa.so --examples examples/ops
 
 ## make customop-archives: libneuroncustomop.a for the host, a 32-bit no_std target
-## (riscv32imac, which checks the device layouts) and Xtensa (device objects), each with
-## core rebuilt for panic=abort: $(CUSTOMOP_OUT)/<target>/release/libneuroncustomop.a
+## (riscv32imac, which checks the device layouts) and Xtensa (windowed ABI, assembled by GNU
+## as through customop-device/xtensa/windowed-as.sh), each with core rebuilt for
+## panic=abort: $(CUSTOMOP_OUT)/<target>/release/libneuroncustomop.a
 customop-archives: tools
 	RUSTC_BOOTSTRAP=1 RUSTFLAGS="-C panic=abort" CARGO_TARGET_DIR=$(CUSTOMOP_OUT) $(CARGO) rustc -q \
 		-p customop-device --release --features archive --crate-type staticlib \
@@ -62,10 +63,7 @@ customop-archives: tools
 	RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=$(CUSTOMOP_OUT) $(CARGO) rustc -q \
 		-p customop-device --release --features archive --crate-type staticlib \
 		--target riscv32imac-unknown-none-elf
-	RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=$(CUSTOMOP_OUT) $(CARGO) rustc -q \
-		-p customop-device --release --features archive --crate-type staticlib \
-		--target customop-device/targets/xtensa-q7-none-elf.json \
-		-Zbuild-std=core,compiler_builtins -Zjson-target-spec
+	customop-device/xtensa/build-archive.sh $(CUSTOMOP_OUT)/xtensa-q7-none-elf/release/libneuroncustomop.a
 
 ## make test: unit, C-API, ABI, loader (GNU ld oracle), device-archive and C-consumer tests,
 ## and the fuzz seed corpus (the ABI tests use the release build and the archives).

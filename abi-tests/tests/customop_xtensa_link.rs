@@ -1,0 +1,134 @@
+//! Windowed-ABI device ops linked like the vendor's link line: op sources compiled by the
+//! open Xtensa g++ with `-mabi=windowed`, assembled through customop-device/xtensa/
+//! windowed-as.sh, and linked by GNU ld with our Xtensa libneuroncustomop.a into a Pool core
+//! image at 0x84000000 + i * 0x200000 (customop-device/xtensa/pool-core.ld), for each of
+//! the 8 cores: no literal misplaced, no symbol left undefined. An op that needs what the
+//! device libc lacks fails at link time naming the symbol.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn run(what: &str, cmd: &mut Command) -> Output {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: {e} (make tools)"));
+    assert!(
+        out.status.success(),
+        "{what} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A windowed-ABI object from a C++ device source.
+fn device_object(src: &Path, dir: &Path) -> PathBuf {
+    let stem = src.file_stem().unwrap().to_string_lossy();
+    let asm = dir.join(format!("{stem}.s"));
+    let obj = dir.join(format!("{stem}.o"));
+    run(
+        "xtensa g++ -mabi=windowed",
+        Command::new("xtensa-lx106-elf-g++")
+            .args(["-std=c++17", "-O2", "-S", "-mabi=windowed", "-mlongcalls"])
+            .args(["-ffreestanding", "-fno-exceptions", "-fno-rtti", "-I"])
+            .arg(root().join("include/device"))
+            .arg("-I")
+            .arg(root().join("include"))
+            .arg(src)
+            .arg("-o")
+            .arg(&asm),
+    );
+    run(
+        "windowed-as.sh",
+        Command::new(root().join("customop-device/xtensa/windowed-as.sh"))
+            .arg(&asm)
+            .arg(&obj),
+    );
+    obj
+}
+
+fn link(objs: &[PathBuf], org: u64, out: &Path) -> Output {
+    let archive = root().join("target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a");
+    assert!(archive.exists(), "run `make customop-archives` first");
+    Command::new("xtensa-lx106-elf-ld")
+        .arg("-T")
+        .arg(root().join("customop-device/xtensa/pool-core.ld"))
+        .arg(format!("--section-start=.text={org:#x}"))
+        .args(["-u", "op_main", "--gc-sections", "--no-warn-rwx-segments"])
+        .args(objs)
+        .arg(&archive)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+fn symbol(elf: &Path, name: &str) -> Option<u64> {
+    let out = run("nm", Command::new("xtensa-lx106-elf-nm").arg(elf));
+    String::from_utf8_lossy(&out.stdout).lines().find_map(|l| {
+        let mut f = l.split_whitespace();
+        let (addr, _, n) = (f.next()?, f.next()?, f.next()?);
+        (n == name)
+            .then(|| u64::from_str_radix(addr, 16).ok())
+            .flatten()
+    })
+}
+
+#[test]
+fn windowed_ops_link_into_every_pool_core_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = root().join("abi-tests/xtensa");
+    let op = device_object(&fixtures.join("op_libc.cpp"), dir.path());
+    let author = device_object(&fixtures.join("author.cpp"), dir.path());
+    for core in 0..8u64 {
+        let org = 0x8400_0000 + core * 0x20_0000;
+        let elf = dir.path().join(format!("core{core}.elf"));
+        let out = link(&[op.clone(), author.clone()], org, &elf);
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "core {core}: {log}");
+        assert!(!log.contains("dangerous relocation"), "core {core}: {log}");
+        let undefined = run(
+            "nm -u",
+            Command::new("xtensa-lx106-elf-nm").arg("-u").arg(&elf),
+        );
+        assert!(
+            undefined.stdout.is_empty(),
+            "core {core}: {:?}",
+            undefined.stdout
+        );
+        for name in ["entry_func", "op_main", "printf", "snprintf", "_Znwj"] {
+            let at = symbol(&elf, name).unwrap_or_else(|| panic!("core {core}: no {name}"));
+            assert!(
+                (org..org + 0x20_0000).contains(&at),
+                "core {core}: {name} at {at:#x}"
+            );
+        }
+    }
+
+    // Without the author's three symbols, exactly those are missing.
+    let out = link(
+        &[op.clone()],
+        0x8400_0000,
+        &dir.path().join("no-author.elf"),
+    );
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    for name in ["get_func_cnt()", "get_func_name(int)", "get_func_ptr(int)"] {
+        assert!(
+            log.contains(&format!("undefined reference to `{name}'")),
+            "{log}"
+        );
+    }
+    assert_eq!(log.matches("undefined reference").count(), 3, "{log}");
+
+    // What the device libc lacks fails the link, by name.
+    let fopen = device_object(&fixtures.join("uses_fopen.cpp"), dir.path());
+    let out = link(&[fopen, author], 0x8400_0000, &dir.path().join("fopen.elf"));
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(log.contains("undefined reference to `fopen'"), "{log}");
+}

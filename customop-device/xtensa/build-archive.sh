@@ -1,0 +1,28 @@
+#!/bin/sh
+# build-archive.sh OUT.a: the Xtensa (windowed ABI) libneuroncustomop.a through the GNU
+# assembler: rustc emits assembly (-Zbuild-std for core and compiler_builtins), each unit is
+# assembled by windowed-as.sh with its literals in the text section, and the objects are
+# archived in the order of rustc's own staticlib (D53).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+out=${1:?usage: build-archive.sh OUT.a}
+mkdir -p "$(dirname "$out")"
+out="$(cd "$(dirname "$out")" && pwd)/$(basename "$out")"
+work="$root/target/customop-asm"
+RUSTC_BOOTSTRAP=1 RUSTFLAGS="--emit=asm -Cembed-bitcode=no" CARGO_TARGET_DIR="$work" \
+    cargo rustc -q -p customop-device --release --features archive --crate-type staticlib \
+    --target "$root/customop-device/targets/xtensa-q7-none-elf.json" \
+    -Zbuild-std=core,compiler_builtins -Zjson-target-spec
+rel="$work/xtensa-q7-none-elf/release"
+objs="$out.objs"
+rm -rf "$objs"
+mkdir -p "$objs"
+members=$(xtensa-lx106-elf-ar t "$rel/libneuroncustomop.a")
+for m in $members; do
+    "$here/windowed-as.sh" "$rel/deps/${m%.o}.s" "$objs/$m"
+done
+rm -f "$out.partial"
+(cd "$objs" && xtensa-lx106-elf-ar rcs "$out.partial" $members)
+mv -f "$out.partial" "$out"
+rm -rf "$objs"
