@@ -111,7 +111,7 @@ fn windowed_ops_link_into_every_pool_core_image() {
 
     // Without the author's three symbols, exactly those are missing.
     let out = link(
-        &[op.clone()],
+        std::slice::from_ref(&op),
         0x8400_0000,
         &dir.path().join("no-author.elf"),
     );
