@@ -51,6 +51,8 @@ fn device_object(src: &Path, dir: &Path) -> PathBuf {
     obj
 }
 
+/// Links `objs` and the archive for the core at `org`, keeping `op_main` when the objects
+/// define it (the hand-written fixtures register it through their author symbols).
 fn link(objs: &[PathBuf], org: u64, out: &Path) -> Output {
     let archive = root().join("target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a");
     assert!(archive.exists(), "run `make customop-archives` first");
@@ -58,13 +60,51 @@ fn link(objs: &[PathBuf], org: u64, out: &Path) -> Output {
         .arg("-T")
         .arg(root().join("customop-device/xtensa/pool-core.ld"))
         .arg(format!("--section-start=.text={org:#x}"))
-        .args(["-u", "op_main", "--gc-sections", "--no-warn-rwx-segments"])
+        .args([
+            "--gc-sections",
+            "--no-warn-rwx-segments",
+            "-z",
+            "noexecstack",
+        ])
         .args(objs)
         .arg(&archive)
         .arg("-o")
         .arg(out)
         .output()
         .unwrap()
+}
+
+/// The symbols a link of `objs` leaves undefined (demangled), from a link that ignores them.
+fn undefined_after(objs: &[PathBuf], dir: &Path) -> std::collections::BTreeSet<String> {
+    let elf = dir.join("unresolved.elf");
+    let archive = root().join("target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a");
+    run(
+        "ld --unresolved-symbols=ignore-all",
+        Command::new("xtensa-lx106-elf-ld")
+            .arg("-T")
+            .arg(root().join("customop-device/xtensa/pool-core.ld"))
+            .args([
+                "--gc-sections",
+                "--no-warn-rwx-segments",
+                "-z",
+                "noexecstack",
+            ])
+            .arg("--unresolved-symbols=ignore-all")
+            .args(objs)
+            .arg(&archive)
+            .arg("-o")
+            .arg(&elf),
+    );
+    let out = run(
+        "nm -u -C",
+        Command::new("xtensa-lx106-elf-nm")
+            .args(["-u", "-C"])
+            .arg(&elf),
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("U ").map(|n| n.trim().to_string()))
+        .collect()
 }
 
 fn symbol(elf: &Path, name: &str) -> Option<u64> {
@@ -109,26 +149,77 @@ fn windowed_ops_link_into_every_pool_core_image() {
         }
     }
 
-    // Without the author's three symbols, exactly those are missing.
+    // Without the author's three symbols, the link fails, and what is missing is theirs only.
     let out = link(
         std::slice::from_ref(&op),
         0x8400_0000,
         &dir.path().join("no-author.elf"),
     );
-    let log = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    for name in ["get_func_cnt()", "get_func_name(int)", "get_func_ptr(int)"] {
-        assert!(
-            log.contains(&format!("undefined reference to `{name}'")),
-            "{log}"
-        );
-    }
-    assert_eq!(log.matches("undefined reference").count(), 3, "{log}");
+    let missing = undefined_after(std::slice::from_ref(&op), dir.path());
+    let theirs: std::collections::BTreeSet<String> =
+        ["get_func_cnt()", "get_func_name(int)", "get_func_ptr(int)"]
+            .map(String::from)
+            .into();
+    assert!(
+        !missing.is_empty() && missing.is_subset(&theirs),
+        "{missing:?}"
+    );
 
     // What the device libc lacks fails the link, by name.
     let fopen = device_object(&fixtures.join("uses_fopen.cpp"), dir.path());
-    let out = link(&[fopen, author], 0x8400_0000, &dir.path().join("fopen.elf"));
+    let objs = [fopen, author];
+    let out = link(&objs, 0x8400_0000, &dir.path().join("fopen.elf"));
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(log.contains("undefined reference to `fopen'"), "{log}");
+    assert_eq!(
+        undefined_after(&objs, dir.path()),
+        ["fopen".to_string()].into()
+    );
+}
+
+/// `nrt-pool build --device-objects` gives windowed objects that link, with the archive,
+/// into a core image with nothing undefined (the example ops and the generated wrapper,
+/// which defines the author's three symbols).
+#[test]
+fn nrt_pool_device_objects_link_into_a_core_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = root().join("examples/ops");
+    let dev = dir.path().join("device");
+    run(
+        "nrt-pool build --device-objects",
+        Command::new(abi_tests::artifact("nrt-pool"))
+            .args(["build", "--schema"])
+            .arg(ex.join("ops.schema"))
+            .arg("--out")
+            .arg(dir.path().join("libops.so"))
+            .arg("--device-objects")
+            .arg(&dev)
+            .args(["scale_add.cpp", "scale_add_mc.cpp", "hello.cpp"].map(|s| ex.join(s))),
+    );
+    let mut objs: Vec<PathBuf> = std::fs::read_dir(&dev)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    objs.sort();
+    assert_eq!(objs.len(), 4, "{objs:?}");
+    let elf = dir.path().join("ops.elf");
+    let out = link(&objs, 0x8400_0000, &elf);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    let undefined = run(
+        "nm -u",
+        Command::new("xtensa-lx106-elf-nm").arg("-u").arg(&elf),
+    );
+    assert!(undefined.stdout.is_empty(), "{:?}", undefined.stdout);
+    for name in [
+        "entry_func",
+        "_Z9scale_addRKN6neuron6TensorEffRS0_",
+        "get_func_cnt",
+    ] {
+        let demangled_ok = symbol(&elf, name).is_some()
+            || name == "get_func_cnt" && symbol(&elf, "_Z12get_func_cntv").is_some();
+        assert!(demangled_ok, "{name} not in the image");
+    }
 }

@@ -19,6 +19,7 @@ use std::process::Command;
 use nrt_pool_schema::{self as schema, demangle, DType, KernelSig, ParamKind};
 
 mod neuron_ops;
+pub mod xtensa_asm;
 pub use neuron_ops::{build_op_library, OpBuildOptions, OpBuildReport};
 
 /// Called with each source once it is compiled (from the compiling thread), so a front end
@@ -341,7 +342,7 @@ pub fn build(o: &BuildOptions) -> Result<BuildReport, BuildError> {
         &o.sources,
         &work.path().join("host"),
         &o.on_compiled,
-        host_cxx,
+        |s, d| run(&mut host_cxx(s, d)),
     )?;
     let wrapper_obj = work.path().join("nrt_pool_op_wrapper.o");
     run(&mut host_cxx(&wrapper, &wrapper_obj)).map_err(|e| match e {
@@ -367,7 +368,7 @@ pub fn build(o: &BuildOptions) -> Result<BuildReport, BuildError> {
             let mut sources = o.sources.clone();
             sources.push(wrapper.clone());
             let objs = compile_all(&sources, &staged, &o.on_compiled, |src, obj| {
-                device_cxx(&o.include, src, obj)
+                device_compile(&o.include, src, obj)
             })?;
             Some((staged, dir.clone(), objs))
         }
@@ -406,7 +407,7 @@ pub(crate) fn compile_all(
     sources: &[PathBuf],
     dir: &Path,
     on_compiled: &OnCompiled,
-    cmd: impl Fn(&Path, &Path) -> Command + Sync,
+    compile: impl Fn(&Path, &Path) -> Result<(), BuildError> + Sync,
 ) -> Result<Vec<PathBuf>, BuildError> {
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     // <stem>.o, numbered only where two sources share a stem.
@@ -424,11 +425,11 @@ pub(crate) fn compile_all(
         let handles: Vec<_> = jobs
             .chunks(jobs.len().div_ceil(2).max(1))
             .map(|part| {
-                let cmd = &cmd;
+                let compile = &compile;
                 scope.spawn(move || {
                     part.iter()
                         .map(|(src, obj)| {
-                            let r = run(&mut cmd(src, obj));
+                            let r = compile(src, obj);
                             if let (Ok(()), Some(f)) = (&r, on_compiled) {
                                 f(src);
                             }
@@ -543,12 +544,40 @@ pub fn xtensa_cxx_installed() -> bool {
         .is_ok_and(|r| r.status.success())
 }
 
-pub(crate) fn device_cxx(include: &Path, src: &Path, obj: &Path) -> Command {
+/// A windowed-ABI device object: the Xtensa g++ emits windowed assembly
+/// (`-mabi=windowed`), [`xtensa_asm::windowed`] encodes the windowed instructions the lx106
+/// assembler lacks, and GNU as assembles it with its literals in the text section (D53).
+pub(crate) fn device_compile(include: &Path, src: &Path, obj: &Path) -> Result<(), BuildError> {
+    let asm = obj.with_extension("s");
+    run(&mut device_cxx(include, src, &asm))?;
+    let text = std::fs::read_to_string(&asm).map_err(io(&asm))?;
+    let encoded = xtensa_asm::windowed(&text).map_err(|e| BuildError::Compile {
+        tool: format!("windowed assembly of {}", src.display()),
+        stderr: e.to_string(),
+    })?;
+    let windowed = obj.with_extension("windowed.s");
+    std::fs::write(&windowed, encoded).map_err(io(&windowed))?;
+    run(Command::new(XTENSA_AS)
+        .arg("--text-section-literals")
+        .arg(&windowed)
+        .arg("-o")
+        .arg(obj))?;
+    for f in [&asm, &windowed] {
+        std::fs::remove_file(f).map_err(io(f))?;
+    }
+    Ok(())
+}
+
+pub const XTENSA_AS: &str = "xtensa-lx106-elf-as";
+
+/// The Xtensa g++ command for windowed-ABI assembly of `src`.
+pub(crate) fn device_cxx(include: &Path, src: &Path, asm: &Path) -> Command {
     let mut c = Command::new(XTENSA_CXX);
     c.args([
         "-std=c++17",
         "-O2",
-        "-c",
+        "-S",
+        "-mabi=windowed",
         "-mlongcalls",
         "-ffreestanding",
         "-fno-exceptions",
@@ -560,6 +589,6 @@ pub(crate) fn device_cxx(include: &Path, src: &Path, obj: &Path) -> Command {
     .arg(include)
     .arg(src)
     .arg("-o")
-    .arg(obj);
+    .arg(asm);
     c
 }

@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use nrt_pool_schema::{demangle, ArgKind, NeuronLibrary, OpSig};
 
 use crate::{
-    compile_all, copy_dir, device_cxx, io, object_symbols, put_in_place, run, xtensa_cxx_installed,
-    BuildError, EXCEPTION_GUARD, HOST_STDIO,
+    compile_all, copy_dir, device_compile, io, object_symbols, put_in_place, run,
+    xtensa_cxx_installed, BuildError, EXCEPTION_GUARD, HOST_STDIO,
 };
 
 /// `custom_op.load`'s arguments, and where the runtime and headers are.
@@ -123,18 +123,14 @@ pub fn build_op_library(o: &OpBuildOptions) -> Result<OpBuildReport, BuildError>
             .arg(obj);
         c
     };
+    let host = |s: &Path, d: &Path| run(&mut host_cxx(s, d));
     let compute_objs = compile_all(
         &o.compute,
         &work.path().join("compute"),
         &o.on_compiled,
-        host_cxx,
+        host,
     )?;
-    let shape_objs = compile_all(
-        &o.shape,
-        &work.path().join("shape"),
-        &o.on_compiled,
-        host_cxx,
-    )?;
+    let shape_objs = compile_all(&o.shape, &work.path().join("shape"), &o.on_compiled, host)?;
 
     let mut ops = registration(o, work.path(), &shape_objs, &host_cxx)?;
     ops.multicore = o.multicore;
@@ -170,7 +166,7 @@ pub fn build_op_library(o: &OpBuildOptions) -> Result<OpBuildReport, BuildError>
             let mut sources = o.compute.clone();
             sources.push(dev_wrapper);
             let objs = compile_all(&sources, &staged, &o.on_compiled, |src, obj| {
-                device_cxx(&o.include, src, obj)
+                device_compile(&o.include, src, obj)
             })?;
             Some((staged, dir.clone(), objs))
         }

@@ -1,0 +1,124 @@
+//! Windowed-ABI Xtensa assembly for the GNU assembler of Debian's lx106 toolchain, which
+//! lacks the windowed-register option: the windowed instructions GCC and LLVM emit are
+//! written as their encodings, the rest is left for the assembler. The same rules as
+//! `customop-device/xtensa/windowed-as.sh`, which builds the device archive (docs D53):
+//!   entry aS, imm -> 0x36, S | (imm/8 & 15) << 4, (imm/8) >> 4   (imm: 0..=32760, /8)
+//!   callx8 aS     -> 0xe0, S, 0x00
+//!   retw.n        -> 0x1d, 0xf0;  retw -> 0x90, 0x00, 0x00
+//!   call8 sym     -> a literal of sym, `l32r a8` from it, callx8 a8 (as -mlongcalls)
+//! Other windowed mnemonics are refused by name.
+
+/// Mnemonics of the windowed option this rewrite does not encode.
+const REFUSED: [&str; 10] = [
+    "call4", "call12", "callx4", "callx12", "movsp", "rotw", "s32e", "l32e", "rfwo", "rfwu",
+];
+
+/// Why a line could not be rewritten (1-based line number, the line).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {why}: {text}")]
+pub struct AsmError {
+    pub line: usize,
+    pub why: &'static str,
+    pub text: String,
+}
+
+fn register(r: &str) -> Option<u8> {
+    let n = if r == "sp" { "1" } else { r.strip_prefix('a')? };
+    n.parse::<u8>().ok().filter(|&n| n <= 15)
+}
+
+/// The assembly with every windowed instruction encoded (for `as --text-section-literals`).
+pub fn windowed(asm: &str) -> Result<String, AsmError> {
+    let mut out = String::with_capacity(asm.len() + asm.len() / 8);
+    let mut calls = 0usize;
+    for (i, text) in asm.lines().enumerate() {
+        let bad = |why| AsmError {
+            line: i + 1,
+            why,
+            text: text.trim().to_string(),
+        };
+        let code = text.split('#').next().unwrap_or("");
+        let mut words = code.split([' ', '\t', ',']).filter(|w| !w.is_empty());
+        let (op, a, b) = (words.next(), words.next(), words.next());
+        let line = match op {
+            Some("entry") => {
+                let s = a.and_then(register).ok_or_else(|| bad("entry register"))?;
+                let imm: u32 = b
+                    .and_then(|v| v.parse().ok())
+                    .filter(|v| v % 8 == 0 && *v <= 32760)
+                    .ok_or_else(|| bad("entry frame size"))?;
+                let k = imm / 8;
+                format!(
+                    "\t.byte 0x36, {:#04x}, {:#04x}\t# entry a{s}, {imm}",
+                    u32::from(s) | (k & 15) << 4,
+                    k >> 4
+                )
+            }
+            Some("callx8") => {
+                let s = a.and_then(register).ok_or_else(|| bad("callx8 register"))?;
+                format!("\t.byte 0xe0, {s:#04x}, 0x00\t# callx8 a{s}")
+            }
+            Some("call8") => {
+                let target = a.ok_or_else(|| bad("call8 target"))?;
+                calls += 1;
+                format!(
+                    "\t.literal .Lwindowed_call{calls}, {target}\n\tl32r\ta8, .Lwindowed_call{calls}\n\t.byte 0xe0, 0x08, 0x00\t# call8 {target}"
+                )
+            }
+            Some("retw.n") => "\t.byte 0x1d, 0xf0\t# retw.n".to_string(),
+            Some("retw") => "\t.byte 0x90, 0x00, 0x00\t# retw".to_string(),
+            Some(op) if REFUSED.contains(&op) => {
+                return Err(bad("windowed instruction without an encoding here"))
+            }
+            _ => text.to_string(),
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windowed_instructions_become_their_encodings() {
+        let asm = "f:\n\tentry\tsp, 32\n\tentry a1, 1520\n\tcallx8\ta8\n\tcall8\tprintf\n\tretw.n\n\tretw\n\tmovi\ta2, 1 # keep\n";
+        let out = windowed(asm).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "f:");
+        // entry a1, 32: imm/8 = 4 -> 0x41, 0x00; entry a1, 1520: 190 = 0xbe -> 0xe1, 0x0b.
+        assert!(
+            lines[1].starts_with("\t.byte 0x36, 0x41, 0x00"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[2].starts_with("\t.byte 0x36, 0xe1, 0x0b"),
+            "{}",
+            lines[2]
+        );
+        assert!(
+            lines[3].starts_with("\t.byte 0xe0, 0x08, 0x00"),
+            "{}",
+            lines[3]
+        );
+        assert_eq!(lines[4], "\t.literal .Lwindowed_call1, printf");
+        assert_eq!(lines[5], "\tl32r\ta8, .Lwindowed_call1");
+        assert!(lines[6].starts_with("\t.byte 0xe0, 0x08, 0x00"));
+        assert!(lines[7].starts_with("\t.byte 0x1d, 0xf0"));
+        assert!(lines[8].starts_with("\t.byte 0x90, 0x00, 0x00"));
+        assert_eq!(lines[9], "\tmovi\ta2, 1 # keep");
+    }
+
+    #[test]
+    fn what_cannot_be_encoded_is_refused_by_line() {
+        let e = windowed("a:\n\tmovsp\ta1, a2\n").unwrap_err();
+        assert_eq!((e.line, e.text.as_str()), (2, "movsp\ta1, a2"));
+        assert!(windowed("\tentry a1, 12\n").is_err(), "not a multiple of 8");
+        assert!(windowed("\tentry a1, 32768\n").is_err(), "too large");
+        assert!(windowed("\tcallx8 a16\n").is_err());
+        assert!(windowed("\tentry\n").is_err());
+    }
+}
