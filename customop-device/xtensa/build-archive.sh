@@ -2,7 +2,8 @@
 # build-archive.sh OUT.a: the Xtensa (windowed ABI) libneuroncustomop.a through the GNU
 # assembler: rustc emits assembly (-Zbuild-std for core and compiler_builtins), each unit is
 # assembled by windowed-as.sh with its literals in the text section, and the objects are
-# archived in the order of rustc's own staticlib (D53).
+# archived in the order of rustc's own staticlib (D53), with the printf family's C entry
+# points (cstdio.c, D54).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -22,7 +23,11 @@ members=$(xtensa-lx106-elf-ar t "$rel/libneuroncustomop.a")
 for m in $members; do
     "$here/windowed-as.sh" "$rel/deps/${m%.o}.s" "$objs/$m"
 done
+# The printf family's variadic entry points, in C (GCC's va_list; D54).
+xtensa-lx106-elf-gcc -std=c11 -O2 -S -mabi=windowed -mlongcalls -ffreestanding \
+    "$here/cstdio.c" -o "$objs/cstdio.s"
+"$here/windowed-as.sh" "$objs/cstdio.s" "$objs/customop_cstdio.o"
 rm -f "$out.partial"
-(cd "$objs" && xtensa-lx106-elf-ar rcs "$out.partial" $members)
+(cd "$objs" && xtensa-lx106-elf-ar rcs "$out.partial" $members customop_cstdio.o)
 mv -f "$out.partial" "$out"
 rm -rf "$objs"
