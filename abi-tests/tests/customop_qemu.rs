@@ -1,8 +1,9 @@
-//! The device runtime on the Xtensa ISA: customop-device/selftest is built for the call0
-//! Xtensa target, linked with the Debian Xtensa binutils and run under qemu-system-xtensa,
-//! exercising the allocators, translation, descriptors, marshalling and memory primitives.
-//! It reports through semihosting: exit status 42 when every check held, else the number
-//! of the first failing check.
+//! The device runtime on the Xtensa ISA: customop-device/selftest is built for the windowed
+//! ABI (the archive's, through GNU as, with the open start code and window vectors; core
+//! de212) and for call0, linked with the Debian Xtensa binutils and run under
+//! qemu-system-xtensa, exercising the allocators, translation, descriptors, marshalling,
+//! memory primitives and the printf formatter. It reports through semihosting: exit status
+//! 42 when every check held, else the number of the first failing check.
 
 use std::path::Path;
 use std::process::Command;
@@ -23,13 +24,18 @@ fn self_test_image_passes_under_qemu() {
             "{tool} not found: install qemu-system-misc and binutils-xtensa-lx106 (make tools)"
         );
     }
-    let dir = tempfile::tempdir().unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../customop-device/selftest/run.sh");
-    let out = Command::new(script).arg(dir.path()).output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.lines().any(|l| l == "exit status 42"),
-        "self-test did not pass:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    for script in ["run-windowed.sh", "run.sh"] {
+        let dir = tempfile::tempdir().unwrap();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../customop-device/selftest")
+            .join(script);
+        let out = Command::new(&script).arg(dir.path()).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.lines().any(|l| l == "exit status 42"),
+            "{}: self-test did not pass:\n{stdout}\n{}",
+            script.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
