@@ -153,6 +153,7 @@ fn packages_install_beside_the_vendors_work_and_remove_cleanly() {
         "/opt/gpsimd-open/lib/libnrtucode_extisa.so",
         "/opt/gpsimd-open/lib/libnrt_pool_shim.so",
         "/opt/gpsimd-open/lib/gpsimd-open/xtensa-q7-none-elf/libneuroncustomop.a",
+        "/opt/gpsimd-open/lib/gpsimd-open/xtensa-q7-none-elf/pool-core.ld",
         "/opt/gpsimd-open/include/gpsimd-open/torch/torch.h",
         "/opt/gpsimd-open/lib/pkgconfig/nrt_pool.pc",
         "/opt/gpsimd-open/lib/cmake/GpsimdOpen/GpsimdOpenConfig.cmake",

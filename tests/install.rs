@@ -69,6 +69,8 @@ fn installed_tree_serves_pkg_config_and_cmake_consumers_and_uninstalls() {
         "lib/libnrt_pool_shim.so",
         "lib/gpsimd-open/x86_64-unknown-linux-gnu/libneuroncustomop.a",
         "lib/gpsimd-open/xtensa-q7-none-elf/libneuroncustomop.a",
+        "lib/gpsimd-open/xtensa-q7-none-elf/pool-core.ld",
+        "lib/gpsimd-open/xtensa-q7-none-elf/sim-start.S",
         "include/nrt_pool.h",
         "include/gpsimd-open/torch/torch.h",
         "include/gpsimd-open/torchneuron/register.h",
