@@ -364,36 +364,67 @@ pub fn build(o: &BuildOptions) -> Result<BuildReport, BuildError> {
     let device = match &o.device_objects {
         None => None,
         Some(dir) => {
-            let staged = work.path().join("device");
             let mut sources = o.sources.clone();
             sources.push(wrapper.clone());
-            let objs = compile_all(&sources, &staged, &o.on_compiled, |src, obj| {
-                device_compile(&o.include, src, obj)
-            })?;
-            Some((staged, dir.clone(), objs))
+            Some(StagedDevice::compile(
+                &sources,
+                work.path(),
+                dir,
+                &o.include,
+                &o.on_compiled,
+            )?)
         }
     };
     put_in_place(&tmp_out, &o.out)?;
-    let device = match device {
-        None => None,
-        Some((staged, dir, objs)) => {
-            if dir.exists() {
-                std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
-            }
-            copy_dir(&staged, &dir)?;
-            Some(
-                objs.iter()
-                    .filter_map(|p| p.file_name())
-                    .map(|n| dir.join(n))
-                    .collect(),
-            )
-        }
-    };
+    let device = device.map(StagedDevice::put_in_place).transpose()?;
     Ok(BuildReport {
         kernels,
         library: o.out.clone(),
         device,
     })
+}
+
+/// Device objects compiled into the build's work folder, put in place only once the
+/// library is: a failed build leaves no device folder.
+pub(crate) struct StagedDevice {
+    staged: PathBuf,
+    dir: PathBuf,
+    objs: Vec<PathBuf>,
+}
+
+impl StagedDevice {
+    /// Compiles `sources` for the device into `work/device`, for `dir` later.
+    pub(crate) fn compile(
+        sources: &[PathBuf],
+        work: &Path,
+        dir: &Path,
+        include: &Path,
+        on_compiled: &OnCompiled,
+    ) -> Result<StagedDevice, BuildError> {
+        let staged = work.join("device");
+        let objs = compile_all(sources, &staged, on_compiled, |src, obj| {
+            device_compile(include, src, obj)
+        })?;
+        Ok(StagedDevice {
+            staged,
+            dir: dir.to_path_buf(),
+            objs,
+        })
+    }
+
+    /// Replaces `dir` with the staged objects; their paths there.
+    pub(crate) fn put_in_place(self) -> Result<Vec<PathBuf>, BuildError> {
+        if self.dir.exists() {
+            std::fs::remove_dir_all(&self.dir).map_err(io(&self.dir))?;
+        }
+        copy_dir(&self.staged, &self.dir)?;
+        Ok(self
+            .objs
+            .iter()
+            .filter_map(|p| p.file_name())
+            .map(|n| self.dir.join(n))
+            .collect())
+    }
 }
 
 pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError {

@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use nrt_pool_schema::{demangle, ArgKind, NeuronLibrary, OpSig};
 
 use crate::{
-    compile_all, copy_dir, device_compile, io, object_symbols, put_in_place, run,
-    xtensa_cxx_installed, BuildError, EXCEPTION_GUARD, HOST_STDIO,
+    compile_all, io, object_symbols, put_in_place, run, xtensa_cxx_installed, BuildError,
+    StagedDevice, EXCEPTION_GUARD, HOST_STDIO,
 };
 
 /// `custom_op.load`'s arguments, and where the runtime and headers are.
@@ -159,35 +159,23 @@ pub fn build_op_library(o: &OpBuildOptions) -> Result<OpBuildReport, BuildError>
     let device = match &o.device_objects {
         None => None,
         Some(dir) => {
-            let staged = work.path().join("device");
             let dev_wrapper = work.path().join("nrt_pool_op_device_wrapper.cpp");
             std::fs::write(&dev_wrapper, generate_wrapper(&ops, &kernels, false))
                 .map_err(io(&dev_wrapper))?;
             let mut sources = o.compute.clone();
             sources.push(dev_wrapper);
-            let objs = compile_all(&sources, &staged, &o.on_compiled, |src, obj| {
-                device_compile(&o.include, src, obj)
-            })?;
-            Some((staged, dir.clone(), objs))
+            Some(StagedDevice::compile(
+                &sources,
+                work.path(),
+                dir,
+                &o.include,
+                &o.on_compiled,
+            )?)
         }
     };
     let library = o.build_directory.join(format!("lib{}.so", o.name));
     put_in_place(&tmp_out, &library)?;
-    let device = match device {
-        None => None,
-        Some((staged, dir, objs)) => {
-            if dir.exists() {
-                std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
-            }
-            copy_dir(&staged, &dir)?;
-            Some(
-                objs.iter()
-                    .filter_map(|p| p.file_name())
-                    .map(|n| dir.join(n))
-                    .collect(),
-            )
-        }
-    };
+    let device = device.map(StagedDevice::put_in_place).transpose()?;
     Ok(OpBuildReport {
         library,
         ops,
