@@ -581,22 +581,31 @@ pub fn xtensa_cxx_installed() -> bool {
 pub(crate) fn device_compile(include: &Path, src: &Path, obj: &Path) -> Result<(), BuildError> {
     let asm = obj.with_extension("s");
     run(&mut device_cxx(include, src, &asm))?;
-    let text = std::fs::read_to_string(&asm).map_err(io(&asm))?;
+    assemble_windowed(&asm, obj)?;
+    std::fs::remove_file(&asm).map_err(io(&asm))
+}
+
+/// Assembles windowed-ABI Xtensa assembly (from GCC or rustc) with the lx106 GNU assembler:
+/// the windowed instructions encoded by [`xtensa_asm::windowed`], literals in the text
+/// section. `obj` appears only when assembly succeeded (written beside it, then renamed).
+pub fn assemble_windowed(asm: &Path, obj: &Path) -> Result<(), BuildError> {
+    let text = std::fs::read_to_string(asm).map_err(io(asm))?;
     let encoded = xtensa_asm::windowed(&text).map_err(|e| BuildError::Compile {
-        tool: format!("windowed assembly of {}", src.display()),
+        tool: format!("windowed assembly of {}", asm.display()),
         stderr: e.to_string(),
     })?;
     let windowed = obj.with_extension("windowed.s");
+    let partial = obj.with_extension("o.partial");
     std::fs::write(&windowed, encoded).map_err(io(&windowed))?;
-    run(Command::new(XTENSA_AS)
+    let assembled = run(Command::new(XTENSA_AS)
         .arg("--text-section-literals")
         .arg(&windowed)
         .arg("-o")
-        .arg(obj))?;
-    for f in [&asm, &windowed] {
-        std::fs::remove_file(f).map_err(io(f))?;
-    }
-    Ok(())
+        .arg(&partial))
+    .and_then(|()| std::fs::rename(&partial, obj).map_err(io(obj)));
+    let _ = std::fs::remove_file(&partial);
+    std::fs::remove_file(&windowed).map_err(io(&windowed))?;
+    assembled
 }
 
 pub const XTENSA_AS: &str = "xtensa-lx106-elf-as";

@@ -1,7 +1,8 @@
 //! Windowed-ABI Xtensa assembly for the GNU assembler of Debian's lx106 toolchain, which
 //! lacks the windowed-register option: the windowed instructions GCC and LLVM emit are
-//! written as their encodings, the rest is left for the assembler. The same rules as
-//! `customop-device/xtensa/windowed-as.sh`, which builds the device archive (docs D53):
+//! written as their encodings, the rest is left for the assembler. The one implementation
+//! of these rules: op device objects, the device archive and the self-test use it (the
+//! scripts through `customop-device/xtensa/windowed-as.sh`; docs D53):
 //!   entry aS, imm -> 0x36, S | (imm/8 & 15) << 4, (imm/8) >> 4   (imm: 0..=32760, /8)
 //!   callx8 aS     -> 0xe0, S, 0x00
 //!   retw.n        -> 0x1d, 0xf0;  retw -> 0x90, 0x00, 0x00
