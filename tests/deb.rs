@@ -5,22 +5,12 @@
 //! packaged headers and archive; a C consumer builds with the packaged pkg-config file and
 //! runs it), and remove cleanly, leaving the vendor's files untouched.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).into()
-}
-
-fn ok(what: &str, out: Output) -> Output {
-    assert!(
-        out.status.success(),
-        "{what} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
+use common::{make, ok, root};
 
 fn run(what: &str, cmd: &mut Command) -> String {
     String::from_utf8(ok(what, cmd.output().unwrap()).stdout).unwrap()
@@ -77,13 +67,7 @@ const VENDOR_FILES: [(&str, &str); 3] = [
 
 #[test]
 fn packages_install_beside_the_vendors_work_and_remove_cleanly() {
-    let made = Command::new("make")
-        .args(["-s", "-C"])
-        .arg(root())
-        .arg("deb")
-        .output()
-        .unwrap();
-    ok("make deb", made);
+    make(&["deb"]);
     let debs: Vec<PathBuf> = ["runtime", "dev", "tools"]
         .map(|v| {
             root().join(format!(

@@ -4,35 +4,12 @@
 //! installed nrt-pool. Then `make uninstall` removes everything it installed, and a DESTDIR
 //! install stages the same tree under DESTDIR.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).into()
-}
-
-fn ok(what: &str, out: Output) -> Output {
-    assert!(
-        out.status.success(),
-        "{what} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn make(args: &[&str]) -> Output {
-    ok(
-        &format!("make {args:?}"),
-        Command::new("make")
-            .arg("-s")
-            .arg("-C")
-            .arg(root())
-            .args(args)
-            .output()
-            .unwrap(),
-    )
-}
+use common::{make, ok, root};
 
 fn pkg_config(prefix: &Path, args: &[&str]) -> Vec<String> {
     let out = ok(
