@@ -850,18 +850,7 @@ fn repeated_launches_show_progress_only_on_a_terminal() {
 fn run_timings_break_the_time_down() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let ex = common::root().join("examples/ops");
-    let lib = d.join("libops.so");
-    let o = nrt_pool_build(
-        s(&ex.join("ops.schema")),
-        s(&lib),
-        &[
-            s(&ex.join("scale_add.cpp")),
-            s(&ex.join("scale_add_mc.cpp")),
-            s(&ex.join("hello.cpp")),
-        ],
-    );
-    assert!(o.status.success(), "{:?}", text(&o));
+    let lib = common::examples(d);
     let x = d.join("x.npy");
     npy::write(
         &x,

@@ -10,44 +10,16 @@
 //! Needs the host libneuroncustomop.a (`make customop-archives`; `make bench` builds it).
 
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use nrt_pool_build::{build, BuildOptions};
 use nrt_pool_engine::tensor::{DType, HostTensor, Location};
 use nrt_pool_engine::{Launch, LaunchArg, OutputSpec, PoolEngine, PoolImage};
 use nrt_pool_testkit::bench::{Goal, Report, Sample};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn lib(dir: &Path, name: &str, schema: &Path, sources: &[PathBuf]) -> PathBuf {
-    let out = dir.join(format!("lib{name}.so"));
-    build(&BuildOptions {
-        schema: schema.into(),
-        sources: sources.to_vec(),
-        out: out.clone(),
-        archive: root()
-            .join("target/customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a"),
-        include: root().join("include"),
-        device_objects: None,
-        cxx: "g++".into(),
-        on_compiled: None,
-    })
-    .unwrap_or_else(|e| panic!("{e} (run `make customop-archives`)"));
-    out
-}
+use nrt_pool_testkit::{build_ops, examples, root};
 
 fn main() {
     let dir = tempfile::tempdir().unwrap();
-    let ex = root().join("examples/ops");
-    let ops = lib(
-        dir.path(),
-        "ops",
-        &ex.join("ops.schema"),
-        &["scale_add.cpp", "scale_add_mc.cpp", "hello.cpp"].map(|s| ex.join(s)),
-    );
+    let ops = examples(dir.path());
     let mut e = PoolEngine::new(512 << 20, PoolImage::default()).unwrap();
     e.load(&ops).unwrap();
 
@@ -120,7 +92,7 @@ fn main() {
          void empty(float s, neuron::Tensor &out) { empty_direct(s, out.descriptor()); }\n",
     )
     .unwrap();
-    let empty = lib(
+    let empty = build_ops(
         dir.path(),
         "empty",
         &dir.path().join("empty.schema"),
