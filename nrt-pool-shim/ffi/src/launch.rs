@@ -277,6 +277,22 @@ unsafe fn read_tensor_slot(
     Ok((t, shape, loc))
 }
 
+/// The launch entry points' device argument: -1 or 0 to the device count - 1; otherwise
+/// NRT_POOL_ERR_DEVICE, reported.
+fn check_device(device: i32) -> Result<(), i32> {
+    if device < -1 || device >= nrt_pool_device_count() {
+        set_error(
+            format!(
+                "device {device} is out of range (-1, or 0 to {}): nothing launched",
+                nrt_pool_device_count() - 1
+            ),
+            true,
+        );
+        return Err(NRT_POOL_ERR_DEVICE);
+    }
+    Ok(())
+}
+
 /// Launches `kernel` on `cores` (1 to 8) cores of device `device` (-1 or 0: the emulated
 /// device) on stream 0. `argv` holds one pointer per registered parameter, in order; the
 /// OUTPUT slot's data receives the result. Slots are caller-owned and only read during the
@@ -290,15 +306,8 @@ pub unsafe extern "C" fn nrt_pool_launch_v1(
     device: i32,
 ) -> i32 {
     guard(|| {
-        if device < -1 || device >= nrt_pool_device_count() {
-            set_error(
-                format!(
-                    "device {device} is out of range (-1, or 0 to {}): nothing launched",
-                    nrt_pool_device_count() - 1
-                ),
-                true,
-            );
-            return NRT_POOL_ERR_DEVICE;
+        if let Err(code) = check_device(device) {
+            return code;
         }
         code(with_engine(|e| {
             let name = cstr(kernel, "kernel")?;
@@ -577,15 +586,8 @@ pub unsafe extern "C" fn nrt_pool_launch_v2(
     device: i32,
 ) -> i32 {
     guard(|| {
-        if device < -1 || device >= nrt_pool_device_count() {
-            set_error(
-                format!(
-                    "device {device} is out of range (-1, or 0 to {}): nothing launched",
-                    nrt_pool_device_count() - 1
-                ),
-                true,
-            );
-            return NRT_POOL_ERR_DEVICE;
+        if let Err(code) = check_device(device) {
+            return code;
         }
         code(with_engine(|e| {
             let name = cstr(op, "op")?;
