@@ -47,7 +47,7 @@ pub enum Goal {
 /// One suite's rows, printed as they come and written to `target/bench/<suite>.json`.
 pub struct Report {
     suite: &'static str,
-    rows: Vec<String>,
+    rows: Vec<serde_json::Value>,
 }
 
 /// A time with a unit that suits it (ns, us, ms, s).
@@ -101,28 +101,24 @@ impl Report {
                 None => "",
             }
         );
-        let sample = |s: Sample| {
-            format!(
-                "{{\"median_s\": {:e}, \"min_s\": {:e}, \"max_s\": {:e}}}",
-                s.median, s.min, s.max
-            )
-        };
-        self.rows.push(format!(
-            "{{\"suite\": {:?}, \"row\": {:?}, \"ours\": {}, \"baseline\": {}, \"ratio\": {ratio}, \"goal\": {:?}, \"met\": {}}}",
-            self.suite,
-            name,
-            sample(ours),
-            sample(baseline),
-            goal_text,
-            met.map_or("null".to_string(), |m| m.to_string())
-        ));
+        let sample =
+            |s: Sample| serde_json::json!({"median_s": s.median, "min_s": s.min, "max_s": s.max});
+        self.rows.push(serde_json::json!({
+            "suite": self.suite,
+            "row": name,
+            "ours": sample(ours),
+            "baseline": sample(baseline),
+            "ratio": ratio,
+            "goal": goal_text,
+            "met": met,
+        }));
     }
 }
 
 impl Drop for Report {
     fn drop(&mut self) {
         let dir = crate::root().join("target/bench");
-        let body = format!("[\n  {}\n]\n", self.rows.join(",\n  "));
+        let body = serde_json::to_string_pretty(&self.rows).expect("rows are JSON values") + "\n";
         let written = std::fs::create_dir_all(&dir)
             .and_then(|_| std::fs::write(dir.join(format!("{}.json", self.suite)), body));
         if let Err(e) = written {
