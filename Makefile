@@ -55,7 +55,8 @@ demo: build customop-archives $(XTENSA_OUT)/split.so
 ## make customop-archives: libneuroncustomop.a for the host, a 32-bit no_std target
 ## (riscv32imac, which checks the device layouts) and Xtensa (windowed ABI, assembled by GNU
 ## as through customop-device/xtensa/windowed-as.sh), each with core rebuilt for
-## panic=abort: $(CUSTOMOP_OUT)/<target>/release/libneuroncustomop.a
+## panic=abort: $(CUSTOMOP_OUT)/<target>/release/libneuroncustomop.a; and the board that
+## runs Xtensa op images on QEMU cores: $(CUSTOMOP_OUT)/xtensa-q7-none-elf/pool-board.elf
 customop-archives: tools
 	RUSTC_BOOTSTRAP=1 RUSTFLAGS="-C panic=abort" CARGO_TARGET_DIR=$(CUSTOMOP_OUT) $(CARGO) rustc -q \
 		-p customop-device --release --features archive --crate-type staticlib \
@@ -64,6 +65,7 @@ customop-archives: tools
 		-p customop-device --release --features archive --crate-type staticlib \
 		--target riscv32imac-unknown-none-elf
 	customop-device/xtensa/build-archive.sh $(CUSTOMOP_OUT)/xtensa-q7-none-elf/release/libneuroncustomop.a
+	customop-device/xtensa/board/build-board.sh $(CUSTOMOP_OUT)/xtensa-q7-none-elf/pool-board.elf
 
 ## make test: unit, C-API, ABI, loader (GNU ld oracle), device-archive and C-consumer tests,
 ## and the fuzz seed corpus (the ABI tests use the release build and the archives).

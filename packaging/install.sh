@@ -42,7 +42,7 @@ for t in x86_64-unknown-linux-gnu riscv32imac-unknown-none-elf xtensa-q7-none-el
     put "$ARCH/$t/release/libneuroncustomop.a" "$DEST/lib/gpsimd-open/$t/libneuroncustomop.a" 644
 done
 # The Xtensa link scripts and start code for device images (customop-device/xtensa/).
-for f in pool-core.ld sim.ld sim-start.S; do
+for f in pool-core.ld sim.ld sim-start.S window-vectors.inc; do
     put "$ROOT/customop-device/xtensa/$f" "$DEST/lib/gpsimd-open/xtensa-q7-none-elf/$f" 644
 done
 for tool in nrt-pool nrtucode-tool nrtucode-conformance customop-conformance; do

@@ -237,6 +237,8 @@ fn windowed_code_runs_under_qemu() {
         "as sim-start.S",
         Command::new("xtensa-lx106-elf-as")
             .arg("--text-section-literals")
+            .arg("-I")
+            .arg(root().join("customop-device/xtensa"))
             .arg(root().join("customop-device/xtensa/sim-start.S"))
             .arg("-o")
             .arg(&start),

@@ -21,7 +21,7 @@ done
 xtensa-lx106-elf-gcc -O2 -S -mabi=windowed -mlongcalls -ffreestanding -fno-builtin \
     "$here/windowed-helpers.c" -o "$out/windowed-helpers.s"
 "$x/windowed-as.sh" "$out/windowed-helpers.s" "$out/windowed-helpers.o"
-xtensa-lx106-elf-as --text-section-literals "$x/sim-start.S" -o "$out/sim-start.o"
+xtensa-lx106-elf-as --text-section-literals -I "$x" "$x/sim-start.S" -o "$out/sim-start.o"
 xtensa-lx106-elf-ld -T "$x/sim.ld" --gc-sections -z noexecstack --no-warn-rwx-segments \
     -u selftest_main "$out/sim-start.o" "$out/windowed-helpers.o" $objs -o "$out/selftest-windowed.elf"
 set +e

@@ -5,24 +5,7 @@
    and special-register instructions, so they are written as their encodings (Xtensa ISA:
    WSR RSR-format, S32E/L32E RRI4, RFWO/RFWU, CALLX8). The program's entry is
    `windowed_main` (called with callx8); its a2 leaves through semihosting SYS_exit. */
-    .macro WSR at, sr
-    .byte (\at << 4), \sr, 0x13
-    .endm
-    .macro RSYNC
-    .byte 0x10, 0x20, 0x00
-    .endm
-    .macro S32E at, as, off
-    .byte (\at << 4), (((\off + 64) / 4) << 4) | \as, 0x49
-    .endm
-    .macro L32E at, as, off
-    .byte (\at << 4), (((\off + 64) / 4) << 4) | \as, 0x09
-    .endm
-    .macro RFWO
-    .byte 0x00, 0x34, 0x00
-    .endm
-    .macro RFWU
-    .byte 0x00, 0x35, 0x00
-    .endm
+    .include "window-vectors.inc"
 
     .section .reset, "ax"
     .global _reset
@@ -35,75 +18,8 @@ _reset:
     .section .vectors, "ax"
     .global _vectors
 _vectors:
-    /* 0x00 WindowOverflow4: spill a0-a3 of the frame below to its base save area. */
-    S32E 0, 5, -16
-    S32E 1, 5, -12
-    S32E 2, 5, -8
-    S32E 3, 5, -4
-    RFWO
-    .org 0x40
-    /* WindowUnderflow4 */
-    L32E 0, 5, -16
-    L32E 1, 5, -12
-    L32E 2, 5, -8
-    L32E 3, 5, -4
-    RFWU
-    .org 0x80
-    /* WindowOverflow8 */
-    S32E 0, 9, -16
-    L32E 0, 1, -12
-    S32E 1, 9, -12
-    S32E 2, 9, -8
-    S32E 3, 9, -4
-    S32E 4, 0, -32
-    S32E 5, 0, -28
-    S32E 6, 0, -24
-    S32E 7, 0, -20
-    RFWO
-    .org 0xC0
-    /* WindowUnderflow8 */
-    L32E 1, 9, -12
-    L32E 0, 9, -16
-    L32E 7, 1, -12
-    L32E 2, 9, -8
-    L32E 3, 9, -4
-    L32E 4, 7, -32
-    L32E 5, 7, -28
-    L32E 6, 7, -24
-    L32E 7, 7, -20
-    RFWU
-    .org 0x100
-    /* WindowOverflow12 */
-    S32E 0, 13, -16
-    L32E 0, 1, -12
-    S32E 1, 13, -12
-    S32E 2, 13, -8
-    S32E 3, 13, -4
-    S32E 4, 0, -48
-    S32E 5, 0, -44
-    S32E 6, 0, -40
-    S32E 7, 0, -36
-    S32E 8, 0, -32
-    S32E 9, 0, -28
-    S32E 10, 0, -24
-    S32E 11, 0, -20
-    RFWO
-    .org 0x140
-    /* WindowUnderflow12 */
-    L32E 1, 13, -12
-    L32E 0, 13, -16
-    L32E 11, 1, -12
-    L32E 2, 13, -8
-    L32E 3, 13, -4
-    L32E 4, 11, -48
-    L32E 5, 11, -44
-    L32E 6, 11, -40
-    L32E 7, 11, -36
-    L32E 8, 11, -32
-    L32E 9, 11, -28
-    L32E 10, 11, -24
-    L32E 11, 11, -20
-    RFWU
+    .org 0
+    WINDOW_VECTORS
     .org 0x300
     /* Kernel/user/double exceptions: exit 99 through semihosting. */
 1:  movi a2, 1

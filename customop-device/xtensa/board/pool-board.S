@@ -1,0 +1,112 @@
+/* Start code and vectors of an emulated Pool core under qemu-system-xtensa -M sim -cpu de212
+   (the open counterpart of the vendor's firmware and LSP; docs/decisions.md D56). Reset
+   jumps to the start code, which sets up the register window and the stack and calls
+   `board_main` (pool-board.c). The board's code lies at 0x88000000, in the same 1 GiB as
+   the op images at 0x84000000: a windowed return keeps the top two bits of the PC (they
+   carry the call's window increment in the return address), so a call between the image
+   and the board must not cross a 1 GiB boundary. An exception the board does not handle (anything but window
+   overflow/underflow) writes a fault record to the host channel and ends the core:
+   [tag 5, len 28][kind, EXCCAUSE, EPC1, EXCVADDR, DEPC, PS, PRID], then exit status 99. */
+    .include "window-vectors.inc"
+
+    .set SYS_exit, 1
+    .set SYS_write, 4
+    .set RSP_FD, 4          /* the core's channel to the host (pool-board.c) */
+    .set TAG_FAULT, 5
+
+    .section .reset, "ax"
+    .global _reset
+_reset:
+    movi    a2, 0x88
+    slli    a2, a2, 24
+    jx      a2
+
+    .section .vectors, "ax"
+    .global _vectors
+_vectors:
+    .org 0
+    WINDOW_VECTORS
+    .org 0x300
+    movi    a2, 1           /* kernel exception */
+    j       board_fault_vector
+    .org 0x340
+    movi    a2, 2           /* user exception */
+    j       board_fault_vector
+    .org 0x3C0
+    movi    a2, 3           /* double exception: a window spill or refill faulted */
+    j       board_fault_vector
+
+    /* a2 = kind (1 kernel, 2 user, 3 double). Never returns: the registers of the
+       interrupted frame are not needed any more. */
+    .org 0x400
+.Lrecord:
+    .word   board_fault_record
+    .global board_fault_vector
+board_fault_vector:
+    l32r    a3, .Lrecord
+    movi    a4, TAG_FAULT
+    s32i    a4, a3, 0
+    movi    a4, 28
+    s32i    a4, a3, 4
+    s32i    a2, a3, 8
+    RSR 4, 232              /* EXCCAUSE */
+    s32i    a4, a3, 12
+    RSR 4, 177              /* EPC1 */
+    s32i    a4, a3, 16
+    RSR 4, 238              /* EXCVADDR */
+    s32i    a4, a3, 20
+    RSR 4, 192              /* DEPC */
+    s32i    a4, a3, 24
+    RSR 4, 230              /* PS */
+    s32i    a4, a3, 28
+    RSR 4, 235              /* PRID */
+    s32i    a4, a3, 32
+    movi    a2, SYS_write
+    mov     a4, a3
+    movi    a3, RSP_FD
+    movi    a5, 36
+    simcall
+    movi    a2, SYS_exit
+    movi    a3, 99
+    simcall
+2:  j 2b
+
+    .section .entry_jump, "ax"
+    j _pool_start
+
+    .section .start, "ax"
+    .align 4
+    .literal_position
+    .literal .Lstack, 0x8bffffc0
+    .literal .Lcaller_sp, 0x8bfffff0
+    .literal .Lmain, board_main
+    .global _pool_start
+_pool_start:
+    l32r    a1, .Lstack
+    /* The root frame's base save area names a caller stack pointer above it, so a window
+       overflow that spills the root has an extra save area to write a4-a7 to. */
+    l32r    a2, .Lcaller_sp
+    addi    a3, a1, -16
+    s32i    a2, a3, 4
+    movi    a2, 1
+    WSR 2, 73               /* WINDOWSTART = 1 */
+    movi    a2, 0
+    WSR 2, 72               /* WINDOWBASE = 0 */
+    RSYNC
+    movi    a2, 0x4
+    slli    a2, a2, 16      /* PS.WOE */
+    addi    a2, a2, 0x20    /* PS.UM, INTLEVEL 0, EXCM 0 */
+    WSR 2, 230              /* PS */
+    RSYNC
+    l32r    a8, .Lmain
+    .byte 0xe0, 0x08, 0x00  /* callx8 a8 */
+    mov     a3, a10
+    movi    a2, SYS_exit
+    simcall
+1:  j 1b
+
+    .section .bss
+    .align 4
+    .global board_fault_record
+board_fault_record:
+    .space 36

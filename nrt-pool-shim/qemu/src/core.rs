@@ -1,0 +1,382 @@
+//! One Pool core: a `qemu-system-xtensa` process running the board with an op image loaded,
+//! driven over the board's channel ([`crate::protocol`]).
+
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+use object::{Object, ObjectSection, ObjectSymbol};
+
+use crate::fault::{self, CoreFault};
+use crate::layout;
+use crate::protocol::{self, Boot, RecvError};
+
+/// The emulator binary (`make tools` installs it; Debian's qemu-system-misc).
+pub const QEMU: &str = "qemu-system-xtensa";
+/// The image symbols the board calls: the start code, the launcher and the kernel roster.
+pub const ENTRY_SYMBOL: &str = "entry_func";
+pub const CALL_WRAPPER_SYMBOL: &str = "_Z28switch_stack_or_call_wrapperjj";
+pub const REGISTER_FUNCS_SYMBOL: &str = "_Z14register_funcsPF22SUNDA_UCODE_LIB_STATUSPvPKcPFivEE";
+
+#[derive(Debug, thiserror::Error)]
+pub enum QemuError {
+    #[error("cannot start {QEMU}: {0} (make tools installs it)")]
+    Spawn(std::io::Error),
+    #[error("{path}: {why}")]
+    Image { path: PathBuf, why: String },
+    #[error("{0}")]
+    Fault(CoreFault),
+    #[error("core {core}: the board broke the protocol: {why}")]
+    Protocol { core: usize, why: String },
+    #[error("core {core}: no kernel number {kernel} (the image registered {count})")]
+    NoKernel { core: usize, kernel: usize, count: usize },
+    #[error("core {core}: channel: {source}")]
+    Io { core: usize, source: std::io::Error },
+}
+
+/// A kernel the image registered, in `register_funcs` order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kernel {
+    pub name: Vec<u8>,
+}
+
+/// A finished kernel: the launcher's status and the bytes it wrote to stdout and stderr.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Completion {
+    pub status: u32,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// A running core.
+pub struct XtensaCore {
+    core: usize,
+    child: Child,
+    cmd: File,
+    rsp: File,
+    stderr: File,
+    kernels: Vec<Kernel>,
+    entry_status: u32,
+    /// The op image and the board, for naming fault addresses.
+    images: [Vec<u8>; 2],
+}
+
+/// A pipe, both ends close-on-exec.
+pub(crate) fn pipe() -> std::io::Result<(File, File)> {
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe2 into a two-element array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: two fresh descriptors this function owns.
+    Ok(unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) })
+}
+
+/// The address of `name` in an ELF image.
+fn symbol(file: &object::File<'_>, name: &str) -> Option<u32> {
+    file.symbols()
+        .find(|s| s.name_bytes().ok() == Some(name.as_bytes()) && s.is_definition())
+        .and_then(|s| u32::try_from(s.address()).ok())
+}
+
+impl XtensaCore {
+    /// Starts core `core` (its PRID stand-in and slot) with `image`, an op image linked for
+    /// this core, under `board`; returns once the image's start code has run.
+    pub fn start(
+        board: &Path,
+        image: &Path,
+        core: usize,
+        cores: u32,
+        deadline: Instant,
+    ) -> Result<XtensaCore, QemuError> {
+        let bad = |why: String| QemuError::Image {
+            path: image.to_path_buf(),
+            why,
+        };
+        let bytes = std::fs::read(image).map_err(|e| bad(e.to_string()))?;
+        let board_bytes = std::fs::read(board).map_err(|e| QemuError::Image {
+            path: board.to_path_buf(),
+            why: format!("{e} (make customop-archives builds the board)"),
+        })?;
+        let boot = {
+            let file = object::File::parse(&*bytes).map_err(|e| bad(e.to_string()))?;
+            if file.architecture() != object::Architecture::Xtensa {
+                return Err(bad(format!(
+                    "not an Xtensa image ({:?})",
+                    file.architecture()
+                )));
+            }
+            let org = file.section_by_name(".text").map(|s| s.address());
+            if org != Some(u64::from(layout::image_org(core))) {
+                return Err(bad(format!(
+                    "linked at {:#x}, not core {core}'s {:#x}",
+                    org.unwrap_or(0),
+                    layout::image_org(core)
+                )));
+            }
+            let need = |name: &str| {
+                symbol(&file, name).ok_or_else(|| bad(format!("no {name} (link the archive)")))
+            };
+            Boot {
+                entry_func: need(ENTRY_SYMBOL)?,
+                call_wrapper: need(CALL_WRAPPER_SYMBOL)?,
+                register_funcs: need(REGISTER_FUNCS_SYMBOL)?,
+                data_scratch: layout::DATA_SCRATCH,
+                data_scratch_size: layout::DATA_SCRATCH_BYTES,
+                hbm_scratch: layout::hbm_scratch(core),
+                hbm_scratch_size: layout::HBM_SCRATCH_BYTES as u32,
+                cores,
+                core: core as u32,
+            }
+        };
+        let io = |source| QemuError::Io { core, source };
+        let (cmd_r, cmd_w) = pipe().map_err(io)?;
+        let (rsp_r, rsp_w) = pipe().map_err(io)?;
+        let (err_r, err_w) = pipe().map_err(io)?;
+        let mut qemu = Command::new(QEMU);
+        qemu.args(["-M", "sim", "-cpu", "de212", "-m"])
+            .arg(format!("{}M", layout::RAM_MIB))
+            .args(["-semihosting", "-display", "none", "-monitor", "none"])
+            .args(["-serial", "none", "-nodefaults", "-kernel"])
+            .arg(board)
+            .arg("-device")
+            .arg(format!("loader,file={}", image.display()))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(err_w));
+        let (cr, rw) = (cmd_r.as_raw_fd(), rsp_w.as_raw_fd());
+        // SAFETY: only async-signal-safe calls between fork and exec: the channel's ends
+        // become the core's fds 3 and 4 (moved above 10 first so neither overwrites the
+        // other; dup2 clears close-on-exec on the copies).
+        unsafe {
+            qemu.pre_exec(move || {
+                let a = libc::fcntl(cr, libc::F_DUPFD_CLOEXEC, 10);
+                let b = libc::fcntl(rw, libc::F_DUPFD_CLOEXEC, 10);
+                if a < 0 || b < 0 || libc::dup2(a, 3) < 0 || libc::dup2(b, 4) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = qemu.spawn().map_err(QemuError::Spawn)?;
+        drop((cmd_r, rsp_w));
+        let mut c = XtensaCore {
+            core,
+            child,
+            cmd: cmd_w,
+            rsp: rsp_r,
+            stderr: err_r,
+            kernels: Vec::new(),
+            entry_status: 0,
+            images: [bytes, board_bytes],
+        };
+        c.send(protocol::CMD_BOOT, &[&boot.encode()])?;
+        let (ready, _) = c.expect(protocol::RSP_READY, deadline)?;
+        let (Some(status), Some(count)) = (protocol::word(&ready, 0), protocol::word(&ready, 4))
+        else {
+            return Err(c.protocol(format!("a {}-byte ready report", ready.len())));
+        };
+        c.entry_status = status;
+        c.kernels = ready[8..]
+            .split_inclusive(|&b| b == 0)
+            .map(|n| Kernel {
+                name: n.strip_suffix(&[0]).unwrap_or(n).to_vec(),
+            })
+            .collect();
+        if c.kernels.len() != count as usize {
+            return Err(c.protocol(format!(
+                "{count} kernels announced, {} named",
+                c.kernels.len()
+            )));
+        }
+        Ok(c)
+    }
+
+    pub fn core(&self) -> usize {
+        self.core
+    }
+
+    /// `entry_func`'s status (0: the image started).
+    pub fn entry_status(&self) -> u32 {
+        self.entry_status
+    }
+
+    pub fn kernels(&self) -> &[Kernel] {
+        &self.kernels
+    }
+
+    /// The index of the kernel named `name`.
+    pub fn kernel(&self, name: &[u8]) -> Option<usize> {
+        self.kernels.iter().position(|k| k.name == name)
+    }
+
+    /// Writes `bytes` into the core's memory at `local`.
+    pub fn load(&mut self, local: u32, bytes: &[u8]) -> Result<(), QemuError> {
+        const CHUNK: usize = 1 << 20;
+        for (i, part) in bytes.chunks(CHUNK).enumerate() {
+            let at = local + (i * CHUNK) as u32;
+            self.send(protocol::CMD_LOAD, &[&at.to_le_bytes(), part])?;
+        }
+        Ok(())
+    }
+
+    /// Reads `n` bytes of the core's memory at `local`.
+    pub fn dump(&mut self, local: u32, n: u32, deadline: Instant) -> Result<Vec<u8>, QemuError> {
+        let mut cmd = local.to_le_bytes().to_vec();
+        cmd.extend_from_slice(&n.to_le_bytes());
+        self.send(protocol::CMD_DUMP, &[&cmd])?;
+        let (data, _) = self.expect(protocol::RSP_DATA, deadline)?;
+        if data.len() != n as usize {
+            return Err(self.protocol(format!("{} bytes dumped, {n} asked", data.len())));
+        }
+        Ok(data)
+    }
+
+    /// Runs kernel `kernel` as one of `cores` cores; its stdio comes back with it.
+    pub fn run(
+        &mut self,
+        kernel: usize,
+        cores: u32,
+        deadline: Instant,
+    ) -> Result<Completion, QemuError> {
+        if kernel >= self.kernels.len() {
+            return Err(QemuError::NoKernel {
+                core: self.core,
+                kernel,
+                count: self.kernels.len(),
+            });
+        }
+        let mut cmd = (kernel as u32).to_le_bytes().to_vec();
+        cmd.extend_from_slice(&cores.to_le_bytes());
+        self.send(protocol::CMD_RUN, &[&cmd])?;
+        let (status, out) = self.expect(protocol::RSP_DONE, deadline)?;
+        Ok(Completion {
+            status: protocol::word(&status, 0).unwrap_or(u32::MAX),
+            stdout: out.stdout,
+            stderr: out.stderr,
+        })
+    }
+
+    fn send(&mut self, tag: u32, parts: &[&[u8]]) -> Result<(), QemuError> {
+        match protocol::send(&mut self.cmd, tag, parts) {
+            Ok(()) => Ok(()),
+            // The core ended: its report (or exit) says why.
+            Err(_) => Err(self.ended(Instant::now() + std::time::Duration::from_secs(2))),
+        }
+    }
+
+    /// The next reply, which must be `tag`; stdio frames on the way are collected.
+    fn expect(&mut self, tag: u32, deadline: Instant) -> Result<(Vec<u8>, Completion), QemuError> {
+        let mut out = Completion::default();
+        loop {
+            match protocol::recv(&mut self.rsp, deadline) {
+                Ok((t, body)) if t == tag => return Ok((body, out)),
+                Ok((protocol::RSP_OUT, body)) => match protocol::word(&body, 0) {
+                    Some(2) => out.stderr.extend_from_slice(&body[4..]),
+                    Some(_) => out.stdout.extend_from_slice(&body[4..]),
+                    None => return Err(self.protocol("an empty stdio frame".into())),
+                },
+                Ok((protocol::RSP_FAULT, body)) => {
+                    let images = [&self.images[0][..], &self.images[1][..]];
+                    let f = fault::decode(self.core, &body, &images);
+                    self.reap();
+                    return Err(f.map_or_else(
+                        || self.protocol("a short fault record".into()),
+                        QemuError::Fault,
+                    ));
+                }
+                Ok((protocol::RSP_FATAL, body)) => {
+                    self.reap();
+                    return Err(QemuError::Fault(CoreFault::Fatal {
+                        core: self.core,
+                        message: body,
+                    }));
+                }
+                Ok((t, _)) => return Err(self.protocol(format!("reply {t} where {tag} was due"))),
+                Err(RecvError::TimedOut) => {
+                    self.reap();
+                    return Err(QemuError::Fault(CoreFault::Timeout {
+                        core: self.core,
+                        pc: None,
+                        symbol: None,
+                    }));
+                }
+                Err(RecvError::Closed) => return Err(self.ended(deadline)),
+                Err(RecvError::TooLarge(n)) => {
+                    return Err(self.protocol(format!("a {n}-byte frame")))
+                }
+                Err(RecvError::Io(source)) => {
+                    return Err(QemuError::Io {
+                        core: self.core,
+                        source,
+                    })
+                }
+            }
+        }
+    }
+
+    fn protocol(&mut self, why: String) -> QemuError {
+        self.reap();
+        QemuError::Protocol {
+            core: self.core,
+            why,
+        }
+    }
+
+    /// QEMU ended without a report: its status and stderr.
+    fn ended(&mut self, deadline: Instant) -> QemuError {
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(s)) => break s.code(),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(5))
+                }
+                _ => {
+                    self.reap();
+                    break None;
+                }
+            }
+        };
+        let mut stderr = String::new();
+        let mut buf = Vec::new();
+        // SAFETY: a valid descriptor; non-blocking so a quiet QEMU cannot stall the report.
+        unsafe { libc::fcntl(self.stderr.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+        let _ = self.stderr.read_to_end(&mut buf);
+        stderr.push_str(&String::from_utf8_lossy(&buf));
+        QemuError::Fault(CoreFault::Exited {
+            core: self.core,
+            status,
+            stderr,
+        })
+    }
+
+    /// Stops QEMU.
+    fn reap(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Ends the core.
+    pub fn quit(mut self) {
+        let _ = protocol::send(&mut self.cmd, protocol::CMD_QUIT, &[]);
+        let deadline = Instant::now() + std::time::Duration::from_secs(2);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+}
+
+impl Drop for XtensaCore {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.reap();
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! A core's fault, as the board reports it: the exception vector taken, EXCCAUSE, the PC
+//! (EPC1, or DEPC for a double exception), EXCVADDR, and the PC named by the image's symbols.
+
+use std::fmt;
+
+use object::{Object, ObjectSymbol, SymbolKind};
+
+/// Xtensa EXCCAUSE values (Xtensa ISA reference, exception causes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultCause {
+    IllegalInstruction,
+    Syscall,
+    InstructionFetchError,
+    LoadStoreError,
+    Alloca,
+    IntegerDivideByZero,
+    Privileged,
+    LoadStoreAlignment,
+    InstructionPifData,
+    LoadStorePifData,
+    InstructionPifAddress,
+    LoadStorePifAddress,
+    InstructionFetchProhibited,
+    LoadProhibited,
+    StoreProhibited,
+    Other(u32),
+}
+
+impl FaultCause {
+    pub fn from_exccause(c: u32) -> FaultCause {
+        use FaultCause::*;
+        match c {
+            0 => IllegalInstruction,
+            1 => Syscall,
+            2 => InstructionFetchError,
+            3 => LoadStoreError,
+            5 => Alloca,
+            6 => IntegerDivideByZero,
+            8 => Privileged,
+            9 => LoadStoreAlignment,
+            12 => InstructionPifData,
+            13 => LoadStorePifData,
+            14 => InstructionPifAddress,
+            15 => LoadStorePifAddress,
+            20 => InstructionFetchProhibited,
+            28 => LoadProhibited,
+            29 => StoreProhibited,
+            c => Other(c),
+        }
+    }
+
+    /// Whether EXCVADDR names a data address for this cause.
+    pub fn has_address(self) -> bool {
+        use FaultCause::*;
+        matches!(
+            self,
+            LoadStoreError
+                | LoadStoreAlignment
+                | LoadStorePifData
+                | LoadStorePifAddress
+                | LoadProhibited
+                | StoreProhibited
+                | InstructionFetchError
+                | InstructionPifAddress
+                | InstructionPifData
+                | InstructionFetchProhibited
+        )
+    }
+}
+
+impl fmt::Display for FaultCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use FaultCause::*;
+        let s = match self {
+            IllegalInstruction => "illegal instruction",
+            Syscall => "syscall",
+            InstructionFetchError => "instruction fetch error",
+            LoadStoreError => "load/store error",
+            Alloca => "alloca (MOVSP) exception",
+            IntegerDivideByZero => "integer divide by zero",
+            Privileged => "privileged instruction",
+            LoadStoreAlignment => "unaligned load/store",
+            InstructionPifData => "instruction fetch bus error",
+            LoadStorePifData => "load/store bus error",
+            InstructionPifAddress => "instruction fetch from no memory",
+            LoadStorePifAddress => "load/store to no memory",
+            InstructionFetchProhibited => "instruction fetch prohibited",
+            LoadProhibited => "load prohibited",
+            StoreProhibited => "store prohibited",
+            Other(c) => return write!(f, "exception cause {c}"),
+        };
+        f.write_str(s)
+    }
+}
+
+/// What ended a core.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CoreFault {
+    /// An exception the board does not handle.
+    Exception {
+        core: usize,
+        cause: FaultCause,
+        /// A double exception: a window overflow or underflow faulted (a bad stack pointer).
+        window: bool,
+        pc: u32,
+        address: u32,
+        symbol: Option<String>,
+    },
+    /// The runtime's fatal error (a broken rule), with its message.
+    Fatal { core: usize, message: Vec<u8> },
+    /// The core did not finish before the deadline.
+    Timeout { core: usize, pc: Option<u32>, symbol: Option<String> },
+    /// QEMU ended without a report (its stderr).
+    Exited { core: usize, status: Option<i32>, stderr: String },
+}
+
+impl fmt::Display for CoreFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CoreFault::Exception {
+                core,
+                cause,
+                window,
+                pc,
+                address,
+                symbol,
+            } => {
+                write!(f, "core {core}: ")?;
+                if *window {
+                    write!(f, "window exception ({cause} while spilling or refilling registers)")?;
+                } else {
+                    write!(f, "{cause}")?;
+                }
+                write!(f, " at pc {pc:#010x}")?;
+                if let Some(s) = symbol {
+                    write!(f, " ({s})")?;
+                }
+                if cause.has_address() || *window {
+                    write!(f, ", address {address:#010x}")?;
+                }
+                Ok(())
+            }
+            CoreFault::Fatal { core, message } => {
+                write!(f, "core {core}: {}", String::from_utf8_lossy(message))
+            }
+            CoreFault::Timeout { core, pc, symbol } => {
+                write!(f, "core {core}: timed out")?;
+                if let Some(pc) = pc {
+                    write!(f, " at pc {pc:#010x}")?;
+                }
+                if let Some(s) = symbol {
+                    write!(f, " ({s})")?;
+                }
+                Ok(())
+            }
+            CoreFault::Exited {
+                core,
+                status,
+                stderr,
+            } => {
+                write!(f, "core {core}: qemu-system-xtensa ended")?;
+                if let Some(s) = status {
+                    write!(f, " with status {s}")?;
+                }
+                if !stderr.trim().is_empty() {
+                    write!(f, ": {}", stderr.trim())?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Decodes the board's fault record (`[kind, EXCCAUSE, EPC1, EXCVADDR, DEPC, PS, PRID]`).
+pub fn decode(core: usize, body: &[u8], images: &[&[u8]]) -> Option<CoreFault> {
+    let w = |i: usize| crate::protocol::word(body, i * 4);
+    let (kind, cause, epc1, vaddr, depc) = (w(0)?, w(1)?, w(2)?, w(3)?, w(4)?);
+    let window = kind == 3;
+    let pc = if window { depc } else { epc1 };
+    Some(CoreFault::Exception {
+        core,
+        cause: FaultCause::from_exccause(cause),
+        window,
+        pc,
+        address: vaddr,
+        symbol: symbolize(images, pc),
+    })
+}
+
+/// "function+0xoff" (demangled) for `pc`, from the first ELF image whose symbols cover it.
+pub fn symbolize(images: &[&[u8]], pc: u32) -> Option<String> {
+    images.iter().find_map(|bytes| {
+        let file = object::File::parse(*bytes).ok()?;
+        let pc = u64::from(pc);
+        let best = file
+            .symbols()
+            .filter(|s| s.kind() == SymbolKind::Text && s.address() <= pc)
+            .filter(|s| s.size() == 0 || pc < s.address() + s.size())
+            .max_by_key(|s| s.address())?;
+        // A symbol without a size only names addresses inside the image's text.
+        let text = file.section_by_name(".text")?;
+        if !(text.address()..text.address() + text.size()).contains(&pc)
+            && best.size() == 0
+        {
+            return None;
+        }
+        let name = nrt_pool_schema::demangle(best.name_bytes().ok()?);
+        Some(format!("{name}+{:#x}", pc - best.address()))
+    })
+}
+
+use object::ObjectSection;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn causes_and_reports_read_as_sentences() {
+        assert_eq!(
+            FaultCause::from_exccause(29),
+            FaultCause::StoreProhibited
+        );
+        let f = CoreFault::Exception {
+            core: 3,
+            cause: FaultCause::from_exccause(0),
+            window: false,
+            pc: 0x8400_0123,
+            address: 0,
+            symbol: Some("boom()+0x3".into()),
+        };
+        assert_eq!(
+            f.to_string(),
+            "core 3: illegal instruction at pc 0x84000123 (boom()+0x3)"
+        );
+        let w = CoreFault::Exception {
+            core: 0,
+            cause: FaultCause::from_exccause(15),
+            window: true,
+            pc: 0x6000_0080,
+            address: 0x10,
+            symbol: None,
+        };
+        assert!(w.to_string().starts_with("core 0: window exception"), "{w}");
+        assert!(w.to_string().ends_with("address 0x00000010"), "{w}");
+    }
+
+    #[test]
+    fn short_fault_records_are_not_decoded() {
+        assert_eq!(decode(0, &[0; 19], &[]), None);
+        let mut rec = Vec::new();
+        for w in [2u32, 28, 0x8400_0010, 0x1234, 0, 0, 0] {
+            rec.extend_from_slice(&w.to_le_bytes());
+        }
+        let f = decode(1, &rec, &[]).unwrap();
+        assert_eq!(
+            f.to_string(),
+            "core 1: load prohibited at pc 0x84000010, address 0x00001234"
+        );
+    }
+}

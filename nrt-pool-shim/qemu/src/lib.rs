@@ -1,0 +1,22 @@
+//! Pool cores on `qemu-system-xtensa`: an op image linked for a core (windowed ABI,
+//! `customop-device/xtensa/pool-core.ld`) runs under the open board
+//! (`customop-device/xtensa/board/`, docs/decisions.md D56), one QEMU process per core.
+//!
+//! The board is the firmware's counterpart: it calls the image's `entry_func` with a handoff
+//! block, collects the kernels `register_funcs` gives, then loads memory, runs kernels and
+//! dumps memory on command. Host and core talk over two pipes the core reaches through
+//! semihosting ([`protocol`]); stdio and faults come back the same way ([`fault`]).
+//!
+//! The core's address space ([`layout`]) follows the device: the data scratch area, the
+//! pinned SBUF window at 0x80000000 and the pinned HBM scratch window at 0x84000000, which
+//! holds the op images (core i's at 0x84000000 + i * 0x200000) and, here, the tensors.
+
+pub mod core;
+pub mod fault;
+pub mod layout;
+pub mod protocol;
+pub mod run;
+
+pub use self::core::{Kernel, QemuError, XtensaCore};
+pub use self::fault::{CoreFault, FaultCause};
+pub use self::run::{run_kernel, ArgIn, RunOutcome};
