@@ -92,12 +92,17 @@ pub unsafe fn resolve(resolve: unsafe extern "C" fn(*const c_char) -> *mut c_voi
     install(s);
 }
 
-/// The running core's index (0-7).
+/// The running core's index (0-7): the host's answer where a host (the emulator, or the
+/// QEMU board whose single-core machines all read PRID 0) offers one, else PRID.
 pub fn cpu_id() -> u32 {
+    if let Some(f) = services().cpu_id {
+        // SAFETY: the installed service has the documented signature.
+        return unsafe { f() } & 0x7;
+    }
     #[cfg(all(target_arch = "xtensa", target_os = "none"))]
     {
         extern "C" {
-            /// `rsr.prid` (start code, `xtensa/prid.S`).
+            /// `rsr.prid` (`crate::xtensa`).
             fn __neuron_read_prid() -> u32;
         }
         // SAFETY: reads a special register; no memory effects.
@@ -105,25 +110,17 @@ pub fn cpu_id() -> u32 {
     }
     #[cfg(not(all(target_arch = "xtensa", target_os = "none")))]
     {
-        // SAFETY: the installed service has the documented signature.
-        services().cpu_id.map_or(0, |f| unsafe { f() })
+        0
     }
 }
 
-/// The cores running this launch: 8 on the device (every Pool core runs every kernel), the
-/// host's count under the emulator (`--cores 1` runs one).
+/// The cores running this launch: the host's count where it offers one (the emulator and
+/// the QEMU board: `--cores 1` runs one), else 8 (every Pool core runs every kernel).
 pub fn cpu_count() -> u32 {
-    #[cfg(target_os = "none")]
-    {
-        8
-    }
-    #[cfg(not(target_os = "none"))]
-    {
-        // SAFETY: the installed service has the documented signature.
-        services()
-            .cpu_count
-            .map_or(8, |f| unsafe { f() }.clamp(1, 8))
-    }
+    // SAFETY: the installed service has the documented signature.
+    services()
+        .cpu_count
+        .map_or(8, |f| unsafe { f() }.clamp(1, 8))
 }
 
 /// Maps SoC memory for the translation table's windows.

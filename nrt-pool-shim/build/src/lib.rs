@@ -18,8 +18,10 @@ use std::process::Command;
 
 use nrt_pool_schema::{self as schema, demangle, DType, KernelSig, ParamKind};
 
+pub mod device_image;
 mod neuron_ops;
 pub mod xtensa_asm;
+pub use device_image::DeviceImage;
 pub use neuron_ops::{build_op_library, OpBuildOptions, OpBuildReport};
 
 /// Called with each source once it is compiled (from the compiling thread), so a front end
@@ -36,6 +38,8 @@ pub struct BuildOptions {
     pub include: PathBuf,
     /// Also compile Xtensa device objects into this folder (needs the Xtensa g++).
     pub device_objects: Option<PathBuf>,
+    /// Also link the device objects into a Pool image.
+    pub device_image: Option<DeviceImage>,
     pub cxx: String,
     pub on_compiled: OnCompiled,
 }
@@ -46,6 +50,8 @@ pub struct BuildReport {
     pub library: PathBuf,
     /// Device objects built (None: not asked for).
     pub device: Option<Vec<PathBuf>>,
+    /// The Pool image written (None: not asked for).
+    pub device_image: Option<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -318,9 +324,7 @@ pub fn build(o: &BuildOptions) -> Result<BuildReport, BuildError> {
             return Err(BuildError::NoSource(s.clone()));
         }
     }
-    if o.device_objects.is_some() && !xtensa_cxx_installed() {
-        return Err(BuildError::NoDeviceCompiler);
-    }
+    check_device(&o.device_objects, &o.device_image)?;
     let work = tempfile::tempdir().map_err(io(Path::new("temporary directory")))?;
     let wrapper = work.path().join("nrt_pool_op_wrapper.cpp");
     std::fs::write(&wrapper, generate_wrapper(&kernels, &text)).map_err(io(&wrapper))?;
@@ -361,34 +365,89 @@ pub fn build(o: &BuildOptions) -> Result<BuildReport, BuildError> {
         .arg(&tmp_out))?;
     // Device objects before anything is put in place: a source that does not build for
     // the device fails the whole build.
-    let device = match &o.device_objects {
-        None => None,
-        Some(dir) => {
-            let mut sources = o.sources.clone();
-            sources.push(wrapper.clone());
-            Some(StagedDevice::compile(
-                &sources,
-                work.path(),
-                dir,
-                &o.include,
-                &o.on_compiled,
-            )?)
-        }
+    let device = if o.device_objects.is_some() || o.device_image.is_some() {
+        let mut sources = o.sources.clone();
+        sources.push(wrapper.clone());
+        Some(StagedDevice::compile(
+            &sources,
+            work.path(),
+            o.device_objects.as_deref(),
+            &o.include,
+            &o.on_compiled,
+        )?)
+    } else {
+        None
     };
+    let image = stage_image(device.as_ref(), o.device_image.as_ref(), work.path())?;
     put_in_place(&tmp_out, &o.out)?;
-    let device = device.map(StagedDevice::put_in_place).transpose()?;
+    let (device, device_image) = place_device(device, image)?;
     Ok(BuildReport {
         kernels,
         library: o.out.clone(),
         device,
+        device_image,
     })
+}
+
+/// Refuses device outputs the Xtensa tools or runtime files cannot give.
+pub(crate) fn check_device(
+    objects: &Option<PathBuf>,
+    image: &Option<DeviceImage>,
+) -> Result<(), BuildError> {
+    if (objects.is_some() || image.is_some()) && !xtensa_cxx_installed() {
+        return Err(BuildError::NoDeviceCompiler);
+    }
+    if let Some(d) = image {
+        d.check()?;
+    }
+    Ok(())
+}
+
+/// Links the staged device objects into a Pool image in the work folder, when asked.
+pub(crate) fn stage_image(
+    device: Option<&StagedDevice>,
+    image: Option<&DeviceImage>,
+    work: &Path,
+) -> Result<Option<(PathBuf, PathBuf)>, BuildError> {
+    match (device, image) {
+        (Some(dev), Some(d)) => {
+            let objs: Vec<PathBuf> = dev
+                .objs
+                .iter()
+                .filter_map(|p| p.file_name())
+                .map(|n| dev.staged.join(n))
+                .collect();
+            Ok(Some((device_image::stage(&objs, d, work)?, d.out.clone())))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Puts the device objects and the Pool image in place (after the library).
+pub(crate) fn place_device(
+    device: Option<StagedDevice>,
+    image: Option<(PathBuf, PathBuf)>,
+) -> Result<(Option<Vec<PathBuf>>, Option<PathBuf>), BuildError> {
+    let device = match device {
+        Some(d) if d.dir.is_some() => Some(d.put_in_place()?),
+        _ => None,
+    };
+    let image = match image {
+        Some((staged, out)) => {
+            put_in_place(&staged, &out)?;
+            Some(out)
+        }
+        None => None,
+    };
+    Ok((device, image))
 }
 
 /// Device objects compiled into the build's work folder, put in place only once the
 /// library is: a failed build leaves no device folder.
 pub(crate) struct StagedDevice {
     staged: PathBuf,
-    dir: PathBuf,
+    /// Where the objects go (None: only a Pool image was asked for).
+    dir: Option<PathBuf>,
     objs: Vec<PathBuf>,
 }
 
@@ -397,7 +456,7 @@ impl StagedDevice {
     pub(crate) fn compile(
         sources: &[PathBuf],
         work: &Path,
-        dir: &Path,
+        dir: Option<&Path>,
         include: &Path,
         on_compiled: &OnCompiled,
     ) -> Result<StagedDevice, BuildError> {
@@ -407,22 +466,25 @@ impl StagedDevice {
         })?;
         Ok(StagedDevice {
             staged,
-            dir: dir.to_path_buf(),
+            dir: dir.map(Path::to_path_buf),
             objs,
         })
     }
 
     /// Replaces `dir` with the staged objects; their paths there.
     pub(crate) fn put_in_place(self) -> Result<Vec<PathBuf>, BuildError> {
-        if self.dir.exists() {
-            std::fs::remove_dir_all(&self.dir).map_err(io(&self.dir))?;
+        let Some(dir) = self.dir else {
+            return Ok(Vec::new());
+        };
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
         }
-        copy_dir(&self.staged, &self.dir)?;
+        copy_dir(&self.staged, &dir)?;
         Ok(self
             .objs
             .iter()
             .filter_map(|p| p.file_name())
-            .map(|n| self.dir.join(n))
+            .map(|n| dir.join(n))
             .collect())
     }
 }

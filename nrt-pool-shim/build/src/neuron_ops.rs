@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use nrt_pool_schema::{demangle, ArgKind, NeuronLibrary, OpSig};
 
 use crate::{
-    compile_all, io, object_symbols, put_in_place, run, xtensa_cxx_installed, BuildError,
-    StagedDevice, EXCEPTION_GUARD, HOST_STDIO,
+    check_device, compile_all, io, object_symbols, place_device, put_in_place, run, stage_image,
+    BuildError, StagedDevice, EXCEPTION_GUARD, HOST_STDIO,
 };
 
 /// `custom_op.load`'s arguments, and where the runtime and headers are.
@@ -39,6 +39,8 @@ pub struct OpBuildOptions {
     pub cxx: String,
     /// Also compile Xtensa device objects of the compute sources here.
     pub device_objects: Option<PathBuf>,
+    /// Also link them into a Pool image (BUILD_DIRECTORY/libNAME.pool by the CLI).
+    pub device_image: Option<crate::DeviceImage>,
     pub on_compiled: crate::OnCompiled,
 }
 
@@ -47,6 +49,7 @@ pub struct OpBuildReport {
     pub library: PathBuf,
     pub ops: NeuronLibrary,
     pub device: Option<Vec<PathBuf>>,
+    pub device_image: Option<PathBuf>,
 }
 
 /// How long the registration helper may run (its static constructors are user code).
@@ -108,9 +111,7 @@ pub fn build_op_library(o: &OpBuildOptions) -> Result<OpBuildReport, BuildError>
             return Err(BuildError::NoSource(s.clone()));
         }
     }
-    if o.device_objects.is_some() && !xtensa_cxx_installed() {
-        return Err(BuildError::NoDeviceCompiler);
-    }
+    check_device(&o.device_objects, &o.device_image)?;
     std::fs::create_dir_all(&o.build_directory).map_err(io(&o.build_directory))?;
     let work = tempfile::tempdir().map_err(io(Path::new("temporary directory")))?;
     let host_cxx = |src: &Path, obj: &Path| {
@@ -156,30 +157,31 @@ pub fn build_op_library(o: &OpBuildOptions) -> Result<OpBuildReport, BuildError>
         .arg("-o")
         .arg(&tmp_out))?;
 
-    let device = match &o.device_objects {
-        None => None,
-        Some(dir) => {
-            let dev_wrapper = work.path().join("nrt_pool_op_device_wrapper.cpp");
-            std::fs::write(&dev_wrapper, generate_wrapper(&ops, &kernels, false))
-                .map_err(io(&dev_wrapper))?;
-            let mut sources = o.compute.clone();
-            sources.push(dev_wrapper);
-            Some(StagedDevice::compile(
-                &sources,
-                work.path(),
-                dir,
-                &o.include,
-                &o.on_compiled,
-            )?)
-        }
+    let device = if o.device_objects.is_some() || o.device_image.is_some() {
+        let dev_wrapper = work.path().join("nrt_pool_op_device_wrapper.cpp");
+        std::fs::write(&dev_wrapper, generate_wrapper(&ops, &kernels, false))
+            .map_err(io(&dev_wrapper))?;
+        let mut sources = o.compute.clone();
+        sources.push(dev_wrapper);
+        Some(StagedDevice::compile(
+            &sources,
+            work.path(),
+            o.device_objects.as_deref(),
+            &o.include,
+            &o.on_compiled,
+        )?)
+    } else {
+        None
     };
+    let image = stage_image(device.as_ref(), o.device_image.as_ref(), work.path())?;
     let library = o.build_directory.join(format!("lib{}.so", o.name));
     put_in_place(&tmp_out, &library)?;
-    let device = device.map(StagedDevice::put_in_place).transpose()?;
+    let (device, device_image) = place_device(device, image)?;
     Ok(OpBuildReport {
         library,
         ops,
         device,
+        device_image,
     })
 }
 

@@ -146,6 +146,16 @@ pub struct BuildArgs {
     /// No device objects (the default; kept for older scripts)
     #[arg(long, hide = true)]
     pub no_device_objects: bool,
+    /// Also link the device objects into a Pool image for the 8 cores: libNAME.pool beside
+    /// the library (needs the Xtensa tools)
+    #[arg(long)]
+    pub device_image: bool,
+    /// The Xtensa libneuroncustomop.a for --device-image (default: the installed or built one)
+    #[arg(long, value_name = "ARCHIVE")]
+    pub device_archive: Option<PathBuf>,
+    /// The Pool core link script for --device-image (default: the installed or repository one)
+    #[arg(long, value_name = "LD")]
+    pub device_link_script: Option<PathBuf>,
     /// Say what is built
     #[arg(long)]
     pub verbose: bool,

@@ -88,6 +88,7 @@ pub fn run(o: &DemoOptions) -> Result<String, String> {
         include: o.include.clone(),
         // Device objects too, where the Xtensa g++ is installed (`make tools`).
         device_objects: opbuild::xtensa_cxx_installed().then(|| work.path().join("device")),
+        device_image: None,
         cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
         on_compiled: None,
     })
@@ -212,6 +213,7 @@ fn neuron_examples(
             include: o.include.clone(),
             cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
             device_objects: None,
+            device_image: None,
             on_compiled: None,
         })
         .map_err(|e| format!("building examples/{dir}: {e}"))

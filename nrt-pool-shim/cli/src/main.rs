@@ -47,6 +47,35 @@ fn default_archive() -> PathBuf {
     beside_exe("../customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a")
 }
 
+/// The Xtensa archive and the Pool core link script for --device-image: installed, else the
+/// repository's.
+fn default_device_files() -> (PathBuf, PathBuf) {
+    let installed = beside_exe("../lib/gpsimd-open/xtensa-q7-none-elf");
+    if installed.join("libneuroncustomop.a").exists() {
+        return (
+            installed.join("libneuroncustomop.a"),
+            installed.join("pool-core.ld"),
+        );
+    }
+    (
+        beside_exe("../customop/xtensa-q7-none-elf/release/libneuroncustomop.a"),
+        beside_exe("../../customop-device/xtensa/pool-core.ld"),
+    )
+}
+
+/// The Pool image `--device-image` asks for, written to `out`.
+fn device_image(a: &BuildArgs, out: PathBuf) -> Option<opbuild::DeviceImage> {
+    if !a.device_image {
+        return None;
+    }
+    let (archive, link_script) = default_device_files();
+    Some(opbuild::DeviceImage {
+        out,
+        archive: a.device_archive.clone().unwrap_or(archive),
+        link_script: a.device_link_script.clone().unwrap_or(link_script),
+    })
+}
+
 fn default_include() -> PathBuf {
     let installed = beside_exe("../include/gpsimd-open");
     if installed.join("torch/torch.h").exists() {
@@ -545,7 +574,7 @@ fn build(a: BuildArgs) -> Result<(), Failure> {
     if a.name.is_some() {
         return build_ops(a);
     }
-    let (Some(schema), Some(out)) = (a.schema, a.out) else {
+    let (Some(schema), Some(out)) = (a.schema.clone(), a.out.clone()) else {
         return Err(Failure::Usage(
             "build needs --name with --compute and --shape, or --schema with --out and sources"
                 .into(),
@@ -554,6 +583,7 @@ fn build(a: BuildArgs) -> Result<(), Failure> {
     if a.sources.is_empty() {
         return Err(Failure::Usage("build --schema needs kernel sources".into()));
     }
+    let device_image = device_image(&a, out.with_extension("pool"));
     let o = opbuild::BuildOptions {
         schema,
         sources: a.sources,
@@ -562,11 +592,12 @@ fn build(a: BuildArgs) -> Result<(), Failure> {
         include: a.include.unwrap_or_else(default_include),
         // --no-device-objects is the default, kept for older scripts.
         device_objects: a.device_objects.filter(|_| !a.no_device_objects),
+        device_image,
         cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
         on_compiled: None,
     };
-    let compiles =
-        o.sources.len() + 1 + o.device_objects.as_ref().map_or(0, |_| o.sources.len() + 1);
+    let device = o.device_objects.is_some() || o.device_image.is_some();
+    let compiles = o.sources.len() + 1 + if device { o.sources.len() + 1 } else { 0 };
     let progress = Progress::start("compiled", Some(compiles as u64));
     let o = opbuild::BuildOptions {
         on_compiled: Some(compiled_step(&progress)),
@@ -581,6 +612,9 @@ fn build(a: BuildArgs) -> Result<(), Failure> {
     if let Some(objs) = &r.device {
         println!("device objects: {}", objs.len());
     }
+    if let Some(p) = &r.device_image {
+        println!("built {} (8 Xtensa cores)", p.display());
+    }
     println!("built {}", r.library.display());
     Ok(())
 }
@@ -589,6 +623,8 @@ fn build(a: BuildArgs) -> Result<(), Failure> {
 /// [--build-directory DIR]`: an op library in the Custom C++ Operators style, as
 /// `custom_op.load` builds it.
 fn build_ops(a: BuildArgs) -> Result<(), Failure> {
+    let name = a.name.clone().unwrap_or_default();
+    let device_image = device_image(&a, a.build_directory.join(format!("lib{name}.pool")));
     let o = opbuild::OpBuildOptions {
         name: a.name.unwrap_or_default(),
         compute: a.compute,
@@ -599,11 +635,11 @@ fn build_ops(a: BuildArgs) -> Result<(), Failure> {
         include: a.include.unwrap_or_else(default_include),
         cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
         device_objects: a.device_objects,
+        device_image,
         on_compiled: None,
     };
-    let compiles = o.compute.len()
-        + o.shape.len()
-        + o.device_objects.as_ref().map_or(0, |_| o.compute.len() + 1);
+    let device = o.device_objects.is_some() || o.device_image.is_some();
+    let compiles = o.compute.len() + o.shape.len() + if device { o.compute.len() + 1 } else { 0 };
     let progress = Progress::start("compiled", Some(compiles as u64));
     let o = opbuild::OpBuildOptions {
         on_compiled: Some(compiled_step(&progress)),
@@ -633,6 +669,9 @@ fn build_ops(a: BuildArgs) -> Result<(), Failure> {
     }
     if let Some(objs) = &r.device {
         println!("device objects: {}", objs.len());
+    }
+    if let Some(p) = &r.device_image {
+        println!("built {} (8 Xtensa cores)", p.display());
     }
     println!(
         "built {}{}",

@@ -170,6 +170,7 @@ fn neuron_library_ops_launch_through_the_v2_entry_points() {
         include: root.join("include"),
         cxx: "g++".into(),
         device_objects: None,
+        device_image: None,
         on_compiled: None,
     })
     .unwrap();

@@ -493,6 +493,7 @@ fn build(
         include,
         cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
         device_objects: None,
+        device_image: None,
         on_compiled: None,
     };
     let r = py

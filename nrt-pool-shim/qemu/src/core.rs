@@ -6,6 +6,8 @@ use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
+
+use nrt_pool_schema::pool_image;
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
@@ -33,9 +35,25 @@ pub enum QemuError {
     #[error("core {core}: the board broke the protocol: {why}")]
     Protocol { core: usize, why: String },
     #[error("core {core}: no kernel number {kernel} (the image registered {count})")]
-    NoKernel { core: usize, kernel: usize, count: usize },
+    NoKernel {
+        core: usize,
+        kernel: usize,
+        count: usize,
+    },
     #[error("core {core}: channel: {source}")]
     Io { core: usize, source: std::io::Error },
+}
+
+/// Each core's op image (ELF) in a `.pool` file.
+pub fn pool_cores(path: &Path) -> Result<Vec<Vec<u8>>, QemuError> {
+    let bad = |why: String| QemuError::Image {
+        path: path.to_path_buf(),
+        why,
+    };
+    let bytes = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+    let (iram, dram) = pool_image::parse_file(&bytes).map_err(|e| bad(e.to_string()))?;
+    let cores = pool_image::parse_pair(iram, dram).map_err(|e| bad(e.to_string()))?;
+    Ok(cores.iter().map(|c| c.elf.to_vec()).collect())
 }
 
 /// A kernel the image registered, in `register_funcs` order.
@@ -63,6 +81,7 @@ pub struct XtensaCore {
     entry_status: u32,
     /// The op image and the board, for naming fault addresses.
     images: [Vec<u8>; 2],
+    _file: tempfile::NamedTempFile,
 }
 
 /// A pipe, both ends close-on-exec.
@@ -84,20 +103,22 @@ fn symbol(file: &object::File<'_>, name: &str) -> Option<u32> {
 }
 
 impl XtensaCore {
-    /// Starts core `core` (its PRID stand-in and slot) with `image`, an op image linked for
-    /// this core, under `board`; returns once the image's start code has run.
+    /// Starts core `core` (its slot and the id the runtime is told) with `image`, an op
+    /// image (ELF) linked for this core and named `name` in reports, under `board`; returns
+    /// once the image's start code has run.
     pub fn start(
         board: &Path,
-        image: &Path,
+        image: &[u8],
+        name: &Path,
         core: usize,
         cores: u32,
         deadline: Instant,
     ) -> Result<XtensaCore, QemuError> {
         let bad = |why: String| QemuError::Image {
-            path: image.to_path_buf(),
+            path: name.to_path_buf(),
             why,
         };
-        let bytes = std::fs::read(image).map_err(|e| bad(e.to_string()))?;
+        let bytes = image.to_vec();
         let board_bytes = std::fs::read(board).map_err(|e| QemuError::Image {
             path: board.to_path_buf(),
             why: format!("{e} (make customop-archives builds the board)"),
@@ -134,6 +155,13 @@ impl XtensaCore {
             }
         };
         let io = |source| QemuError::Io { core, source };
+        // QEMU's loader reads the image from a file: a private copy, gone with the core.
+        let mut file = tempfile::Builder::new()
+            .prefix("pool-core")
+            .suffix(".elf")
+            .tempfile()
+            .map_err(io)?;
+        std::io::Write::write_all(&mut file, &bytes).map_err(io)?;
         let (cmd_r, cmd_w) = pipe().map_err(io)?;
         let (rsp_r, rsp_w) = pipe().map_err(io)?;
         let (err_r, err_w) = pipe().map_err(io)?;
@@ -144,7 +172,7 @@ impl XtensaCore {
             .args(["-serial", "none", "-nodefaults", "-kernel"])
             .arg(board)
             .arg("-device")
-            .arg(format!("loader,file={}", image.display()))
+            .arg(format!("loader,file={}", file.path().display()))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(err_w));
@@ -173,6 +201,7 @@ impl XtensaCore {
             kernels: Vec::new(),
             entry_status: 0,
             images: [bytes, board_bytes],
+            _file: file,
         };
         c.send(protocol::CMD_BOOT, &[&boot.encode()])?;
         let (ready, _) = c.expect(protocol::RSP_READY, deadline)?;

@@ -109,9 +109,17 @@ pub enum CoreFault {
     /// The runtime's fatal error (a broken rule), with its message.
     Fatal { core: usize, message: Vec<u8> },
     /// The core did not finish before the deadline.
-    Timeout { core: usize, pc: Option<u32>, symbol: Option<String> },
+    Timeout {
+        core: usize,
+        pc: Option<u32>,
+        symbol: Option<String>,
+    },
     /// QEMU ended without a report (its stderr).
-    Exited { core: usize, status: Option<i32>, stderr: String },
+    Exited {
+        core: usize,
+        status: Option<i32>,
+        stderr: String,
+    },
 }
 
 impl fmt::Display for CoreFault {
@@ -127,7 +135,10 @@ impl fmt::Display for CoreFault {
             } => {
                 write!(f, "core {core}: ")?;
                 if *window {
-                    write!(f, "window exception ({cause} while spilling or refilling registers)")?;
+                    write!(
+                        f,
+                        "window exception ({cause} while spilling or refilling registers)"
+                    )?;
                 } else {
                     write!(f, "{cause}")?;
                 }
@@ -199,9 +210,7 @@ pub fn symbolize(images: &[&[u8]], pc: u32) -> Option<String> {
             .max_by_key(|s| s.address())?;
         // A symbol without a size only names addresses inside the image's text.
         let text = file.section_by_name(".text")?;
-        if !(text.address()..text.address() + text.size()).contains(&pc)
-            && best.size() == 0
-        {
+        if !(text.address()..text.address() + text.size()).contains(&pc) && best.size() == 0 {
             return None;
         }
         let name = nrt_pool_schema::demangle(best.name_bytes().ok()?);
@@ -217,10 +226,7 @@ mod tests {
 
     #[test]
     fn causes_and_reports_read_as_sentences() {
-        assert_eq!(
-            FaultCause::from_exccause(29),
-            FaultCause::StoreProhibited
-        );
+        assert_eq!(FaultCause::from_exccause(29), FaultCause::StoreProhibited);
         let f = CoreFault::Exception {
             core: 3,
             cause: FaultCause::from_exccause(0),

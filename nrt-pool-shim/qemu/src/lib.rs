@@ -17,6 +17,6 @@ pub mod layout;
 pub mod protocol;
 pub mod run;
 
-pub use self::core::{Kernel, QemuError, XtensaCore};
+pub use self::core::{pool_cores, Completion, Kernel, QemuError, XtensaCore};
 pub use self::fault::{CoreFault, FaultCause};
 pub use self::run::{run_kernel, ArgIn, RunOutcome};

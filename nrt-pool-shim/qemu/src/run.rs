@@ -28,26 +28,32 @@ pub struct RunOutcome {
 fn bytes_of(dtype: u8, shape: &[u32]) -> Option<u64> {
     shape
         .iter()
-        .try_fold(isa_dtype_size(dtype) as u64, |n, &d| n.checked_mul(u64::from(d)))
+        .try_fold(isa_dtype_size(dtype) as u64, |n, &d| {
+            n.checked_mul(u64::from(d))
+        })
 }
 
-/// Runs kernel `kernel` of `image` (linked for core 0) on one QEMU core under `board`:
-/// `args` are its inputs, `out` its output's element type and shape; the cores the runtime
-/// is told share the launch is 1.
+/// Runs kernel `kernel` of `image` (an ELF linked for core 0, named `name` in reports) on
+/// one QEMU core under `board`: `args` are its inputs, `out` its output's element type and
+/// shape; the runtime is told the launch has one core.
 pub fn run_kernel(
     board: &Path,
-    image: &Path,
+    image: &[u8],
+    name: &Path,
     kernel: &[u8],
     args: &[ArgIn],
     out: (u8, &[u32]),
     timeout: Duration,
 ) -> Result<RunOutcome, QemuError> {
     let bad = |why: String| QemuError::Image {
-        path: image.to_path_buf(),
+        path: name.to_path_buf(),
         why,
     };
     if args.len() > MAX_ARGS {
-        return Err(bad(format!("{} arguments; a kernel takes at most {MAX_ARGS}", args.len())));
+        return Err(bad(format!(
+            "{} arguments; a kernel takes at most {MAX_ARGS}",
+            args.len()
+        )));
     }
     // Tensors one after another from the window's tensor area, 64-byte aligned.
     let mut next = layout::TENSORS_SOC;
@@ -93,7 +99,7 @@ pub fn run_kernel(
     blob.output = ArgTensor::hbm(out.0, out_soc, out.1);
 
     let deadline = Instant::now() + timeout;
-    let mut core = XtensaCore::start(board, image, 0, 1, deadline)?;
+    let mut core = XtensaCore::start(board, image, name, 0, 1, deadline)?;
     let k = core.kernel(kernel).ok_or_else(|| {
         bad(format!(
             "no kernel {:?} (it registers {:?})",

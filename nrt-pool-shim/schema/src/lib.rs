@@ -1,8 +1,10 @@
 //! The op contract the Pool engine and the op build flow share: the element types a launch
-//! marshals, kernel signatures (the schema an op library embeds) and their C++ names.
+//! marshals, kernel signatures (the schema an op library embeds) and their C++ names, and
+//! the Pool image an Xtensa op library is packed into.
 
 mod dtype;
 pub mod ops;
+pub mod pool_image;
 mod signature;
 
 pub use dtype::{f32_to_f16, DType};

@@ -36,6 +36,7 @@ pub fn build_ops(dir: &Path, name: &str, schema: &Path, sources: &[PathBuf]) -> 
         archive: archive(),
         include: root().join("include"),
         device_objects: None,
+        device_image: None,
         cxx: "g++".into(),
         on_compiled: None,
     })

@@ -1,0 +1,93 @@
+//! The Pool image of an op library (`libNAME.pool`, docs/decisions.md D57): its windowed
+//! device objects linked with the Xtensa libneuroncustomop.a once per core, at
+//! 0x84000000 + i * 0x200000 as the vendor's link line places them (pool-core.ld), and
+//! packed with [`nrt_pool_schema::pool_image`].
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use nrt_pool_schema::pool_image;
+
+use crate::{io, run, BuildError};
+
+pub const XTENSA_LD: &str = "xtensa-lx106-elf-ld";
+
+/// The symbols the board (or the vendor's firmware) calls in an image besides its entry:
+/// the kernel roster and the launcher.
+pub const KEEP_SYMBOLS: [&str; 2] = [
+    "_Z14register_funcsPF22SUNDA_UCODE_LIB_STATUSPvPKcPFivEE",
+    "_Z28switch_stack_or_call_wrapperjj",
+];
+
+/// Where a Pool image goes and what it is linked with.
+#[derive(Clone, Debug)]
+pub struct DeviceImage {
+    /// The `.pool` file to write.
+    pub out: PathBuf,
+    /// The Xtensa (windowed) libneuroncustomop.a.
+    pub archive: PathBuf,
+    /// customop-device/xtensa/pool-core.ld.
+    pub link_script: PathBuf,
+}
+
+impl DeviceImage {
+    pub(crate) fn check(&self) -> Result<(), BuildError> {
+        for (what, path, hint) in [
+            (
+                "the Xtensa libneuroncustomop.a",
+                &self.archive,
+                "run `make customop-archives`",
+            ),
+            (
+                "the Pool core link script",
+                &self.link_script,
+                "pass --device-link-script",
+            ),
+        ] {
+            if !path.is_file() {
+                return Err(BuildError::Missing {
+                    what,
+                    path: path.clone(),
+                    hint,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Links `objs` for each core and writes the Pool image into `work`; its path there.
+pub(crate) fn stage(objs: &[PathBuf], d: &DeviceImage, work: &Path) -> Result<PathBuf, BuildError> {
+    let dir = work.join("pool");
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let mut images = Vec::with_capacity(pool_image::MAX_CORES as usize);
+    for core in 0..pool_image::MAX_CORES {
+        let org = pool_image::ORG + core * pool_image::CORE_STRIDE;
+        let elf = dir.join(format!("core{core}.elf"));
+        let mut ld = Command::new(XTENSA_LD);
+        ld.arg("-T")
+            .arg(&d.link_script)
+            .arg(format!("--section-start=.text={org:#x}"))
+            .args([
+                "--gc-sections",
+                "--no-warn-rwx-segments",
+                "-z",
+                "noexecstack",
+            ]);
+        for s in KEEP_SYMBOLS {
+            ld.args(["-u", s]);
+        }
+        ld.args(objs).arg(&d.archive).arg("-o").arg(&elf);
+        run(&mut ld).map_err(|e| match e {
+            BuildError::Compile { stderr, .. } => BuildError::Compile {
+                tool: format!("{XTENSA_LD} (the Pool image for core {core})"),
+                stderr,
+            },
+            e => e,
+        })?;
+        images.push(std::fs::read(&elf).map_err(io(&elf))?);
+    }
+    let pool = dir.join("lib.pool");
+    std::fs::write(&pool, pool_image::write_file(&images)).map_err(io(&pool))?;
+    Ok(pool)
+}

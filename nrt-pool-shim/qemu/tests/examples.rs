@@ -1,0 +1,230 @@
+//! Each example op built as a Pool image (`--device-image`: windowed objects linked for the
+//! 8 cores) runs on one emulated Xtensa core under QEMU with its tensors in memory, and its
+//! output bytes and stdout equal the host build's on the host engine (issue #12).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use nrt_pool_build::{self as opbuild, DeviceImage};
+use nrt_pool_engine::tensor::{DType, HostTensor};
+use nrt_pool_engine::{Launch, LaunchArg, PoolEngine, PoolImage};
+use nrt_pool_qemu::{pool_cores, run_kernel, ArgIn};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn board() -> PathBuf {
+    let b = root().join("target/customop/xtensa-q7-none-elf/pool-board.elf");
+    assert!(
+        b.exists(),
+        "run `make customop-archives` first (make test does)"
+    );
+    b
+}
+
+fn device_image(out: PathBuf) -> Option<DeviceImage> {
+    Some(DeviceImage {
+        out,
+        archive: root().join("target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a"),
+        link_script: root().join("customop-device/xtensa/pool-core.ld"),
+    })
+}
+
+fn host_archive() -> PathBuf {
+    root().join("target/customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a")
+}
+
+/// (libNAME.so, libNAME.pool) of examples/ops (the schema flow).
+fn build_schema_examples(dir: &Path) -> (PathBuf, PathBuf) {
+    let ex = root().join("examples/ops");
+    let so = dir.join("libops.so");
+    let pool = dir.join("libops.pool");
+    opbuild::build(&opbuild::BuildOptions {
+        schema: ex.join("ops.schema"),
+        sources: ["scale_add.cpp", "scale_add_mc.cpp", "hello.cpp"]
+            .map(|s| ex.join(s))
+            .to_vec(),
+        out: so.clone(),
+        archive: host_archive(),
+        include: root().join("include"),
+        device_objects: None,
+        device_image: device_image(pool.clone()),
+        cxx: "g++".into(),
+        on_compiled: None,
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    (so, pool)
+}
+
+/// (libNAME.so, libNAME.pool) of an AWS-style example (examples/mlp, examples/multicore).
+fn build_aws_example(dir: &Path, name: &str, folder: &str, compute: &str) -> (PathBuf, PathBuf) {
+    let ex = root().join("examples").join(folder);
+    let r = opbuild::build_op_library(&opbuild::OpBuildOptions {
+        name: name.into(),
+        compute: vec![ex.join(compute)],
+        shape: vec![ex.join("shape.cpp")],
+        build_directory: dir.into(),
+        multicore: folder == "multicore",
+        archive: host_archive(),
+        include: root().join("include"),
+        cxx: "g++".into(),
+        device_objects: None,
+        device_image: device_image(dir.join(format!("lib{name}.pool"))),
+        on_compiled: None,
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    (r.library, r.device_image.expect("a Pool image"))
+}
+
+fn f32s(shape: &[u64], f: impl Fn(usize) -> f32) -> HostTensor {
+    let n: u64 = shape.iter().product();
+    let data = (0..n as usize).flat_map(|i| f(i).to_le_bytes()).collect();
+    HostTensor::new(DType::F32, shape.to_vec(), data).unwrap()
+}
+
+fn arg_in(a: &LaunchArg) -> ArgIn {
+    match a {
+        LaunchArg::Tensor(t, _) => ArgIn {
+            dtype: t.dtype.isa(),
+            shape: t.shape.iter().map(|&d| d as u32).collect(),
+            data: t.data.clone(),
+        },
+        LaunchArg::Scalar(d, bytes) => ArgIn {
+            dtype: d.isa(),
+            shape: vec![1],
+            data: bytes.clone(),
+        },
+        LaunchArg::Device(_) => unreachable!("host tensors only here"),
+    }
+}
+
+/// Runs `kernel` on the host engine (1 core) and on QEMU core 0; both must agree.
+fn same_on_both(lib: &Path, pool: &Path, kernel: &str, args: Vec<LaunchArg>) -> Vec<u8> {
+    let mut e = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
+    e.load(lib).unwrap();
+    // A schema's result rule, else the op's shape function (AWS-style libraries, whose op
+    // and kernel names are the examples' same).
+    let output = match e.output_for(kernel, &args) {
+        Ok(o) => o,
+        Err(_) => {
+            let op = e
+                .neuron_library()
+                .and_then(|l| {
+                    let short = kernel.rsplit("::").next().unwrap_or(kernel);
+                    l.ops.iter().find(|o| o.kernel == kernel || o.name == short)
+                })
+                .map(|o| o.name.clone())
+                .unwrap_or_else(|| panic!("no op runs kernel {kernel}"));
+            e.op_output(&op, &args).unwrap()
+        }
+    };
+    let host = e
+        .launch(&Launch {
+            kernel: kernel.into(),
+            args: args.clone(),
+            output: output.clone(),
+            cores: 1,
+        })
+        .unwrap_or_else(|err| panic!("{kernel} on the host: {err}"));
+    let cores = pool_cores(pool).unwrap();
+    assert_eq!(cores.len(), 8);
+    let ins: Vec<ArgIn> = args.iter().map(arg_in).collect();
+    let shape: Vec<u32> = output.shape.iter().map(|&d| d as u32).collect();
+    let dev = run_kernel(
+        &board(),
+        &cores[0],
+        pool,
+        kernel.as_bytes(),
+        &ins,
+        (output.dtype.isa(), &shape),
+        Duration::from_secs(60),
+    )
+    .unwrap_or_else(|err| panic!("{kernel} on QEMU: {err}"));
+    assert_eq!(dev.completion.status, 0, "{kernel}");
+    assert_eq!(
+        dev.output, host.output.data,
+        "{kernel}: the Xtensa build's output differs from the host build's"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&dev.completion.stdout),
+        String::from_utf8_lossy(&host.stdout),
+        "{kernel}: stdout"
+    );
+    dev.completion.stdout
+}
+
+#[test]
+fn schema_examples_give_the_host_builds_bytes_on_an_xtensa_core() {
+    let dir = tempfile::tempdir().unwrap();
+    let (so, pool) = build_schema_examples(dir.path());
+    let x = f32s(&[37], |i| (i as f32 - 18.0) * 0.37);
+    same_on_both(
+        &so,
+        &pool,
+        "scale_add",
+        vec![
+            LaunchArg::hbm(x.clone()),
+            LaunchArg::f32(1.5),
+            LaunchArg::f32(-2.0),
+        ],
+    );
+    let big = f32s(&[1000], |i| ((i * 7919) % 1000) as f32 / 100.0 - 5.0);
+    same_on_both(
+        &so,
+        &pool,
+        "scale_add_mc",
+        vec![
+            LaunchArg::hbm(big),
+            LaunchArg::f32(0.5),
+            LaunchArg::f32(3.0),
+        ],
+    );
+    let ints = HostTensor::new(
+        DType::I32,
+        vec![16],
+        (0..16i32).flat_map(|i| (i * 3 - 7).to_le_bytes()).collect(),
+    )
+    .unwrap();
+    let out = same_on_both(&so, &pool, "hello", vec![LaunchArg::hbm(ints)]);
+    assert!(
+        String::from_utf8_lossy(&out).starts_with("hello from core 0 of 1: 16 elements"),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+}
+
+#[test]
+fn aws_style_examples_give_the_host_builds_bytes_on_an_xtensa_core() {
+    let dir = tempfile::tempdir().unwrap();
+    let (so, pool) = build_aws_example(dir.path(), "mlp", "mlp", "relu.cpp");
+    let x = f32s(&[8, 5], |i| ((i * 37) % 17) as f32 - 8.5);
+    let g = f32s(&[8, 5], |i| (i as f32) * 0.25 - 3.0);
+    same_on_both(&so, &pool, "relu_forward", vec![LaunchArg::hbm(x.clone())]);
+    same_on_both(
+        &so,
+        &pool,
+        "relu_backward",
+        vec![LaunchArg::hbm(g), LaunchArg::hbm(x.clone())],
+    );
+    same_on_both(
+        &so,
+        &pool,
+        "axpb",
+        vec![
+            LaunchArg::hbm(x.clone()),
+            LaunchArg::f32(2.5),
+            LaunchArg::f32(-1.0),
+        ],
+    );
+    let out = same_on_both(&so, &pool, "describe", vec![LaunchArg::hbm(x)]);
+    assert!(
+        String::from_utf8_lossy(&out).starts_with("describe: 40 elements, sum "),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+
+    let (so, pool) = build_aws_example(dir.path(), "tiles", "multicore", "relu_tiles.cpp");
+    let x = f32s(&[3, 700], |i| ((i * 13) % 29) as f32 - 14.0);
+    same_on_both(&so, &pool, "relu", vec![LaunchArg::hbm(x)]);
+}
