@@ -6,8 +6,20 @@
    carry the call's window increment in the return address), so a call between the image
    and the board must not cross a 1 GiB boundary. An exception the board does not handle (anything but window
    overflow/underflow) writes a fault record to the host channel and ends the core:
-   [tag 5, len 28][kind, EXCCAUSE, EPC1, EXCVADDR, DEPC, PS, PRID], then exit status 99. */
+   [tag 5, len 28][kind, EXCCAUSE, EPC1, EXCVADDR, DEPC, PS, PRID], then exit status 99.
+   kind: 1 kernel, 2 user, 3 double exception; 4-9 a debug exception or an interrupt of
+   level kind - 2 (then EXCCAUSE's place holds DEBUGCAUSE and EPC1's the level's EPC). */
     .include "window-vectors.inc"
+
+    /* Region protection (de212 has it, as XCHAL_HAVE_MIMIC_CACHEATTR): one attribute per
+       512 MiB region in the DTLB and ITLB; attribute 15 grants no access, so a load, store
+       or fetch where the core has no memory faults instead of reading zeros. */
+    .macro WDTLB at, as
+    .byte (\at << 4), 0xE0 | \as, 0x50
+    .endm
+    .macro WITLB at, as
+    .byte (\at << 4), 0x60 | \as, 0x50
+    .endm
 
     .set SYS_exit, 1
     .set SYS_write, 4
@@ -26,6 +38,32 @@ _reset:
 _vectors:
     .org 0
     WINDOW_VECTORS
+    /* Debug and high-priority interrupt vectors (levels 2-7; the debug level is one of
+       them: a `break`, as __builtin_trap emits, lands here). a3 = EPC of the level. */
+    .org 0x180
+    RSR 3, 178              /* EPC2 */
+    movi    a2, 4
+    j       board_fault_high
+    .org 0x1C0
+    RSR 3, 179              /* EPC3 */
+    movi    a2, 5
+    j       board_fault_high
+    .org 0x200
+    RSR 3, 180              /* EPC4 */
+    movi    a2, 6
+    j       board_fault_high
+    .org 0x240
+    RSR 3, 181              /* EPC5 */
+    movi    a2, 7
+    j       board_fault_high
+    .org 0x280
+    RSR 3, 182              /* EPC6 */
+    movi    a2, 8
+    j       board_fault_high
+    .org 0x2C0
+    RSR 3, 183              /* EPC7 */
+    movi    a2, 9
+    j       board_fault_high
     .org 0x300
     movi    a2, 1           /* kernel exception */
     j       board_fault_vector
@@ -41,18 +79,29 @@ _vectors:
     .org 0x400
 .Lrecord:
     .word   board_fault_record
+    /* A debug or high-priority interrupt: kind = level + 2, cause = DEBUGCAUSE, EPC1's
+       place holds the level's EPC (in a3). */
+board_fault_high:
+    l32r    a4, .Lrecord
+    s32i    a3, a4, 16
+    RSR 3, 233              /* DEBUGCAUSE */
+    s32i    a3, a4, 12
+    mov     a3, a4
+    j       board_fault_common
+
     .global board_fault_vector
 board_fault_vector:
     l32r    a3, .Lrecord
+    RSR 4, 232              /* EXCCAUSE */
+    s32i    a4, a3, 12
+    RSR 4, 177              /* EPC1 */
+    s32i    a4, a3, 16
+board_fault_common:
     movi    a4, TAG_FAULT
     s32i    a4, a3, 0
     movi    a4, 28
     s32i    a4, a3, 4
     s32i    a2, a3, 8
-    RSR 4, 232              /* EXCCAUSE */
-    s32i    a4, a3, 12
-    RSR 4, 177              /* EPC1 */
-    s32i    a4, a3, 16
     RSR 4, 238              /* EXCVADDR */
     s32i    a4, a3, 20
     RSR 4, 192              /* DEPC */
@@ -93,6 +142,27 @@ _pool_start:
     movi    a2, 0
     WSR 2, 72               /* WINDOWBASE = 0 */
     RSYNC
+    /* No memory below 0x60000000 (once reset is done) nor from 0xa0000000. */
+    movi    a3, 15
+    movi    a2, 0
+1:  WDTLB 3, 2
+    WITLB 3, 2
+    movi    a4, 0x20
+    slli    a4, a4, 24
+    add     a2, a2, a4
+    movi    a4, 0x60
+    slli    a4, a4, 24
+    bne     a2, a4, 1b
+    movi    a2, 0xa0
+    slli    a2, a2, 24
+2:  WDTLB 3, 2
+    WITLB 3, 2
+    movi    a4, 0x20
+    slli    a4, a4, 24
+    add     a2, a2, a4
+    bnez    a2, 2b
+    isync
+    dsync
     movi    a2, 0x4
     slli    a2, a2, 16      /* PS.WOE */
     addi    a2, a2, 0x20    /* PS.UM, INTLEVEL 0, EXCM 0 */

@@ -82,6 +82,9 @@ pub struct XtensaCore {
     /// The op image and the board, for naming fault addresses.
     images: [Vec<u8>; 2],
     _file: tempfile::NamedTempFile,
+    /// QEMU's monitor socket (human monitor protocol).
+    monitor: PathBuf,
+    _monitor_dir: tempfile::TempDir,
 }
 
 /// A pipe, both ends close-on-exec.
@@ -165,10 +168,14 @@ impl XtensaCore {
         let (cmd_r, cmd_w) = pipe().map_err(io)?;
         let (rsp_r, rsp_w) = pipe().map_err(io)?;
         let (err_r, err_w) = pipe().map_err(io)?;
+        // The monitor, asked for the PC when the core overstays its deadline.
+        let monitor_dir = tempfile::tempdir().map_err(io)?;
+        let monitor = monitor_dir.path().join("monitor");
         let mut qemu = Command::new(QEMU);
         qemu.args(["-M", "sim", "-cpu", "de212", "-m"])
             .arg(format!("{}M", layout::RAM_MIB))
-            .args(["-semihosting", "-display", "none", "-monitor", "none"])
+            .args(["-semihosting", "-display", "none", "-monitor"])
+            .arg(format!("unix:{},server=on,wait=off", monitor.display()))
             .args(["-serial", "none", "-nodefaults", "-kernel"])
             .arg(board)
             .arg("-device")
@@ -202,6 +209,8 @@ impl XtensaCore {
             entry_status: 0,
             images: [bytes, board_bytes],
             _file: file,
+            monitor,
+            _monitor_dir: monitor_dir,
         };
         c.send(protocol::CMD_BOOT, &[&boot.encode()])?;
         let (ready, _) = c.expect(protocol::RSP_READY, deadline)?;
@@ -327,11 +336,13 @@ impl XtensaCore {
                 }
                 Ok((t, _)) => return Err(self.protocol(format!("reply {t} where {tag} was due"))),
                 Err(RecvError::TimedOut) => {
+                    let pc = self.pc();
                     self.reap();
+                    let images = [&self.images[0][..], &self.images[1][..]];
                     return Err(QemuError::Fault(CoreFault::Timeout {
                         core: self.core,
-                        pc: None,
-                        symbol: None,
+                        pc,
+                        symbol: pc.and_then(|pc| fault::symbolize(&images, pc)),
                     }));
                 }
                 Err(RecvError::Closed) => return Err(self.ended(deadline)),
@@ -346,6 +357,34 @@ impl XtensaCore {
                 }
             }
         }
+    }
+
+    /// The core's PC, from the monitor's `info registers` ("PC=xxxxxxxx").
+    fn pc(&self) -> Option<u32> {
+        use std::io::Write;
+        let mut s = std::os::unix::net::UnixStream::connect(&self.monitor).ok()?;
+        s.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+            .ok()?;
+        s.write_all(b"info registers\n").ok()?;
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = s.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&seen);
+            if let Some(at) = text.find("PC=") {
+                let hex: String = text[at + 3..]
+                    .chars()
+                    .take_while(char::is_ascii_hexdigit)
+                    .collect();
+                if hex.len() == 8 {
+                    return u32::from_str_radix(&hex, 16).ok();
+                }
+            }
+        }
+        None
     }
 
     fn protocol(&mut self, why: String) -> QemuError {

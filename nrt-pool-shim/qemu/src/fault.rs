@@ -23,6 +23,13 @@ pub enum FaultCause {
     InstructionFetchProhibited,
     LoadProhibited,
     StoreProhibited,
+    /// A `break` instruction (debug exception; `__builtin_trap` emits one).
+    Break,
+    /// A debug exception of another kind, or an interrupt, at this level.
+    HighPriority {
+        level: u32,
+        debugcause: u32,
+    },
     Other(u32),
 }
 
@@ -87,6 +94,13 @@ impl fmt::Display for FaultCause {
             InstructionFetchProhibited => "instruction fetch prohibited",
             LoadProhibited => "load prohibited",
             StoreProhibited => "store prohibited",
+            Break => "break instruction (a trap)",
+            HighPriority { level, debugcause } => {
+                return write!(
+                    f,
+                    "debug exception or interrupt at level {level} (DEBUGCAUSE {debugcause:#x})"
+                )
+            }
             Other(c) => return write!(f, "exception cause {c}"),
         };
         f.write_str(s)
@@ -182,15 +196,25 @@ impl fmt::Display for CoreFault {
     }
 }
 
-/// Decodes the board's fault record (`[kind, EXCCAUSE, EPC1, EXCVADDR, DEPC, PS, PRID]`).
+/// Decodes the board's fault record (`[kind, EXCCAUSE, EPC1, EXCVADDR, DEPC, PS, PRID]`;
+/// kinds 4-9 carry DEBUGCAUSE and the level's EPC in the first two places).
 pub fn decode(core: usize, body: &[u8], images: &[&[u8]]) -> Option<CoreFault> {
     let w = |i: usize| crate::protocol::word(body, i * 4);
     let (kind, cause, epc1, vaddr, depc) = (w(0)?, w(1)?, w(2)?, w(3)?, w(4)?);
     let window = kind == 3;
     let pc = if window { depc } else { epc1 };
+    let cause = match kind {
+        // DEBUGCAUSE bits 3 and 4: BREAK, BREAK.N.
+        4.. if cause & 0x18 != 0 => FaultCause::Break,
+        4.. => FaultCause::HighPriority {
+            level: kind - 2,
+            debugcause: cause,
+        },
+        _ => FaultCause::from_exccause(cause),
+    };
     Some(CoreFault::Exception {
         core,
-        cause: FaultCause::from_exccause(cause),
+        cause,
         window,
         pc,
         address: vaddr,
