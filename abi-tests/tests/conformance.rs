@@ -136,6 +136,22 @@ fn customop_conformance_checks_device_archives() {
     let (ok, table) = run("xtensa-q7-none-elf");
     assert!(ok, "{table}");
     assert!(table.contains("4 checks: 4 PASS, 0 FAIL"), "{table}");
+    assert!(table.contains("the three author symbols only"), "{table}");
+    // --link: the whole archive links into a Pool core image with nothing undefined.
+    let xtensa = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a");
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../customop-device/xtensa/pool-core.ld");
+    let linked = Command::new(abi_tests::artifact("customop-conformance"))
+        .arg(&xtensa)
+        .arg("--link")
+        .arg(&script)
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&linked.stdout);
+    assert!(linked.status.success(), "{table}");
+    assert!(table.contains("5 checks: 5 PASS, 0 FAIL"), "{table}");
+    assert!(table.contains("nothing undefined"), "{table}");
     // The host archive has the roster but is not a device archive.
     let (ok, table) = run("x86_64-unknown-linux-gnu");
     assert!(!ok);
@@ -185,4 +201,67 @@ fn harnesses_answer_help_and_version() {
         let none = run(&[]);
         assert_eq!(none.status.code(), Some(2), "{tool}");
     }
+}
+
+/// An archive that imports what the vendor's link line supplies passes the unresolved-symbol
+/// check (the vendor's archive does: libxmem, libhal, libc10, ...); an import no link-line
+/// library supplies fails it, by name.
+#[test]
+fn customop_conformance_names_the_link_line_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = |name: &str, imports: &[&str]| {
+        let s = dir.path().join(format!("{name}.s"));
+        let mut text = String::from("    .text\n    .align 4\nuse_them:\n");
+        for i in imports.iter().chain(&[
+            "_Z12get_func_cntv",
+            "_Z12get_func_ptri",
+            "_Z13get_func_namei",
+        ]) {
+            text.push_str(&format!("    .word {i}\n"));
+        }
+        std::fs::write(&s, text).unwrap();
+        let o = dir.path().join(format!("{name}.o"));
+        let a = dir.path().join(format!("lib{name}.a"));
+        assert!(Command::new("xtensa-lx106-elf-as")
+            .arg(&s)
+            .arg("-o")
+            .arg(&o)
+            .status()
+            .unwrap()
+            .success());
+        assert!(Command::new("xtensa-lx106-elf-ar")
+            .arg("rcs")
+            .arg(&a)
+            .arg(&o)
+            .status()
+            .unwrap()
+            .success());
+        let out = Command::new(abi_tests::artifact("customop-conformance"))
+            .arg(&a)
+            .output()
+            .unwrap();
+        let table = String::from_utf8_lossy(&out.stdout).into_owned();
+        let line = table
+            .lines()
+            .find(|l| l.starts_with("undefined.link-line"))
+            .unwrap_or_else(|| panic!("{table}"))
+            .to_string();
+        line
+    };
+    let vendor_like = archive(
+        "vendorlike",
+        &[
+            "xmem_heap_alloc",
+            "xthal_window_spill_nw",
+            "_Assert",
+            "_ZN3c1010TensorImplD2Ev",
+        ],
+    );
+    assert!(vendor_like.contains("PASS"), "{vendor_like}");
+    assert!(
+        vendor_like.contains("libxmem 1") && vendor_like.contains("libhal 1"),
+        "{vendor_like}"
+    );
+    let stray = archive("stray", &["xmem_heap_alloc", "fopen"]);
+    assert!(stray.contains("FAIL") && stray.contains("fopen"), "{stray}");
 }
