@@ -41,6 +41,8 @@ done
 for t in x86_64-unknown-linux-gnu riscv32imac-unknown-none-elf xtensa-q7-none-elf; do
     put "$ARCH/$t/release/libneuroncustomop.a" "$DEST/lib/gpsimd-open/$t/libneuroncustomop.a" 644
 done
+# The board that runs Xtensa Pool images on QEMU cores (customop-device/xtensa/board/).
+put "$ARCH/xtensa-q7-none-elf/pool-board.elf" "$DEST/lib/gpsimd-open/xtensa-q7-none-elf/pool-board.elf" 644
 # The Xtensa link scripts and start code for device images (customop-device/xtensa/).
 for f in pool-core.ld sim.ld sim-start.S window-vectors.inc; do
     put "$ROOT/customop-device/xtensa/$f" "$DEST/lib/gpsimd-open/xtensa-q7-none-elf/$f" 644

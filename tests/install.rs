@@ -48,6 +48,8 @@ fn installed_tree_serves_pkg_config_and_cmake_consumers_and_uninstalls() {
         "lib/gpsimd-open/xtensa-q7-none-elf/libneuroncustomop.a",
         "lib/gpsimd-open/xtensa-q7-none-elf/pool-core.ld",
         "lib/gpsimd-open/xtensa-q7-none-elf/sim-start.S",
+        "lib/gpsimd-open/xtensa-q7-none-elf/window-vectors.inc",
+        "lib/gpsimd-open/xtensa-q7-none-elf/pool-board.elf",
         "include/nrt_pool.h",
         "include/gpsimd-open/torch/torch.h",
         "include/gpsimd-open/torchneuron/register.h",

@@ -26,6 +26,15 @@ pub struct DemoOptions {
     pub examples: PathBuf,
     pub archive: PathBuf,
     pub include: PathBuf,
+    /// The device path: the Xtensa archive, the Pool core link script and the QEMU board.
+    pub device: DeviceFiles,
+}
+
+/// What running the examples as Xtensa Pool images on QEMU needs.
+pub struct DeviceFiles {
+    pub archive: PathBuf,
+    pub link_script: PathBuf,
+    pub board: PathBuf,
 }
 
 fn tensor(data: *mut c_void, dtype: u8, n: u64) -> nrt_pool_tensor {
@@ -186,6 +195,7 @@ pub fn run(o: &DemoOptions) -> Result<String, String> {
         return Err(format!("nrt_pool_close: {}", last_error()));
     }
     neuron_examples(o, work.path(), &mut report)?;
+    device_examples(o, work.path(), &mut report)?;
     let _ = writeln!(
         report,
         "ok: provider, seam, op build helpers and emulator agree with the reference"
@@ -298,6 +308,141 @@ fn neuron_examples(
             "launch     {op:<22} {cores} core(s)  {} f32  {:8.2} ms  matches reference",
             rows * cols,
             done.elapsed.as_secs_f64() * 1e3
+        );
+    }
+    Ok(())
+}
+
+/// The device path: the mlp examples built as a Pool image (windowed Xtensa objects linked
+/// for the 8 cores), each op run on an emulated Xtensa core under QEMU, its output compared
+/// byte for byte with the host build's on the engine. Reported UNSUPPORTED, loudly, where the
+/// Xtensa tools, QEMU or the board are missing.
+fn device_examples(
+    o: &DemoOptions,
+    work: &std::path::Path,
+    report: &mut String,
+) -> Result<(), String> {
+    let qemu_ok = std::process::Command::new(nrt_pool_qemu::core::QEMU)
+        .arg("--version")
+        .output()
+        .is_ok_and(|r| r.status.success());
+    let missing = [
+        (!opbuild::xtensa_cxx_installed()).then(|| opbuild::XTENSA_CXX.to_string()),
+        (!qemu_ok).then(|| nrt_pool_qemu::core::QEMU.to_string()),
+        (!o.device.archive.is_file()).then(|| o.device.archive.display().to_string()),
+        (!o.device.board.is_file()).then(|| o.device.board.display().to_string()),
+    ];
+    let missing: Vec<String> = missing.into_iter().flatten().collect();
+    if !missing.is_empty() {
+        let _ = writeln!(
+            report,
+            "device     UNSUPPORTED: the Xtensa path needs {} (make tools; make customop-archives)",
+            missing.join(", ")
+        );
+        return Ok(());
+    }
+    let root = o.examples.parent().unwrap_or(std::path::Path::new("."));
+    let dir = work.join("device");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let pool = dir.join("libmlp_ops.pool");
+    let built = opbuild::build_op_library(&opbuild::OpBuildOptions {
+        name: "mlp_ops".into(),
+        compute: vec![root.join("mlp/relu.cpp")],
+        shape: vec![root.join("mlp/shape.cpp")],
+        build_directory: dir.clone(),
+        multicore: false,
+        archive: o.archive.clone(),
+        include: o.include.clone(),
+        cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
+        device_objects: None,
+        device_image: Some(opbuild::DeviceImage {
+            out: pool.clone(),
+            archive: o.device.archive.clone(),
+            link_script: o.device.link_script.clone(),
+        }),
+        on_compiled: None,
+    })
+    .map_err(|e| format!("building examples/mlp as a Pool image: {e}"))?;
+    let cores = nrt_pool_qemu::pool_cores(&pool).map_err(|e| e.to_string())?;
+    let _ = writeln!(
+        report,
+        "device     {}: {} Xtensa core images (windowed ABI, org 0x84000000 + i*0x200000)",
+        pool.file_name().unwrap_or_default().to_string_lossy(),
+        cores.len()
+    );
+    let (rows, cols) = (16u64, 33u64);
+    let x: Vec<f32> = (0..rows * cols)
+        .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 97.0)
+        .collect();
+    let g: Vec<f32> = (0..rows * cols).map(|i| (i % 13) as f32 - 6.0).collect();
+    let t = |v: &[f32]| HostTensor::from_f32(vec![rows, cols], v).map_err(|e| e.to_string());
+    let cases: Vec<(&str, Vec<LaunchArg>)> = vec![
+        ("relu_forward", vec![LaunchArg::hbm(t(&x)?)]),
+        (
+            "relu_backward",
+            vec![LaunchArg::hbm(t(&g)?), LaunchArg::hbm(t(&x)?)],
+        ),
+        (
+            "axpb",
+            vec![
+                LaunchArg::hbm(t(&x)?),
+                LaunchArg::f32(2.0),
+                LaunchArg::f32(0.5),
+            ],
+        ),
+        ("describe", vec![LaunchArg::hbm(t(&x)?)]),
+    ];
+    let mut engine = PoolEngine::new(64 << 20, PoolImage::default()).map_err(|e| e.to_string())?;
+    engine.load(&built.library).map_err(|e| e.to_string())?;
+    for (op, args) in cases {
+        let output = engine.op_output(op, &args).map_err(|e| e.to_string())?;
+        let host = engine
+            .launch(&Launch {
+                kernel: op.into(),
+                args: args.clone(),
+                output: output.clone(),
+                cores: 1,
+            })
+            .map_err(|e| e.to_string())?;
+        let ins: Vec<nrt_pool_qemu::ArgIn> = args
+            .iter()
+            .map(|a| match a {
+                LaunchArg::Tensor(t, _) => nrt_pool_qemu::ArgIn {
+                    dtype: t.dtype.isa(),
+                    shape: t.shape.iter().map(|&d| d as u32).collect(),
+                    data: t.data.clone(),
+                },
+                LaunchArg::Scalar(d, b) => nrt_pool_qemu::ArgIn {
+                    dtype: d.isa(),
+                    shape: vec![1],
+                    data: b.clone(),
+                },
+                LaunchArg::Device(_) => unreachable!("the demo passes host tensors"),
+            })
+            .collect();
+        let shape: Vec<u32> = output.shape.iter().map(|&d| d as u32).collect();
+        let t0 = Instant::now();
+        let dev = nrt_pool_qemu::run_kernel(
+            &o.device.board,
+            &cores[0],
+            &pool,
+            op.as_bytes(),
+            &ins,
+            (output.dtype.isa(), &shape),
+            std::time::Duration::from_secs(60),
+        )
+        .map_err(|e| format!("mlp_ops::{op} on QEMU: {e}"))?;
+        if dev.output != host.output.data || dev.completion.stdout != host.stdout {
+            return Err(format!(
+                "mlp_ops::{op}: the Xtensa core's output differs from the host build's"
+            ));
+        }
+        let _ = writeln!(
+            report,
+            "xtensa     mlp_ops::{op:<14} QEMU core 0  {} f32  {:8.2} ms  same bytes{} as the host build",
+            rows * cols,
+            t0.elapsed().as_secs_f64() * 1e3,
+            if host.stdout.is_empty() { "" } else { " and stdout" }
         );
     }
     Ok(())

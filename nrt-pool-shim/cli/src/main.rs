@@ -707,6 +707,19 @@ fn demo(a: DemoArgs) -> Result<(), Failure> {
             .unwrap_or_else(|| beside_exe("../../examples/ops")),
         archive: default_archive(),
         include: default_include(),
+        device: {
+            let (archive, link_script) = default_device_files();
+            let board = link_script.with_file_name("pool-board.elf");
+            nrt_pool_cli::demo::DeviceFiles {
+                archive,
+                board: if board.exists() {
+                    board
+                } else {
+                    beside_exe("../customop/xtensa-q7-none-elf/pool-board.elf")
+                },
+                link_script,
+            }
+        },
     };
     let report = nrt_pool_cli::demo::run(&o).map_err(|e| Failure::Error(format!("demo: {e}")))?;
     print!("{report}");
