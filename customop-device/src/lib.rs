@@ -27,6 +27,8 @@ pub mod status;
 pub mod stdio;
 pub mod translate;
 
+#[cfg(feature = "archive")]
+pub mod cmath;
 #[cfg(all(feature = "archive", target_os = "none"))]
 pub mod cstdio;
 #[cfg(all(feature = "archive", target_os = "none"))]

@@ -38,13 +38,21 @@ fn host_archive() -> PathBuf {
 /// (libNAME.so, libNAME.pool) of examples/ops (the schema flow).
 fn build_schema_examples(dir: &Path) -> (PathBuf, PathBuf) {
     let ex = root().join("examples/ops");
-    let so = dir.join("libops.so");
-    let pool = dir.join("libops.pool");
+    build_schema(
+        dir,
+        "ops",
+        &ex.join("ops.schema"),
+        &["scale_add.cpp", "scale_add_mc.cpp", "hello.cpp"].map(|s| ex.join(s)),
+    )
+}
+
+/// (libNAME.so, libNAME.pool) of a schema-flow library.
+fn build_schema(dir: &Path, name: &str, schema: &Path, sources: &[PathBuf]) -> (PathBuf, PathBuf) {
+    let so = dir.join(format!("lib{name}.so"));
+    let pool = dir.join(format!("lib{name}.pool"));
     opbuild::build(&opbuild::BuildOptions {
-        schema: ex.join("ops.schema"),
-        sources: ["scale_add.cpp", "scale_add_mc.cpp", "hello.cpp"]
-            .map(|s| ex.join(s))
-            .to_vec(),
+        schema: schema.into(),
+        sources: sources.to_vec(),
         out: so.clone(),
         archive: host_archive(),
         include: root().join("include"),
@@ -227,4 +235,75 @@ fn aws_style_examples_give_the_host_builds_bytes_on_an_xtensa_core() {
     let (so, pool) = build_aws_example(dir.path(), "tiles", "multicore", "relu_tiles.cpp");
     let x = f32s(&[3, 700], |i| ((i * 13) % 29) as f32 - 14.0);
     same_on_both(&so, &pool, "relu", vec![LaunchArg::hbm(x)]);
+}
+
+/// No call0 code in an op image: every function symbol of every core's image starts with
+/// the windowed ABI's `entry` (BRI12 opcode byte 0x36), and each image is linked at its
+/// core's org.
+#[test]
+fn pool_images_hold_windowed_code_only() {
+    use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
+    let dir = tempfile::tempdir().unwrap();
+    let (_, pool) = build_aws_example(dir.path(), "mlp", "mlp", "relu.cpp");
+    let cores = pool_cores(&pool).unwrap();
+    for (i, elf) in cores.iter().enumerate() {
+        let f = object::File::parse(&elf[..]).unwrap();
+        let text = f.section_by_name(".text").unwrap();
+        assert_eq!(
+            text.address(),
+            0x8400_0000 + i as u64 * 0x20_0000,
+            "core {i}"
+        );
+        let data = text.data().unwrap();
+        let mut checked = 0;
+        for s in f.symbols() {
+            if s.kind() != SymbolKind::Text || s.size() == 0 {
+                continue;
+            }
+            let off = (s.address() - text.address()) as usize;
+            assert_eq!(
+                data.get(off),
+                Some(&0x36),
+                "core {i}: {} does not start with entry (call0 code?)",
+                s.name().unwrap_or("?")
+            );
+            checked += 1;
+        }
+        assert!(checked > 100, "core {i}: only {checked} functions");
+    }
+}
+
+/// math.h on the device (the archive's libm) gives the host build's (glibc's) bytes on these
+/// inputs, in float and through double.
+#[test]
+fn device_math_matches_the_host_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/math");
+    let (so, pool) = build_schema(
+        dir.path(),
+        "math",
+        &t.join("math.schema"),
+        &[t.join("math.cpp")],
+    );
+    let x = f32s(&[257], |i| (i as f32 - 128.0) * 0.173);
+    same_on_both(&so, &pool, "math_mix", vec![LaunchArg::hbm(x)]);
+    // The host build takes none of its math from the system libm (GCC's sinf+cosf ->
+    // sincosf included).
+    use object::{Object, ObjectSymbol};
+    let bytes = std::fs::read(&so).unwrap();
+    let lib = object::File::parse(&*bytes).unwrap();
+    let from_libm: Vec<String> = lib
+        .dynamic_symbols()
+        .filter(|s| s.is_undefined())
+        .filter_map(|s| s.name().ok().map(String::from))
+        .filter(|n| {
+            let base = n.split('@').next().unwrap_or(n);
+            [
+                "sin", "cos", "sincos", "exp", "log", "pow", "tanh", "sqrt", "floor",
+            ]
+            .iter()
+            .any(|f| base == *f || base == format!("{f}f"))
+        })
+        .collect();
+    assert!(from_libm.is_empty(), "{from_libm:?}");
 }
