@@ -7,10 +7,12 @@
 
    host -> core: BOOT {entry_func, switch_stack_or_call_wrapper, register_funcs,
                        data_scratch, data_scratch_size, hbm_scratch lo/hi, hbm_scratch_size,
-                       cores, core}
+                       cores, core, metadata (0 or the image's `const char *f(void)` giving
+                       its schema or op list)}
                  LOAD {u32 address; bytes}   RUN {u32 kernel, u32 cores}
                  DUMP {u32 address, u32 n}   QUIT {}
-   core -> host: READY {u32 entry status, u32 count; count NUL-terminated names}
+   core -> host: READY {u32 entry status, u32 count, u32 metadata length; count
+                        NUL-terminated names; the metadata text}
                  DONE {u32 status}  DATA {bytes}  OUT {u32 fd; bytes}
                  FAULT (pool-board.S)  FATAL {the runtime's message} */
 
@@ -32,6 +34,7 @@ struct boot {
     u32 data_scratch, data_scratch_size;
     u32 hbm_lo, hbm_hi, hbm_size;
     u32 cores, core;
+    u32 metadata;
 };
 
 /* SUNDA_UCODE_LIB as a 32-bit core lays it out (36 bytes). */
@@ -187,9 +190,12 @@ static void start(void) {
     if (status == 0) ((u32(*)(register_cb))boot.register_funcs)(on_func);
     u32 names = 0;
     for (u32 i = 0; i < kernel_count; i++) names += length(kernels[i].name) + 1;
-    u32 ready[4] = {RSP_READY, 8 + names, status, kernel_count};
+    const char *meta = boot.metadata ? ((const char *(*)(void))boot.metadata)() : "";
+    u32 meta_len = length(meta);
+    u32 ready[5] = {RSP_READY, 12 + names + meta_len, status, kernel_count, meta_len};
     write_full(ready, sizeof ready);
     for (u32 i = 0; i < kernel_count; i++) write_full(kernels[i].name, length(kernels[i].name) + 1);
+    if (meta_len) write_full(meta, meta_len);
 }
 
 int board_main(void) {

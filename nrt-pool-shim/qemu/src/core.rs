@@ -23,6 +23,9 @@ pub const QEMU: &str = "qemu-system-xtensa";
 pub const ENTRY_SYMBOL: &str = "entry_func";
 pub const CALL_WRAPPER_SYMBOL: &str = "_Z28switch_stack_or_call_wrapperjj";
 pub const REGISTER_FUNCS_SYMBOL: &str = "_Z14register_funcsPF22SUNDA_UCODE_LIB_STATUSPvPKcPFivEE";
+/// The metadata the op build helper adds: a schema (schema flow) or an op list
+/// (NEURON_LIBRARY flow), each a `const char *f(void)`.
+pub const METADATA_SYMBOLS: [&str; 2] = ["nrt_pool_op_schema", "nrt_pool_op_library"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum QemuError {
@@ -79,6 +82,8 @@ pub struct XtensaCore {
     stderr: File,
     kernels: Vec<Kernel>,
     entry_status: u32,
+    /// The image's schema or op list (empty: none).
+    metadata: Vec<u8>,
     /// The op image and the board, for naming fault addresses.
     images: [Vec<u8>; 2],
     _file: tempfile::NamedTempFile,
@@ -155,6 +160,10 @@ impl XtensaCore {
                 hbm_scratch_size: layout::HBM_SCRATCH_BYTES as u32,
                 cores,
                 core: core as u32,
+                metadata: METADATA_SYMBOLS
+                    .iter()
+                    .find_map(|n| symbol(&file, n))
+                    .unwrap_or(0),
             }
         };
         let io = |source| QemuError::Io { core, source };
@@ -207,6 +216,7 @@ impl XtensaCore {
             stderr: err_r,
             kernels: Vec::new(),
             entry_status: 0,
+            metadata: Vec::new(),
             images: [bytes, board_bytes],
             _file: file,
             monitor,
@@ -214,12 +224,20 @@ impl XtensaCore {
         };
         c.send(protocol::CMD_BOOT, &[&boot.encode()])?;
         let (ready, _) = c.expect(protocol::RSP_READY, deadline)?;
-        let (Some(status), Some(count)) = (protocol::word(&ready, 0), protocol::word(&ready, 4))
-        else {
+        let (Some(status), Some(count), Some(meta_len)) = (
+            protocol::word(&ready, 0),
+            protocol::word(&ready, 4),
+            protocol::word(&ready, 8),
+        ) else {
             return Err(c.protocol(format!("a {}-byte ready report", ready.len())));
         };
+        let Some(names_end) = ready.len().checked_sub(meta_len as usize).filter(|&e| e >= 12)
+        else {
+            return Err(c.protocol(format!("{meta_len} bytes of metadata announced")));
+        };
         c.entry_status = status;
-        c.kernels = ready[8..]
+        c.metadata = ready[names_end..].to_vec();
+        c.kernels = ready[12..names_end]
             .split_inclusive(|&b| b == 0)
             .map(|n| Kernel {
                 name: n.strip_suffix(&[0]).unwrap_or(n).to_vec(),
@@ -245,6 +263,11 @@ impl XtensaCore {
 
     pub fn kernels(&self) -> &[Kernel] {
         &self.kernels
+    }
+
+    /// The image's schema or op list text (empty: it carries none).
+    pub fn metadata(&self) -> &[u8] {
+        &self.metadata
     }
 
     /// The index of the kernel named `name`.
@@ -281,6 +304,13 @@ impl XtensaCore {
         cores: u32,
         deadline: Instant,
     ) -> Result<Completion, QemuError> {
+        self.begin(kernel, cores)?;
+        self.finish(deadline)
+    }
+
+    /// Starts kernel `kernel` (as one of `cores` cores) without waiting: several cores run
+    /// at once, each in its own QEMU process.
+    pub fn begin(&mut self, kernel: usize, cores: u32) -> Result<(), QemuError> {
         if kernel >= self.kernels.len() {
             return Err(QemuError::NoKernel {
                 core: self.core,
@@ -290,7 +320,11 @@ impl XtensaCore {
         }
         let mut cmd = (kernel as u32).to_le_bytes().to_vec();
         cmd.extend_from_slice(&cores.to_le_bytes());
-        self.send(protocol::CMD_RUN, &[&cmd])?;
+        self.send(protocol::CMD_RUN, &[&cmd])
+    }
+
+    /// Waits for the kernel [`XtensaCore::begin`] started.
+    pub fn finish(&mut self, deadline: Instant) -> Result<Completion, QemuError> {
         let (status, out) = self.expect(protocol::RSP_DONE, deadline)?;
         Ok(Completion {
             status: protocol::word(&status, 0).unwrap_or(u32::MAX),

@@ -44,6 +44,8 @@ pub struct Boot {
     pub hbm_scratch_size: u32,
     pub cores: u32,
     pub core: u32,
+    /// The image's `const char *f(void)` giving its schema or op list (0: none).
+    pub metadata: u32,
 }
 
 impl Boot {
@@ -59,6 +61,7 @@ impl Boot {
             self.hbm_scratch_size,
             self.cores,
             self.core,
+            self.metadata,
         ]
         .iter()
         .flat_map(|w| w.to_le_bytes())
@@ -154,7 +157,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn boot_block_is_forty_bytes_in_the_boards_order() {
+    fn boot_block_is_forty_four_bytes_in_the_boards_order() {
         let b = Boot {
             entry_func: 1,
             call_wrapper: 2,
@@ -165,11 +168,12 @@ mod tests {
             hbm_scratch_size: 7,
             cores: 8,
             core: 9,
+            metadata: 10,
         };
         let e = b.encode();
-        assert_eq!(e.len(), 40);
-        let words: Vec<u32> = (0..10).map(|i| word(&e, i * 4).unwrap()).collect();
-        assert_eq!(words, [1, 2, 3, 4, 5, 6, 0x40, 7, 8, 9]);
+        assert_eq!(e.len(), 44);
+        let words: Vec<u32> = (0..11).map(|i| word(&e, i * 4).unwrap()).collect();
+        assert_eq!(words, [1, 2, 3, 4, 5, 6, 0x40, 7, 8, 9, 10]);
     }
 
     #[test]
