@@ -17,6 +17,15 @@ pub trait IsaBackend: Send {
     /// A short name for reports: "host", "xtensa".
     fn name(&self) -> &'static str;
 
+    /// The HBM this backend's cores can use: bytes at HBM's start to keep free of tensors,
+    /// and the most HBM (from its start) they reach, if limited.
+    fn hbm_layout(&self) -> (u64, Option<u64>) {
+        (
+            (super::memory::CORES as u64) * super::memory::HBM_SCRATCH_BYTES,
+            None,
+        )
+    }
+
     /// Loads `library` on a fresh probe core and runs its start code; the core reports the
     /// kernel names, launcher count and schema text through the control block.
     fn probe(

@@ -97,9 +97,25 @@ impl PoolEngine {
     /// An engine with `hbm_bytes` of HBM for tensors and the given Pool image (stock, or a
     /// registered pair that replaces it).
     pub fn new(hbm_bytes: u64, image: PoolImage) -> Result<PoolEngine, EmuError> {
+        PoolEngine::with_backend(hbm_bytes, image, Box::new(HostBackend::default()))
+    }
+
+    /// An engine whose cores are `backend`'s (host builds, or Xtensa images on QEMU cores),
+    /// with HBM laid out as the backend needs: `hbm_bytes` for tensors at most, fewer where
+    /// its cores reach less.
+    pub fn with_backend(
+        hbm_bytes: u64,
+        image: PoolImage,
+        backend: Box<dyn IsaBackend>,
+    ) -> Result<PoolEngine, EmuError> {
+        let (reserved, limit) = backend.hbm_layout();
+        let hbm_bytes = match limit {
+            Some(l) => hbm_bytes.min(l.saturating_sub(reserved)),
+            None => hbm_bytes,
+        };
         Ok(PoolEngine {
-            backend: Box::new(HostBackend::default()),
-            memory: DeviceMemory::new(hbm_bytes)?,
+            backend,
+            memory: DeviceMemory::with_reserve(hbm_bytes, reserved)?,
             library: None,
             kernels: Vec::new(),
             image,
@@ -112,6 +128,11 @@ impl PoolEngine {
 
     pub fn image(&self) -> &PoolImage {
         &self.image
+    }
+
+    /// The backend's name ("host", "xtensa").
+    pub fn isa(&self) -> &'static str {
+        self.backend.name()
     }
 
     fn control(&self) -> ControlBlock {

@@ -101,7 +101,7 @@ impl OpLibrary {
     }
 
     /// The path the host reads the library's symbols from.
-    pub(crate) fn file(&self) -> PathBuf {
+    pub fn file(&self) -> PathBuf {
         PathBuf::from(std::ffi::OsStr::from_bytes(self.c_path.as_bytes()))
     }
 

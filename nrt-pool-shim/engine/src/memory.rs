@@ -47,6 +47,9 @@ pub struct DeviceMemory {
     hbm_next: u64,
     /// Lowest byte of the resident tensors, allocated downward from HBM's end.
     hbm_top: u64,
+    /// Bytes at HBM's start no tensor is placed in (the cores' scratch slices, and what an
+    /// ISA backend keeps there).
+    reserved: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -73,7 +76,14 @@ pub struct Placed {
 impl DeviceMemory {
     /// HBM of `hbm_bytes` (plus the cores' scratch slices), SBUF, scratch and status areas.
     pub fn new(hbm_bytes: u64) -> Result<DeviceMemory, MemoryError> {
-        let hbm_size = round_up(hbm_bytes + CORES as u64 * HBM_SCRATCH_BYTES, PAGE);
+        DeviceMemory::with_reserve(hbm_bytes, CORES as u64 * HBM_SCRATCH_BYTES)
+    }
+
+    /// [`DeviceMemory::new`] keeping the first `reserved` bytes of HBM free of tensors (at
+    /// least the cores' scratch slices); `hbm_bytes` for tensors come after them.
+    pub fn with_reserve(hbm_bytes: u64, reserved: u64) -> Result<DeviceMemory, MemoryError> {
+        let reserved = round_up(reserved.max(CORES as u64 * HBM_SCRATCH_BYTES), PAGE);
+        let hbm_size = round_up(hbm_bytes + reserved, PAGE);
         // Layout: [HBM | guard | pad to window][SBUF | guard | pad][scratch x8 each + guard][status]
         let hbm = Region {
             soc: HBM_BASE,
@@ -123,8 +133,9 @@ impl DeviceMemory {
             sbuf,
             scratch,
             status,
-            hbm_next: hbm.soc + CORES as u64 * HBM_SCRATCH_BYTES,
+            hbm_next: hbm.soc + reserved,
             hbm_top: hbm.soc + hbm.size,
+            reserved,
         };
         mem.guard_all()?;
         Ok(mem)
@@ -274,7 +285,7 @@ impl DeviceMemory {
 
     /// Releases every launch's tensors (the cores' scratch slices and resident tensors stay).
     pub fn reset_hbm(&mut self) {
-        self.hbm_next = self.hbm.soc + CORES as u64 * HBM_SCRATCH_BYTES;
+        self.hbm_next = self.hbm.soc + self.reserved;
     }
 
     /// Core `i`'s hbm_scratch slice.

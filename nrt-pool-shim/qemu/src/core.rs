@@ -231,7 +231,10 @@ impl XtensaCore {
         ) else {
             return Err(c.protocol(format!("a {}-byte ready report", ready.len())));
         };
-        let Some(names_end) = ready.len().checked_sub(meta_len as usize).filter(|&e| e >= 12)
+        let Some(names_end) = ready
+            .len()
+            .checked_sub(meta_len as usize)
+            .filter(|&e| e >= 12)
         else {
             return Err(c.protocol(format!("{meta_len} bytes of metadata announced")));
         };

@@ -11,12 +11,14 @@
 //! pinned SBUF window at 0x80000000 and the pinned HBM scratch window at 0x84000000, which
 //! holds the op images (core i's at 0x84000000 + i * 0x200000) and, here, the tensors.
 
+pub mod backend;
 pub mod core;
 pub mod fault;
 pub mod layout;
 pub mod protocol;
 pub mod run;
 
+pub use self::backend::XtensaBackend;
 pub use self::core::{pool_cores, Completion, Kernel, QemuError, XtensaCore};
 pub use self::fault::{CoreFault, FaultCause};
 pub use self::run::{run_kernel, ArgIn, RunOutcome};
