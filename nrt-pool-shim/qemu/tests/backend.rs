@@ -144,3 +144,156 @@ fn the_engine_runs_pool_images_on_qemu_cores_as_it_runs_host_builds() {
         assert_eq!(d.results, h.results, "{kernel}");
     }
 }
+
+/// A faulting kernel is a DeviceFault naming the kernel, the core and the symbolized PC;
+/// the faulting core is restarted and the next launch works.
+#[test]
+fn faults_on_qemu_cores_are_device_faults_and_the_engine_survives() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/faults");
+    let pool = dir.path().join("libdevice_faults.pool");
+    opbuild::build(&opbuild::BuildOptions {
+        schema: t.join("device_faults.schema"),
+        sources: vec![t.join("device_faults.cpp")],
+        out: dir.path().join("libdevice_faults.so"),
+        archive: root()
+            .join("target/customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a"),
+        include: root().join("include"),
+        device_objects: None,
+        device_image: Some(DeviceImage {
+            out: pool.clone(),
+            archive: root().join("target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a"),
+            link_script: root().join("customop-device/xtensa/pool-core.ld"),
+        }),
+        cxx: "g++".into(),
+        on_compiled: None,
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut xt = xtensa_engine();
+    xt.timeout = std::time::Duration::from_secs(3);
+    xt.load(&pool).unwrap();
+    let x = f32s(4, |i| i as f32);
+    for (kernel, cores, kind) in [
+        ("illegal", 2, "Trap"),
+        ("spin", 1, "Timeout"),
+        ("pull_too_many", 1, "Fatal"),
+    ] {
+        match launch(&mut xt, kernel, vec![LaunchArg::hbm(x.clone())], cores) {
+            Err(EmuError::Fault(f)) => {
+                assert_eq!(f.kernel, kernel);
+                assert_eq!(f.core, 0, "{f}");
+                assert_eq!(format!("{:?}", f.kind), kind, "{f}");
+                let text = f.to_string();
+                if kernel != "pull_too_many" {
+                    assert!(text.contains(&format!("({kernel}(")), "{text}");
+                }
+            }
+            Err(e) => panic!("{kernel}: {e}"),
+            Ok(_) => panic!("{kernel} completed"),
+        }
+    }
+    // A store through a bad pointer names the address; the tensor's own bytes come back.
+    let addr = HostTensor::new(DType::U32, vec![1], 0x4000_0010u32.to_le_bytes().to_vec()).unwrap();
+    match launch(&mut xt, "bad_store", vec![LaunchArg::hbm(addr)], 1) {
+        Err(EmuError::Fault(f)) => assert!(f.to_string().contains("address 0x40000010"), "{f}"),
+        other => panic!("bad_store: {:?}", other.map(|c| c.output)),
+    }
+    // The engine and its cores go on: a kernel that completes.
+    let err = launch(&mut xt, "illegal", vec![LaunchArg::hbm(x.clone())], 1).unwrap_err();
+    assert!(matches!(err, EmuError::Fault(_)));
+    let out = launch(
+        &mut xt,
+        "bad_load",
+        vec![LaunchArg::hbm(
+            HostTensor::new(DType::U32, vec![1], 0x8600_0000u32.to_le_bytes().to_vec()).unwrap(),
+        )],
+        1,
+    );
+    assert!(
+        out.is_ok(),
+        "a load inside the window completes: {:?}",
+        out.err().map(|e| e.to_string())
+    );
+}
+
+/// AWS-style ops: outputs from the shape functions of the host build beside the image,
+/// the kernels on QEMU cores (the multicore op on 8).
+#[test]
+fn aws_style_ops_run_on_qemu_cores_with_host_shape_functions() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cases = Vec::new();
+    for (name, folder, compute, multicore) in [
+        ("mlp", "mlp", "relu.cpp", false),
+        ("tiles", "multicore", "relu_tiles.cpp", true),
+    ] {
+        let ex = root().join("examples").join(folder);
+        let r = opbuild::build_op_library(&opbuild::OpBuildOptions {
+            name: name.into(),
+            compute: vec![ex.join(compute)],
+            shape: vec![ex.join("shape.cpp")],
+            build_directory: dir.path().into(),
+            multicore,
+            archive: root()
+                .join("target/customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a"),
+            include: root().join("include"),
+            cxx: "g++".into(),
+            device_objects: None,
+            device_image: Some(DeviceImage {
+                out: dir.path().join(format!("lib{name}.pool")),
+                archive: root()
+                    .join("target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a"),
+                link_script: root().join("customop-device/xtensa/pool-core.ld"),
+            }),
+            on_compiled: None,
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        cases.push((r.library, r.device_image.unwrap()));
+    }
+    let x = HostTensor::from_f32(
+        vec![24, 17],
+        &(0..24 * 17)
+            .map(|i| ((i * 37) % 23) as f32 - 11.0)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    for ((so, pool), ops) in cases.iter().zip([
+        vec![
+            ("mlp_ops::relu_forward", vec![LaunchArg::hbm(x.clone())]),
+            (
+                "mlp_ops::axpb",
+                vec![
+                    LaunchArg::hbm(x.clone()),
+                    LaunchArg::f32(2.0),
+                    LaunchArg::f32(0.5),
+                ],
+            ),
+            ("mlp_ops::describe", vec![LaunchArg::hbm(x.clone())]),
+        ],
+        vec![("tiles::relu", vec![LaunchArg::hbm(x.clone())])],
+    ]) {
+        let mut host = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
+        host.load(so).unwrap();
+        let mut xt = xtensa_engine();
+        xt.load(pool).unwrap();
+        assert!(xt.neuron_library().is_some(), "the image's op list");
+        for (op, args) in ops {
+            let cores = host.default_cores();
+            assert_eq!(xt.default_cores(), cores);
+            let run = |e: &mut PoolEngine| {
+                let output = e
+                    .op_output(op, &args)
+                    .unwrap_or_else(|e| panic!("{op}: {e}"));
+                e.launch(&Launch {
+                    kernel: op.into(),
+                    args: args.clone(),
+                    output,
+                    cores,
+                })
+                .unwrap_or_else(|e| panic!("{op}: {e}"))
+            };
+            let (h, d) = (run(&mut host), run(&mut xt));
+            assert_eq!(d.output.data, h.output.data, "{op}");
+            assert_eq!(d.stdout, h.stdout, "{op}");
+        }
+    }
+}
