@@ -39,10 +39,23 @@ pub enum Command {
     },
 }
 
+/// Where kernels run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Isa {
+    /// The library's host build (libNAME.so) in core processes
+    Host,
+    /// The library's Pool image (libNAME.pool) on QEMU Xtensa cores
+    Xtensa,
+}
+
 #[derive(Args, Debug)]
 pub struct ListArgs {
-    /// The op library (libNAME.so)
+    /// The op library (libNAME.so, or libNAME.pool for Xtensa cores)
     pub lib: PathBuf,
+    /// Where kernels run (default: by the file: a Pool image on Xtensa cores); the build
+    /// beside the named one is used when the other is asked for
+    #[arg(long, value_enum)]
+    pub isa: Option<Isa>,
     /// Print JSON on stdout
     #[arg(long)]
     pub json: bool,
@@ -50,8 +63,12 @@ pub struct ListArgs {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// The op library (libNAME.so)
+    /// The op library (libNAME.so, or libNAME.pool for Xtensa cores)
     pub lib: PathBuf,
+    /// Where kernels run (default: by the file: a Pool image on Xtensa cores); the build
+    /// beside the named one is used when the other is asked for
+    #[arg(long, value_enum)]
+    pub isa: Option<Isa>,
     /// The op (NS::OP or OP) or kernel to run
     pub kernel: String,
     /// An argument, in order: X.npy (a tensor in HBM), X.npy@sbuf (in SBUF), TYPE:X.npy

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use serde_json::json;
 
-use cli::{BringupArgs, BuildArgs, Cli, Command, DemoArgs, ListArgs, RunArgs, Shell};
+use cli::{BringupArgs, BuildArgs, Cli, Command, DemoArgs, Isa, ListArgs, RunArgs, Shell};
 use nrt_pool_build as opbuild;
 use nrt_pool_cli::npy;
 use nrt_pool_cli::progress::Progress;
@@ -229,14 +229,53 @@ fn echo(stdout: &[u8], stderr: &[u8]) {
     let _ = std::io::stderr().write_all(stderr);
 }
 
-fn engine_with(lib: &Path) -> Result<PoolEngine, Failure> {
-    let mut e = PoolEngine::new(nrt_pool_engine::DEFAULT_HBM_BYTES, PoolImage::default())?;
-    e.load(lib)?;
+/// The QEMU board for Xtensa cores: installed, else the repository's build.
+fn default_board() -> PathBuf {
+    let (_, link_script) = default_device_files();
+    let installed = link_script.with_file_name("pool-board.elf");
+    if installed.exists() {
+        return installed;
+    }
+    beside_exe("../customop/xtensa-q7-none-elf/pool-board.elf")
+}
+
+/// An engine with `lib` loaded on the backend `isa` asks for (by default the file's: a
+/// Pool image runs on Xtensa cores); asked for the other, the build beside `lib` is used.
+fn engine_with(lib: &Path, isa: Option<Isa>) -> Result<PoolEngine, Failure> {
+    use std::io::Read;
+    let mut magic = [0u8; 8];
+    let is_pool = std::fs::File::open(lib)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok()
+        && nrt_pool_schema::pool_image::is_pool_file(&magic);
+    let isa = isa.unwrap_or(if is_pool { Isa::Xtensa } else { Isa::Host });
+    let path = match (isa, is_pool) {
+        (Isa::Xtensa, false) => lib.with_extension("pool"),
+        (Isa::Host, true) => lib.with_extension("so"),
+        _ => lib.to_path_buf(),
+    };
+    if path != lib && !path.is_file() {
+        return Err(Failure::Error(format!(
+            "--isa {}: no {} beside {} (nrt-pool build --device-image writes both)",
+            if isa == Isa::Xtensa { "xtensa" } else { "host" },
+            path.display(),
+            lib.display()
+        )));
+    }
+    let mut e = match isa {
+        Isa::Host => PoolEngine::new(nrt_pool_engine::DEFAULT_HBM_BYTES, PoolImage::default())?,
+        Isa::Xtensa => PoolEngine::with_backend(
+            nrt_pool_engine::DEFAULT_HBM_BYTES,
+            PoolImage::default(),
+            Box::new(nrt_pool_qemu::XtensaBackend::new(default_board())),
+        )?,
+    };
+    e.load(&path)?;
     Ok(e)
 }
 
 fn list(a: ListArgs) -> Result<(), Failure> {
-    let e = engine_with(&a.lib)?;
+    let e = engine_with(&a.lib, a.isa)?;
     if let Some(ops) = e.neuron_library() {
         if a.json {
             let list: Vec<_> = ops
@@ -290,6 +329,7 @@ fn list(a: ListArgs) -> Result<(), Failure> {
 fn run(a: RunArgs) -> Result<(), Failure> {
     let RunArgs {
         lib,
+        isa,
         kernel,
         args: values,
         out,
@@ -315,7 +355,7 @@ fn run(a: RunArgs) -> Result<(), Failure> {
     let out_shape = out_shape.map(|s| s.0);
     let cores = cores.map(usize::from);
     let kernel = &kernel;
-    let mut e = engine_with(&lib)?;
+    let mut e = engine_with(&lib, isa)?;
     clock.lap("library load (probed in a core process)");
     if let Some(t) = timeout {
         e.timeout = Duration::from_secs_f64(t);

@@ -7,8 +7,10 @@
 //! is what the emulator runs.
 #![allow(clippy::missing_safety_doc, non_camel_case_types)]
 
+use nrt_pool_schema::pool_image;
 use std::ffi::c_void;
 use std::mem::{offset_of, size_of};
+use std::os::unix::ffi::OsStrExt;
 
 use parking_lot::Mutex;
 
@@ -125,6 +127,21 @@ fn init_engine() -> Result<PoolEngine, String> {
         dram: dram.unwrap_or_default(),
     };
     let host_lib = is_host_library(&img.iram);
+    // An Xtensa Pool image (libNAME.pool's IRAM/DRAM pair) runs on QEMU cores (D57).
+    let xtensa = pool_image::parse_pair(&img.iram, &img.dram).is_ok();
+    if xtensa {
+        let file = pool_image::write_file_from_pair(&img.iram, &img.dram);
+        let mut engine = PoolEngine::with_backend(
+            DEFAULT_HBM_BYTES,
+            img,
+            Box::new(nrt_pool_qemu::XtensaBackend::new(xtensa_board())),
+        )
+        .map_err(|e| e.to_string())?;
+        engine
+            .load_image(&file, "the registered Pool image")
+            .map_err(|e| e.to_string())?;
+        return Ok(engine);
+    }
     let mut engine = PoolEngine::new(DEFAULT_HBM_BYTES, img).map_err(|e| e.to_string())?;
     if host_lib {
         let iram = engine.image().iram.clone();
@@ -133,6 +150,35 @@ fn init_engine() -> Result<PoolEngine, String> {
             .map_err(|e| e.to_string())?;
     }
     Ok(engine)
+}
+
+/// The QEMU board for Xtensa cores: `$NRT_POOL_XTENSA_BOARD`, else where `make install`
+/// puts it beside this library (PREFIX/lib/gpsimd-open/...), else the build tree's.
+fn xtensa_board() -> std::path::PathBuf {
+    if let Some(p) = std::env::var_os("NRT_POOL_XTENSA_BOARD") {
+        return p.into();
+    }
+    let rel = "gpsimd-open/xtensa-q7-none-elf/pool-board.elf";
+    // SAFETY: Dl_info is plain data (pointers and integers); all-zero is a valid value.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr on a function of this library fills `info` or returns 0.
+    let found = unsafe { libc::dladdr(xtensa_board as *const libc::c_void, &mut info) } != 0;
+    if found && !info.dli_fname.is_null() {
+        // SAFETY: dladdr's file name is a NUL-terminated string owned by the loader.
+        let me = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+        let me = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(me.to_bytes()));
+        if let Some(dir) = me.parent() {
+            for cand in [
+                dir.join(rel),
+                dir.join("../customop/xtensa-q7-none-elf/pool-board.elf"),
+            ] {
+                if cand.is_file() {
+                    return cand;
+                }
+            }
+        }
+    }
+    std::path::PathBuf::from(format!("/opt/gpsimd-open/lib/{rel}"))
 }
 
 /// `nrt_init` for the emulated engine: 0, or 1 with `nrt_pool_last_error` set (also when

@@ -202,3 +202,61 @@ fn neuron_library_ops_launch_through_the_v2_entry_points() {
         String::from_utf8_lossy(&run.stderr)
     );
 }
+
+/// An Xtensa Pool image registered through the seam as its IRAM/DRAM pair runs on QEMU
+/// cores: a C runtime launches through the versioned FFI and checks every element.
+#[test]
+fn a_registered_pool_image_runs_on_xtensa_cores() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = common::root();
+    let ex = root.join("examples/ops");
+    let pool = dir.path().join("libops.pool");
+    nrt_pool_build::build(&nrt_pool_build::BuildOptions {
+        schema: ex.join("ops.schema"),
+        sources: ["scale_add.cpp", "scale_add_mc.cpp", "hello.cpp"]
+            .map(|s| ex.join(s))
+            .to_vec(),
+        out: dir.path().join("libops.so"),
+        archive: common::archive(),
+        include: root.join("include"),
+        device_objects: None,
+        device_image: Some(nrt_pool_build::DeviceImage {
+            out: pool.clone(),
+            archive: root.join("target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a"),
+            link_script: root.join("customop-device/xtensa/pool-core.ld"),
+        }),
+        cxx: "g++".into(),
+        on_compiled: None,
+    })
+    .unwrap();
+    let exe = dir.path().join("pool_image");
+    let lib_dir = shim_dir();
+    common::cc(
+        "gcc",
+        &[
+            "-std=c11".as_ref(),
+            "-I".as_ref(),
+            root.join("include").as_os_str(),
+            root.join("nrt-pool-shim/ffi/tests/c/pool_image.c")
+                .as_os_str(),
+            "-L".as_ref(),
+            lib_dir.as_os_str(),
+            "-lnrt_pool_shim".as_ref(),
+            "-o".as_ref(),
+            exe.as_os_str(),
+        ],
+    );
+    // The board is found beside the shim library (the build tree's here).
+    let run = Command::new(&exe)
+        .arg(&pool)
+        .env("LD_LIBRARY_PATH", &lib_dir)
+        .env_remove("NRT_POOL_XTENSA_BOARD")
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success() && String::from_utf8_lossy(&run.stdout).contains("PASS"),
+        "{}\n{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+}

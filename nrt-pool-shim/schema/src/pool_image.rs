@@ -108,6 +108,25 @@ pub fn write_file(cores: &[Vec<u8>]) -> Vec<u8> {
     f
 }
 
+/// A `.pool` file from its IRAM and DRAM parts (a registered pair).
+pub fn write_file_from_pair(iram: &[u8], dram: &[u8]) -> Vec<u8> {
+    let mut f = FILE_MAGIC.to_vec();
+    let iram_off = 28u32;
+    let dram_off = iram_off + iram.len() as u32;
+    for w in [
+        VERSION,
+        iram_off,
+        iram.len() as u32,
+        dram_off,
+        dram.len() as u32,
+    ] {
+        f.extend_from_slice(&w.to_le_bytes());
+    }
+    f.extend_from_slice(iram);
+    f.extend_from_slice(dram);
+    f
+}
+
 /// The cores of a registered IRAM/DRAM pair.
 pub fn parse_pair<'a>(iram: &'a [u8], dram: &[u8]) -> Result<Vec<CoreImage<'a>>, PoolImageError> {
     if iram.get(..8) != Some(&IRAM_MAGIC[..]) {

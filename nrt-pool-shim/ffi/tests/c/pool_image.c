@@ -1,0 +1,57 @@
+/* Plays a C runtime with an Xtensa Pool image: splits libNAME.pool into the IRAM/DRAM pair
+ * (docs/decisions.md D57), registers it through nrt_set_pool_eng_ucode, initialises the
+ * engine (which runs the image on QEMU cores) and launches scale_add_mc on 8 cores through
+ * the versioned FFI, checking every element. Usage: pool_image LIBOPS.pool. "PASS", exit 0. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nrt_pool.h"
+
+static uint32_t word(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) return 2;
+    FILE *f = fopen(argv[1], "rb");
+    if (!f) return 2;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *file = malloc((size_t)size);
+    if (!file || fread(file, 1, (size_t)size, f) != (size_t)size) return 2;
+    fclose(f);
+    if (size < 28 || memcmp(file, "NPOOLIMG", 8) != 0) {
+        printf("FAIL: not a Pool image\n");
+        return 1;
+    }
+    nrt_ucode_info info = {{file + word(file + 12), word(file + 16)},
+                           {file + word(file + 20), word(file + 24)}};
+    if (nrt_set_pool_eng_ucode(&info) != 0 || nrt_pool_init() != 0) {
+        printf("FAIL: init: %s\n", nrt_pool_last_error());
+        return 1;
+    }
+    enum { N = 4096 };
+    static float x[N], out[N];
+    for (int i = 0; i < N; i++) x[i] = (float)(i % 97) * 0.5f - 20.0f;
+    float alpha = 1.5f, beta = -0.25f;
+    nrt_pool_tensor tx = {x, {N}, 1, 10, NRT_POOL_LOCATION_HBM, {0, 0}};
+    nrt_pool_tensor to = {out, {N}, 1, 10, NRT_POOL_LOCATION_HBM, {0, 0}};
+    void *args[] = {&tx, &alpha, &beta, &to};
+    int rc = nrt_pool_launch_v1("scale_add_mc", 8, args, 0, -1);
+    if (rc != NRT_POOL_OK) {
+        printf("FAIL: launch %d: %s\n", rc, nrt_pool_last_error());
+        return 1;
+    }
+    for (int i = 0; i < N; i++) {
+        if (out[i] != x[i] * alpha + beta) {
+            printf("FAIL: out[%d] = %g, want %g\n", i, out[i], x[i] * alpha + beta);
+            return 1;
+        }
+    }
+    nrt_pool_close();
+    printf("PASS: scale_add_mc on 8 Xtensa cores\n");
+    return 0;
+}
