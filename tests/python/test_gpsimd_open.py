@@ -151,3 +151,19 @@ def test_help_reads_like_the_vendors():
     for word in ("compute_srcs", "shape_srcs", "build_directory", "multicore", "NEURON_LIBRARY"):
         assert word in doc
     assert "load" in dir(custom_op) and custom_op.load_library.__doc__
+
+
+def test_xtensa_pool_images_run_on_qemu_cores_like_the_host_build(tmp_path):
+    """load(..., isa="xtensa") builds the Pool image too and runs the ops on emulated Xtensa
+    cores: the same bytes as the host build and NumPy, faults as DeviceFault."""
+    xt = custom_op.load("mlp_xt", [MLP / "relu.cpp"], [MLP / "shape.cpp"], build_directory=tmp_path, isa="xtensa")
+    assert pathlib.Path(xt.path).name == "libmlp_xt.pool"
+    host = custom_op.load_library(tmp_path / "libmlp_xt.so")
+    x = RNG.standard_normal((12, 33)).astype(np.float32)
+    np.testing.assert_array_equal(xt.relu_forward(x), np.maximum(x, 0))
+    np.testing.assert_array_equal(xt.axpb(x, 2, 0.5), host.axpb(x, 2, 0.5))
+    tiles = custom_op.load("tiles_xt", [TILES / "relu_tiles.cpp"], [TILES / "shape.cpp"], build_directory=tmp_path,
+                           multicore=True, isa="xtensa")
+    np.testing.assert_array_equal(tiles.relu(x, cores=8), np.maximum(x, 0))
+    with pytest.raises(ValueError, match="isa"):
+        custom_op.load("bad", [MLP / "relu.cpp"], [MLP / "shape.cpp"], build_directory=tmp_path, isa="arm")

@@ -166,10 +166,32 @@ impl Library {
 impl Library {
     /// Loads an op library (built by `build` or `nrt-pool build`) on a fresh engine. Its
     /// static constructors run in the emulated cores, never in this process.
+    /// A Pool image (`lib{name}.pool`) runs on emulated Xtensa cores under QEMU, with
+    /// `board` (default: `$NRT_POOL_XTENSA_BOARD`, else the repository's build).
     #[new]
-    fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let mut engine = PoolEngine::new(nrt_pool_engine::DEFAULT_HBM_BYTES, PoolImage::default())
-            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    #[pyo3(signature = (path, board=None))]
+    fn new(py: Python<'_>, path: PathBuf, board: Option<PathBuf>) -> PyResult<Self> {
+        let mut magic = [0u8; 8];
+        let is_pool = std::fs::File::open(&path)
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+            .is_ok()
+            && nrt_pool_schema::pool_image::is_pool_file(&magic);
+        let engine = if is_pool {
+            let board = board
+                .or_else(|| std::env::var_os("NRT_POOL_XTENSA_BOARD").map(PathBuf::from))
+                .unwrap_or_else(|| {
+                    PathBuf::from(source_root())
+                        .join("target/customop/xtensa-q7-none-elf/pool-board.elf")
+                });
+            PoolEngine::with_backend(
+                nrt_pool_engine::DEFAULT_HBM_BYTES,
+                PoolImage::default(),
+                Box::new(nrt_pool_qemu::XtensaBackend::new(board)),
+            )
+        } else {
+            PoolEngine::new(nrt_pool_engine::DEFAULT_HBM_BYTES, PoolImage::default())
+        };
+        let mut engine = engine.map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
         py.detach(|| engine.load(&path).map(|_| ()))
             .map_err(|e| match e {
                 EmuError::Library(l) => PyRuntimeError::new_err(l.to_string()),
@@ -468,10 +490,11 @@ impl DeviceArray {
     }
 }
 
-/// Builds an op library as `custom_op.load` does: `build_directory/lib{name}.so`; the
-/// compiler's message is in the exception when a source does not build.
+/// Builds an op library as `custom_op.load` does: `build_directory/lib{name}.so`, and with
+/// `isa="xtensa"` also its Pool image `lib{name}.pool` (returned then); the compiler's
+/// message is in the exception when a source does not build.
 #[pyfunction]
-#[pyo3(signature = (name, compute_srcs, shape_srcs, build_directory, multicore, include, archive))]
+#[pyo3(signature = (name, compute_srcs, shape_srcs, build_directory, multicore, include, archive, isa="host"))]
 #[allow(clippy::too_many_arguments)] // custom_op.load's arguments, and where the runtime is
 fn build(
     py: Python<'_>,
@@ -482,7 +505,25 @@ fn build(
     multicore: bool,
     include: PathBuf,
     archive: PathBuf,
+    isa: &str,
 ) -> PyResult<String> {
+    let device_image = match isa {
+        "host" => None,
+        "xtensa" => {
+            let root = PathBuf::from(source_root());
+            Some(nrt_pool_build::DeviceImage {
+                out: build_directory.join(format!("lib{name}.pool")),
+                archive: root
+                    .join("target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a"),
+                link_script: root.join("customop-device/xtensa/pool-core.ld"),
+            })
+        }
+        other => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "isa={other:?}: 'host' or 'xtensa'"
+            )))
+        }
+    };
     let o = nrt_pool_build::OpBuildOptions {
         name,
         compute: compute_srcs,
@@ -493,13 +534,13 @@ fn build(
         include,
         cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
         device_objects: None,
-        device_image: None,
+        device_image,
         on_compiled: None,
     };
     let r = py
         .detach(|| nrt_pool_build::build_op_library(&o))
         .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-    Ok(r.library.display().to_string())
+    Ok(r.device_image.unwrap_or(r.library).display().to_string())
 }
 
 /// Does nothing: the baseline of `make bench`'s Python call row (a call through this

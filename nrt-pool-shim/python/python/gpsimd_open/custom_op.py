@@ -16,7 +16,7 @@ def _home():
     return pathlib.Path(os.environ.get("GPSIMD_OPEN_HOME") or _native.source_root()).resolve()
 
 
-def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, verbose=False):
+def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, verbose=False, isa="host"):
     """Builds a custom op library and loads it.
 
     Args:
@@ -28,6 +28,9 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
             Nothing is written there unless the whole build succeeds.
         multicore: run the library's ops on all 8 cores by default.
         verbose: print what is built.
+        isa: where the ops run: ``"host"`` (the host build in emulated cores) or
+            ``"xtensa"`` (also builds the Pool image ``lib{name}.pool`` and runs it on
+            emulated Xtensa cores under QEMU; an extension of this package).
 
     Returns:
         The loaded :class:`Library`; its ops are also at ``custom_op.ops.NS.OP`` (and at
@@ -54,6 +57,7 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
         bool(multicore),
         str(home / "include"),
         str(archive),
+        str(isa),
     )
     if verbose:
         print(f"gpsimd_open: built {path}")
@@ -64,6 +68,8 @@ def load_library(path):
     """Loads a built custom op library (``lib{name}.so``) on its own emulated engine and
     registers its ops at ``custom_op.ops.NS.OP`` (and ``torch.ops.NS.OP`` with torch).
     The library's static constructors run in the emulated cores, never in this process.
+    A Pool image (``lib{name}.pool``, from ``load(..., isa="xtensa")``) runs on emulated
+    Xtensa cores under QEMU, its shape functions in the host build beside it.
 
     Raises:
         RuntimeError: the file is missing or is not an op library.

@@ -10,6 +10,7 @@ def load(
     build_directory: str | PathLike[str] | None = ...,
     multicore: bool = ...,
     verbose: bool = ...,
+    isa: str = ...,
 ) -> Library: ...
 def load_library(path: str | PathLike[str]) -> Library: ...
 
