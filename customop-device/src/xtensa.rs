@@ -27,6 +27,27 @@ pub extern "C" fn __mulsi3(a: u32, b: u32) -> u32 {
     r
 }
 
+/// `__ucmpdi2`: libgcc's unsigned 64-bit compare (0 below, 1 equal, 2 above), which GCC
+/// calls for some 64-bit comparisons and compiler-builtins lacks.
+#[no_mangle]
+pub extern "C" fn __ucmpdi2(a: u64, b: u64) -> i32 {
+    match a.cmp(&b) {
+        core::cmp::Ordering::Less => 0,
+        core::cmp::Ordering::Equal => 1,
+        core::cmp::Ordering::Greater => 2,
+    }
+}
+
+/// `__cmpdi2`: the signed counterpart.
+#[no_mangle]
+pub extern "C" fn __cmpdi2(a: i64, b: i64) -> i32 {
+    match a.cmp(&b) {
+        core::cmp::Ordering::Less => 0,
+        core::cmp::Ordering::Equal => 1,
+        core::cmp::Ordering::Greater => 2,
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn __atomic_load_1(p: *const u8, _order: i32) -> u8 {
     // SAFETY: the caller's valid pointer (the C ABI of the builtin).

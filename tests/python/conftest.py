@@ -23,10 +23,18 @@ def run(*args, check=True, **kw):
 
 
 @pytest.fixture(scope="session")
-def api_lib(tmp_path_factory):
-    """libapi_ops.so: every function of the reference guide, built as custom_op.load would."""
+def api_build(tmp_path_factory):
+    """libapi_ops.so and its Pool image libapi_ops.pool: every function of the reference
+    guide, built as custom_op.load would (and for the Xtensa cores)."""
     assert NRT_POOL.exists(), "run `make build` first (make test does)"
     d = tmp_path_factory.mktemp("api_ops")
     run(NRT_POOL, "build", "--name", "api_ops", "--compute", OPS / "api_ops.cpp",
-        "--shape", OPS / "api_shape.cpp", "--build-directory", d)
-    return d / "libapi_ops.so"
+        "--shape", OPS / "api_shape.cpp", "--build-directory", d, "--device-image")
+    return d
+
+
+@pytest.fixture(scope="session", params=["host", "xtensa"])
+def api_lib(api_build, request):
+    """The library every API test runs: the host build, then the Pool image on QEMU Xtensa
+    cores (`nrt-pool run` picks the backend by the file)."""
+    return api_build / ("libapi_ops.so" if request.param == "host" else "libapi_ops.pool")

@@ -389,7 +389,18 @@ fn generate_wrapper(lib: &NeuronLibrary, kernels: &[Kernel], host: bool) -> Stri
     s.push_str(EXCEPTION_GUARD);
     s.push('\n');
     for (op, k) in lib.ops.iter().zip(kernels) {
-        let _ = writeln!(s, "torch::Tensor {}({});", op.kernel, k.params.join(", "));
+        // The host objects name int64_t as `long` (LP64); the device's int64_t is
+        // `long long` (ILP32), so the device declaration spells the type, not the host's name.
+        let params: Vec<&str> = k
+            .params
+            .iter()
+            .map(|p| match (host, p.as_str()) {
+                (false, "long") => "int64_t",
+                (false, "unsigned long") => "uint64_t",
+                (_, p) => p,
+            })
+            .collect();
+        let _ = writeln!(s, "torch::Tensor {}({});", op.kernel, params.join(", "));
     }
     s.push('\n');
     for (i, op) in lib.ops.iter().enumerate() {
