@@ -313,10 +313,10 @@ fn neuron_examples(
     Ok(())
 }
 
-/// The device path: the mlp examples built as a Pool image (windowed Xtensa objects linked
-/// for the 8 cores), each op run on an emulated Xtensa core under QEMU, its output compared
-/// byte for byte with the host build's on the engine. Reported UNSUPPORTED, loudly, where the
-/// Xtensa tools, QEMU or the board are missing.
+/// The device path: the examples built as Pool images (windowed Xtensa objects linked for
+/// the 8 cores) and run by the engine on QEMU Xtensa cores, each output compared byte for
+/// byte (stdout too) with the same launch on the host backend. Reported UNSUPPORTED,
+/// loudly, where the Xtensa tools, QEMU or the board are missing.
 fn device_examples(
     o: &DemoOptions,
     work: &std::path::Path,
@@ -344,105 +344,151 @@ fn device_examples(
     let root = o.examples.parent().unwrap_or(std::path::Path::new("."));
     let dir = work.join("device");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let pool = dir.join("libmlp_ops.pool");
-    let built = opbuild::build_op_library(&opbuild::OpBuildOptions {
-        name: "mlp_ops".into(),
-        compute: vec![root.join("mlp/relu.cpp")],
-        shape: vec![root.join("mlp/shape.cpp")],
-        build_directory: dir.clone(),
-        multicore: false,
-        archive: o.archive.clone(),
-        include: o.include.clone(),
-        cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
-        device_objects: None,
-        device_image: Some(opbuild::DeviceImage {
-            out: pool.clone(),
+    let image = |name: &str| {
+        Some(opbuild::DeviceImage {
+            out: dir.join(format!("lib{name}.pool")),
             archive: o.device.archive.clone(),
             link_script: o.device.link_script.clone(),
-        }),
+        })
+    };
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "g++".into());
+    let ops = opbuild::build(&opbuild::BuildOptions {
+        schema: o.examples.join("ops.schema"),
+        sources: ["scale_add.cpp", "scale_add_mc.cpp", "hello.cpp"]
+            .map(|s| o.examples.join(s))
+            .to_vec(),
+        out: dir.join("libops.so"),
+        archive: o.archive.clone(),
+        include: o.include.clone(),
+        device_objects: None,
+        device_image: image("ops"),
+        cxx: cxx.clone(),
         on_compiled: None,
     })
-    .map_err(|e| format!("building examples/mlp as a Pool image: {e}"))?;
-    let cores = nrt_pool_qemu::pool_cores(&pool).map_err(|e| e.to_string())?;
+    .map_err(|e| format!("building examples/ops as a Pool image: {e}"))?;
+    let mut libs = vec![ops.device_image.ok_or("no Pool image")?];
+    for (name, folder, compute, multicore) in [
+        ("mlp_ops", "mlp", "relu.cpp", false),
+        ("tiles", "multicore", "relu_tiles.cpp", true),
+    ] {
+        let r = opbuild::build_op_library(&opbuild::OpBuildOptions {
+            name: name.into(),
+            compute: vec![root.join(folder).join(compute)],
+            shape: vec![root.join(folder).join("shape.cpp")],
+            build_directory: dir.clone(),
+            multicore,
+            archive: o.archive.clone(),
+            include: o.include.clone(),
+            cxx: cxx.clone(),
+            device_objects: None,
+            device_image: image(name),
+            on_compiled: None,
+        })
+        .map_err(|e| format!("building examples/{folder} as a Pool image: {e}"))?;
+        libs.push(r.device_image.ok_or("no Pool image")?);
+    }
     let _ = writeln!(
         report,
-        "device     {}: {} Xtensa core images (windowed ABI, org 0x84000000 + i*0x200000)",
-        pool.file_name().unwrap_or_default().to_string_lossy(),
-        cores.len()
+        "device     3 Pool images (libops, libmlp_ops, libtiles): 8 windowed Xtensa core images each, org 0x84000000 + i*0x200000"
     );
-    let (rows, cols) = (16u64, 33u64);
-    let x: Vec<f32> = (0..rows * cols)
+    let n = 4096u64;
+    let x: Vec<f32> = (0..n)
         .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 97.0)
         .collect();
-    let g: Vec<f32> = (0..rows * cols).map(|i| (i % 13) as f32 - 6.0).collect();
-    let t = |v: &[f32]| HostTensor::from_f32(vec![rows, cols], v).map_err(|e| e.to_string());
-    let cases: Vec<(&str, Vec<LaunchArg>)> = vec![
-        ("relu_forward", vec![LaunchArg::hbm(t(&x)?)]),
+    let t = |v: &[f32]| HostTensor::from_f32(vec![n / 64, 64], v).map_err(|e| e.to_string());
+    let flat = HostTensor::from_f32(vec![n], &x).map_err(|e| e.to_string())?;
+    let ints = HostTensor::new(
+        nrt_pool_engine::tensor::DType::I32,
+        vec![64],
+        (0..64i32).flat_map(|v| (v * 10).to_le_bytes()).collect(),
+    )
+    .map_err(|e| e.to_string())?;
+    let cases: Vec<(usize, &str, Vec<LaunchArg>, Option<usize>)> = vec![
         (
-            "relu_backward",
-            vec![LaunchArg::hbm(t(&g)?), LaunchArg::hbm(t(&x)?)],
+            0,
+            "scale_add",
+            vec![
+                LaunchArg::hbm(flat.clone()),
+                LaunchArg::f32(1.5),
+                LaunchArg::f32(-2.25),
+            ],
+            Some(1),
         ),
         (
-            "axpb",
+            0,
+            "scale_add_mc",
+            vec![
+                LaunchArg::hbm(flat),
+                LaunchArg::f32(1.5),
+                LaunchArg::f32(-2.25),
+            ],
+            Some(8),
+        ),
+        (0, "hello", vec![LaunchArg::hbm(ints)], Some(8)),
+        (
+            1,
+            "mlp_ops::relu_forward",
+            vec![LaunchArg::hbm(t(&x)?)],
+            None,
+        ),
+        (
+            1,
+            "mlp_ops::axpb",
             vec![
                 LaunchArg::hbm(t(&x)?),
                 LaunchArg::f32(2.0),
                 LaunchArg::f32(0.5),
             ],
+            None,
         ),
-        ("describe", vec![LaunchArg::hbm(t(&x)?)]),
+        (1, "mlp_ops::describe", vec![LaunchArg::hbm(t(&x)?)], None),
+        (2, "tiles::relu", vec![LaunchArg::hbm(t(&x)?)], None),
     ];
-    let mut engine = PoolEngine::new(64 << 20, PoolImage::default()).map_err(|e| e.to_string())?;
-    engine.load(&built.library).map_err(|e| e.to_string())?;
-    for (op, args) in cases {
-        let output = engine.op_output(op, &args).map_err(|e| e.to_string())?;
-        let host = engine
-            .launch(&Launch {
-                kernel: op.into(),
-                args: args.clone(),
-                output: output.clone(),
-                cores: 1,
-            })
-            .map_err(|e| e.to_string())?;
-        let ins: Vec<nrt_pool_qemu::ArgIn> = args
-            .iter()
-            .map(|a| match a {
-                LaunchArg::Tensor(t, _) => nrt_pool_qemu::ArgIn {
-                    dtype: t.dtype.isa(),
-                    shape: t.shape.iter().map(|&d| d as u32).collect(),
-                    data: t.data.clone(),
-                },
-                LaunchArg::Scalar(d, b) => nrt_pool_qemu::ArgIn {
-                    dtype: d.isa(),
-                    shape: vec![1],
-                    data: b.clone(),
-                },
-                LaunchArg::Device(_) => unreachable!("the demo passes host tensors"),
-            })
-            .collect();
-        let shape: Vec<u32> = output.shape.iter().map(|&d| d as u32).collect();
+    let mut loaded = usize::MAX;
+    let mut host = PoolEngine::new(64 << 20, PoolImage::default()).map_err(|e| e.to_string())?;
+    let mut xt = PoolEngine::with_backend(
+        64 << 20,
+        PoolImage::default(),
+        Box::new(nrt_pool_qemu::XtensaBackend::new(o.device.board.clone())),
+    )
+    .map_err(|e| e.to_string())?;
+    for (lib, kernel, args, cores) in cases {
+        if lib != loaded {
+            host.load(&libs[lib].with_extension("so"))
+                .map_err(|e| e.to_string())?;
+            xt.load(&libs[lib]).map_err(|e| e.to_string())?;
+            loaded = lib;
+        }
+        let output = match host.neuron_library() {
+            Some(_) => host.op_output(kernel, &args),
+            None => host.output_for(kernel, &args),
+        }
+        .map_err(|e| e.to_string())?;
+        let cores = cores.unwrap_or_else(|| host.default_cores());
+        let l = Launch {
+            kernel: kernel.into(),
+            args,
+            output,
+            cores,
+        };
+        let h = host
+            .launch(&l)
+            .map_err(|e| format!("{kernel} (host): {e}"))?;
         let t0 = Instant::now();
-        let dev = nrt_pool_qemu::run_kernel(
-            &o.device.board,
-            &cores[0],
-            &pool,
-            op.as_bytes(),
-            &ins,
-            (output.dtype.isa(), &shape),
-            std::time::Duration::from_secs(60),
-        )
-        .map_err(|e| format!("mlp_ops::{op} on QEMU: {e}"))?;
-        if dev.output != host.output.data || dev.completion.stdout != host.stdout {
+        let d = xt
+            .launch(&l)
+            .map_err(|e| format!("{kernel} (xtensa): {e}"))?;
+        let ms = t0.elapsed().as_secs_f64() * 1e3;
+        if d.output.data != h.output.data || d.stdout != h.stdout {
             return Err(format!(
-                "mlp_ops::{op}: the Xtensa core's output differs from the host build's"
+                "{kernel}: the Xtensa cores' output differs from the host backend's"
             ));
         }
         let _ = writeln!(
             report,
-            "xtensa     mlp_ops::{op:<14} QEMU core 0  {} f32  {:8.2} ms  same bytes{} as the host build",
-            rows * cols,
-            t0.elapsed().as_secs_f64() * 1e3,
-            if host.stdout.is_empty() { "" } else { " and stdout" }
+            "xtensa     {kernel:<22} {cores} QEMU core(s) {:>6} element(s) {ms:8.2} ms  agrees with the host backend{}",
+            d.output.shape.iter().product::<u64>(),
+            if d.stdout.is_empty() { "" } else { " (stdout too)" }
         );
     }
     Ok(())
