@@ -123,11 +123,13 @@ fuzz-seeds: tools
 
 ## make bench: ratios measured in one run, each the median of repeats with its spread and
 ## goal (device heap vs linked_list_allocator and talc, memcpy backends vs libc, the
-## emulator's launches, Python calls of ops, nrt-pool run vs NumPy); target/bench.json.
+## emulator's launches, Python calls of ops, nrt-pool run vs NumPy, the Xtensa backend's
+## emulated instructions per second and a 1 MiB op on 8 QEMU cores); target/bench.json.
 bench: build customop-archives pyenv
 	rm -rf target/bench
 	$(CARGO) bench -p customop-device --bench device
 	$(CARGO) bench -p nrt-pool-engine --bench emulator
+	$(CARGO) bench -p nrt-pool-qemu --bench xtensa
 	$(PYVENV)/bin/pip install -q ./nrt-pool-shim/python
 	$(PYTHON) nrt-pool-shim/python/bench/bench.py
 	$(PYTHON) nrt-pool-shim/python/bench/merge_rows.py target/bench target/bench.json
