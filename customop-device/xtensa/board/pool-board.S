@@ -1,4 +1,4 @@
-/* Start code and vectors of an emulated Pool core under qemu-system-xtensa -M sim -cpu de212
+/* Start code and vectors of an emulated Pool core under qemu-system-xtensa -M virt -cpu de212
    (the open counterpart of the vendor's firmware and LSP; docs/decisions.md D56). Reset
    jumps to the start code, which sets up the register window and the stack and calls
    `board_main` (pool-board.c). The board's code lies at 0x88000000, in the same 1 GiB as
@@ -129,9 +129,19 @@ board_fault_common:
     .literal .Lstack, 0x8bffffc0
     .literal .Lcaller_sp, 0x8bfffff0
     .literal .Lmain, board_main
+    .literal .Lcore_word, 0x8bfffffc
     .global _pool_start
 _pool_start:
-    l32r    a1, .Lstack
+    /* QEMU starts cores 0..N-1 of the machine together, each with its PRID; this process
+       is core N-1, the id the host wrote at 0x8bfffffc. The others halt before touching
+       memory (waiti at INTLEVEL 15 never wakes). */
+    RSR 2, 235              /* PRID */
+    l32r    a3, .Lcore_word
+    l32i    a3, a3, 0
+    beq     a2, a3, 3f
+2:  waiti   15
+    j       2b
+3:  l32r    a1, .Lstack
     /* The root frame's base save area names a caller stack pointer above it, so a window
        overflow that spills the root has an extra save area to write a4-a7 to. */
     l32r    a2, .Lcaller_sp

@@ -117,7 +117,8 @@ static int same(const char *a, const char *b) {
     return *a == *b;
 }
 
-/* ---- the services the runtime resolves through get_libc_fn ---- */
+/* ---- the services the runtime resolves through get_libc_fn ----
+   The core id comes from PRID, as on hardware; the core count of a launch from the host. */
 
 static int svc_write(int fd, const void *buf, usize len) {
     if (len == 0) return 0;
@@ -132,13 +133,11 @@ static void svc_fault(const char *msg, usize len) {
     board_exit(EXIT_FATAL);
 }
 
-static u32 svc_cpu_id(void) { return boot.core; }
 static u32 svc_cpu_count(void) { return boot.cores; }
 
 static void *get_libc_fn(const char *name) {
     if (same(name, "neuron_host_write")) return (void *)svc_write;
     if (same(name, "neuron_host_fault")) return (void *)svc_fault;
-    if (same(name, "neuron_host_cpu_id")) return (void *)svc_cpu_id;
     if (same(name, "neuron_host_cpu_count")) return (void *)svc_cpu_count;
     return 0;
 }

@@ -180,9 +180,18 @@ impl XtensaCore {
         // The monitor, asked for the PC when the core overstays its deadline.
         let monitor_dir = tempfile::tempdir().map_err(io)?;
         let monitor = monitor_dir.path().join("monitor");
+        // The virt machine starts `core + 1` cores with PRIDs 0..=core; the board halts all
+        // but the one named at CORE_WORD, so the runtime reads its id from PRID.
         let mut qemu = Command::new(QEMU);
-        qemu.args(["-M", "sim", "-cpu", "de212", "-m"])
+        qemu.args(["-M", "virt", "-cpu", "de212", "-nic", "none", "-smp"])
+            .arg((core + 1).to_string())
+            .arg("-m")
             .arg(format!("{}M", layout::RAM_MIB))
+            .arg("-device")
+            .arg(format!(
+                "loader,addr={:#x},data={core},data-len=4",
+                layout::CORE_WORD
+            ))
             .args(["-semihosting", "-display", "none", "-monitor"])
             .arg(format!("unix:{},server=on,wait=off", monitor.display()))
             .args(["-serial", "none", "-nodefaults", "-kernel"])
@@ -402,7 +411,8 @@ impl XtensaCore {
         let mut s = std::os::unix::net::UnixStream::connect(&self.monitor).ok()?;
         s.set_read_timeout(Some(std::time::Duration::from_secs(2)))
             .ok()?;
-        s.write_all(b"info registers\n").ok()?;
+        s.write_all(format!("cpu {}\ninfo registers\n", self.core).as_bytes())
+            .ok()?;
         let mut seen = Vec::new();
         let mut buf = [0u8; 4096];
         while let Ok(n) = s.read(&mut buf) {

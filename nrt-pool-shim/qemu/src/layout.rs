@@ -1,4 +1,4 @@
-//! The emulated core's address space (QEMU `sim` machine, de212, RAM from 0x60000000) and
+//! The emulated core's address space (QEMU `virt` machine, de212, RAM from 0x60000000) and
 //! the SoC addresses the pinned windows show (docs/decisions.md D56).
 
 /// QEMU's RAM: 0x60000000 up to the end of the board's region after the HBM window.
@@ -6,6 +6,9 @@ pub const RAM_BASE: u32 = 0x6000_0000;
 pub const RAM_END: u64 = 0x8C00_0000;
 /// `-m` for QEMU.
 pub const RAM_MIB: u64 = (RAM_END - RAM_BASE as u64) >> 20;
+
+/// Where the host names the machine's core that runs the board (the others halt).
+pub const CORE_WORD: u32 = 0x8bff_fffc;
 
 /// The core's data scratch area (TCM): the argument blob at +0x800, the dataram and libc
 /// heaps' pools.
