@@ -118,7 +118,8 @@ static int same(const char *a, const char *b) {
 }
 
 /* ---- the services the runtime resolves through get_libc_fn ----
-   The core id comes from PRID, as on hardware; the core count of a launch from the host. */
+   The core id comes from PRID, as on hardware; the core count of a launch from the host;
+   DMA copies through the pinned windows. */
 
 static int svc_write(int fd, const void *buf, usize len) {
     if (len == 0) return 0;
@@ -135,10 +136,31 @@ static void svc_fault(const char *msg, usize len) {
 
 static u32 svc_cpu_count(void) { return boot.cores; }
 
+/* The core's view of SoC memory: the pinned HBM and SBUF windows (0 outside them). */
+static char *local_of(u64 soc, u32 n) {
+    const u64 span = 64ull << 20, hbm = 0x4000000000ull, sbuf = 0x5000000000ull;
+    if (soc >= hbm && soc + n <= hbm + span) return (char *)(0x84000000u + (u32)(soc - hbm));
+    if (soc >= sbuf && soc + n <= sbuf + span) return (char *)(0x80000000u + (u32)(soc - sbuf));
+    return 0;
+}
+
+/* DMA between local memory and SoC memory, as the host's engine serves it: 0, or -1 for an
+   address no window shows. */
+static int svc_dma(void *local, u64 soc, _Bool to_local, u32 n) {
+    char *far = local_of(soc, n), *near = local;
+    if (!far) return -1;
+    for (u32 i = 0; i < n; i++) {
+        if (to_local) near[i] = far[i];
+        else far[i] = near[i];
+    }
+    return 0;
+}
+
 static void *get_libc_fn(const char *name) {
     if (same(name, "neuron_host_write")) return (void *)svc_write;
     if (same(name, "neuron_host_fault")) return (void *)svc_fault;
     if (same(name, "neuron_host_cpu_count")) return (void *)svc_cpu_count;
+    if (same(name, "neuron_host_dma")) return (void *)svc_dma;
     return 0;
 }
 

@@ -297,3 +297,43 @@ fn aws_style_ops_run_on_qemu_cores_with_host_shape_functions() {
         }
     }
 }
+
+/// The memcpy methods, DMA included, on both backends: the same bytes, every method taken.
+#[test]
+fn memcpy_methods_and_dma_work_on_xtensa_cores_as_on_host_cores() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ops");
+    let pool = dir.path().join("libruntime.pool");
+    let so = dir.path().join("libruntime.so");
+    opbuild::build(&opbuild::BuildOptions {
+        schema: t.join("runtime.schema"),
+        sources: vec![t.join("runtime.cpp")],
+        out: so.clone(),
+        archive: root()
+            .join("target/customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a"),
+        include: root().join("include"),
+        device_objects: None,
+        device_image: Some(DeviceImage {
+            out: pool.clone(),
+            archive: root().join("target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a"),
+            link_script: root().join("customop-device/xtensa/pool-core.ld"),
+        }),
+        cxx: "g++".into(),
+        on_compiled: None,
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut host = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
+    host.load(&so).unwrap();
+    let mut xt = xtensa_engine();
+    xt.load(&pool).unwrap();
+    let x = f32s(3000, |i| i as f32 * 0.25 - 100.0);
+    for e in [&mut host, &mut xt] {
+        let got = launch(e, "memcpy_methods", vec![LaunchArg::hbm(x.clone())], 1).unwrap();
+        assert_eq!(
+            got.output.data,
+            x.data,
+            "{}: every method copies, every method is taken",
+            e.isa()
+        );
+    }
+}
