@@ -6,6 +6,7 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use super::doorbell::{Doorbell, HostBell};
 use super::memory::{CORES, STATUS_BYTES};
 
 /// Core states.
@@ -123,7 +124,10 @@ pub const RING_PAYLOAD: usize = RING_ENTRY - 4;
 pub const NAMES_OFFSET: usize = 0x30000;
 pub const NAMES_BYTES: usize = SCHEMA_OFFSET - NAMES_OFFSET;
 pub const SCHEMA_OFFSET: usize = 0x40000;
-pub const SCHEMA_BYTES: usize = STATUS_BYTES as usize - SCHEMA_OFFSET;
+pub const SCHEMA_BYTES: usize = DOORBELL_OFFSET - SCHEMA_OFFSET;
+/// The launch doorbells, at the block's end: the host's, then one per core.
+pub const DOORBELL_OFFSET: usize = STATUS_BYTES as usize - DOORBELL_BYTES;
+pub const DOORBELL_BYTES: usize = 64 + CORES * std::mem::size_of::<Doorbell>();
 pub const RING_ENTRIES: usize = (NAMES_OFFSET - RING_OFFSET) / RING_ENTRY;
 /// The guard list: SoC addresses of pages, after the records.
 pub const GUARDS_OFFSET: usize = RECORDS_OFFSET + CORES * 512;
@@ -133,7 +137,8 @@ pub const MAX_GUARDS: usize = 16;
 const _: () = assert!(std::mem::size_of::<CoreRecord>() == 512);
 const _: () = assert!(std::mem::size_of::<Header>() <= RECORDS_OFFSET);
 const _: () = assert!(GUARDS_OFFSET + MAX_GUARDS * 8 <= RING_OFFSET);
-const _: () = assert!(SCHEMA_OFFSET < STATUS_BYTES as usize);
+const _: () = assert!(SCHEMA_OFFSET < DOORBELL_OFFSET);
+const _: () = assert!(DOORBELL_OFFSET % 64 == 0);
 
 /// A view of the control block at a host address inside the device mapping.
 #[derive(Clone, Copy)]
@@ -165,7 +170,27 @@ impl ControlBlock {
         unsafe { &*(self.base.add(RECORDS_OFFSET + i * 512) as *const CoreRecord) }
     }
 
-    /// Clears the header and every record before a launch.
+    /// A core's launch doorbell.
+    pub fn doorbell(&self, i: usize) -> &Doorbell {
+        assert!(i < CORES);
+        // SAFETY: the doorbells lie inside the region (DOORBELL_OFFSET + DOORBELL_BYTES is
+        // its end), 64-byte aligned (the region is page-aligned); fields are atomics, and
+        // the command bytes are written by the host only while the core does not read them.
+        unsafe {
+            &*(self
+                .base
+                .add(DOORBELL_OFFSET + 64 + i * std::mem::size_of::<Doorbell>())
+                as *const Doorbell)
+        }
+    }
+
+    /// The host's doorbell.
+    pub fn host_bell(&self) -> &HostBell {
+        // SAFETY: as for `doorbell`; all atomics.
+        unsafe { &*(self.base.add(DOORBELL_OFFSET) as *const HostBell) }
+    }
+
+    /// Clears the header and every record before a launch (not the doorbells).
     pub fn reset(&self) {
         // SAFETY: the first RING_OFFSET bytes are the header and records (constructor).
         unsafe { std::ptr::write_bytes(self.base, 0, RING_OFFSET) };

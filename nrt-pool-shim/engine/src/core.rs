@@ -219,6 +219,7 @@ unsafe extern "C" fn svc_fault(msg: *const c_char, len: usize) {
     let m = unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) };
     control().set_fault(core(), FaultKind::Fatal, 0, 0, m);
     finish_stdio();
+    notify_exit();
     // SAFETY: ends this core's process, as a fault halts the core.
     unsafe { libc::_exit(FAULT_EXIT) }
 }
@@ -351,6 +352,7 @@ extern "C" fn on_signal(sig: i32, info: *mut libc::siginfo_t, uctx: *mut c_void)
         addr,
         signal_cause(sig, code).as_bytes(),
     );
+    notify_exit();
     // SAFETY: async-signal-safe exit of this core's process.
     unsafe { libc::_exit(FAULT_EXIT) }
 }
@@ -591,8 +593,9 @@ fn capture_stderr(fd: i32) {
     }
 }
 
-/// A launch command (host to core): the core count, the name's length, the kernel's name.
-pub(super) const CMD_BYTES: usize = 256;
+/// A launch command (host to core, through the doorbell): the core count, the name's
+/// length, the kernel's name.
+pub(super) use super::doorbell::CMD_BYTES;
 pub const MAX_KERNEL_NAME: usize = CMD_BYTES - 8;
 /// A command whose core count is 0 is a shape request (op name instead of kernel name).
 pub(super) const SHAPE_REQUEST: usize = 0;
@@ -610,19 +613,24 @@ pub(super) fn probe_child(p: &Program<'_>, stderr: i32) -> ! {
     exit(0)
 }
 
-/// A core process's life: start code once, then one launch per command until the host
-/// closes the socket.
-pub(super) fn serve(core: usize, p: &Program<'_>, sock: i32, stderr: i32) -> ! {
+/// A core process's life: start code once, then one launch per command the host rings in
+/// on the doorbell (see [`super::doorbell`]); the host kills the process to end it.
+pub(super) fn serve(core: usize, p: &Program<'_>, seen: u32, stderr: i32) -> ! {
     capture_stderr(stderr);
     let funcs = start(core, p, false);
     let ctl = control();
-    let mut cmd = [0u8; CMD_BYTES];
+    let bell = ctl.doorbell(core);
+    let host = ctl.host_bell();
+    let mut seen = seen;
+    // The guard pages this process has protected (kept while launches reuse them).
+    let mut protected: Vec<u64> = Vec::new();
     loop {
-        // SAFETY: a whole command into a local buffer.
-        let n = unsafe { libc::recv(sock, cmd.as_mut_ptr().cast(), CMD_BYTES, 0) };
-        if n != CMD_BYTES as isize {
-            exit(0);
-        }
+        let spin = std::time::Duration::from_nanos(u64::from(host.spin_ns.load(Ordering::Relaxed)));
+        seen = super::doorbell::await_command(bell, seen, spin);
+        let mut cmd = [0u8; CMD_BYTES];
+        // SAFETY: the host wrote the command before moving cmd_seq and does not touch it
+        // until this core completes.
+        unsafe { std::ptr::copy_nonoverlapping(bell.cmd.as_ptr(), cmd.as_mut_ptr(), CMD_BYTES) };
         let cores = u32::from_le_bytes(cmd[..4].try_into().expect("4 bytes")) as usize;
         let len = (u32::from_le_bytes(cmd[4..8].try_into().expect("4 bytes")) as usize)
             .min(MAX_KERNEL_NAME);
@@ -631,31 +639,56 @@ pub(super) fn serve(core: usize, p: &Program<'_>, sock: i32, stderr: i32) -> ! {
         r.state.store(CORE_RUNNING, Ordering::Release);
         if cores == SHAPE_REQUEST {
             shape_request(core, name);
-            // SAFETY: the one-byte completion on our socket.
-            unsafe { libc::send(sock, [1u8].as_ptr().cast(), 1, libc::MSG_NOSIGNAL) };
+            super::doorbell::complete(bell, host, Some(seen));
             continue;
         }
         CORE_COUNT.store(cores, Ordering::Relaxed);
         match funcs.iter().find(|(n, _)| n.to_bytes() == name) {
             Some((_, Some(f))) => {
                 let guards = ctl.guards();
-                guard_pages(&guards, true);
+                update_guards(&mut protected, &guards);
                 // SAFETY: a launcher the library registered under the kernel's name.
                 let code = unsafe { f() };
-                guard_pages(&guards, false);
                 finish_stdio();
                 r.result.store(code as u32, Ordering::Release);
                 r.state.store(CORE_DONE, Ordering::Release);
             }
             _ => ctl.set_fault(core, FaultKind::NoKernel, 0, 0, name),
         }
-        // SAFETY: the one-byte completion on our socket.
-        unsafe { libc::send(sock, [1u8].as_ptr().cast(), 1, libc::MSG_NOSIGNAL) };
+        super::doorbell::complete(bell, host, Some(seen));
+    }
+}
+
+/// Protects this launch's guard pages and releases the previous launch's others: a launch
+/// with the same tensors as the last makes no system call here.
+fn update_guards(protected: &mut Vec<u64>, now: &[u64]) {
+    let stale: Vec<u64> = protected
+        .iter()
+        .copied()
+        .filter(|g| !now.contains(g))
+        .collect();
+    let fresh: Vec<u64> = now
+        .iter()
+        .copied()
+        .filter(|g| !protected.contains(g))
+        .collect();
+    guard_pages(&stale, false);
+    guard_pages(&fresh, true);
+    *protected = now.to_vec();
+}
+
+/// Wakes the host if it sleeps on completions: it then finds this process gone.
+/// Async-signal-safe (atomics and a futex wake).
+fn notify_exit() {
+    if !MEMORY.load(Ordering::Acquire).is_null() {
+        let ctl = control();
+        super::doorbell::complete(ctl.doorbell(core()), ctl.host_bell(), None);
     }
 }
 
 pub(super) fn exit(code: i32) -> ! {
     finish_stdio();
+    notify_exit();
     // SAFETY: ends the core process without running the host's atexit handlers or
     // destructors (they belong to the host process).
     unsafe { libc::_exit(code) }

@@ -9,6 +9,7 @@
 pub mod backend;
 pub mod control;
 pub mod core;
+pub mod doorbell;
 mod error;
 mod launch;
 pub mod library;

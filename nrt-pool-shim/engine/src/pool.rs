@@ -6,11 +6,14 @@ use std::ffi::CStr;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::fd::{AsRawFd, FromRawFd};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use super::control::ControlBlock;
 use super::core::{
     probe_child, serve, Program, CMD_BYTES, FAULT_EXIT, MAX_KERNEL_NAME, SHAPE_REQUEST,
 };
+use super::doorbell;
 
 /// Empties the host's C stdio buffers before a fork: a core process flushes its streams
 /// after each kernel, and must not write a copy of what the host had buffered.
@@ -102,6 +105,12 @@ pub struct CoreExit {
     pub stderr: Vec<u8>,
 }
 
+/// The control block of `p`'s device memory.
+fn control(p: &Program<'_>) -> ControlBlock {
+    // SAFETY: the status region is the control block (DeviceMemory's layout).
+    unsafe { ControlBlock::new(p.memory.status_host()) }
+}
+
 /// The engine's cores: processes forked on first use and kept until they fault, time out or
 /// the library changes.
 #[derive(Default)]
@@ -137,6 +146,8 @@ impl CorePool {
             }
         };
         flush_host_stdio();
+        // The doorbell's sequence number now: the child waits for the next one.
+        let seen = control(p).doorbell(core).cmd_seq.load(Ordering::SeqCst);
         // SAFETY: fork; the child runs `serve`, which never returns, and touches no lock
         // another host thread could hold (fresh statics, the shared mapping, libc).
         let pid = unsafe { libc::fork() };
@@ -161,7 +172,10 @@ impl CorePool {
                     libc::close(w.sock);
                 }
             }
-            serve(core, p, fds[1], stderr.file.as_raw_fd());
+            // The socket's other end stays open in the child only so that the host sees
+            // the child's end (hang-up) when it dies.
+            let _keep = fds[1];
+            serve(core, p, seen, stderr.file.as_raw_fd());
         }
         // SAFETY: the child's end, no longer ours.
         unsafe { libc::close(fds[1]) };
@@ -217,34 +231,46 @@ impl CorePool {
         cmd[..4].copy_from_slice(&field.to_le_bytes());
         cmd[4..8].copy_from_slice(&(name.len() as u32).to_le_bytes());
         cmd[8..8 + name.len()].copy_from_slice(name);
+        let ctl = control(p);
+        let host = ctl.host_bell();
+        let spin = doorbell::spin_budget(cores);
+        host.spin_ns
+            .store(spin.as_nanos() as u32, Ordering::Relaxed);
         let mut exits: Vec<Option<CoreExit>> = vec![None; cores];
-        for (c, exit) in exits.iter_mut().enumerate() {
-            for attempt in 0..2 {
-                if self.workers[c].is_none() {
-                    self.workers[c] = Some(self.spawn(c, p)?);
-                }
-                let w = self.workers[c].as_ref().expect("spawned");
-                // SAFETY: a whole command on our socket; MSG_NOSIGNAL: a dead core is an
-                // error here, not a SIGPIPE for the host.
-                let n = unsafe {
-                    libc::send(w.sock, cmd.as_ptr().cast(), CMD_BYTES, libc::MSG_NOSIGNAL)
-                };
-                if n == CMD_BYTES as isize {
-                    break;
-                }
-                // The core died since its last launch: reap it, start a fresh one once.
-                let e = self.retire(c, EXIT_GRACE);
-                if attempt == 1 {
-                    *exit = Some(e);
+        let mut want = vec![0u32; cores];
+        for c in 0..cores {
+            if self.workers[c].is_none() {
+                self.workers[c] = Some(self.spawn(c, p)?);
+            }
+            // SAFETY: core c completed its previous command (or is fresh): it does not
+            // read the command bytes until the sequence number moves.
+            want[c] = unsafe { doorbell::ring(ctl.doorbell(c), &cmd) };
+        }
+        let spin_until = Instant::now() + spin;
+        let mut spins = 0u32;
+        loop {
+            for c in 0..cores {
+                if exits[c].is_none() && ctl.doorbell(c).done_seq.load(Ordering::Acquire) == want[c]
+                {
+                    let stderr = self.workers[c]
+                        .as_mut()
+                        .map_or_else(Vec::new, |w| w.stderr.take());
+                    exits[c] = Some(CoreExit {
+                        exit: Exit::Code(0),
+                        stderr,
+                    });
                 }
             }
-        }
-        loop {
             let pending: Vec<usize> = (0..cores).filter(|&c| exits[c].is_none()).collect();
             if pending.is_empty() {
                 break;
             }
             let now = Instant::now();
+            if now < spin_until {
+                spins = spins.wrapping_add(1);
+                doorbell::pause(spins);
+                continue;
+            }
             if now >= deadline {
                 for c in pending {
                     let stderr = self.retire(c, Duration::ZERO).stderr;
@@ -255,42 +281,35 @@ impl CorePool {
                 }
                 break;
             }
-            let mut polls: Vec<libc::pollfd> = pending
+            // Sleep until a core completes or exits (it bumps done_events), then look
+            // again; a core that died without a word shows as a hang-up on its socket.
+            let ev = host.done_events.load(Ordering::SeqCst);
+            host.sleeping.store(1, Ordering::SeqCst);
+            let finished = pending
                 .iter()
-                .map(|&c| libc::pollfd {
-                    fd: self.workers[c].as_ref().map_or(-1, |w| w.sock),
-                    events: libc::POLLIN,
-                    revents: 0,
-                })
-                .collect();
-            let wait_ms = (deadline - now).as_millis().clamp(1, 1000) as i32;
-            // SAFETY: a valid pollfd array.
-            unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as _, wait_ms) };
-            for (i, &c) in pending.iter().enumerate() {
-                if polls[i].revents == 0 {
+                .any(|&c| ctl.doorbell(c).done_seq.load(Ordering::SeqCst) == want[c]);
+            if !finished {
+                let slice = (deadline - now).min(Duration::from_millis(5));
+                doorbell::wait(&host.done_events, ev, slice);
+            }
+            host.sleeping.store(0, Ordering::SeqCst);
+            for c in pending {
+                let Some(w) = self.workers[c].as_ref() else {
+                    continue;
+                };
+                if ctl.doorbell(c).done_seq.load(Ordering::Acquire) == want[c] {
                     continue;
                 }
-                let mut b = 0u8;
-                // SAFETY: one byte into a local.
-                let n = unsafe {
-                    libc::recv(
-                        polls[i].fd,
-                        (&mut b as *mut u8).cast(),
-                        1,
-                        libc::MSG_DONTWAIT,
-                    )
+                let mut pfd = libc::pollfd {
+                    fd: w.sock,
+                    events: libc::POLLIN,
+                    revents: 0,
                 };
-                exits[c] = Some(if n == 1 {
-                    let stderr = self.workers[c]
-                        .as_mut()
-                        .map_or_else(Vec::new, |w| w.stderr.take());
-                    CoreExit {
-                        exit: Exit::Code(0),
-                        stderr,
-                    }
-                } else {
-                    self.retire(c, EXIT_GRACE)
-                });
+                // SAFETY: one valid pollfd, no wait.
+                let r = unsafe { libc::poll(&mut pfd, 1, 0) };
+                if r > 0 && pfd.revents & (libc::POLLHUP | libc::POLLIN | libc::POLLERR) != 0 {
+                    exits[c] = Some(self.retire(c, EXIT_GRACE));
+                }
             }
         }
         Ok(exits
