@@ -138,7 +138,7 @@ const _: () = assert!(std::mem::size_of::<CoreRecord>() == 512);
 const _: () = assert!(std::mem::size_of::<Header>() <= RECORDS_OFFSET);
 const _: () = assert!(GUARDS_OFFSET + MAX_GUARDS * 8 <= RING_OFFSET);
 const _: () = assert!(SCHEMA_OFFSET < DOORBELL_OFFSET);
-const _: () = assert!(DOORBELL_OFFSET % 64 == 0);
+const _: () = assert!(DOORBELL_OFFSET & 63 == 0);
 
 /// A view of the control block at a host address inside the device mapping.
 #[derive(Clone, Copy)]

@@ -103,7 +103,7 @@ pub fn await_command(bell: &Doorbell, seen: u32, spin: Duration) -> u32 {
             return s;
         }
         n = n.wrapping_add(1);
-        if n % 64 != 0 || Instant::now() < until {
+        if n & 63 != 0 || Instant::now() < until {
             pause(n);
             continue;
         }

@@ -238,13 +238,13 @@ impl CorePool {
             .store(spin.as_nanos() as u32, Ordering::Relaxed);
         let mut exits: Vec<Option<CoreExit>> = vec![None; cores];
         let mut want = vec![0u32; cores];
-        for c in 0..cores {
+        for (c, seq) in want.iter_mut().enumerate() {
             if self.workers[c].is_none() {
                 self.workers[c] = Some(self.spawn(c, p)?);
             }
             // SAFETY: core c completed its previous command (or is fresh): it does not
             // read the command bytes until the sequence number moves.
-            want[c] = unsafe { doorbell::ring(ctl.doorbell(c), &cmd) };
+            *seq = unsafe { doorbell::ring(ctl.doorbell(c), &cmd) };
         }
         let spin_until = Instant::now() + spin;
         let mut spins = 0u32;
