@@ -167,3 +167,39 @@ def test_xtensa_pool_images_run_on_qemu_cores_like_the_host_build(tmp_path):
     np.testing.assert_array_equal(tiles.relu(x, cores=8), np.maximum(x, 0))
     with pytest.raises(ValueError, match="isa"):
         custom_op.load("bad", [MLP / "relu.cpp"], [MLP / "shape.cpp"], build_directory=tmp_path, isa="arm")
+
+
+def test_xtensa_device_arrays_and_faults(tmp_path):
+    """On QEMU Xtensa cores: device arrays chain ops as on host cores, a store to no memory
+    and a timeout are DeviceFaults, and the library keeps working."""
+    xt = custom_op.load("mlp_dev", [MLP / "relu.cpp"], [MLP / "shape.cpp"], build_directory=tmp_path / "m", isa="xtensa")
+    x = RNG.standard_normal((16, 16)).astype(np.float32)
+    d = xt.to_device(x)
+    mid = xt.device_array((16, 16), "f32")
+    out = xt.device_array((16, 16), "f32")
+    assert xt.axpb(d, -1.0, 0.0, out=mid) is mid
+    xt.relu_forward(mid, out=out)
+    np.testing.assert_array_equal(out.numpy(), np.maximum(-x, 0))
+
+    (tmp_path / "k.cpp").write_text(
+        "#include <torch/torch.h>\n"
+        "torch::Tensor bad(const torch::Tensor &x, int64_t how) {\n"
+        "    if (how == 1) { volatile int *p = (volatile int *)16; *p = 1; }\n"
+        "    if (how == 2) for (;;) asm volatile(\"\");\n"
+        "    return torch::zeros(x.sizes(), torch::kFloat);\n}\n")
+    (tmp_path / "s.cpp").write_text(
+        "#include <torch/torch.h>\n#include \"torchneuron/register.h\"\n"
+        "torch::Tensor bad_shape(torch::Tensor x, int64_t how) { (void)how; return torch::zeros(x.sizes(), torch::kFloat); }\n"
+        "NEURON_LIBRARY(faulty_xt, m) { m.def(\"bad\", &bad_shape, \"bad\"); }\n")
+    lib = custom_op.load("faulty_xt", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"], build_directory=tmp_path / "b",
+                         isa="xtensa")
+    v = np.ones(3, np.float32)
+    with pytest.raises(DeviceFault) as f:
+        lib.bad(v, 1)
+    assert f.value.kind == "memory fault" and f.value.core == 0
+    assert "store prohibited" in str(f.value) and "address 0x00000010" in str(f.value)
+    assert "bad(" in str(f.value), "the PC named from the image"
+    lib.timeout = 2
+    with pytest.raises(DeviceFault, match="timeout"):
+        lib.bad(v, 2)
+    np.testing.assert_array_equal(lib.bad(v, 0), np.zeros(3, np.float32))
