@@ -102,9 +102,9 @@ lint:
 headers:
 	UPDATE_HEADERS=1 $(CARGO) test -p gpsimd-open --test headers_current
 
-## make fuzz: every fuzz target (prelink, inspect, npy, schema, descriptor) under libFuzzer for
+## make fuzz: every fuzz target (prelink, inspect, npy, schema, descriptor, pool_image) under libFuzzer for
 ## FUZZ_SECONDS each, with debug assertions and overflow checks on (cargo-fuzz -a).
-FUZZ_TARGETS := prelink inspect npy schema descriptor
+FUZZ_TARGETS := prelink inspect npy schema descriptor pool_image
 fuzz:
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
 	@for t in $(FUZZ_TARGETS); do \
@@ -118,7 +118,7 @@ fuzz-seeds: tools
 	$(CARGO) test -p nrtucode-extisa --test fuzz_corpus -- --ignored write_seed_corpus
 	$(CARGO) test -p nrtucode-tool --test fuzz_corpus -- --ignored write_seed_corpus
 	$(CARGO) test -p nrt-pool-cli --test fuzz_corpus -- --ignored write_seed_corpus
-	$(CARGO) test -p nrt-pool-schema --test fuzz_corpus -- --ignored write_seed_corpus
+	$(CARGO) test -p nrt-pool-schema --test fuzz_corpus -- --ignored write_seed_corpus write_pool_seed_corpus
 	$(CARGO) test -p customop-device --test fuzz_corpus -- --ignored write_seed_corpus
 
 ## make bench: ratios measured in one run, each the median of repeats with its spread and
