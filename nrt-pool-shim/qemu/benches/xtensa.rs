@@ -2,48 +2,21 @@
 //! second per core (a two-instruction loop, against the same loop run natively by the host
 //! backend) and a 1 MiB elementwise op on 8 QEMU cores against the host backend, in one run.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use nrt_pool_build::{self as opbuild, DeviceImage};
 use nrt_pool_engine::tensor::{DType, HostTensor};
 use nrt_pool_engine::{Launch, LaunchArg, PoolEngine, PoolImage};
 use nrt_pool_qemu::XtensaBackend;
+use nrt_pool_testkit as testkit;
 use nrt_pool_testkit::bench::{Goal, Report, Sample};
-
-fn root() -> PathBuf {
-    nrt_pool_testkit::root()
-}
-
-fn build(dir: &Path, name: &str, schema: PathBuf, sources: Vec<PathBuf>) -> (PathBuf, PathBuf) {
-    let so = dir.join(format!("lib{name}.so"));
-    let pool = dir.join(format!("lib{name}.pool"));
-    opbuild::build(&opbuild::BuildOptions {
-        schema,
-        sources,
-        out: so.clone(),
-        archive: nrt_pool_testkit::archive(),
-        include: root().join("include"),
-        device_objects: None,
-        device_image: Some(DeviceImage {
-            out: pool.clone(),
-            archive: root().join("target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a"),
-            link_script: root().join("customop-device/xtensa/pool-core.ld"),
-        }),
-        cxx: "g++".into(),
-        on_compiled: None,
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
-    (so, pool)
-}
 
 fn engines(so: &Path, pool: &Path) -> (PoolEngine, PoolEngine) {
     let mut host = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
     host.load(so).unwrap();
-    let board = root().join("target/customop/xtensa-q7-none-elf/pool-board.elf");
     let mut xt = PoolEngine::with_backend(
         64 << 20,
         PoolImage::default(),
-        Box::new(XtensaBackend::new(board)),
+        Box::new(XtensaBackend::new(testkit::xtensa_board())),
     )
     .unwrap();
     xt.timeout = std::time::Duration::from_secs(600);
@@ -64,11 +37,11 @@ fn main() {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
 
     let b = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/ops");
-    let (so, pool) = build(
+    let (so, pool) = testkit::build_with_image(
         dir.path(),
         "count",
-        b.join("count.schema"),
-        vec![b.join("count.cpp")],
+        &b.join("count.schema"),
+        &[b.join("count.cpp")],
     );
     let (mut host, mut xt) = engines(&so, &pool);
     let iterations: i32 = 50_000_000;
@@ -102,15 +75,7 @@ fn main() {
         1e-6 / ours.min
     );
 
-    let ex = root().join("examples/ops");
-    let (so, pool) = build(
-        dir.path(),
-        "ops",
-        ex.join("ops.schema"),
-        ["scale_add.cpp", "scale_add_mc.cpp", "hello.cpp"]
-            .map(|s| ex.join(s))
-            .to_vec(),
-    );
+    let (so, pool) = testkit::examples_with_image(dir.path());
     let (mut host, mut xt) = engines(&so, &pool);
     let elems = (1u64 << 20) / 4;
     let x = HostTensor::from_f32(

@@ -1,52 +1,18 @@
 //! The engine's Xtensa backend (issue #13): the same launches on host builds and on Pool
 //! images running on QEMU cores (1 and 8), compared byte for byte, stdio included.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use nrt_pool_build::{self as opbuild, DeviceImage};
 use nrt_pool_engine::tensor::{DType, HostTensor, Location};
 use nrt_pool_engine::{EmuError, Launch, LaunchArg, PoolEngine, PoolImage};
 use nrt_pool_qemu::XtensaBackend;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn board() -> PathBuf {
-    root().join("target/customop/xtensa-q7-none-elf/pool-board.elf")
-}
-
-fn build_examples(dir: &Path) -> (PathBuf, PathBuf) {
-    let ex = root().join("examples/ops");
-    let so = dir.join("libops.so");
-    let pool = dir.join("libops.pool");
-    opbuild::build(&opbuild::BuildOptions {
-        schema: ex.join("ops.schema"),
-        sources: ["scale_add.cpp", "scale_add_mc.cpp", "hello.cpp"]
-            .map(|s| ex.join(s))
-            .to_vec(),
-        out: so.clone(),
-        archive: root()
-            .join("target/customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a"),
-        include: root().join("include"),
-        device_objects: None,
-        device_image: Some(DeviceImage {
-            out: pool.clone(),
-            archive: root().join("target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a"),
-            link_script: root().join("customop-device/xtensa/pool-core.ld"),
-        }),
-        cxx: "g++".into(),
-        on_compiled: None,
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
-    (so, pool)
-}
+use nrt_pool_testkit as testkit;
 
 fn xtensa_engine() -> PoolEngine {
     PoolEngine::with_backend(
         64 << 20,
         PoolImage::default(),
-        Box::new(XtensaBackend::new(board())),
+        Box::new(XtensaBackend::new(testkit::xtensa_board())),
     )
     .unwrap()
 }
@@ -74,7 +40,7 @@ fn launch(
 #[test]
 fn the_engine_runs_pool_images_on_qemu_cores_as_it_runs_host_builds() {
     let dir = tempfile::tempdir().unwrap();
-    let (so, pool) = build_examples(dir.path());
+    let (so, pool) = testkit::examples_with_image(dir.path());
     let mut host = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
     host.load(&so).unwrap();
     let mut xt = xtensa_engine();
@@ -151,24 +117,13 @@ fn the_engine_runs_pool_images_on_qemu_cores_as_it_runs_host_builds() {
 fn faults_on_qemu_cores_are_device_faults_and_the_engine_survives() {
     let dir = tempfile::tempdir().unwrap();
     let t = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/faults");
-    let pool = dir.path().join("libdevice_faults.pool");
-    opbuild::build(&opbuild::BuildOptions {
-        schema: t.join("device_faults.schema"),
-        sources: vec![t.join("device_faults.cpp")],
-        out: dir.path().join("libdevice_faults.so"),
-        archive: root()
-            .join("target/customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a"),
-        include: root().join("include"),
-        device_objects: None,
-        device_image: Some(DeviceImage {
-            out: pool.clone(),
-            archive: root().join("target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a"),
-            link_script: root().join("customop-device/xtensa/pool-core.ld"),
-        }),
-        cxx: "g++".into(),
-        on_compiled: None,
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
+    let schema = t.join("device_faults.schema");
+    let (_, pool) = testkit::build_with_image(
+        dir.path(),
+        "device_faults",
+        &schema,
+        &[t.join("device_faults.cpp")],
+    );
     let mut xt = xtensa_engine();
     xt.timeout = std::time::Duration::from_secs(3);
     xt.load(&pool).unwrap();
@@ -221,34 +176,10 @@ fn faults_on_qemu_cores_are_device_faults_and_the_engine_survives() {
 #[test]
 fn aws_style_ops_run_on_qemu_cores_with_host_shape_functions() {
     let dir = tempfile::tempdir().unwrap();
-    let mut cases = Vec::new();
-    for (name, folder, compute, multicore) in [
-        ("mlp", "mlp", "relu.cpp", false),
-        ("tiles", "multicore", "relu_tiles.cpp", true),
-    ] {
-        let ex = root().join("examples").join(folder);
-        let r = opbuild::build_op_library(&opbuild::OpBuildOptions {
-            name: name.into(),
-            compute: vec![ex.join(compute)],
-            shape: vec![ex.join("shape.cpp")],
-            build_directory: dir.path().into(),
-            multicore,
-            archive: root()
-                .join("target/customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a"),
-            include: root().join("include"),
-            cxx: "g++".into(),
-            device_objects: None,
-            device_image: Some(DeviceImage {
-                out: dir.path().join(format!("lib{name}.pool")),
-                archive: root()
-                    .join("target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a"),
-                link_script: root().join("customop-device/xtensa/pool-core.ld"),
-            }),
-            on_compiled: None,
-        })
-        .unwrap_or_else(|e| panic!("{e}"));
-        cases.push((r.library, r.device_image.unwrap()));
-    }
+    let cases = [
+        testkit::build_example_with_image(dir.path(), "mlp", "mlp", "relu.cpp", false),
+        testkit::build_example_with_image(dir.path(), "tiles", "multicore", "relu_tiles.cpp", true),
+    ];
     let x = HostTensor::from_f32(
         vec![24, 17],
         &(0..24 * 17)
@@ -303,25 +234,12 @@ fn aws_style_ops_run_on_qemu_cores_with_host_shape_functions() {
 fn memcpy_methods_and_dma_work_on_xtensa_cores_as_on_host_cores() {
     let dir = tempfile::tempdir().unwrap();
     let t = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ops");
-    let pool = dir.path().join("libruntime.pool");
-    let so = dir.path().join("libruntime.so");
-    opbuild::build(&opbuild::BuildOptions {
-        schema: t.join("runtime.schema"),
-        sources: vec![t.join("runtime.cpp")],
-        out: so.clone(),
-        archive: root()
-            .join("target/customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a"),
-        include: root().join("include"),
-        device_objects: None,
-        device_image: Some(DeviceImage {
-            out: pool.clone(),
-            archive: root().join("target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a"),
-            link_script: root().join("customop-device/xtensa/pool-core.ld"),
-        }),
-        cxx: "g++".into(),
-        on_compiled: None,
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
+    let (so, pool) = testkit::build_with_image(
+        dir.path(),
+        "runtime",
+        &t.join("runtime.schema"),
+        &[t.join("runtime.cpp")],
+    );
     let mut host = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
     host.load(&so).unwrap();
     let mut xt = xtensa_engine();

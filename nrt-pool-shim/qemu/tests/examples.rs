@@ -5,84 +5,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use nrt_pool_build::{self as opbuild, DeviceImage};
 use nrt_pool_engine::tensor::{DType, HostTensor};
 use nrt_pool_engine::{Launch, LaunchArg, PoolEngine, PoolImage};
 use nrt_pool_qemu::{pool_cores, run_kernel, ArgIn};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use nrt_pool_testkit as testkit;
 
 fn board() -> PathBuf {
-    let b = root().join("target/customop/xtensa-q7-none-elf/pool-board.elf");
-    assert!(
-        b.exists(),
-        "run `make customop-archives` first (make test does)"
-    );
-    b
-}
-
-fn device_image(out: PathBuf) -> Option<DeviceImage> {
-    Some(DeviceImage {
-        out,
-        archive: root().join("target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a"),
-        link_script: root().join("customop-device/xtensa/pool-core.ld"),
-    })
-}
-
-fn host_archive() -> PathBuf {
-    root().join("target/customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a")
-}
-
-/// (libNAME.so, libNAME.pool) of examples/ops (the schema flow).
-fn build_schema_examples(dir: &Path) -> (PathBuf, PathBuf) {
-    let ex = root().join("examples/ops");
-    build_schema(
-        dir,
-        "ops",
-        &ex.join("ops.schema"),
-        &["scale_add.cpp", "scale_add_mc.cpp", "hello.cpp"].map(|s| ex.join(s)),
-    )
-}
-
-/// (libNAME.so, libNAME.pool) of a schema-flow library.
-fn build_schema(dir: &Path, name: &str, schema: &Path, sources: &[PathBuf]) -> (PathBuf, PathBuf) {
-    let so = dir.join(format!("lib{name}.so"));
-    let pool = dir.join(format!("lib{name}.pool"));
-    opbuild::build(&opbuild::BuildOptions {
-        schema: schema.into(),
-        sources: sources.to_vec(),
-        out: so.clone(),
-        archive: host_archive(),
-        include: root().join("include"),
-        device_objects: None,
-        device_image: device_image(pool.clone()),
-        cxx: "g++".into(),
-        on_compiled: None,
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
-    (so, pool)
-}
-
-/// (libNAME.so, libNAME.pool) of an AWS-style example (examples/mlp, examples/multicore).
-fn build_aws_example(dir: &Path, name: &str, folder: &str, compute: &str) -> (PathBuf, PathBuf) {
-    let ex = root().join("examples").join(folder);
-    let r = opbuild::build_op_library(&opbuild::OpBuildOptions {
-        name: name.into(),
-        compute: vec![ex.join(compute)],
-        shape: vec![ex.join("shape.cpp")],
-        build_directory: dir.into(),
-        multicore: folder == "multicore",
-        archive: host_archive(),
-        include: root().join("include"),
-        cxx: "g++".into(),
-        device_objects: None,
-        device_image: device_image(dir.join(format!("lib{name}.pool"))),
-        on_compiled: None,
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
-    (r.library, r.device_image.expect("a Pool image"))
+    testkit::xtensa_board()
 }
 
 fn f32s(shape: &[u64], f: impl Fn(usize) -> f32) -> HostTensor {
@@ -165,7 +94,7 @@ fn same_on_both(lib: &Path, pool: &Path, kernel: &str, args: Vec<LaunchArg>) -> 
 #[test]
 fn schema_examples_give_the_host_builds_bytes_on_an_xtensa_core() {
     let dir = tempfile::tempdir().unwrap();
-    let (so, pool) = build_schema_examples(dir.path());
+    let (so, pool) = testkit::examples_with_image(dir.path());
     let x = f32s(&[37], |i| (i as f32 - 18.0) * 0.37);
     same_on_both(
         &so,
@@ -205,7 +134,7 @@ fn schema_examples_give_the_host_builds_bytes_on_an_xtensa_core() {
 #[test]
 fn aws_style_examples_give_the_host_builds_bytes_on_an_xtensa_core() {
     let dir = tempfile::tempdir().unwrap();
-    let (so, pool) = build_aws_example(dir.path(), "mlp", "mlp", "relu.cpp");
+    let (so, pool) = testkit::build_example_with_image(dir.path(), "mlp", "mlp", "relu.cpp", false);
     let x = f32s(&[8, 5], |i| ((i * 37) % 17) as f32 - 8.5);
     let g = f32s(&[8, 5], |i| (i as f32) * 0.25 - 3.0);
     same_on_both(&so, &pool, "relu_forward", vec![LaunchArg::hbm(x.clone())]);
@@ -232,7 +161,8 @@ fn aws_style_examples_give_the_host_builds_bytes_on_an_xtensa_core() {
         String::from_utf8_lossy(&out)
     );
 
-    let (so, pool) = build_aws_example(dir.path(), "tiles", "multicore", "relu_tiles.cpp");
+    let (so, pool) =
+        testkit::build_example_with_image(dir.path(), "tiles", "multicore", "relu_tiles.cpp", true);
     let x = f32s(&[3, 700], |i| ((i * 13) % 29) as f32 - 14.0);
     same_on_both(&so, &pool, "relu", vec![LaunchArg::hbm(x)]);
 }
@@ -244,7 +174,7 @@ fn aws_style_examples_give_the_host_builds_bytes_on_an_xtensa_core() {
 fn pool_images_hold_windowed_code_only() {
     use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
     let dir = tempfile::tempdir().unwrap();
-    let (_, pool) = build_aws_example(dir.path(), "mlp", "mlp", "relu.cpp");
+    let (_, pool) = testkit::build_example_with_image(dir.path(), "mlp", "mlp", "relu.cpp", false);
     let cores = pool_cores(&pool).unwrap();
     for (i, elf) in cores.iter().enumerate() {
         let f = object::File::parse(&elf[..]).unwrap();
@@ -279,7 +209,7 @@ fn pool_images_hold_windowed_code_only() {
 fn device_math_matches_the_host_build() {
     let dir = tempfile::tempdir().unwrap();
     let t = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/math");
-    let (so, pool) = build_schema(
+    let (so, pool) = testkit::build_with_image(
         dir.path(),
         "math",
         &t.join("math.schema"),

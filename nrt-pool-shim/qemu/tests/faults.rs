@@ -6,41 +6,26 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use nrt_pool_build::{self as opbuild, DeviceImage};
 use nrt_pool_qemu::{pool_cores, run_kernel, ArgIn, CoreFault, FaultCause, QemuError};
+use nrt_pool_testkit as testkit;
 
 const FP32: u8 = 10;
 const UINT32: u8 = 9;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn build(dir: &Path) -> PathBuf {
     let t = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/faults");
-    let pool = dir.join("libdevice_faults.pool");
-    opbuild::build(&opbuild::BuildOptions {
-        schema: t.join("device_faults.schema"),
-        sources: vec![t.join("device_faults.cpp")],
-        out: dir.join("libdevice_faults.so"),
-        archive: root()
-            .join("target/customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a"),
-        include: root().join("include"),
-        device_objects: None,
-        device_image: Some(DeviceImage {
-            out: pool.clone(),
-            archive: root().join("target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a"),
-            link_script: root().join("customop-device/xtensa/pool-core.ld"),
-        }),
-        cxx: "g++".into(),
-        on_compiled: None,
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
-    pool
+    let schema = t.join("device_faults.schema");
+    testkit::build_with_image(
+        dir,
+        "device_faults",
+        &schema,
+        &[t.join("device_faults.cpp")],
+    )
+    .1
 }
 
 fn fault(pool: &Path, kernel: &str, arg: ArgIn, out: (u8, &[u32]), timeout: u64) -> CoreFault {
-    let board = root().join("target/customop/xtensa-q7-none-elf/pool-board.elf");
+    let board = testkit::xtensa_board();
     let cores = pool_cores(pool).unwrap();
     match run_kernel(
         &board,

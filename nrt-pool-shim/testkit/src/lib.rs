@@ -109,3 +109,89 @@ pub fn cc(compiler: &str, args: &[&std::ffi::OsStr]) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+// ---- the device path (Xtensa Pool images on QEMU cores) ----
+
+/// The Xtensa libneuroncustomop.a, the Pool core link script and the QEMU board, as
+/// `make customop-archives` leaves them.
+pub fn xtensa_archive() -> PathBuf {
+    root().join("target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a")
+}
+
+pub fn xtensa_board() -> PathBuf {
+    let b = root().join("target/customop/xtensa-q7-none-elf/pool-board.elf");
+    assert!(
+        b.exists(),
+        "run `make customop-archives` first (make test does)"
+    );
+    b
+}
+
+/// Where `--device-image` writes a library's Pool image, linked with the built archive.
+pub fn device_image(out: PathBuf) -> Option<opbuild::DeviceImage> {
+    Some(opbuild::DeviceImage {
+        out,
+        archive: xtensa_archive(),
+        link_script: root().join("customop-device/xtensa/pool-core.ld"),
+    })
+}
+
+/// A schema-flow library and its Pool image: (libNAME.so, libNAME.pool).
+pub fn build_with_image(
+    dir: &Path,
+    name: &str,
+    schema: &Path,
+    sources: &[PathBuf],
+) -> (PathBuf, PathBuf) {
+    let out = dir.join(format!("lib{name}.so"));
+    let r = opbuild::build(&BuildOptions {
+        schema: schema.into(),
+        sources: sources.to_vec(),
+        out,
+        archive: archive(),
+        include: root().join("include"),
+        device_objects: None,
+        device_image: device_image(dir.join(format!("lib{name}.pool"))),
+        cxx: "g++".into(),
+        on_compiled: None,
+    })
+    .unwrap_or_else(|e| panic!("building {name}: {e}"));
+    (r.library, r.device_image.expect("a Pool image"))
+}
+
+/// An AWS-style example (examples/FOLDER: COMPUTE and shape.cpp) and its Pool image.
+pub fn build_example_with_image(
+    dir: &Path,
+    name: &str,
+    folder: &str,
+    compute: &str,
+    multicore: bool,
+) -> (PathBuf, PathBuf) {
+    let ex = root().join("examples").join(folder);
+    let r = opbuild::build_op_library(&opbuild::OpBuildOptions {
+        name: name.into(),
+        compute: vec![ex.join(compute)],
+        shape: vec![ex.join("shape.cpp")],
+        build_directory: dir.into(),
+        multicore,
+        archive: archive(),
+        include: root().join("include"),
+        cxx: "g++".into(),
+        device_objects: None,
+        device_image: device_image(dir.join(format!("lib{name}.pool"))),
+        on_compiled: None,
+    })
+    .unwrap_or_else(|e| panic!("building {name}: {e}"));
+    (r.library, r.device_image.expect("a Pool image"))
+}
+
+/// examples/ops and its Pool image.
+pub fn examples_with_image(dir: &Path) -> (PathBuf, PathBuf) {
+    let ex = root().join("examples/ops");
+    build_with_image(
+        dir,
+        "ops",
+        &ex.join("ops.schema"),
+        &["scale_add.cpp", "scale_add_mc.cpp", "hello.cpp"].map(|s| ex.join(s)),
+    )
+}
