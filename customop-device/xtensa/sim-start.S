@@ -48,22 +48,8 @@ _vectors:
     .literal .Lmain, windowed_main
     .global _pool_start
 _pool_start:
-    l32r    a1, .Lstack
-    /* The root frame's base save area names a caller stack pointer above it, so a window
-       overflow that spills the root has an extra save area to write a4-a7 to. */
-    l32r    a2, .Lcaller_sp
-    addi    a3, a1, -16
-    s32i    a2, a3, 4
-    movi    a2, 1
-    WSR 2, 73          /* WINDOWSTART = 1 */
-    movi    a2, 0
-    WSR 2, 72          /* WINDOWBASE = 0 */
-    RSYNC
-    movi    a2, 0x4
-    slli    a2, a2, 16  /* PS.WOE */
-    addi    a2, a2, 0x20 /* PS.UM, INTLEVEL 0, EXCM 0 */
-    WSR 2, 230         /* PS */
-    RSYNC
+    WINDOWED_ROOT .Lstack, .Lcaller_sp
+    WINDOWED_PS
     l32r    a8, .Lmain
     .byte 0xe0, 0x08, 0x00   /* callx8 a8 */
     mov     a3, a10

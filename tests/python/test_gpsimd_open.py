@@ -116,7 +116,8 @@ def test_mistakes_raise_and_the_engine_keeps_working(mlp, tmp_path):
     np.testing.assert_array_equal(relu(x), np.maximum(x, 0))
 
 
-def test_a_faulting_kernel_and_a_timeout_are_device_faults(tmp_path):
+def load_faulty(tmp_path, namespace, isa="host"):
+    """An op `bad(x, how)`: how 1 stores to address 16, how 2 spins, else it returns zeros."""
     (tmp_path / "k.cpp").write_text(
         "#include <torch/torch.h>\n"
         "torch::Tensor bad(const torch::Tensor &x, int64_t how) {\n"
@@ -126,8 +127,13 @@ def test_a_faulting_kernel_and_a_timeout_are_device_faults(tmp_path):
     (tmp_path / "s.cpp").write_text(
         "#include <torch/torch.h>\n#include \"torchneuron/register.h\"\n"
         "torch::Tensor bad_shape(torch::Tensor x, int64_t how) { (void)how; return torch::zeros(x.sizes(), torch::kFloat); }\n"
-        "NEURON_LIBRARY(faulty, m) { m.def(\"bad\", &bad_shape, \"bad\"); }\n")
-    lib = custom_op.load("faulty", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"], build_directory=tmp_path / "b")
+        f"NEURON_LIBRARY({namespace}, m) {{ m.def(\"bad\", &bad_shape, \"bad\"); }}\n")
+    return custom_op.load(namespace, [tmp_path / "k.cpp"], [tmp_path / "s.cpp"], build_directory=tmp_path / "b",
+                          isa=isa)
+
+
+def test_a_faulting_kernel_and_a_timeout_are_device_faults(tmp_path):
+    lib = load_faulty(tmp_path, "faulty")
     x = np.ones(3, np.float32)
     with pytest.raises(DeviceFault) as f:
         custom_op.ops.faulty.bad(x, 1)
@@ -181,18 +187,7 @@ def test_xtensa_device_arrays_and_faults(tmp_path):
     xt.relu_forward(mid, out=out)
     np.testing.assert_array_equal(out.numpy(), np.maximum(-x, 0))
 
-    (tmp_path / "k.cpp").write_text(
-        "#include <torch/torch.h>\n"
-        "torch::Tensor bad(const torch::Tensor &x, int64_t how) {\n"
-        "    if (how == 1) { volatile int *p = (volatile int *)16; *p = 1; }\n"
-        "    if (how == 2) for (;;) asm volatile(\"\");\n"
-        "    return torch::zeros(x.sizes(), torch::kFloat);\n}\n")
-    (tmp_path / "s.cpp").write_text(
-        "#include <torch/torch.h>\n#include \"torchneuron/register.h\"\n"
-        "torch::Tensor bad_shape(torch::Tensor x, int64_t how) { (void)how; return torch::zeros(x.sizes(), torch::kFloat); }\n"
-        "NEURON_LIBRARY(faulty_xt, m) { m.def(\"bad\", &bad_shape, \"bad\"); }\n")
-    lib = custom_op.load("faulty_xt", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"], build_directory=tmp_path / "b",
-                         isa="xtensa")
+    lib = load_faulty(tmp_path, "faulty_xt", isa="xtensa")
     v = np.ones(3, np.float32)
     with pytest.raises(DeviceFault) as f:
         lib.bad(v, 1)

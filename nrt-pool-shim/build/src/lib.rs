@@ -365,20 +365,14 @@ pub fn build(o: &BuildOptions) -> Result<BuildReport, BuildError> {
         .arg(&tmp_out))?;
     // Device objects before anything is put in place: a source that does not build for
     // the device fails the whole build.
-    let device = if o.device_objects.is_some() || o.device_image.is_some() {
-        let mut sources = o.sources.clone();
-        sources.push(wrapper.clone());
-        Some(StagedDevice::compile(
-            &sources,
-            work.path(),
-            o.device_objects.as_deref(),
-            &o.include,
-            &o.on_compiled,
-        )?)
-    } else {
-        None
-    };
-    let image = stage_image(device.as_ref(), o.device_image.as_ref(), work.path())?;
+    let (device, image) = stage_device(
+        || Ok([o.sources.as_slice(), std::slice::from_ref(&wrapper)].concat()),
+        work.path(),
+        o.device_objects.as_deref(),
+        o.device_image.as_ref(),
+        &o.include,
+        &o.on_compiled,
+    )?;
     put_in_place(&tmp_out, &o.out)?;
     let (device, device_image) = place_device(device, image)?;
     Ok(BuildReport {
@@ -401,6 +395,27 @@ pub(crate) fn check_device(
         d.check()?;
     }
     Ok(())
+}
+
+/// A Pool image linked in the work folder, and where it goes.
+pub(crate) type StagedImage = (PathBuf, PathBuf);
+
+/// The device objects of `sources` (and their Pool image) staged in `work`, when either is
+/// asked for; nothing is put in place yet.
+pub(crate) fn stage_device(
+    sources: impl FnOnce() -> Result<Vec<PathBuf>, BuildError>,
+    work: &Path,
+    objects: Option<&Path>,
+    image: Option<&DeviceImage>,
+    include: &Path,
+    on_compiled: &OnCompiled,
+) -> Result<(Option<StagedDevice>, Option<StagedImage>), BuildError> {
+    if objects.is_none() && image.is_none() {
+        return Ok((None, None));
+    }
+    let device = StagedDevice::compile(&sources()?, work, objects, include, on_compiled)?;
+    let staged = stage_image(Some(&device), image, work)?;
+    Ok((Some(device), staged))
 }
 
 /// Links the staged device objects into a Pool image in the work folder, when asked.

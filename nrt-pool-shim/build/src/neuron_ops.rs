@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use nrt_pool_schema::{demangle, ArgKind, NeuronLibrary, OpSig};
 
 use crate::{
-    check_device, compile_all, io, object_symbols, place_device, put_in_place, run, stage_image,
-    BuildError, StagedDevice, EXCEPTION_GUARD, HOST_STDIO,
+    check_device, compile_all, io, object_symbols, place_device, put_in_place, run, stage_device,
+    BuildError, EXCEPTION_GUARD, HOST_STDIO,
 };
 
 /// `custom_op.load`'s arguments, and where the runtime and headers are.
@@ -157,23 +157,19 @@ pub fn build_op_library(o: &OpBuildOptions) -> Result<OpBuildReport, BuildError>
         .arg("-o")
         .arg(&tmp_out))?;
 
-    let device = if o.device_objects.is_some() || o.device_image.is_some() {
-        let dev_wrapper = work.path().join("nrt_pool_op_device_wrapper.cpp");
-        std::fs::write(&dev_wrapper, generate_wrapper(&ops, &kernels, false))
-            .map_err(io(&dev_wrapper))?;
-        let mut sources = o.compute.clone();
-        sources.push(dev_wrapper);
-        Some(StagedDevice::compile(
-            &sources,
-            work.path(),
-            o.device_objects.as_deref(),
-            &o.include,
-            &o.on_compiled,
-        )?)
-    } else {
-        None
-    };
-    let image = stage_image(device.as_ref(), o.device_image.as_ref(), work.path())?;
+    let (device, image) = stage_device(
+        || {
+            let dev_wrapper = work.path().join("nrt_pool_op_device_wrapper.cpp");
+            std::fs::write(&dev_wrapper, generate_wrapper(&ops, &kernels, false))
+                .map_err(io(&dev_wrapper))?;
+            Ok([o.compute.as_slice(), std::slice::from_ref(&dev_wrapper)].concat())
+        },
+        work.path(),
+        o.device_objects.as_deref(),
+        o.device_image.as_ref(),
+        &o.include,
+        &o.on_compiled,
+    )?;
     let library = o.build_directory.join(format!("lib{}.so", o.name));
     put_in_place(&tmp_out, &library)?;
     let (device, device_image) = place_device(device, image)?;

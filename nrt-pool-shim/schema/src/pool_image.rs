@@ -91,21 +91,7 @@ pub fn write_pair(cores: &[Vec<u8>]) -> (Vec<u8>, Vec<u8>) {
 /// The whole `.pool` file.
 pub fn write_file(cores: &[Vec<u8>]) -> Vec<u8> {
     let (iram, dram) = write_pair(cores);
-    let mut f = FILE_MAGIC.to_vec();
-    let iram_off = 28u32;
-    let dram_off = iram_off + iram.len() as u32;
-    for w in [
-        VERSION,
-        iram_off,
-        iram.len() as u32,
-        dram_off,
-        dram.len() as u32,
-    ] {
-        f.extend_from_slice(&w.to_le_bytes());
-    }
-    f.extend_from_slice(&iram);
-    f.extend_from_slice(&dram);
-    f
+    write_file_from_pair(&iram, &dram)
 }
 
 /// A `.pool` file from its IRAM and DRAM parts (a registered pair).
