@@ -9,11 +9,11 @@ const WORD: usize = core::mem::size_of::<usize>();
 /// Bytes one "vector" iteration moves (the IVP loop's 128-byte step).
 pub const VECTOR_STEP: usize = 128;
 
-/// Forward copy: words while both pointers allow it, bytes otherwise.
+/// Forward copy of a few bytes: words while both pointers allow it, bytes otherwise.
 ///
 /// # Safety
 /// `dst` is writable and `src` readable for `n` bytes; the ranges do not overlap.
-pub unsafe fn copy_bytes(dst: *mut u8, src: *const u8, n: usize) {
+unsafe fn copy_small(dst: *mut u8, src: *const u8, n: usize) {
     let mut i = 0;
     // SAFETY (whole body): i + WORD <= n and i < n keep every access in bounds.
     unsafe {
@@ -40,23 +40,161 @@ pub unsafe fn copy_bytes(dst: *mut u8, src: *const u8, n: usize) {
     }
 }
 
-/// The vector backend: 128-byte blocks of unaligned 16-byte moves, then the tail.
+/// Forward copy (the C backend of `neuron_memcpy`, and the device libc's memcpy): 16-byte
+/// moves (32-byte ones where the host CPU has AVX), the last partial block as one
+/// overlapping move; words and bytes below 16.
+///
+/// # Safety
+/// `dst` is writable and `src` readable for `n` bytes; the ranges do not overlap.
+#[inline]
+pub unsafe fn copy_bytes(dst: *mut u8, src: *const u8, n: usize) {
+    if n < 16 {
+        // SAFETY: the caller's contract.
+        unsafe { copy_small(dst, src, n) };
+        return;
+    }
+    #[cfg(all(target_arch = "x86_64", not(target_os = "none")))]
+    if n >= 64 && avx::available() {
+        // SAFETY: AVX is present (checked); the caller's contract.
+        unsafe { avx::copy(dst, src, n) };
+        return;
+    }
+    // SAFETY (whole body): every 16-byte move lies within [0, n), n >= 16.
+    unsafe {
+        let mut i = 0;
+        while i + 64 <= n {
+            let a = (src.add(i) as *const u128).read_unaligned();
+            let b = (src.add(i + 16) as *const u128).read_unaligned();
+            let c = (src.add(i + 32) as *const u128).read_unaligned();
+            let d = (src.add(i + 48) as *const u128).read_unaligned();
+            (dst.add(i) as *mut u128).write_unaligned(a);
+            (dst.add(i + 16) as *mut u128).write_unaligned(b);
+            (dst.add(i + 32) as *mut u128).write_unaligned(c);
+            (dst.add(i + 48) as *mut u128).write_unaligned(d);
+            i += 64;
+        }
+        while i + 16 <= n {
+            let v = (src.add(i) as *const u128).read_unaligned();
+            (dst.add(i) as *mut u128).write_unaligned(v);
+            i += 16;
+        }
+        if i < n {
+            let v = (src.add(n - 16) as *const u128).read_unaligned();
+            (dst.add(n - 16) as *mut u128).write_unaligned(v);
+        }
+    }
+}
+
+/// The VEC backend of `neuron_memcpy`: the device's IVP loop moves 128-byte steps through
+/// vector registers; here the same wide moves as [`copy_bytes`] (both backends give the
+/// same bytes; the record does not pin their speeds).
 ///
 /// # Safety
 /// As [`copy_bytes`].
+#[inline]
 pub unsafe fn copy_vector(dst: *mut u8, src: *const u8, n: usize) {
-    let blocks = n / VECTOR_STEP;
-    // SAFETY: every block lies within the first blocks * 128 <= n bytes.
-    unsafe {
-        for b in 0..blocks {
-            let (d, s) = (dst.add(b * VECTOR_STEP), src.add(b * VECTOR_STEP));
-            for k in 0..VECTOR_STEP / 16 {
-                let v = (s.add(16 * k) as *const u128).read_unaligned();
-                (d.add(16 * k) as *mut u128).write_unaligned(v);
+    // SAFETY: the caller's contract.
+    unsafe { copy_bytes(dst, src, n) }
+}
+
+/// 32-byte moves on hosts with AVX (the emulator's builds), found once with CPUID.
+#[cfg(all(target_arch = "x86_64", not(target_os = "none")))]
+mod avx {
+    use core::arch::x86_64::{__m256i, _mm256_loadu_si256, _mm256_storeu_si256};
+    use core::sync::atomic::{AtomicU8, Ordering};
+
+    /// 0 unknown, 1 absent, 2 present.
+    static AVX: AtomicU8 = AtomicU8::new(0);
+
+    pub fn available() -> bool {
+        match AVX.load(Ordering::Relaxed) {
+            2 => true,
+            1 => false,
+            _ => {
+                let yes = detect();
+                AVX.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
+                yes
             }
         }
-        let done = blocks * VECTOR_STEP;
-        copy_bytes(dst.add(done), src.add(done), n - done);
+    }
+
+    fn detect() -> bool {
+        // SAFETY: CPUID leaf 1 exists on every x86_64 CPU (the call is unsafe in older
+        // toolchains, safe in newer ones).
+        #[allow(unused_unsafe)]
+        let ecx = unsafe { core::arch::x86_64::__cpuid(1) }.ecx;
+        let (osxsave, avx) = (ecx & (1 << 27) != 0, ecx & (1 << 28) != 0);
+        if !(osxsave && avx) {
+            return false;
+        }
+        // SAFETY: XGETBV is available (OSXSAVE set); register 0 is XCR0.
+        let xcr0 = unsafe { core::arch::x86_64::_xgetbv(0) };
+        xcr0 & 0b110 == 0b110
+    }
+
+    /// # Safety
+    /// AVX is available; `dst` writable and `src` readable for `n >= 64` bytes, disjoint.
+    #[target_feature(enable = "avx")]
+    pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
+        // SAFETY (whole body): every 32-byte move lies within [0, n), n >= 64.
+        unsafe {
+            let ld = |at: usize| _mm256_loadu_si256(src.add(at) as *const __m256i);
+            let st = |at: usize, v| _mm256_storeu_si256(dst.add(at) as *mut __m256i, v);
+            if n <= 128 {
+                // Two moves from each end, overlapping in the middle.
+                let (a, b, c, d) = (ld(0), ld(32), ld(n - 64), ld(n - 32));
+                st(0, a);
+                st(32, b);
+                st(n - 64, c);
+                st(n - 32, d);
+                return;
+            }
+            if n <= 256 {
+                let (a, b, c, d) = (ld(0), ld(32), ld(64), ld(96));
+                let (e, f, g, h) = (ld(n - 128), ld(n - 96), ld(n - 64), ld(n - 32));
+                st(0, a);
+                st(32, b);
+                st(64, c);
+                st(96, d);
+                st(n - 128, e);
+                st(n - 96, f);
+                st(n - 64, g);
+                st(n - 32, h);
+                return;
+            }
+            if n >= 2048 {
+                // Large copies: the CPU's own string move (ERMS), as glibc uses.
+                core::arch::asm!(
+                    "rep movsb",
+                    inout("rcx") n => _,
+                    inout("rdi") dst => _,
+                    inout("rsi") src => _,
+                    options(nostack, preserves_flags)
+                );
+                return;
+            }
+            let mut i = 0;
+            while i + 128 <= n {
+                let a = _mm256_loadu_si256(src.add(i) as *const __m256i);
+                let b = _mm256_loadu_si256(src.add(i + 32) as *const __m256i);
+                let c = _mm256_loadu_si256(src.add(i + 64) as *const __m256i);
+                let d = _mm256_loadu_si256(src.add(i + 96) as *const __m256i);
+                _mm256_storeu_si256(dst.add(i) as *mut __m256i, a);
+                _mm256_storeu_si256(dst.add(i + 32) as *mut __m256i, b);
+                _mm256_storeu_si256(dst.add(i + 64) as *mut __m256i, c);
+                _mm256_storeu_si256(dst.add(i + 96) as *mut __m256i, d);
+                i += 128;
+            }
+            while i + 32 <= n {
+                let v = _mm256_loadu_si256(src.add(i) as *const __m256i);
+                _mm256_storeu_si256(dst.add(i) as *mut __m256i, v);
+                i += 32;
+            }
+            if i < n {
+                let v = _mm256_loadu_si256(src.add(n - 32) as *const __m256i);
+                _mm256_storeu_si256(dst.add(n - 32) as *mut __m256i, v);
+            }
+        }
     }
 }
 
@@ -66,11 +204,14 @@ pub unsafe fn copy_vector(dst: *mut u8, src: *const u8, n: usize) {
 /// `dst` is writable and `src` readable for `n` bytes.
 pub unsafe fn move_bytes(dst: *mut u8, src: *const u8, n: usize) {
     let (d, s) = (dst as usize, src as usize);
-    if d >= s.wrapping_add(n) || s >= d.wrapping_add(n) || s - d.min(s) >= WORD {
-        // SAFETY: disjoint ranges, or dst trailing src by at least a word: copy_bytes reads
-        // each word (or byte) before writing a destination that lies wholly below the
-        // source bytes still to be read.
+    if d >= s.wrapping_add(n) || s >= d.wrapping_add(n) {
+        // SAFETY: disjoint ranges.
         unsafe { copy_bytes(dst, src, n) }
+    } else if s - d.min(s) >= WORD {
+        // SAFETY: dst trailing src by at least a word: copy_small reads each word (or byte)
+        // before writing a destination that lies wholly below the source bytes still to be
+        // read.
+        unsafe { copy_small(dst, src, n) }
     } else if d < s {
         // SAFETY: dst trails src by less than a word: byte by byte, forwards.
         unsafe {

@@ -444,9 +444,9 @@ fn windowed_copy(local: usize, soc: u64, to_local: bool, n: u32, vector: bool) {
     let mut left = n as u64;
     let (mut l, mut h) = (local, soc);
     while left > 0 {
-        let nx = translate(h);
-        let (_, end) =
-            mapping_lookup(h).unwrap_or_else(|| fatal(rule!("data_transfer.cpp:92", "ret == 0")));
+        // One lookup gives the window and how far it reaches (a translation just made
+        // always hits, the vendor's `ret == 0`).
+        let (nx, end) = STATE.with(|s| s.translate.translate_span(h, &mut WindowHw));
         let chunk = left.min(end - h + 1) as usize;
         let (dst, src) = if to_local { (l, nx) } else { (nx, l) };
         // SAFETY: `l` is the caller's buffer and `nx` the mapped window, both valid for

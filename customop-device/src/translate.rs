@@ -105,6 +105,13 @@ impl TranslationCtx {
         window + (addr & 0x00FF_FFFF) as usize
     }
 
+    /// [`TranslationCtx::translate`], with the last SoC byte the window shows from there.
+    pub fn translate_span(&mut self, addr: u64, hw: &mut dyn Windows) -> (usize, u64) {
+        let local = self.translate(addr, hw);
+        let end = self.hit(addr).map_or(addr, |r| r.ptr | !r.mask);
+        (local, end)
+    }
+
     /// `neuron_translate_mapping_lookup`: the SoC span `[start, end]` of the window holding
     /// `addr`, without evicting; None (-1) on a miss.
     pub fn lookup(&self, addr: u64) -> Option<(u64, u64)> {
