@@ -700,7 +700,7 @@ impl PoolEngine {
         };
         let dst = self
             .memory
-            .bytes(soc, n as usize)
+            .bytes_populated(soc, n as usize)
             .ok_or(MemoryError::HbmFull { want: n, left: 0 })?;
         match data {
             Some(d) => dst.copy_from_slice(d),
