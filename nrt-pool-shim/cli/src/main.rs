@@ -229,8 +229,12 @@ fn echo(stdout: &[u8], stderr: &[u8]) {
     let _ = std::io::stderr().write_all(stderr);
 }
 
-/// The QEMU board for Xtensa cores: installed, else the repository's build.
+/// The QEMU board for Xtensa cores: `$NRT_POOL_XTENSA_BOARD`, else the installed one, else
+/// the repository's build.
 fn default_board() -> PathBuf {
+    if let Some(p) = std::env::var_os("NRT_POOL_XTENSA_BOARD") {
+        return p.into();
+    }
     let (_, link_script) = default_device_files();
     let installed = link_script.with_file_name("pool-board.elf");
     if installed.exists() {

@@ -237,9 +237,7 @@ impl DeviceMemory {
             let end = (b.as_ptr() as usize + len).next_multiple_of(PAGE as usize);
             // SAFETY: a page-aligned range inside our own writable shared mapping; the
             // advice only allocates pages, it changes no contents.
-            unsafe {
-                libc::madvise(start as *mut libc::c_void, end - start, MADV_POPULATE_WRITE)
-            };
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, MADV_POPULATE_WRITE) };
         }
         Some(b)
     }

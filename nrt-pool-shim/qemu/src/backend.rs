@@ -144,15 +144,14 @@ fn report(memory: &DeviceMemory, c: usize, e: &QemuError) -> Exit {
     };
     let msg = match e {
         QemuError::Fault(CoreFault::Fatal { message, .. }) => message.clone(),
-        // The report without the "core N: " its Display starts with (the engine's names
-        // the core).
+        // The report without a leading "core N: " (the engine names the core).
         e => {
             let s = e.to_string();
-            let s = s
-                .split_once(": ")
-                .map_or(s.as_str(), |(_, r)| r)
-                .to_string();
-            s.into_bytes()
+            let s = match s.strip_prefix("core ") {
+                Some(rest) => rest.split_once(": ").map_or(s.as_str(), |(_, r)| r),
+                None => s.as_str(),
+            };
+            s.as_bytes().to_vec()
         }
     };
     ctl.set_fault(c, kind, 0, addr, &msg);
@@ -227,7 +226,7 @@ impl IsaBackend for XtensaBackend {
             .and_then(|elf| XtensaCore::start(&self.board, &elf, &library.path, 0, 8, deadline));
         let core = match started {
             Ok(core) => core,
-            Err(QemuError::Spawn(e)) => return Err(e),
+            Err(e @ QemuError::Spawn(_)) => return Err(io::Error::other(e.to_string())),
             Err(e) => {
                 let exit = report(memory, 0, &e);
                 return Ok(CoreExit {
