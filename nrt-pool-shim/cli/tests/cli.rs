@@ -913,3 +913,107 @@ fn run_timings_break_the_time_down() {
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(doc["timings_ms"].is_null(), "{doc}");
 }
+
+/// The device path from the command line: `build --device-image` writes libNAME.pool beside
+/// the library, `run` takes either build (`--isa` or the file kind) and both give the same
+/// bytes; a broken or missing Pool image is an error naming it, and nothing is written.
+#[test]
+fn pool_images_build_list_and_run_on_xtensa_cores() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = common::root().join("examples/ops");
+    let so = dir.path().join("libops.so");
+    let (xa, script) = (
+        common::xtensa_archive(),
+        common::root().join("customop-device/xtensa/pool-core.ld"),
+    );
+    let b = nrt_pool_build(
+        s(&ex.join("ops.schema")),
+        s(&so),
+        &[
+            "--device-image",
+            "--device-archive",
+            s(&xa),
+            "--device-link-script",
+            s(&script),
+            s(&ex.join("scale_add.cpp")),
+            s(&ex.join("scale_add_mc.cpp")),
+            s(&ex.join("hello.cpp")),
+        ],
+    );
+    let (out, err) = text(&b);
+    assert!(b.status.success(), "{out}{err}");
+    let pool = dir.path().join("libops.pool");
+    assert!(out.contains("libops.pool (8 Xtensa cores)"), "{out}");
+    let list = nrt_pool(&["list", s(&pool)]);
+    assert!(
+        text(&list).0.contains("scale_add_mc(tensor<f32> x"),
+        "{:?}",
+        text(&list)
+    );
+
+    let x = dir.path().join("x.npy");
+    let t = HostTensor::from_f32(
+        vec![300],
+        &(0..300).map(|i| i as f32 * 0.5 - 7.0).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    npy::write(&x, &t).unwrap();
+    let board = common::xtensa_board();
+    let run = |lib: &Path, isa: &[&str], out: &Path| {
+        let mut args = vec![
+            "run",
+            s(lib),
+            "scale_add_mc",
+            "--arg",
+            s(&x),
+            "--arg",
+            "1.5",
+            "--arg",
+            "-2",
+            "--cores",
+            "8",
+            "--out",
+            s(out),
+        ];
+        args.extend_from_slice(isa);
+        Command::new(env!("CARGO_BIN_EXE_nrt-pool"))
+            .args(&args)
+            .env("NRT_POOL_XTENSA_BOARD", &board)
+            .output()
+            .unwrap()
+    };
+    let (host_out, xt_out, xt2_out) = (
+        dir.path().join("h.npy"),
+        dir.path().join("x1.npy"),
+        dir.path().join("x2.npy"),
+    );
+    for (o, lib, isa) in [
+        (&host_out, &so, &[][..]),
+        (&xt_out, &pool, &[][..]),
+        (&xt2_out, &so, &["--isa", "xtensa"][..]),
+    ] {
+        let r = run(lib, isa, o);
+        assert!(r.status.success(), "{:?}", text(&r));
+    }
+    let h = std::fs::read(&host_out).unwrap();
+    assert_eq!(std::fs::read(&xt_out).unwrap(), h);
+    assert_eq!(std::fs::read(&xt2_out).unwrap(), h);
+
+    // A truncated image, and --isa xtensa with no image beside the library.
+    let bytes = std::fs::read(&pool).unwrap();
+    let cut = dir.path().join("libcut.pool");
+    std::fs::write(&cut, &bytes[..bytes.len() / 3]).unwrap();
+    let o = dir.path().join("never.npy");
+    let r = run(&cut, &[], &o);
+    assert_eq!(r.status.code(), Some(1), "{:?}", text(&r));
+    assert!(
+        text(&r).1.contains("the Pool image is truncated"),
+        "{:?}",
+        text(&r)
+    );
+    std::fs::remove_file(&pool).unwrap();
+    let r = run(&so, &["--isa", "xtensa"], &o);
+    assert_eq!(r.status.code(), Some(1), "{:?}", text(&r));
+    assert!(text(&r).1.contains("libops.pool beside"), "{:?}", text(&r));
+    assert!(!o.exists(), "no output after an error");
+}
