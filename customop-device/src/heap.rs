@@ -38,11 +38,15 @@ impl HeapError {
     }
 }
 
-/// A heap over `[base, base + size)` with `N` block descriptors.
+/// Slots of the index from user addresses to allocations (open addressing, linear probing;
+/// at most half full for `N <= 128`).
+const INDEX_SLOTS: usize = 256;
+
+/// A heap over `[base, base + size)` with `N` block descriptors (`N <= 128`).
 ///
 /// The descriptors are kept as parallel arrays (structure of arrays): first fit scans only
-/// the free blocks' starts and sizes, a free finds its allocation by scanning user
-/// addresses alone and its place in the address-sorted free list by binary search.
+/// the free blocks' starts and sizes; a free finds its allocation through a small hash
+/// index of user addresses and its place in the address-sorted free list by binary search.
 #[derive(Clone, Debug)]
 pub struct Heap<const N: usize = DEFAULT_BLOCKS> {
     base: u64,
@@ -56,13 +60,20 @@ pub struct Heap<const N: usize = DEFAULT_BLOCKS> {
     used_start: [u64; N],
     used_size: [u64; N],
     nused: usize,
+    /// User address -> allocation: 1 + its index in the `used_*` arrays, 0 for empty.
+    index: [u8; INDEX_SLOTS],
     /// Bytes lost to alignment slack in live blocks.
     unused_bytes: u64,
 }
 
 impl<const N: usize> Heap<N> {
+    /// The index keeps at least half its slots empty (and its entries, 1..=128, fit a byte).
+    const FITS_INDEX: () = assert!(N <= INDEX_SLOTS / 2);
+
     /// An empty heap (no pool); every allocation fails until [`Heap::init`].
     pub const fn empty() -> Self {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::FITS_INDEX;
         Heap {
             base: 0,
             size: 0,
@@ -73,6 +84,7 @@ impl<const N: usize> Heap<N> {
             used_start: [0; N],
             used_size: [0; N],
             nused: 0,
+            index: [0; INDEX_SLOTS],
             unused_bytes: 0,
         }
     }
@@ -138,6 +150,7 @@ impl<const N: usize> Heap<N> {
         self.used_start[k] = start;
         self.used_size[k] = taken;
         self.nused += 1;
+        self.index_put(user, k);
         self.unused_bytes += slack;
         Ok(user)
     }
@@ -147,15 +160,21 @@ impl<const N: usize> Heap<N> {
         if user == 0 {
             return Err(HeapError::PtrOutOfBounds);
         }
-        let i = self.used_user[..self.nused]
-            .iter()
-            .position(|&u| u == user)
-            .ok_or(HeapError::PtrOutOfBounds)?;
+        let slot = self.index_find(user).ok_or(HeapError::PtrOutOfBounds)?;
+        let i = usize::from(self.index[slot]) - 1;
+        self.index_remove(slot);
         let (start, size) = (self.used_start[i], self.used_size[i]);
         let last = self.nused - 1;
-        self.used_user[i] = self.used_user[last];
-        self.used_start[i] = self.used_start[last];
-        self.used_size[i] = self.used_size[last];
+        if i != last {
+            // The last allocation moves into the freed descriptor: point its entry there.
+            let moved = self.used_user[last];
+            self.used_user[i] = moved;
+            self.used_start[i] = self.used_start[last];
+            self.used_size[i] = self.used_size[last];
+            if let Some(m) = self.index_find(moved) {
+                self.index[m] = (i + 1) as u8;
+            }
+        }
         self.nused = last;
         self.unused_bytes -= user - start;
         // The first free block above this one (free blocks never overlap live ones).
@@ -181,10 +200,59 @@ impl<const N: usize> Heap<N> {
 
     /// Bytes of the allocation at `user` (including its alignment slack), if live.
     pub fn alloc_size(&self, user: u64) -> Option<u64> {
-        let i = self.used_user[..self.nused]
-            .iter()
-            .position(|&u| u == user)?;
+        let i = usize::from(self.index[self.index_find(user)?]) - 1;
         Some(self.used_size[i] - (user - self.used_start[i]))
+    }
+
+    /// The index slot `user` hashes to (Fibonacci hashing of the address).
+    fn home(user: u64) -> usize {
+        (user.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize
+    }
+
+    /// The slot holding live allocation `user`, if any.
+    fn index_find(&self, user: u64) -> Option<usize> {
+        let mut s = Self::home(user);
+        loop {
+            let e = self.index[s];
+            if e == 0 {
+                return None;
+            }
+            if self.used_user[usize::from(e) - 1] == user {
+                return Some(s);
+            }
+            s = (s + 1) % INDEX_SLOTS;
+        }
+    }
+
+    fn index_put(&mut self, user: u64, i: usize) {
+        let mut s = Self::home(user);
+        while self.index[s] != 0 {
+            s = (s + 1) % INDEX_SLOTS;
+        }
+        self.index[s] = (i + 1) as u8;
+    }
+
+    /// Empties slot `hole`, moving later entries of its probe run back so every entry stays
+    /// reachable from its home slot (deletion without tombstones).
+    fn index_remove(&mut self, mut hole: usize) {
+        self.index[hole] = 0;
+        let mut s = (hole + 1) % INDEX_SLOTS;
+        while self.index[s] != 0 {
+            let e = self.index[s];
+            let home = Self::home(self.used_user[usize::from(e) - 1]);
+            // The entry may fill the hole unless its home lies cyclically in (hole, s].
+            let stays = if hole <= s {
+                hole < home && home <= s
+            } else {
+                hole < home || home <= s
+            };
+            if !stays {
+                self.index[hole] = e;
+                self.index[s] = 0;
+                hole = s;
+            }
+            s = (s + 1) % INDEX_SLOTS;
+        }
     }
 
     /// The largest allocation with alignment `align` that would succeed now.
@@ -287,6 +355,38 @@ mod tests {
         *state ^= *state << 25;
         *state ^= *state >> 27;
         state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    #[test]
+    fn the_user_index_finds_every_live_allocation_of_a_full_heap() {
+        // 128 descriptors (at most 60 live, so blocks still split), 64-byte-aligned users (the index's worst case: many keys that
+        // differ only above bit 6), allocations and frees in random order.
+        let mut h: Heap<128> = Heap::empty();
+        h.init(0x4000_0000, 1 << 20);
+        let mut live: Vec<(u64, u64)> = Vec::new();
+        let mut s = 9u64;
+        for _ in 0..20_000 {
+            if live.len() < 60 && (live.is_empty() || !rng(&mut s).is_multiple_of(3)) {
+                let size = (rng(&mut s) % 300 + 1) as u32;
+                if let Ok(p) = h.alloc(size, 64) {
+                    live.push((p, u64::from(size)));
+                }
+            } else {
+                let (p, _) = live.swap_remove((rng(&mut s) % live.len() as u64) as usize);
+                h.free(p).unwrap();
+                assert_eq!(h.alloc_size(p), None, "freed {p:#x} is gone");
+            }
+            for &(p, n) in &live {
+                // At least what was asked (a remainder too small to split stays with it).
+                let got = h.alloc_size(p);
+                assert!(
+                    got.is_some_and(|g| g >= n && g <= n + MIN_SPLIT + 63),
+                    "live {p:#x}: {got:?}"
+                );
+            }
+            assert_eq!(h.live_allocations(), live.len());
+        }
+        assert_eq!(h.free(0x4000_0001), Err(HeapError::PtrOutOfBounds));
     }
 
     #[test]
