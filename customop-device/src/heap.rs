@@ -125,11 +125,14 @@ impl<const N: usize> Heap<N> {
         }
         let starts = &self.free_start[..self.nfree];
         let sizes = &self.free_size[..self.nfree];
-        // slack = distance to the next multiple of align (a power of two).
-        let i = starts
+        // Sizes first (one array, most blocks fail there), then the start's alignment slack
+        // (the distance to the next multiple of align, a power of two).
+        let i = sizes
             .iter()
-            .zip(sizes)
-            .position(|(&start, &bsize)| size + (start.wrapping_neg() & mask) <= bsize)
+            .enumerate()
+            .position(|(k, &bsize)| {
+                bsize >= size && size + (starts[k].wrapping_neg() & mask) <= bsize
+            })
             .ok_or(HeapError::AllocFailed)?;
         let (start, bsize) = (starts[i], sizes[i]);
         let slack = start.wrapping_neg() & mask;
