@@ -215,26 +215,36 @@ ops = _Ops()
 _TORCH_KIND = {"torch::Tensor": "Tensor", "torch::Scalar": "Scalar", "double": "float", "int64_t": "int"}
 
 
+# torch.ops.NS.OP -> the Op that serves it: the newest library loaded for the namespace.
+# torch allows one Python kernel per op, so each op is defined and implemented once and the
+# implementation looks its Op up here.
+_TORCH_OPS = {}
+
+
 def _register_torch(lib):
     """Registers the ops as ``torch.ops.NS.OP`` on CPU tensors (torch.library), when torch
-    is installed."""
+    is installed; a later load of the namespace serves the same torch op."""
     try:
         import torch
     except ImportError:
         return
     for name, op in lib.ops.items():
         qualified = f"{lib.namespace}::{name}"
+        first = qualified not in _TORCH_OPS
+        _TORCH_OPS[qualified] = op
+        if not first:
+            continue
         args = ", ".join(f"{_TORCH_KIND[k]} a{i}" for i, k in enumerate(op.kinds))
         try:
             torch.library.define(qualified, f"({args}) -> Tensor")
         except RuntimeError:
-            pass  # defined by an earlier load in this process: the newest library serves it
-        _impl(torch, qualified, op)
+            pass  # defined outside this package (another loader in the process)
+        _impl(torch, qualified)
 
 
-def _impl(torch, qualified, op):
+def _impl(torch, qualified):
     def impl(*args):
         conv = [a.detach().cpu().contiguous().numpy() if isinstance(a, torch.Tensor) else a for a in args]
-        return torch.from_numpy(op(*conv).copy())
+        return torch.from_numpy(_TORCH_OPS[qualified](*conv).copy())
 
     torch.library.impl(qualified, "CPU", func=impl)
