@@ -66,3 +66,24 @@ def test_a_small_mlp_trains_with_the_custom_relu_as_with_torch_relu():
         losses.append(run)
     np.testing.assert_allclose(losses[0], losses[1], rtol=0, atol=1e-5)
     assert losses[0][-1] < losses[0][0]
+
+
+def test_the_mlp_trains_the_same_with_the_relu_on_xtensa_cores(tmp_path):
+    """The same autograd Function, with the op's Pool image on emulated Xtensa cores (the
+    newest load of a namespace serves torch.ops)."""
+    custom_op.load("mlp_ops", [MLP / "relu.cpp"], [MLP / "shape.cpp"], build_directory=tmp_path, isa="xtensa")
+    data = torch.randn(32, 16, generator=torch.Generator().manual_seed(3))
+    target = torch.randn(32, 4, generator=torch.Generator().manual_seed(4))
+    losses = []
+    for relu in (Relu.apply, torch.relu):
+        net = make_mlp(relu)
+        opt = torch.optim.SGD(net.parameters(), lr=0.05)
+        run = []
+        for _ in range(3):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(net(data), target)
+            loss.backward()
+            opt.step()
+            run.append(loss.item())
+        losses.append(run)
+    np.testing.assert_allclose(losses[0], losses[1], rtol=0, atol=1e-5)
