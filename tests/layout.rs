@@ -52,6 +52,12 @@ fn dependency_arrows_run_one_way() {
         ["customop-device", "nrt-pool-schema"],
         "the build flow's arrows"
     );
+    let qemu = deps("nrt-pool-qemu", false);
+    assert_eq!(
+        qemu,
+        ["customop-device", "nrt-pool-engine", "nrt-pool-schema"],
+        "the Xtensa backend's arrows: the engine's interface, nothing of the CLI or build flow"
+    );
     let shim = deps("nrt-pool-shim", false);
     assert!(
         !shim
