@@ -21,7 +21,9 @@ pub struct Doorbell {
     pub cmd_seq: AtomicU32,
     pub sleeping: AtomicU32,
     pub done_seq: AtomicU32,
-    _pad: [u32; 13],
+    /// The CPU the core waits on (spinning there would keep the host from it).
+    pub core_cpu: AtomicU32,
+    _pad: [u32; 12],
     pub cmd: [u8; CMD_BYTES],
 }
 
@@ -32,7 +34,9 @@ pub struct HostBell {
     pub sleeping: AtomicU32,
     /// Nanoseconds a core spins for its next command before sleeping (0: sleep at once).
     pub spin_ns: AtomicU32,
-    _pad: [u32; 13],
+    /// The CPU the host last rang from.
+    pub host_cpu: AtomicU32,
+    _pad: [u32; 12],
 }
 
 const _: () = assert!(std::mem::size_of::<Doorbell>() == 64 + CMD_BYTES);
@@ -94,7 +98,16 @@ pub fn cpus() -> usize {
 
 /// Core side: waits until `bell.cmd_seq` moves past `seen` (spinning `spin` first); the
 /// new sequence number.
-pub fn await_command(bell: &Doorbell, seen: u32, spin: Duration) -> u32 {
+pub fn await_command(bell: &Doorbell, host: &HostBell, seen: u32, spin: Duration) -> u32 {
+    // Sharing the host's CPU, spinning only delays the host: sleep at once, and the
+    // host's wake hands the CPU over directly.
+    let cpu = this_cpu();
+    bell.core_cpu.store(cpu, Ordering::Relaxed);
+    let spin = if cpu == host.host_cpu.load(Ordering::Relaxed) {
+        Duration::ZERO
+    } else {
+        spin
+    };
     let until = Instant::now() + spin;
     let mut n = 0u32;
     loop {
@@ -113,6 +126,14 @@ pub fn await_command(bell: &Doorbell, seen: u32, spin: Duration) -> u32 {
         }
         bell.sleeping.store(0, Ordering::SeqCst);
     }
+}
+
+/// The CPU this thread runs on (glibc answers from the kernel's rseq area or the vDSO,
+/// without a system call); u32::MAX when unknown.
+pub fn this_cpu() -> u32 {
+    // SAFETY: sched_getcpu has no preconditions.
+    let c = unsafe { libc::sched_getcpu() };
+    u32::try_from(c).unwrap_or(u32::MAX)
 }
 
 /// One step of a spin: a pause instruction at first, then yielding the CPU (the other side
@@ -140,7 +161,8 @@ pub fn complete(bell: &Doorbell, host: &HostBell, seq: Option<u32>) {
 ///
 /// # Safety
 /// The core is not reading the command (it has completed its previous one).
-pub unsafe fn ring(bell: &Doorbell, cmd: &[u8; CMD_BYTES]) -> u32 {
+pub unsafe fn ring(bell: &Doorbell, host: &HostBell, cmd: &[u8; CMD_BYTES]) -> u32 {
+    host.host_cpu.store(this_cpu(), Ordering::Relaxed);
     // SAFETY: the caller's contract: nobody reads the command bytes until cmd_seq moves.
     unsafe { std::ptr::copy_nonoverlapping(cmd.as_ptr(), bell.cmd.as_ptr() as *mut u8, CMD_BYTES) };
     let seq = bell.cmd_seq.load(Ordering::Relaxed).wrapping_add(1);

@@ -244,9 +244,12 @@ impl CorePool {
             }
             // SAFETY: core c completed its previous command (or is fresh): it does not
             // read the command bytes until the sequence number moves.
-            *seq = unsafe { doorbell::ring(ctl.doorbell(c), &cmd) };
+            *seq = unsafe { doorbell::ring(ctl.doorbell(c), host, &cmd) };
         }
-        let spin_until = Instant::now() + spin;
+        // A core on this CPU cannot run while the host spins: sleep at once then.
+        let here = doorbell::this_cpu();
+        let shared = (0..cores).any(|c| ctl.doorbell(c).core_cpu.load(Ordering::Relaxed) == here);
+        let spin_until = Instant::now() + if shared { Duration::ZERO } else { spin };
         let mut spins = 0u32;
         loop {
             for c in 0..cores {
