@@ -156,11 +156,18 @@ fn to_c_order(data: &[u8], shape: &[u64], size: usize) -> Vec<u8> {
 }
 
 pub fn read(path: &Path, hint: Option<DType>) -> Result<HostTensor, NpyError> {
+    use std::io::Read;
     let p = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| NpyError::Io {
+    let io = |source| NpyError::Io {
         path: p.clone(),
         source,
-    })?;
+    };
+    let mut f = std::fs::File::open(path).map_err(io)?;
+    let len = f.metadata().map_err(io)?.len();
+    // Read into a buffer that asks for huge pages (a 64 MiB input then costs 32 faults, not
+    // 16k); the data stays in it (parse_owned moves it to the front).
+    let mut bytes = nrt_pool_engine::host_buffer(usize::try_from(len).unwrap_or(0));
+    f.read_to_end(&mut bytes).map_err(io)?;
     parse_owned(bytes, &p, hint)
 }
 

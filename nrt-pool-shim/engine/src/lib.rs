@@ -858,18 +858,26 @@ fn named(what: &str, e: EmuError) -> EmuError {
 /// A host copy of device bytes. Large results land in memory advised for transparent huge
 /// pages: faulting in a fresh 64 MiB buffer 4 KiB at a time costs several times the copy.
 fn host_copy(src: &[u8]) -> Vec<u8> {
+    let mut v = host_buffer(src.len());
+    v.extend_from_slice(src);
+    v
+}
+
+/// An empty vector with room for `len` bytes of tensor data; a large one asks for
+/// transparent huge pages (as NumPy does for its arrays), so filling it takes a fault per
+/// 2 MiB instead of per 4 KiB.
+pub fn host_buffer(len: usize) -> Vec<u8> {
     const HUGE: usize = 2 << 20;
-    let mut v: Vec<u8> = Vec::with_capacity(src.len());
-    if src.len() >= 2 * HUGE {
+    let v: Vec<u8> = Vec::with_capacity(len);
+    if len >= 2 * HUGE {
         let start = (v.as_ptr() as usize).next_multiple_of(HUGE);
-        let end = (v.as_ptr() as usize + src.len()) & !(HUGE - 1);
+        let end = (v.as_ptr() as usize + len) & !(HUGE - 1);
         if end > start {
             // SAFETY: advice on whole pages inside the vector's own allocation; it changes
             // no contents (the memory is not yet initialised).
             unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
         }
     }
-    v.extend_from_slice(src);
     v
 }
 
