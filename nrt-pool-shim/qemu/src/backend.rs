@@ -17,7 +17,7 @@ use std::time::Instant;
 use neuroncustomop::descriptor::{isa_dtype_size, ArgTensor, LOCATION_HBM, LOCATION_SBUF};
 use neuroncustomop::runtime::{scratch, ArgBlob, MAX_ARGS};
 use nrt_pool_engine::backend::{HostBackend, IsaBackend};
-use nrt_pool_engine::control::{ControlBlock, FaultKind, CORE_DONE, PHASE_START};
+use nrt_pool_engine::control::{ControlBlock, FaultKind, ACCESS_WRITE, CORE_DONE, PHASE_START};
 use nrt_pool_engine::core::FAULT_EXIT;
 use nrt_pool_engine::library::OpLibrary;
 use nrt_pool_engine::memory::DeviceMemory;
@@ -26,6 +26,10 @@ use nrt_pool_engine::pool::{CoreExit, Exit};
 use crate::core::{pool_cores, QemuError, XtensaCore};
 use crate::fault::{CoreFault, FaultCause};
 use crate::layout;
+
+/// The pattern written after each guarded tensor on an Xtensa core, and its length.
+const CANARY: u8 = 0xA5;
+const CANARY_BYTES: usize = 64;
 
 /// The Xtensa backend.
 pub struct XtensaBackend {
@@ -278,6 +282,19 @@ impl IsaBackend for XtensaBackend {
         // What each core was given, to find what it changed.
         let mut staged: Vec<Vec<(u64, Vec<u8>)>> = vec![Vec::new(); cores];
         let mut running = vec![false; cores];
+        // The guard pages the engine placed after the tensors (when it guards them): the
+        // cores cannot protect them, so the first bytes of each hold a known pattern and a
+        // kernel that wrote past a tensor's end is found when it returns.
+        let canaries: Vec<(u64, u32)> = ctl
+            .guards()
+            .into_iter()
+            .filter_map(|g| {
+                let local = layout::local_of(g)?;
+                (layout::local_of(g + CANARY_BYTES as u64 - 1)
+                    == Some(local + CANARY_BYTES as u32 - 1))
+                .then_some((g, local))
+            })
+            .collect();
         for c in 0..cores {
             let (p, _) = memory.scratch_host(c);
             // SAFETY: the engine wrote an ArgBlob at ARG_BLOB of this core's scratch area.
@@ -313,6 +330,9 @@ impl IsaBackend for XtensaBackend {
                     core.load(*local, bytes)?;
                 }
                 core.load(layout::DATA_SCRATCH + scratch::ARG_BLOB as u32, &blob_bytes)?;
+                for &(_, local) in &canaries {
+                    core.load(local, &[CANARY; CANARY_BYTES])?;
+                }
                 core.begin(k, cores as u32)?;
                 staged[c] = loads.into_iter().map(|(s, _, b)| (s, b)).collect();
                 Ok(())
@@ -341,10 +361,31 @@ impl IsaBackend for XtensaBackend {
                     let after = core.dump(local, before.len() as u32, deadline)?;
                     changes.push((*soc, before, after));
                 }
-                Ok((done, changes))
+                let mut past = None;
+                for &(g, local) in &canaries {
+                    let seen = core.dump(local, CANARY_BYTES as u32, deadline)?;
+                    if let Some(k) = seen.iter().position(|&b| b != CANARY) {
+                        past = past.or(Some(g + k as u64));
+                    }
+                }
+                Ok((done, changes, past))
             });
             match done {
-                Ok((done, changes)) => {
+                Ok((_, _, Some(soc))) => {
+                    // As a guard page would have stopped it on a host core: a write fault at
+                    // the first byte changed past the tensor (the engine names the tensor).
+                    let host = memory.host(soc, 1).map_or(0, |p| p as u64);
+                    ctl.set_fault(
+                        c,
+                        FaultKind::Memory,
+                        0,
+                        host,
+                        b"wrote past the end of a tensor (found when the kernel returned: Xtensa cores check the bytes after each tensor)",
+                    );
+                    ctl.core(c).access.store(ACCESS_WRITE, Ordering::Release);
+                    exits[c].exit = Exit::Code(FAULT_EXIT);
+                }
+                Ok((done, changes, None)) => {
                     for (soc, before, after) in changes {
                         write_changes(memory, soc, before, &after);
                     }

@@ -153,6 +153,29 @@ fn faults_on_qemu_cores_are_device_faults_and_the_engine_survives() {
         Err(EmuError::Fault(f)) => assert!(f.to_string().contains("address 0x40000010"), "{f}"),
         other => panic!("bad_store: {:?}", other.map(|c| c.output)),
     }
+    // A write one past the output's end is found as a guard page would find it, naming the
+    // tensor; without guards it passes unnoticed, as on hardware.
+    let five = f32s(5, |_| 1.0);
+    match launch(
+        &mut xt,
+        "write_one_past",
+        vec![LaunchArg::hbm(five.clone())],
+        1,
+    ) {
+        Err(EmuError::Fault(f)) => {
+            assert_eq!(format!("{:?}", f.kind), "Memory", "{f}");
+            assert_eq!(f.access, Some("write"), "{f}");
+            assert_eq!(
+                f.tensor.as_deref(),
+                Some("the output (20 bytes) at offset 20"),
+                "{f}"
+            );
+        }
+        other => panic!("write_one_past: {:?}", other.map(|c| c.output)),
+    }
+    xt.guard_tensors = false;
+    assert!(launch(&mut xt, "write_one_past", vec![LaunchArg::hbm(five)], 1).is_ok());
+    xt.guard_tensors = true;
     // The engine and its cores go on: a kernel that completes.
     let err = launch(&mut xt, "illegal", vec![LaunchArg::hbm(x.clone())], 1).unwrap_err();
     assert!(matches!(err, EmuError::Fault(_)));
