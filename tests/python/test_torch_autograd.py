@@ -44,6 +44,20 @@ def make_mlp(relu):
     return Net()
 
 
+def train(relu, data, target, steps):
+    """The losses of `steps` SGD steps of the MLP with `relu`."""
+    net = make_mlp(relu)
+    opt = torch.optim.SGD(net.parameters(), lr=0.05)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(net(data), target)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
 def test_torch_ops_are_registered_on_cpu_tensors():
     x = torch.randn(5, 7)
     torch.testing.assert_close(torch.ops.mlp_ops.relu_forward(x), torch.relu(x), rtol=0, atol=0)
@@ -52,18 +66,7 @@ def test_torch_ops_are_registered_on_cpu_tensors():
 def test_a_small_mlp_trains_with_the_custom_relu_as_with_torch_relu():
     data = torch.randn(64, 16, generator=torch.Generator().manual_seed(1))
     target = torch.randn(64, 4, generator=torch.Generator().manual_seed(2))
-    losses = []
-    for relu in (Relu.apply, torch.relu):
-        net = make_mlp(relu)
-        opt = torch.optim.SGD(net.parameters(), lr=0.05)
-        run = []
-        for _ in range(5):
-            opt.zero_grad()
-            loss = torch.nn.functional.mse_loss(net(data), target)
-            loss.backward()
-            opt.step()
-            run.append(loss.item())
-        losses.append(run)
+    losses = [train(relu, data, target, 5) for relu in (Relu.apply, torch.relu)]
     np.testing.assert_allclose(losses[0], losses[1], rtol=0, atol=1e-5)
     assert losses[0][-1] < losses[0][0]
 
@@ -74,16 +77,5 @@ def test_the_mlp_trains_the_same_with_the_relu_on_xtensa_cores(tmp_path):
     custom_op.load("mlp_ops", [MLP / "relu.cpp"], [MLP / "shape.cpp"], build_directory=tmp_path, isa="xtensa")
     data = torch.randn(32, 16, generator=torch.Generator().manual_seed(3))
     target = torch.randn(32, 4, generator=torch.Generator().manual_seed(4))
-    losses = []
-    for relu in (Relu.apply, torch.relu):
-        net = make_mlp(relu)
-        opt = torch.optim.SGD(net.parameters(), lr=0.05)
-        run = []
-        for _ in range(3):
-            opt.zero_grad()
-            loss = torch.nn.functional.mse_loss(net(data), target)
-            loss.backward()
-            opt.step()
-            run.append(loss.item())
-        losses.append(run)
+    losses = [train(relu, data, target, 3) for relu in (Relu.apply, torch.relu)]
     np.testing.assert_allclose(losses[0], losses[1], rtol=0, atol=1e-5)
