@@ -184,6 +184,20 @@ impl ArgTensor {
         }
     }
 
+    /// The SoC address of the first byte: an HBM tensor's own, an SBUF tensor's offset from
+    /// `sbuf_base`; None for another location.
+    pub fn soc_addr(&self, sbuf_base: u64) -> Option<u64> {
+        match self.location {
+            // SAFETY: the HBM arm is plain data, valid for HBM tensors.
+            LOCATION_HBM => Some(unsafe { self.storage.hbm.addr }),
+            // SAFETY: as above for the TPB arm.
+            LOCATION_SBUF => {
+                Some(sbuf_base.wrapping_add(u64::from(unsafe { self.storage.tpb.addr })))
+            }
+            _ => None,
+        }
+    }
+
     /// An HBM tensor of `dtype` with `dims` (rank 1..=8, each < 65536).
     pub fn hbm(dtype: Dtype, addr: u64, dims: &[u32]) -> Self {
         let mut t = ArgTensor::zeroed();

@@ -3,7 +3,7 @@
 
 use core::mem::{offset_of, size_of};
 
-use crate::descriptor::{ArgTensor, LOCATION_HBM, LOCATION_SBUF};
+use crate::descriptor::{ArgTensor, LOCATION_SBUF};
 use crate::fatal::{fatal, require, rule};
 use crate::global::Global;
 use crate::heap::{Heap, HeapError};
@@ -295,18 +295,18 @@ pub fn next_arg() -> &'static ArgTensor {
 
 /// The SoC address of a tensor's first byte: SBUF tensors are relative to the SBUF base.
 pub fn tensor_soc_addr(t: &ArgTensor) -> u64 {
-    match t.location {
-        // SAFETY: the HBM arm is plain data, valid for HBM tensors.
-        LOCATION_HBM => unsafe { t.storage.hbm.addr },
-        // SAFETY: as above for the TPB arm.
-        LOCATION_SBUF => blob()
-            .sbuf_base
-            .wrapping_add(u64::from(unsafe { t.storage.tpb.addr })),
-        _ => fatal(rule!(
+    // The blob (the SBUF base) is only read for SBUF tensors, as before.
+    let sbuf_base = if t.location == LOCATION_SBUF {
+        blob().sbuf_base
+    } else {
+        0
+    };
+    t.soc_addr(sbuf_base).unwrap_or_else(|| {
+        fatal(rule!(
             "utypes.hpp:64",
             "xt_ptr_ (tensor location is SBUF or HBM)"
-        )),
-    }
+        ))
+    })
 }
 
 /// A scalar argument: the first element of the next (1-element) tensor, read as `T`

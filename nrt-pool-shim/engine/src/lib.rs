@@ -717,11 +717,8 @@ impl PoolEngine {
 
     fn read_tensor(&self, t: &ArgTensor, dtype: DType) -> Result<Vec<u8>, EmuError> {
         let n = t.num_elem() * dtype.size();
-        let soc = match t.location {
-            // SAFETY: plain data of the arm the location names.
-            neuroncustomop::descriptor::LOCATION_HBM => unsafe { t.storage.hbm.addr },
-            _ => memory::SBUF_BASE + u64::from(unsafe { t.storage.tpb.addr }),
-        };
+        // The engine places tensors in HBM or SBUF only.
+        let soc = t.soc_addr(memory::SBUF_BASE).unwrap_or(0);
         let src = self.memory.read(soc, n).ok_or(MemoryError::HbmFull {
             want: n as u64,
             left: 0,

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use neuroncustomop::descriptor::{isa_dtype_size, ArgTensor, LOCATION_HBM, LOCATION_SBUF};
+use neuroncustomop::descriptor::{isa_dtype_size, ArgTensor};
 use neuroncustomop::runtime::{scratch, ArgBlob, MAX_ARGS};
 use nrt_pool_engine::backend::{HostBackend, IsaBackend};
 use nrt_pool_engine::control::{ControlBlock, FaultKind, ACCESS_WRITE, CORE_DONE, PHASE_START};
@@ -186,13 +186,7 @@ fn regions(blob: &ArgBlob) -> Vec<(u64, usize)> {
         .chain(std::iter::once(&blob.output))
         .filter_map(|t: &ArgTensor| {
             let len = t.num_elem().checked_mul(isa_dtype_size(t.dtype))?;
-            let soc = match t.location {
-                // SAFETY: plain data of the arm the location names.
-                LOCATION_HBM => unsafe { t.storage.hbm.addr },
-                // SAFETY: as above.
-                LOCATION_SBUF => blob.sbuf_base + u64::from(unsafe { t.storage.tpb.addr }),
-                _ => return None,
-            };
+            let soc = t.soc_addr(blob.sbuf_base)?;
             // Scalars are 1-element tensors the runtime reads 8 bytes of.
             Some((soc, if t.num_elem() == 1 { len.max(8) } else { len }))
         })
