@@ -332,16 +332,7 @@ pub fn build(o: &BuildOptions) -> Result<BuildReport, BuildError> {
     std::fs::write(&map, VERSION_SCRIPT).map_err(io(&map))?;
     // Every source to an object first, so that the kernels can be checked against the
     // schema before anything is linked.
-    let host_cxx = |src: &Path, obj: &Path| {
-        let mut c = Command::new(&o.cxx);
-        c.args(["-std=c++17", "-O2", "-fPIC", "-Wall", "-c"])
-            .arg("-I")
-            .arg(&o.include)
-            .arg(src)
-            .arg("-o")
-            .arg(obj);
-        c
-    };
+    let host_cxx = |src: &Path, obj: &Path| host_cxx(&o.cxx, &o.include, src, obj);
     let objs = compile_all(
         &o.sources,
         &work.path().join("host"),
@@ -686,6 +677,18 @@ pub fn assemble_windowed(asm: &Path, obj: &Path) -> Result<(), BuildError> {
 }
 
 pub const XTENSA_AS: &str = "xtensa-lx106-elf-as";
+
+/// The host C++ compiler's command for an op library's object `obj` from `src`.
+pub(crate) fn host_cxx(cxx: &str, include: &Path, src: &Path, obj: &Path) -> Command {
+    let mut c = Command::new(cxx);
+    c.args(["-std=c++17", "-O2", "-fPIC", "-Wall", "-c"])
+        .arg("-I")
+        .arg(include)
+        .arg(src)
+        .arg("-o")
+        .arg(obj);
+    c
+}
 
 /// The Xtensa g++ command for windowed-ABI assembly of `src`.
 pub(crate) fn device_cxx(include: &Path, src: &Path, asm: &Path) -> Command {

@@ -114,16 +114,7 @@ pub fn build_op_library(o: &OpBuildOptions) -> Result<OpBuildReport, BuildError>
     check_device(&o.device_objects, &o.device_image)?;
     std::fs::create_dir_all(&o.build_directory).map_err(io(&o.build_directory))?;
     let work = tempfile::tempdir().map_err(io(Path::new("temporary directory")))?;
-    let host_cxx = |src: &Path, obj: &Path| {
-        let mut c = Command::new(&o.cxx);
-        c.args(["-std=c++17", "-O2", "-fPIC", "-Wall", "-c"])
-            .arg("-I")
-            .arg(&o.include)
-            .arg(src)
-            .arg("-o")
-            .arg(obj);
-        c
-    };
+    let host_cxx = |src: &Path, obj: &Path| crate::host_cxx(&o.cxx, &o.include, src, obj);
     let host = |s: &Path, d: &Path| run(&mut host_cxx(s, d));
     let compute_objs = compile_all(
         &o.compute,
