@@ -3,8 +3,6 @@
 
 use std::fmt;
 
-use object::{Object, ObjectSymbol, SymbolKind};
-
 /// Xtensa EXCCAUSE values (Xtensa ISA reference, exception causes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultCause {
@@ -225,24 +223,10 @@ pub fn decode(core: usize, body: &[u8], images: &[&[u8]]) -> Option<CoreFault> {
 /// "function+0xoff" (demangled) for `pc`, from the first ELF image whose symbols cover it.
 pub fn symbolize(images: &[&[u8]], pc: u32) -> Option<String> {
     images.iter().find_map(|bytes| {
-        let file = object::File::parse(*bytes).ok()?;
-        let pc = u64::from(pc);
-        let best = file
-            .symbols()
-            .filter(|s| s.kind() == SymbolKind::Text && s.address() <= pc)
-            .filter(|s| s.size() == 0 || pc < s.address() + s.size())
-            .max_by_key(|s| s.address())?;
-        // A symbol without a size only names addresses inside the image's text.
-        let text = file.section_by_name(".text")?;
-        if !(text.address()..text.address() + text.size()).contains(&pc) && best.size() == 0 {
-            return None;
-        }
-        let name = nrt_pool_schema::demangle(best.name_bytes().ok()?);
-        Some(format!("{name}+{:#x}", pc - best.address()))
+        let (name, off) = nrt_pool_engine::symbolize::symbol_at(bytes, u64::from(pc), false)?;
+        Some(format!("{name}+{off:#x}"))
     })
 }
-
-use object::ObjectSection;
 
 #[cfg(test)]
 mod tests {
