@@ -246,12 +246,7 @@ fn default_board() -> PathBuf {
 /// An engine with `lib` loaded on the backend `isa` asks for (by default the file's: a
 /// Pool image runs on Xtensa cores); asked for the other, the build beside `lib` is used.
 fn engine_with(lib: &Path, isa: Option<Isa>) -> Result<PoolEngine, Failure> {
-    use std::io::Read;
-    let mut magic = [0u8; 8];
-    let is_pool = std::fs::File::open(lib)
-        .and_then(|mut f| f.read_exact(&mut magic))
-        .is_ok()
-        && nrt_pool_schema::pool_image::is_pool_file(&magic);
+    let is_pool = nrt_pool_schema::pool_image::is_pool_path(lib);
     let isa = isa.unwrap_or(if is_pool { Isa::Xtensa } else { Isa::Host });
     let path = match (isa, is_pool) {
         (Isa::Xtensa, false) => lib.with_extension("pool"),

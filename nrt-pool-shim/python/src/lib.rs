@@ -171,11 +171,7 @@ impl Library {
     #[new]
     #[pyo3(signature = (path, board=None))]
     fn new(py: Python<'_>, path: PathBuf, board: Option<PathBuf>) -> PyResult<Self> {
-        let mut magic = [0u8; 8];
-        let is_pool = std::fs::File::open(&path)
-            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
-            .is_ok()
-            && nrt_pool_schema::pool_image::is_pool_file(&magic);
+        let is_pool = nrt_pool_schema::pool_image::is_pool_path(&path);
         let engine = if is_pool {
             let board = board
                 .or_else(|| std::env::var_os("NRT_POOL_XTENSA_BOARD").map(PathBuf::from))

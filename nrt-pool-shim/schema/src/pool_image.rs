@@ -184,6 +184,16 @@ pub fn is_pool_file(b: &[u8]) -> bool {
     b.get(..8) == Some(&FILE_MAGIC[..])
 }
 
+/// Whether the file at `path` starts as a Pool image does (its first 8 bytes).
+pub fn is_pool_path(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 8];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok()
+        && is_pool_file(&magic)
+}
+
 /// The `pool_image` fuzz target's property: any bytes give a parse or an error, never a
 /// panic; a file that parses writes back, from its cores, to one that parses to the same.
 pub fn fuzz_one(bytes: &[u8]) {
