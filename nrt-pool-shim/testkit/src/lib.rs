@@ -28,20 +28,33 @@ pub fn archive() -> PathBuf {
 
 /// Builds an op library with the op build helper.
 pub fn build_ops(dir: &Path, name: &str, schema: &Path, sources: &[PathBuf]) -> PathBuf {
-    let out = dir.join(format!("lib{name}.so"));
+    schema_library(dir, name, schema, sources, false).library
+}
+
+/// A schema-flow library in `dir`, with its Pool image when `image`.
+fn schema_library(
+    dir: &Path,
+    name: &str,
+    schema: &Path,
+    sources: &[PathBuf],
+    image: bool,
+) -> opbuild::BuildReport {
     opbuild::build(&BuildOptions {
         schema: schema.into(),
         sources: sources.to_vec(),
-        out: out.clone(),
+        out: dir.join(format!("lib{name}.so")),
         archive: archive(),
         include: root().join("include"),
         device_objects: None,
-        device_image: None,
+        device_image: if image {
+            device_image(dir.join(format!("lib{name}.pool")))
+        } else {
+            None
+        },
         cxx: "g++".into(),
         on_compiled: None,
     })
-    .unwrap_or_else(|e| panic!("building {name}: {e}"));
-    out
+    .unwrap_or_else(|e| panic!("building {name}: {e}"))
 }
 
 pub fn examples(dir: &Path) -> PathBuf {
@@ -143,19 +156,7 @@ pub fn build_with_image(
     schema: &Path,
     sources: &[PathBuf],
 ) -> (PathBuf, PathBuf) {
-    let out = dir.join(format!("lib{name}.so"));
-    let r = opbuild::build(&BuildOptions {
-        schema: schema.into(),
-        sources: sources.to_vec(),
-        out,
-        archive: archive(),
-        include: root().join("include"),
-        device_objects: None,
-        device_image: device_image(dir.join(format!("lib{name}.pool"))),
-        cxx: "g++".into(),
-        on_compiled: None,
-    })
-    .unwrap_or_else(|e| panic!("building {name}: {e}"));
+    let r = schema_library(dir, name, schema, sources, true);
     (r.library, r.device_image.expect("a Pool image"))
 }
 
