@@ -87,6 +87,15 @@ pub fn run(o: &DemoOptions) -> Result<String, String> {
     );
 
     let work = tempfile::tempdir().map_err(|e| e.to_string())?;
+    // The device path is built with the host libraries, once, where its tools are here.
+    let missing = device_missing(o);
+    let pool_image = |name: &str| {
+        missing.is_empty().then(|| opbuild::DeviceImage {
+            out: work.path().join(format!("lib{name}.pool")),
+            archive: o.device.archive.clone(),
+            link_script: o.device.link_script.clone(),
+        })
+    };
     let lib = work.path().join("libexample_ops.so");
     let sources = ["scale_add.cpp", "scale_add_mc.cpp", "hello.cpp"].map(|s| o.examples.join(s));
     let built = opbuild::build(&opbuild::BuildOptions {
@@ -97,7 +106,7 @@ pub fn run(o: &DemoOptions) -> Result<String, String> {
         include: o.include.clone(),
         // Device objects too, where the Xtensa g++ is installed (`make tools`).
         device_objects: opbuild::xtensa_cxx_installed().then(|| work.path().join("device")),
-        device_image: None,
+        device_image: pool_image("example_ops"),
         cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
         on_compiled: None,
     })
@@ -194,8 +203,9 @@ pub fn run(o: &DemoOptions) -> Result<String, String> {
     if nrt_pool_close() != 0 {
         return Err(format!("nrt_pool_close: {}", last_error()));
     }
-    neuron_examples(o, work.path(), &mut report)?;
-    device_examples(o, work.path(), &mut report)?;
+    let mut pools: Vec<PathBuf> = built.device_image.clone().into_iter().collect();
+    pools.extend(neuron_examples(o, work.path(), &pool_image, &mut report)?);
+    device_examples(o, &pools, &missing, &mut report)?;
     let _ = writeln!(
         report,
         "ok: provider, seam, op build helpers and emulator agree with the reference"
@@ -206,11 +216,13 @@ pub fn run(o: &DemoOptions) -> Result<String, String> {
 /// The Custom C++ Operators examples (examples/mlp, examples/multicore): built as
 /// custom_op.load builds them, run by NS::OP with outputs from their shape functions, each
 /// checked against a reference computed here.
+/// Returns their Pool images (when the device path is available).
 fn neuron_examples(
     o: &DemoOptions,
     work: &std::path::Path,
+    image: &dyn Fn(&str) -> Option<opbuild::DeviceImage>,
     report: &mut String,
-) -> Result<(), String> {
+) -> Result<Vec<PathBuf>, String> {
     let root = o.examples.parent().unwrap_or(std::path::Path::new("."));
     let build = |name: &str, dir: &str, compute: &str, multicore: bool| {
         opbuild::build_op_library(&opbuild::OpBuildOptions {
@@ -223,7 +235,7 @@ fn neuron_examples(
             include: o.include.clone(),
             cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
             device_objects: None,
-            device_image: None,
+            device_image: image(name),
             on_compiled: None,
         })
         .map_err(|e| format!("building examples/{dir}: {e}"))
@@ -310,29 +322,40 @@ fn neuron_examples(
             done.elapsed.as_secs_f64() * 1e3
         );
     }
-    Ok(())
+    Ok([mlp.device_image, tiles.device_image]
+        .into_iter()
+        .flatten()
+        .collect())
 }
 
-/// The device path: the examples built as Pool images (windowed Xtensa objects linked for
-/// the 8 cores) and run by the engine on QEMU Xtensa cores, each output compared byte for
-/// byte (stdout too) with the same launch on the host backend. Reported UNSUPPORTED,
-/// loudly, where the Xtensa tools, QEMU or the board are missing.
-fn device_examples(
-    o: &DemoOptions,
-    work: &std::path::Path,
-    report: &mut String,
-) -> Result<(), String> {
+/// What the device path needs that is not here (the Xtensa g++, QEMU, the Xtensa archive,
+/// the board); empty when it can run.
+fn device_missing(o: &DemoOptions) -> Vec<String> {
     let qemu_ok = std::process::Command::new(nrt_pool_qemu::core::QEMU)
         .arg("--version")
         .output()
         .is_ok_and(|r| r.status.success());
-    let missing = [
+    [
         (!opbuild::xtensa_cxx_installed()).then(|| opbuild::XTENSA_CXX.to_string()),
         (!qemu_ok).then(|| nrt_pool_qemu::core::QEMU.to_string()),
         (!o.device.archive.is_file()).then(|| o.device.archive.display().to_string()),
         (!o.device.board.is_file()).then(|| o.device.board.display().to_string()),
-    ];
-    let missing: Vec<String> = missing.into_iter().flatten().collect();
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The device path: the examples' Pool images (windowed Xtensa objects linked for the 8
+/// cores, built with their host libraries) run by the engine on QEMU Xtensa cores, each
+/// output compared byte for byte (stdout too) with the same launch on the host backend.
+/// Reported UNSUPPORTED, loudly, where the Xtensa tools, QEMU or the board are missing.
+fn device_examples(
+    o: &DemoOptions,
+    libs: &[PathBuf],
+    missing: &[String],
+    report: &mut String,
+) -> Result<(), String> {
     if !missing.is_empty() {
         let _ = writeln!(
             report,
@@ -341,55 +364,12 @@ fn device_examples(
         );
         return Ok(());
     }
-    let root = o.examples.parent().unwrap_or(std::path::Path::new("."));
-    let dir = work.join("device");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let image = |name: &str| {
-        Some(opbuild::DeviceImage {
-            out: dir.join(format!("lib{name}.pool")),
-            archive: o.device.archive.clone(),
-            link_script: o.device.link_script.clone(),
-        })
-    };
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "g++".into());
-    let ops = opbuild::build(&opbuild::BuildOptions {
-        schema: o.examples.join("ops.schema"),
-        sources: ["scale_add.cpp", "scale_add_mc.cpp", "hello.cpp"]
-            .map(|s| o.examples.join(s))
-            .to_vec(),
-        out: dir.join("libops.so"),
-        archive: o.archive.clone(),
-        include: o.include.clone(),
-        device_objects: None,
-        device_image: image("ops"),
-        cxx: cxx.clone(),
-        on_compiled: None,
-    })
-    .map_err(|e| format!("building examples/ops as a Pool image: {e}"))?;
-    let mut libs = vec![ops.device_image.ok_or("no Pool image")?];
-    for (name, folder, compute, multicore) in [
-        ("mlp_ops", "mlp", "relu.cpp", false),
-        ("tiles", "multicore", "relu_tiles.cpp", true),
-    ] {
-        let r = opbuild::build_op_library(&opbuild::OpBuildOptions {
-            name: name.into(),
-            compute: vec![root.join(folder).join(compute)],
-            shape: vec![root.join(folder).join("shape.cpp")],
-            build_directory: dir.clone(),
-            multicore,
-            archive: o.archive.clone(),
-            include: o.include.clone(),
-            cxx: cxx.clone(),
-            device_objects: None,
-            device_image: image(name),
-            on_compiled: None,
-        })
-        .map_err(|e| format!("building examples/{folder} as a Pool image: {e}"))?;
-        libs.push(r.device_image.ok_or("no Pool image")?);
+    if libs.len() != 3 {
+        return Err(format!("{} Pool images built, 3 expected", libs.len()));
     }
     let _ = writeln!(
         report,
-        "device     3 Pool images (libops, libmlp_ops, libtiles): 8 windowed Xtensa core images each, org 0x84000000 + i*0x200000"
+        "device     3 Pool images (libexample_ops, libmlp_ops, libtiles), built with the host libraries: 8 windowed Xtensa core images each, org 0x84000000 + i*0x200000"
     );
     let n = 4096u64;
     let x: Vec<f32> = (0..n)
