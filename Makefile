@@ -39,6 +39,19 @@ tools:
 			gcc-xtensa-lx106 binutils-xtensa-lx106 qemu-system-misc cmake pkg-config dpkg; \
 	fi
 	@command -v cargo-deb >/dev/null || $(CARGO) install cargo-deb --locked
+	@# QEMU with the nrt-pool machine (D63): Debian's QEMU source and what builds it.
+	@if ! command -v ninja >/dev/null || ! command -v meson >/dev/null || ! command -v flex >/dev/null \
+		|| ! command -v bison >/dev/null || ! pkg-config --exists glib-2.0 pixman-1 libfdt 2>/dev/null; then \
+		$(SUDO) apt-get update && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends \
+			ninja-build meson libglib2.0-dev libpixman-1-dev libfdt-dev flex bison; \
+	fi
+	@if ! ls $(CUSTOMOP_OUT)/xtensa-q7-none-elf/qemu-build/qemu_*.orig.tar.xz >/dev/null 2>&1 \
+		&& ! apt-get source --print-uris qemu 2>/dev/null | grep -q orig.tar; then \
+		. /etc/os-release && printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+			"$$VERSION_CODENAME" | $(SUDO) tee /etc/apt/sources.list.d/nrt-pool-qemu-src.sources >/dev/null \
+		&& $(SUDO) apt-get update; \
+	fi
 
 $(XTENSA_OUT)/split.so: nrtucode-extisa/tests/xtensa/kernels.c nrtucode-extisa/tests/xtensa/split.ld | tools
 	nrtucode-extisa/tests/xtensa/build.sh $(XTENSA_OUT)
@@ -56,7 +69,8 @@ demo: build customop-archives $(XTENSA_OUT)/split.so
 ## (riscv32imac, which checks the device layouts) and Xtensa (windowed ABI, assembled by GNU
 ## as through customop-device/xtensa/windowed-as.sh), each with core rebuilt for
 ## panic=abort: $(CUSTOMOP_OUT)/<target>/release/libneuroncustomop.a; and the board that
-## runs Xtensa op images on QEMU cores: $(CUSTOMOP_OUT)/xtensa-q7-none-elf/pool-board.elf
+## runs Xtensa op images on QEMU cores: $(CUSTOMOP_OUT)/xtensa-q7-none-elf/pool-board.elf,
+## beside QEMU with the nrt-pool machine (built from Debian's QEMU source; D63)
 customop-archives: tools
 	RUSTC_BOOTSTRAP=1 RUSTFLAGS="-C panic=abort" CARGO_TARGET_DIR=$(CUSTOMOP_OUT) $(CARGO) rustc -q \
 		-p customop-device --release --features archive --crate-type staticlib \
@@ -66,6 +80,7 @@ customop-archives: tools
 		--target riscv32imac-unknown-none-elf
 	customop-device/xtensa/build-archive.sh $(CUSTOMOP_OUT)/xtensa-q7-none-elf/release/libneuroncustomop.a
 	customop-device/xtensa/board/build-board.sh $(CUSTOMOP_OUT)/xtensa-q7-none-elf/pool-board.elf
+	nrt-pool-shim/qemu/machine/build-qemu.sh $(CUSTOMOP_OUT)/xtensa-q7-none-elf/qemu-system-xtensa
 
 ## make test: unit, C-API, ABI, loader (GNU ld oracle), device-archive and C-consumer tests,
 ## and the fuzz seed corpus (the ABI tests use the release build and the archives).

@@ -1,25 +1,20 @@
-/* Start code and vectors of an emulated Pool core under qemu-system-xtensa -M virt -cpu de212
-   (the open counterpart of the vendor's firmware and LSP; docs/decisions.md D56). Reset
-   jumps to the start code, which sets up the register window and the stack and calls
-   `board_main` (pool-board.c). The board's code lies at 0x88000000, in the same 1 GiB as
-   the op images at 0x84000000: a windowed return keeps the top two bits of the PC (they
-   carry the call's window increment in the return address), so a call between the image
-   and the board must not cross a 1 GiB boundary. An exception the board does not handle (anything but window
+/* Start code and vectors of an emulated Pool core under QEMU's nrt-pool machine
+   (nrt-pool-shim/qemu/machine/nrt-pool.c, -cpu de212; the open counterpart of the vendor's
+   firmware and LSP; docs/decisions.md D56, D63). Reset jumps to the start code, which sets
+   up the register window and the stack and calls `board_main` (pool-board.c). The board's
+   code lies at 0x88000000, in the same 1 GiB as the op images at 0x84000000: a windowed
+   return keeps the top two bits of the PC (they carry the call's window increment in the
+   return address), so a call between the image and the board must not cross a 1 GiB
+   boundary. An exception the board does not handle (anything but window
    overflow/underflow) writes a fault record to the host channel and ends the core:
-   [tag 5, len 28][kind, EXCCAUSE, EPC1, EXCVADDR, DEPC, PS, PRID], then exit status 99.
-   kind: 1 kernel, 2 user, 3 double exception; 4-9 a debug exception or an interrupt of
-   level kind - 2 (then EXCCAUSE's place holds DEBUGCAUSE and EPC1's the level's EPC). */
+   [tag 5, len 40][kind, EXCCAUSE, EPC1, EXCVADDR, DEPC, PS, PRID, ACCESS, SOC lo, SOC hi],
+   then exit status 99. kind: 1 kernel, 2 user, 3 double exception; 4-9 a debug exception
+   or an interrupt of level kind - 2 (then EXCCAUSE's place holds DEBUGCAUSE and EPC1's the
+   level's EPC). ACCESS and SOC are the machine's note of its last bus error (LAST_ACCESS:
+   1 read, 2 write, bit 8 set when a window spans the address, then LAST_SOC is the SoC
+   address it stands for); they describe the fault when EXCCAUSE is 14 or 15 (PIF address
+   errors, what an access where the core has no memory raises). */
     .include "window-vectors.inc"
-
-    /* Region protection (de212 has it, as XCHAL_HAVE_MIMIC_CACHEATTR): one attribute per
-       512 MiB region in the DTLB and ITLB; attribute 15 grants no access, so a load, store
-       or fetch where the core has no memory faults instead of reading zeros. */
-    .macro WDTLB at, as
-    .byte (\at << 4), 0xE0 | \as, 0x50
-    .endm
-    .macro WITLB at, as
-    .byte (\at << 4), 0x60 | \as, 0x50
-    .endm
 
     .set SYS_exit, 1
     .set SYS_write, 4
@@ -79,6 +74,8 @@ _vectors:
     .org 0x400
 .Lrecord:
     .word   board_fault_record
+.Lbus_error:
+    .word   0x00100800              /* the machine's LAST_ACCESS register */
     /* A debug or high-priority interrupt: kind = level + 2, cause = DEBUGCAUSE, EPC1's
        place holds the level's EPC (in a3). */
 board_fault_high:
@@ -99,7 +96,7 @@ board_fault_vector:
 board_fault_common:
     movi    a4, TAG_FAULT
     s32i    a4, a3, 0
-    movi    a4, 28
+    movi    a4, 40
     s32i    a4, a3, 4
     s32i    a2, a3, 8
     RSR 4, 238              /* EXCVADDR */
@@ -110,10 +107,17 @@ board_fault_common:
     s32i    a4, a3, 28
     RSR 4, 235              /* PRID */
     s32i    a4, a3, 32
+    l32r    a5, .Lbus_error
+    l32i    a4, a5, 0               /* LAST_ACCESS */
+    s32i    a4, a3, 36
+    l32i    a4, a5, 8               /* LAST_SOC lo */
+    s32i    a4, a3, 40
+    l32i    a4, a5, 12              /* LAST_SOC hi */
+    s32i    a4, a3, 44
     movi    a2, SYS_write
     mov     a4, a3
     movi    a3, RSP_FD
-    movi    a5, 36
+    movi    a5, 48
     simcall
     movi    a2, SYS_exit
     movi    a3, 99
@@ -129,38 +133,9 @@ board_fault_common:
     .literal .Lstack, 0x8bffffc0
     .literal .Lcaller_sp, 0x8bfffff0
     .literal .Lmain, board_main
-    .literal .Lcore_word, 0x8bfffffc
     .global _pool_start
 _pool_start:
-    /* QEMU starts cores 0..N-1 of the machine together, each with its PRID; this process
-       is core N-1, the id the host wrote at 0x8bfffffc. The others halt before touching
-       memory (waiti at INTLEVEL 15 never wakes). */
-    RSR 2, 235              /* PRID */
-    l32r    a3, .Lcore_word
-    l32i    a3, a3, 0
-    beq     a2, a3, 3f
-2:  waiti   15
-    j       2b
-3:  WINDOWED_ROOT .Lstack, .Lcaller_sp
-    /* No memory below 0x60000000 (once reset is done) nor from 0xa0000000. */
-    movi    a3, 15
-    movi    a2, 0
-1:  WDTLB 3, 2
-    WITLB 3, 2
-    movi    a4, 0x20
-    slli    a4, a4, 24
-    add     a2, a2, a4
-    movi    a4, 0x60
-    slli    a4, a4, 24
-    bne     a2, a4, 1b
-    movi    a2, 0xa0
-    slli    a2, a2, 24
-2:  WDTLB 3, 2
-    WITLB 3, 2
-    movi    a4, 0x20
-    slli    a4, a4, 24
-    add     a2, a2, a4
-    bnez    a2, 2b
+    WINDOWED_ROOT .Lstack, .Lcaller_sp
     isync
     dsync
     WINDOWED_PS
@@ -175,4 +150,4 @@ _pool_start:
     .align 4
     .global board_fault_record
 board_fault_record:
-    .space 36
+    .space 48

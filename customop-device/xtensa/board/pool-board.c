@@ -1,16 +1,20 @@
-/* The board of an emulated Pool core under QEMU (docs/decisions.md D56): what the vendor's
-   firmware does around an op image, over a byte channel to the host instead of the Pool
-   queues. The host (nrt-pool-shim/qemu, protocol.rs) loads the op image with QEMU and talks
-   through semihosting on two inherited file descriptors: commands arrive on fd 3, replies
-   and the kernel's stdio leave on fd 4. Every message is a header {u32 tag, u32 len} and
-   len bytes, little-endian.
+/* The board of an emulated Pool core under QEMU's nrt-pool machine (docs/decisions.md
+   D56, D63): what the vendor's firmware does around an op image, over a byte channel to
+   the host instead of the Pool queues. Device memory is the engine's, shared: the board
+   pins the SBUF, hbm_scratch and data scratch windows at boot, and reaches any other SoC
+   address through window 7 (the runtime uses 3, 5 and 6). The host
+   (nrt-pool-shim/qemu, protocol.rs) talks through semihosting on two inherited file
+   descriptors: commands arrive on fd 3, replies and the kernel's stdio leave on fd 4.
+   Every message is a header {u32 tag, u32 len} and len bytes, little-endian.
 
    host -> core: BOOT {entry_func, switch_stack_or_call_wrapper, register_funcs,
-                       data_scratch, data_scratch_size, hbm_scratch lo/hi, hbm_scratch_size,
-                       cores, core, metadata (0 or the image's `const char *f(void)` giving
-                       its schema or op list)}
+                       data scratch SoC lo/hi, data_scratch_size, hbm_scratch lo/hi,
+                       hbm_scratch_size, SBUF pin SoC lo/hi, HBM pin SoC lo/hi, cores, core,
+                       metadata (0 or the image's `const char *f(void)` giving its schema
+                       or op list)}
                  LOAD {u32 address; bytes}   RUN {u32 kernel, u32 cores}
                  DUMP {u32 address, u32 n}   QUIT {}
+                 GUARDS {u32 n; n SoC page addresses (u64)}: pages no window shows
    core -> host: READY {u32 entry status, u32 count, u32 metadata length; count
                         NUL-terminated names; the metadata text}
                  DONE {u32 status}  DATA {bytes}  OUT {u32 fd; bytes}
@@ -22,7 +26,7 @@ typedef unsigned int usize;
 
 enum { SYS_exit = 1, SYS_read = 3, SYS_write = 4 };
 enum { CMD_FD = 3, RSP_FD = 4 };
-enum { CMD_BOOT = 1, CMD_LOAD = 2, CMD_RUN = 3, CMD_DUMP = 4, CMD_QUIT = 5 };
+enum { CMD_BOOT = 1, CMD_LOAD = 2, CMD_RUN = 3, CMD_DUMP = 4, CMD_QUIT = 5, CMD_GUARDS = 6 };
 enum { RSP_READY = 1, RSP_DONE = 2, RSP_DATA = 3, RSP_OUT = 4, RSP_FAULT = 5, RSP_FATAL = 6 };
 /* Exit statuses the host reads: the channel closed or spoke nonsense, or a fatal error. */
 enum { EXIT_CHANNEL = 96, EXIT_PROTOCOL = 97, EXIT_FATAL = 70 };
@@ -31,11 +35,27 @@ enum { EXIT_CHANNEL = 96, EXIT_PROTOCOL = 97, EXIT_FATAL = 70 };
 
 struct boot {
     u32 entry_func, call_wrapper, register_funcs;
-    u32 data_scratch, data_scratch_size;
+    u32 scratch_lo, scratch_hi, data_scratch_size;
     u32 hbm_lo, hbm_hi, hbm_size;
+    u32 sbuf_pin_lo, sbuf_pin_hi, hbm_pin_lo, hbm_pin_hi;
     u32 cores, core;
     u32 metadata;
 };
+
+/* The machine's window registers (nrt-pool.c). */
+#define REG(off) (*(volatile u32 *)(0x00100000u + (off)))
+#define MEM_WINDOW_LO(n) REG(0x200 + 8 * (n))
+#define MEM_WINDOW_HI(n) REG(0x204 + 8 * (n))
+#define PIN_LO(k) REG(0x300 + 8 * (k))
+#define PIN_HI(k) REG(0x304 + 8 * (k))
+#define GUARD_LO(g) REG(0x400 + 8 * (g))
+#define GUARD_HI(g) REG(0x404 + 8 * (g))
+#define SHOWN(w) REG(0x900 + 4 * (w))
+enum { GUARDS = 32, DMA_WINDOW = 7, PIN_SBUF = 0, PIN_HBM = 1, PIN_DATARAM = 2 };
+/* Where window 7 and the data scratch pin show memory. */
+#define DMA_LOCAL 0x0B000000u
+#define DATARAM_LOCAL 0x00080000u
+#define WINDOW_BYTES 0x01000000u
 
 /* SUNDA_UCODE_LIB as a 32-bit core lays it out (36 bytes). */
 struct handoff {
@@ -136,22 +156,27 @@ static void svc_fault(const char *msg, usize len) {
 
 static u32 svc_cpu_count(void) { return boot.cores; }
 
-/* The core's view of SoC memory: the pinned HBM and SBUF windows (0 outside them). */
-static char *local_of(u64 soc, u32 n) {
-    const u64 span = 64ull << 20, hbm = 0x4000000000ull, sbuf = 0x5000000000ull;
-    if (soc >= hbm && soc + n <= hbm + span) return (char *)(0x84000000u + (u32)(soc - hbm));
-    if (soc >= sbuf && soc + n <= sbuf + span) return (char *)(0x80000000u + (u32)(soc - sbuf));
-    return 0;
-}
-
-/* DMA between local memory and SoC memory, as the host's engine serves it: 0, or -1 for an
-   address no window shows. */
+/* DMA between local memory and SoC memory, as the host's engine serves it, through window
+   7 one 16 MiB block at a time: 0, or -1 for an address no device memory backs. */
 static int svc_dma(void *local, u64 soc, _Bool to_local, u32 n) {
-    char *far = local_of(soc, n), *near = local;
-    if (!far) return -1;
-    for (u32 i = 0; i < n; i++) {
-        if (to_local) near[i] = far[i];
-        else far[i] = near[i];
+    char *near = local;
+    while (n > 0) {
+        u64 block = soc & ~(u64)(WINDOW_BYTES - 1);
+        u32 off = (u32)(soc - block);
+        u32 chunk = WINDOW_BYTES - off < n ? WINDOW_BYTES - off : n;
+        __asm__ volatile("memw" ::: "memory");
+        MEM_WINDOW_HI(DMA_WINDOW) = (u32)(block >> 32);
+        MEM_WINDOW_LO(DMA_WINDOW) = (u32)block;
+        __asm__ volatile("memw" ::: "memory");
+        if (SHOWN(DMA_WINDOW) < off + chunk) return -1;
+        char *far = (char *)(DMA_LOCAL + off);
+        for (u32 i = 0; i < chunk; i++) {
+            if (to_local) near[i] = far[i];
+            else far[i] = near[i];
+        }
+        near += chunk;
+        soc += chunk;
+        n -= chunk;
     }
     return 0;
 }
@@ -165,7 +190,7 @@ static void *get_libc_fn(const char *name) {
 }
 
 static void *get_data_scratch(void **addr, usize *size) {
-    *addr = (void *)boot.data_scratch;
+    *addr = (void *)DATARAM_LOCAL;
     *size = boot.data_scratch_size;
     return 0;
 }
@@ -198,8 +223,16 @@ static u32 on_func(void *handle, const char *name, wrapper_fn fn) {
     return 0;
 }
 
+static void pin(u32 k, u32 lo, u32 hi) {
+    PIN_HI(k) = hi;
+    PIN_LO(k) = lo;
+}
+
 static void start(void) {
     static struct handoff h;
+    pin(PIN_SBUF, boot.sbuf_pin_lo, boot.sbuf_pin_hi);
+    pin(PIN_HBM, boot.hbm_pin_lo, boot.hbm_pin_hi);
+    pin(PIN_DATARAM, boot.scratch_lo, boot.scratch_hi);
     h.size = sizeof h;
     h.handle = &h;
     h.register_name = on_name;
@@ -249,6 +282,18 @@ int board_main(void) {
             u32 at = read_u32();
             u32 n = read_u32();
             send(RSP_DATA, (const void *)at, n, 0, 0);
+            break;
+        }
+        case CMD_GUARDS: {
+            if (h[1] < 4) board_exit(EXIT_PROTOCOL);
+            u32 n = read_u32();
+            if (n > GUARDS || h[1] != 4 + 8 * n) board_exit(EXIT_PROTOCOL);
+            for (u32 g = 0; g < GUARDS; g++) {
+                u32 page[2] = {0, 0};
+                if (g < n) read_full(page, 8);
+                GUARD_HI(g) = page[1];
+                GUARD_LO(g) = g < n ? (page[0] & ~0xfffu) | 1 : 0;
+            }
             break;
         }
         case CMD_QUIT:

@@ -38,6 +38,8 @@ pub struct Region {
 /// The device memory.
 pub struct DeviceMemory {
     map: MmapMut,
+    /// The memory file behind `map`, which other processes (QEMU cores) map too.
+    file: File,
     pub hbm: Region,
     pub sbuf: Region,
     /// Per core: the data scratch area's region.
@@ -129,6 +131,7 @@ impl DeviceMemory {
         let map = unsafe { MmapOptions::new().len(total as usize).map_mut(&file)? };
         let mem = DeviceMemory {
             map,
+            file,
             hbm,
             sbuf,
             scratch,
@@ -171,7 +174,19 @@ impl DeviceMemory {
         Ok(())
     }
 
-    fn regions(&self) -> impl Iterator<Item = Region> + '_ {
+    /// The memory file, for a process that maps the same device memory (an ISA backend's
+    /// cores); [`DeviceMemory::regions`] says where each SoC range lies in it.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// The file's length in bytes (the regions, their guard pages and window padding).
+    pub fn file_len(&self) -> u64 {
+        self.map.len() as u64
+    }
+
+    /// HBM, SBUF, the control block and the cores' data scratch areas.
+    pub fn regions(&self) -> impl Iterator<Item = Region> + '_ {
         [self.hbm, self.sbuf, self.status]
             .into_iter()
             .chain(self.scratch)
@@ -307,10 +322,11 @@ impl DeviceMemory {
         self.hbm_next = self.hbm.soc + self.reserved;
     }
 
-    /// Core `i`'s hbm_scratch slice.
+    /// Core `i`'s hbm_scratch slice: the eight slices end the reserved bytes at HBM's
+    /// start (what comes before them is an ISA backend's: the Xtensa op images).
     pub fn hbm_scratch(&self, core: usize) -> (u64, u64) {
         (
-            self.hbm.soc + core as u64 * HBM_SCRATCH_BYTES,
+            self.hbm.soc + self.reserved - (CORES - core) as u64 * HBM_SCRATCH_BYTES,
             HBM_SCRATCH_BYTES,
         )
     }

@@ -11,14 +11,90 @@ use nrt_pool_schema::pool_image;
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
-use object::{Object, ObjectSection, ObjectSymbol};
+use nrt_pool_engine::memory::DeviceMemory;
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};
 
 use crate::fault::{self, CoreFault};
 use crate::layout;
 use crate::protocol::{self, Boot, RecvError};
 
-/// The emulator binary (`make tools` installs it; Debian's qemu-system-misc).
+/// The emulator: QEMU built with the nrt-pool machine (`machine/build-qemu.sh`; `make
+/// customop-archives` puts it beside the board).
 pub const QEMU: &str = "qemu-system-xtensa";
+/// Names the emulator where it is not beside the board.
+pub const QEMU_ENV: &str = "NRT_POOL_QEMU";
+
+/// The QEMU for cores under `board`: `$NRT_POOL_QEMU`, else the one beside the board (a
+/// build tree), else the installed one (`PREFIX/libexec/gpsimd-open/` for a board in
+/// `PREFIX/lib/gpsimd-open/xtensa-q7-none-elf/`).
+pub fn qemu_for(board: &Path) -> PathBuf {
+    if let Some(p) = std::env::var_os(QEMU_ENV) {
+        return PathBuf::from(p);
+    }
+    let beside = board.with_file_name(QEMU);
+    let installed = board
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::parent)
+        .and_then(Path::parent)
+        .map(|prefix| prefix.join("libexec/gpsimd-open").join(QEMU));
+    match installed {
+        Some(i) if !beside.exists() && i.exists() => i,
+        _ => beside,
+    }
+}
+
+/// What a core runs on: the emulator, the board, and the engine's device memory, which the
+/// core maps (shared, not copied: docs/decisions.md D63).
+#[derive(Clone, Copy)]
+pub struct Platform<'a> {
+    pub qemu: &'a Path,
+    pub board: &'a Path,
+    pub memory: &'a DeviceMemory,
+}
+
+/// The machine's `regions` property: where each SoC range lies in the memory file.
+fn regions_property(memory: &DeviceMemory) -> String {
+    memory
+        .regions()
+        .map(|r| format!("{:x}+{:x}@{:x}", r.soc, r.size, r.offset))
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// Copies the image's loadable segments into device memory, where core `core`'s pinned
+/// hbm_scratch window shows them (its 2 MiB slot, cleared first).
+fn place_image(memory: &DeviceMemory, file: &object::File<'_>, core: usize) -> Result<(), String> {
+    let org = u64::from(layout::image_org(core));
+    let slot = memory
+        .host(layout::image_soc(core), layout::IMAGE_BYTES)
+        .ok_or("device memory has no room for the op images")?;
+    // SAFETY: `slot` spans IMAGE_BYTES of the shared mapping (host() checked the range); no
+    // core runs this slot's image while it is placed.
+    unsafe { std::ptr::write_bytes(slot, 0, layout::IMAGE_BYTES as usize) };
+    for seg in file.segments() {
+        let data = seg.data().map_err(|e| e.to_string())?;
+        let (at, size) = (seg.address(), seg.size());
+        if size == 0 {
+            continue;
+        }
+        let off = at
+            .checked_sub(org)
+            .filter(|o| {
+                o.checked_add(size)
+                    .is_some_and(|e| e <= layout::IMAGE_BYTES)
+            })
+            .ok_or_else(|| {
+                format!(
+                    "a segment at {at:#x} (+{size:#x}) lies outside core {core}'s 2 MiB image slot"
+                )
+            })?;
+        let n = data.len().min(size as usize);
+        // SAFETY: off + n <= IMAGE_BYTES (checked above), inside the slot.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), slot.add(off as usize), n) };
+    }
+    Ok(())
+}
 /// The image symbols the board calls: the start code, the launcher and the kernel roster.
 pub const ENTRY_SYMBOL: &str = "entry_func";
 pub const CALL_WRAPPER_SYMBOL: &str = "_Z28switch_stack_or_call_wrapperjj";
@@ -29,8 +105,11 @@ pub const METADATA_SYMBOLS: [&str; 2] = ["nrt_pool_op_schema", "nrt_pool_op_libr
 
 #[derive(Debug, thiserror::Error)]
 pub enum QemuError {
-    #[error("cannot start {QEMU}: {0} (make tools installs it)")]
-    Spawn(std::io::Error),
+    #[error("cannot start {}: {source} (make customop-archives builds QEMU with the nrt-pool machine; ${QEMU_ENV} names another)", path.display())]
+    Spawn {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}: {why}")]
     Image { path: PathBuf, why: String },
     #[error("{0}")]
@@ -73,6 +152,9 @@ pub struct Completion {
     pub stderr: Vec<u8>,
 }
 
+/// The core's descriptor for the device memory file.
+const MEMORY_FD: i32 = 5;
+
 /// A running core.
 pub struct XtensaCore {
     core: usize,
@@ -86,7 +168,6 @@ pub struct XtensaCore {
     metadata: Vec<u8>,
     /// The op image and the board, for naming fault addresses.
     images: [Vec<u8>; 2],
-    _file: tempfile::NamedTempFile,
     /// QEMU's monitor socket (human monitor protocol).
     monitor: PathBuf,
     _monitor_dir: tempfile::TempDir,
@@ -111,11 +192,11 @@ fn symbol(file: &object::File<'_>, name: &str) -> Option<u32> {
 }
 
 impl XtensaCore {
-    /// Starts core `core` (its slot and the id the runtime is told) with `image`, an op
-    /// image (ELF) linked for this core and named `name` in reports, under `board`; returns
-    /// once the image's start code has run.
+    /// Starts core `core` (its slot and PRID) with `image`, an op image (ELF) linked for
+    /// this core and named `name` in reports, on `platform`; returns once the image's start
+    /// code has run.
     pub fn start(
-        board: &Path,
+        platform: Platform<'_>,
         image: &[u8],
         name: &Path,
         core: usize,
@@ -126,6 +207,11 @@ impl XtensaCore {
             path: name.to_path_buf(),
             why,
         };
+        let Platform {
+            qemu: qemu_path,
+            board,
+            memory,
+        } = platform;
         let bytes = image.to_vec();
         let board_bytes = std::fs::read(board).map_err(|e| QemuError::Image {
             path: board.to_path_buf(),
@@ -150,72 +236,87 @@ impl XtensaCore {
             let need = |name: &str| {
                 symbol(&file, name).ok_or_else(|| bad(format!("no {name} (link the archive)")))
             };
-            Boot {
+            let (hbm_scratch, hbm_scratch_size) = memory.hbm_scratch(core);
+            if layout::local_of(hbm_scratch + hbm_scratch_size - 1).is_none() {
+                return Err(bad(format!(
+                    "core {core}'s hbm_scratch at SoC {hbm_scratch:#x} lies outside its pinned window"
+                )));
+            }
+            let boot = Boot {
                 entry_func: need(ENTRY_SYMBOL)?,
                 call_wrapper: need(CALL_WRAPPER_SYMBOL)?,
                 register_funcs: need(REGISTER_FUNCS_SYMBOL)?,
-                data_scratch: layout::DATA_SCRATCH,
-                data_scratch_size: layout::DATA_SCRATCH_BYTES,
-                hbm_scratch: layout::hbm_scratch(core),
-                hbm_scratch_size: layout::HBM_SCRATCH_BYTES as u32,
+                data_scratch: memory.scratch[core].soc,
+                data_scratch_size: memory.scratch[core].size as u32,
+                hbm_scratch,
+                hbm_scratch_size: hbm_scratch_size as u32,
+                sbuf_pin: layout::SBUF_SOC,
+                hbm_pin: layout::HBM_SOC,
                 cores,
                 core: core as u32,
                 metadata: METADATA_SYMBOLS
                     .iter()
                     .find_map(|n| symbol(&file, n))
                     .unwrap_or(0),
-            }
+            };
+            place_image(memory, &file, core).map_err(bad)?;
+            boot
         };
         let io = |source| QemuError::Io { core, source };
-        // QEMU's loader reads the image from a file: a private copy, gone with the core.
-        let mut file = tempfile::Builder::new()
-            .prefix("pool-core")
-            .suffix(".elf")
-            .tempfile()
-            .map_err(io)?;
-        std::io::Write::write_all(&mut file, &bytes).map_err(io)?;
         let (cmd_r, cmd_w) = pipe().map_err(io)?;
         let (rsp_r, rsp_w) = pipe().map_err(io)?;
         let (err_r, err_w) = pipe().map_err(io)?;
         // The monitor, asked for the PC when the core overstays its deadline.
         let monitor_dir = tempfile::tempdir().map_err(io)?;
         let monitor = monitor_dir.path().join("monitor");
-        // The virt machine starts `core + 1` cores with PRIDs 0..=core; the board halts all
-        // but the one named at CORE_WORD, so the runtime reads its id from PRID.
-        let mut qemu = Command::new(QEMU);
-        qemu.args(["-M", "virt", "-cpu", "de212", "-nic", "none", "-smp"])
-            .arg((core + 1).to_string())
-            .arg("-m")
-            .arg(format!("{}M", layout::RAM_MIB))
-            .arg("-device")
+        // One core (PRID = `core`) whose RAM is the engine's memory file, at the core's fd 5.
+        let mut qemu = Command::new(qemu_path);
+        qemu.arg("-M")
             .arg(format!(
-                "loader,addr={:#x},data={core},data-len=4",
-                layout::CORE_WORD
+                "nrt-pool,core={core},memory-backend=device,regions={}",
+                regions_property(memory)
+            ))
+            .args(["-cpu", "de212", "-object"])
+            .arg(format!(
+                "memory-backend-file,id=device,mem-path=/dev/fd/{MEMORY_FD},share=on,size={}",
+                memory.file_len()
             ))
             .args(["-semihosting", "-display", "none", "-monitor"])
             .arg(format!("unix:{},server=on,wait=off", monitor.display()))
             .args(["-serial", "none", "-nodefaults", "-kernel"])
             .arg(board)
-            .arg("-device")
-            .arg(format!("loader,file={}", file.path().display()))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(err_w));
-        let (cr, rw) = (cmd_r.as_raw_fd(), rsp_w.as_raw_fd());
+        let (cr, rw, mem) = (
+            cmd_r.as_raw_fd(),
+            rsp_w.as_raw_fd(),
+            memory.file().as_raw_fd(),
+        );
         // SAFETY: only async-signal-safe calls between fork and exec: the channel's ends
-        // become the core's fds 3 and 4 (moved above 10 first so neither overwrites the
-        // other; dup2 clears close-on-exec on the copies).
+        // become the core's fds 3 and 4 and the memory file its fd 5 (moved above 10 first
+        // so none overwrites another; dup2 clears close-on-exec on the copies).
         unsafe {
             qemu.pre_exec(move || {
                 let a = libc::fcntl(cr, libc::F_DUPFD_CLOEXEC, 10);
                 let b = libc::fcntl(rw, libc::F_DUPFD_CLOEXEC, 10);
-                if a < 0 || b < 0 || libc::dup2(a, 3) < 0 || libc::dup2(b, 4) < 0 {
+                let m = libc::fcntl(mem, libc::F_DUPFD_CLOEXEC, 10);
+                if a < 0
+                    || b < 0
+                    || m < 0
+                    || libc::dup2(a, 3) < 0
+                    || libc::dup2(b, 4) < 0
+                    || libc::dup2(m, MEMORY_FD) < 0
+                {
                     return Err(std::io::Error::last_os_error());
                 }
                 Ok(())
             });
         }
-        let child = qemu.spawn().map_err(QemuError::Spawn)?;
+        let child = qemu.spawn().map_err(|source| QemuError::Spawn {
+            path: qemu_path.to_path_buf(),
+            source,
+        })?;
         drop((cmd_r, rsp_w));
         let mut c = XtensaCore {
             core,
@@ -227,7 +328,6 @@ impl XtensaCore {
             entry_status: 0,
             metadata: Vec::new(),
             images: [bytes, board_bytes],
-            _file: file,
             monitor,
             _monitor_dir: monitor_dir,
         };
@@ -285,6 +385,22 @@ impl XtensaCore {
     /// The index of the kernel named `name`.
     pub fn kernel(&self, name: &[u8]) -> Option<usize> {
         self.kernels.iter().position(|k| k.name == name)
+    }
+
+    /// Sets the pages no window shows (the engine's guard pages after tensors): a core that
+    /// touches one faults there, naming the address.
+    pub fn guard(&mut self, pages: &[u64]) -> Result<(), QemuError> {
+        if pages.len() > protocol::MAX_GUARDS {
+            return Err(QemuError::Protocol {
+                core: self.core,
+                why: format!(
+                    "{} guard pages; the machine holds {}",
+                    pages.len(),
+                    protocol::MAX_GUARDS
+                ),
+            });
+        }
+        self.send(protocol::CMD_GUARDS, &[&protocol::encode_guards(pages)])
     }
 
     /// Writes `bytes` into the core's memory at `local`.
@@ -411,8 +527,7 @@ impl XtensaCore {
         let mut s = std::os::unix::net::UnixStream::connect(&self.monitor).ok()?;
         s.set_read_timeout(Some(std::time::Duration::from_secs(2)))
             .ok()?;
-        s.write_all(format!("cpu {}\ninfo registers\n", self.core).as_bytes())
-            .ok()?;
+        s.write_all(b"info registers\n").ok()?;
         let mut seen = Vec::new();
         let mut buf = [0u8; 4096];
         while let Ok(n) = s.read(&mut buf) {

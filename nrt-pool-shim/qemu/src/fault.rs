@@ -117,6 +117,11 @@ pub enum CoreFault {
         pc: u32,
         address: u32,
         symbol: Option<String>,
+        /// For an access where the core has no memory (a PIF address error): whether it
+        /// was a write, and the SoC address it stood for when a window spans it (a guard
+        /// page, or past the end of what the window shows).
+        write: Option<bool>,
+        soc: Option<u64>,
     },
     /// The runtime's fatal error (a broken rule), with its message.
     Fatal { core: usize, message: Vec<u8> },
@@ -144,15 +149,22 @@ impl fmt::Display for CoreFault {
                 pc,
                 address,
                 symbol,
+                write,
+                soc,
             } => {
                 write!(f, "core {core}: ")?;
+                let what = match (cause, write) {
+                    (FaultCause::LoadStorePifAddress, Some(true)) => "store to no memory".into(),
+                    (FaultCause::LoadStorePifAddress, Some(false)) => "load from no memory".into(),
+                    _ => cause.to_string(),
+                };
                 if *window {
                     write!(
                         f,
-                        "window exception ({cause} while spilling or refilling registers)"
+                        "window exception ({what} while spilling or refilling registers)"
                     )?;
                 } else {
-                    write!(f, "{cause}")?;
+                    write!(f, "{what}")?;
                 }
                 write!(f, " at pc {pc:#010x}")?;
                 if let Some(s) = symbol {
@@ -160,6 +172,9 @@ impl fmt::Display for CoreFault {
                 }
                 if cause.has_address() || *window {
                     write!(f, ", address {address:#010x}")?;
+                }
+                if let Some(soc) = soc {
+                    write!(f, " (SoC {soc:#x})")?;
                 }
                 Ok(())
             }
@@ -194,11 +209,17 @@ impl fmt::Display for CoreFault {
     }
 }
 
-/// Decodes the board's fault record (`[kind, EXCCAUSE, EPC1, EXCVADDR, DEPC, PS, PRID]`;
-/// kinds 4-9 carry DEBUGCAUSE and the level's EPC in the first two places).
+/// The machine's LAST_ACCESS values (nrt-pool.c).
+const ACCESS_WRITE: u32 = 2;
+const ACCESS_SOC: u32 = 0x100;
+
+/// Decodes the board's fault record (`[kind, EXCCAUSE, EPC1, EXCVADDR, DEPC, PS, PRID,
+/// ACCESS, SOC lo, SOC hi]`; kinds 4-9 carry DEBUGCAUSE and the level's EPC in the first two
+/// places; ACCESS and SOC describe PIF address errors).
 pub fn decode(core: usize, body: &[u8], images: &[&[u8]]) -> Option<CoreFault> {
     let w = |i: usize| crate::protocol::word(body, i * 4);
     let (kind, cause, epc1, vaddr, depc) = (w(0)?, w(1)?, w(2)?, w(3)?, w(4)?);
+    let (access, soc_lo, soc_hi) = (w(7).unwrap_or(0), w(8).unwrap_or(0), w(9).unwrap_or(0));
     let window = kind == 3;
     let pc = if window { depc } else { epc1 };
     let cause = match kind {
@@ -210,6 +231,10 @@ pub fn decode(core: usize, body: &[u8], images: &[&[u8]]) -> Option<CoreFault> {
         },
         _ => FaultCause::from_exccause(cause),
     };
+    let bus = matches!(
+        cause,
+        FaultCause::LoadStorePifAddress | FaultCause::InstructionPifAddress
+    ) && access & 3 != 0;
     Some(CoreFault::Exception {
         core,
         cause,
@@ -217,6 +242,10 @@ pub fn decode(core: usize, body: &[u8], images: &[&[u8]]) -> Option<CoreFault> {
         pc,
         address: vaddr,
         symbol: symbolize(images, pc),
+        write: (bus && cause == FaultCause::LoadStorePifAddress)
+            .then_some(access & 3 == ACCESS_WRITE),
+        soc: (bus && access & ACCESS_SOC != 0)
+            .then_some(u64::from(soc_hi) << 32 | u64::from(soc_lo)),
     })
 }
 
@@ -242,6 +271,8 @@ mod tests {
             pc: 0x8400_0123,
             address: 0,
             symbol: Some("boom()+0x3".into()),
+            write: None,
+            soc: None,
         };
         assert_eq!(
             f.to_string(),
@@ -254,6 +285,8 @@ mod tests {
             pc: 0x6000_0080,
             address: 0x10,
             symbol: None,
+            write: None,
+            soc: None,
         };
         assert!(w.to_string().starts_with("core 0: window exception"), "{w}");
         assert!(w.to_string().ends_with("address 0x00000010"), "{w}");
@@ -270,6 +303,27 @@ mod tests {
         assert_eq!(
             f.to_string(),
             "core 1: load prohibited at pc 0x84000010, address 0x00001234"
+        );
+        // A store into a guard page: the machine's note names the write and the SoC byte.
+        let mut rec = Vec::new();
+        for w in [
+            2u32,
+            15,
+            0x8400_0010,
+            0x8600_1000,
+            0,
+            0,
+            1,
+            0x102,
+            0x0200_1000,
+            0x40,
+        ] {
+            rec.extend_from_slice(&w.to_le_bytes());
+        }
+        let f = decode(1, &rec, &[]).unwrap();
+        assert_eq!(
+            f.to_string(),
+            "core 1: store to no memory at pc 0x84000010, address 0x86001000 (SoC 0x4002001000)"
         );
     }
 }

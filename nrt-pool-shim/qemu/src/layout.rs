@@ -1,19 +1,10 @@
-//! The emulated core's address space (QEMU `virt` machine, de212, RAM from 0x60000000) and
-//! the SoC addresses the pinned windows show (docs/decisions.md D56).
+//! The emulated core's address space under QEMU's nrt-pool machine
+//! (`nrt-pool-shim/qemu/machine/nrt-pool.c`) and the SoC addresses its pinned windows show
+//! (docs/decisions.md D56, D63). Device memory is the engine's; these constants say where
+//! the op images and the cores' scratch slices lie in it.
 
-/// QEMU's RAM: 0x60000000 up to the end of the board's region after the HBM window.
-pub const RAM_BASE: u32 = 0x6000_0000;
-pub const RAM_END: u64 = 0x8C00_0000;
-/// `-m` for QEMU.
-pub const RAM_MIB: u64 = (RAM_END - RAM_BASE as u64) >> 20;
-
-/// Where the host names the machine's core that runs the board (the others halt).
-pub const CORE_WORD: u32 = 0x8bff_fffc;
-
-/// The core's data scratch area (TCM): the argument blob at +0x800, the dataram and libc
-/// heaps' pools.
-pub const DATA_SCRATCH: u32 = 0x6400_0000;
-pub const DATA_SCRATCH_BYTES: u32 = 64 << 10;
+/// Where the core's data scratch area (the NX dataram) is pinned.
+pub const DATARAM_LOCAL: u32 = 0x0008_0000;
 
 /// The pinned windows' local bases (the runtime's `SBUF_WINDOW`, `HBM_SCRATCH_WINDOW`) and
 /// their span.
@@ -41,9 +32,13 @@ pub const fn hbm_scratch(core: usize) -> u64 {
     HBM_SOC + CORES as u64 * IMAGE_BYTES + core as u64 * HBM_SCRATCH_BYTES
 }
 
-/// Tensors: the rest of the window, after the images and the scratch slices.
-pub const TENSORS_SOC: u64 = HBM_SOC + (32 << 20);
-pub const TENSORS_END: u64 = HBM_SOC + WINDOW_SPAN;
+/// Where core `core`'s op image lies in device memory (what `image_org` shows).
+pub const fn image_soc(core: usize) -> u64 {
+    HBM_SOC + core as u64 * IMAGE_BYTES
+}
+
+/// HBM the images and the scratch slices take, from its start; tensors come after.
+pub const RESERVED_HBM: u64 = CORES as u64 * (IMAGE_BYTES + HBM_SCRATCH_BYTES);
 
 /// The core-local address of SoC address `soc`, when a pinned window shows it.
 pub fn local_of(soc: u64) -> Option<u32> {
@@ -65,11 +60,10 @@ mod tests {
         assert_eq!(image_org(0), 0x8400_0000);
         assert_eq!(image_org(7), 0x84E0_0000);
         assert_eq!(local_of(hbm_scratch(0)), Some(0x8500_0000));
-        assert_eq!(local_of(TENSORS_SOC), Some(0x8600_0000));
-        assert_eq!(local_of(TENSORS_END - 1), Some(0x87FF_FFFF));
-        assert_eq!(local_of(TENSORS_END), None);
+        assert_eq!(local_of(image_soc(3)), Some(image_org(3)));
+        assert_eq!(local_of(HBM_SOC + RESERVED_HBM), Some(0x8600_0000));
+        assert_eq!(local_of(HBM_SOC + WINDOW_SPAN - 1), Some(0x87FF_FFFF));
+        assert_eq!(local_of(HBM_SOC + WINDOW_SPAN), None);
         assert_eq!(local_of(SBUF_SOC + 4), Some(0x8000_0004));
-        assert!(u64::from(HBM_WINDOW) + WINDOW_SPAN <= RAM_END);
-        assert_eq!(RAM_MIB, 704);
     }
 }

@@ -13,6 +13,9 @@ pub const CMD_LOAD: u32 = 2;
 pub const CMD_RUN: u32 = 3;
 pub const CMD_DUMP: u32 = 4;
 pub const CMD_QUIT: u32 = 5;
+pub const CMD_GUARDS: u32 = 6;
+/// Most guard pages the machine holds (its GUARDn registers).
+pub const MAX_GUARDS: usize = 32;
 
 /// Core -> host.
 pub const RSP_READY: u32 = 1;
@@ -38,10 +41,15 @@ pub struct Boot {
     pub entry_func: u32,
     pub call_wrapper: u32,
     pub register_funcs: u32,
-    pub data_scratch: u32,
+    /// The SoC address of the core's data scratch area (the board pins it at
+    /// [`crate::layout::DATARAM_LOCAL`]).
+    pub data_scratch: u64,
     pub data_scratch_size: u32,
     pub hbm_scratch: u64,
     pub hbm_scratch_size: u32,
+    /// The SoC addresses the pinned SBUF and hbm_scratch windows show.
+    pub sbuf_pin: u64,
+    pub hbm_pin: u64,
     pub cores: u32,
     pub core: u32,
     /// The image's `const char *f(void)` giving its schema or op list (0: none).
@@ -54,11 +62,16 @@ impl Boot {
             self.entry_func,
             self.call_wrapper,
             self.register_funcs,
-            self.data_scratch,
+            self.data_scratch as u32,
+            (self.data_scratch >> 32) as u32,
             self.data_scratch_size,
             self.hbm_scratch as u32,
             (self.hbm_scratch >> 32) as u32,
             self.hbm_scratch_size,
+            self.sbuf_pin as u32,
+            (self.sbuf_pin >> 32) as u32,
+            self.hbm_pin as u32,
+            (self.hbm_pin >> 32) as u32,
             self.cores,
             self.core,
             self.metadata,
@@ -67,6 +80,15 @@ impl Boot {
         .flat_map(|w| w.to_le_bytes())
         .collect()
     }
+}
+
+/// The GUARDS command's payload: the pages no window shows (at most [`MAX_GUARDS`]).
+pub fn encode_guards(pages: &[u64]) -> Vec<u8> {
+    let mut b = (pages.len() as u32).to_le_bytes().to_vec();
+    for p in pages {
+        b.extend_from_slice(&p.to_le_bytes());
+    }
+    b
 }
 
 /// One frame to the core.
@@ -157,23 +179,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn boot_block_is_forty_four_bytes_in_the_boards_order() {
+    fn boot_block_is_sixty_four_bytes_in_the_boards_order() {
         let b = Boot {
             entry_func: 1,
             call_wrapper: 2,
             register_funcs: 3,
-            data_scratch: 4,
+            data_scratch: 0x0000_0060_0000_0004,
             data_scratch_size: 5,
             hbm_scratch: 0x0000_0040_0000_0006,
             hbm_scratch_size: 7,
+            sbuf_pin: 0x0000_0050_0000_0008,
+            hbm_pin: 0x0000_0040_0000_0009,
             cores: 8,
             core: 9,
             metadata: 10,
         };
         let e = b.encode();
-        assert_eq!(e.len(), 44);
-        let words: Vec<u32> = (0..11).map(|i| word(&e, i * 4).unwrap()).collect();
-        assert_eq!(words, [1, 2, 3, 4, 5, 6, 0x40, 7, 8, 9, 10]);
+        assert_eq!(e.len(), 64);
+        let words: Vec<u32> = (0..16).map(|i| word(&e, i * 4).unwrap()).collect();
+        assert_eq!(
+            words,
+            [1, 2, 3, 4, 0x60, 5, 6, 0x40, 7, 8, 0x50, 9, 0x40, 8, 9, 10]
+        );
+        let g = encode_guards(&[0x0000_0040_0100_0000]);
+        assert_eq!(g.len(), 12);
+        assert_eq!(
+            (word(&g, 0), word(&g, 4), word(&g, 8)),
+            (Some(1), Some(0x0100_0000), Some(0x40))
+        );
     }
 
     #[test]

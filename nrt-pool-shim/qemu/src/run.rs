@@ -1,5 +1,6 @@
-//! One kernel on one core, start to finish: the tensors placed in the HBM window, the
-//! argument blob in the data scratch area, the output read back.
+//! One kernel on one core, start to finish, without the engine: a device memory of its own
+//! with the tensors placed in HBM, the argument blob in the core's data scratch area, the
+//! output read back from device memory.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -7,7 +8,9 @@ use std::time::{Duration, Instant};
 use neuroncustomop::descriptor::{isa_dtype_size, ArgTensor};
 use neuroncustomop::runtime::{scratch, ArgBlob, ARG_BLOB_MAGIC, ARG_TYPE_TENSOR, MAX_ARGS};
 
-use crate::core::{Completion, QemuError, XtensaCore};
+use nrt_pool_engine::memory::DeviceMemory;
+
+use crate::core::{qemu_for, Completion, Platform, QemuError, XtensaCore};
 use crate::layout;
 
 /// An input tensor: `NEURON_ISA_TPB_DTYPE` element type, shape, bytes (C order).
@@ -55,20 +58,39 @@ pub fn run_kernel(
             args.len()
         )));
     }
-    // Tensors one after another from the window's tensor area, 64-byte aligned.
-    let mut next = layout::TENSORS_SOC;
-    let mut place = |len: u64| -> Result<u64, QemuError> {
-        let at = next;
-        next = at
-            .checked_add(len.div_ceil(64) * 64)
-            .filter(|&e| e <= layout::TENSORS_END)
-            .ok_or_else(|| {
-                bad(format!(
-                    "the tensors need more than the {} MiB the core's HBM window holds",
-                    (layout::TENSORS_END - layout::TENSORS_SOC) >> 20
-                ))
-            })?;
-        Ok(at)
+    let mut sizes = Vec::with_capacity(args.len() + 1);
+    for (i, a) in args.iter().enumerate() {
+        if bytes_of(a.dtype, &a.shape) != Some(a.data.len() as u64) {
+            return Err(bad(format!(
+                "argument {i}: {} bytes for dtype {} shape {:?}",
+                a.data.len(),
+                a.dtype,
+                a.shape
+            )));
+        }
+        sizes.push(a.data.len() as u64);
+    }
+    let out_len = bytes_of(out.0, out.1).ok_or_else(|| bad("the output is too large".into()))?;
+    sizes.push(out_len);
+    // Each tensor 64-byte aligned with a 64-byte gap after it (DeviceMemory::alloc_hbm).
+    let hbm = sizes
+        .iter()
+        .try_fold(0u64, |n, &s| n.checked_add(s.checked_add(128)?))
+        .ok_or_else(|| bad("the tensors are too large".into()))?;
+    let mut memory = DeviceMemory::with_reserve(hbm, layout::RESERVED_HBM)
+        .map_err(|e| bad(format!("device memory for the tensors: {e}")))?;
+    let mut place = |bytes: Option<&[u8]>, len: u64| -> Result<u64, QemuError> {
+        let soc = memory
+            .alloc_hbm(len, false)
+            .map_err(|e| bad(e.to_string()))?
+            .soc;
+        if let Some(b) = bytes {
+            memory
+                .bytes(soc, b.len())
+                .expect("placed above")
+                .copy_from_slice(b);
+        }
+        Ok(soc)
     };
     let mut blob = ArgBlob {
         magic: ARG_BLOB_MAGIC,
@@ -79,27 +101,33 @@ pub fn run_kernel(
         reserved: [0; 6],
         output: ArgTensor::zeroed(),
     };
-    let mut loads = Vec::new();
     for (i, a) in args.iter().enumerate() {
-        if bytes_of(a.dtype, &a.shape) != Some(a.data.len() as u64) {
-            return Err(bad(format!(
-                "argument {i}: {} bytes for dtype {} shape {:?}",
-                a.data.len(),
-                a.dtype,
-                a.shape
-            )));
-        }
-        let soc = place(a.data.len() as u64)?;
+        let soc = place(Some(&a.data), a.data.len() as u64)?;
         blob.args[i] = ArgTensor::hbm(a.dtype, soc, &a.shape);
         blob.types[i] = ARG_TYPE_TENSOR;
-        loads.push((soc, &a.data[..]));
     }
-    let out_len = bytes_of(out.0, out.1).ok_or_else(|| bad("the output is too large".into()))?;
-    let out_soc = place(out_len)?;
+    let out_soc = place(None, out_len)?;
     blob.output = ArgTensor::hbm(out.0, out_soc, out.1);
+    let (scratch_area, scratch_len) = memory.scratch_host(0);
+    assert!(scratch::ARG_BLOB + size_of::<ArgBlob>() <= scratch_len);
+    // SAFETY: the blob fits in core 0's data scratch area (asserted), which nothing else
+    // touches before the core starts.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            blob_bytes(&blob).as_ptr(),
+            scratch_area.add(scratch::ARG_BLOB),
+            size_of::<ArgBlob>(),
+        )
+    };
 
     let deadline = Instant::now() + timeout;
-    let mut core = XtensaCore::start(board, image, name, 0, 1, deadline)?;
+    let qemu = qemu_for(board);
+    let platform = Platform {
+        qemu: &qemu,
+        board,
+        memory: &memory,
+    };
+    let mut core = XtensaCore::start(platform, image, name, 0, 1, deadline)?;
     let k = core.kernel(kernel).ok_or_else(|| {
         bad(format!(
             "no kernel {:?} (it registers {:?})",
@@ -110,22 +138,13 @@ pub fn run_kernel(
                 .collect::<Vec<_>>()
         ))
     })?;
-    for (soc, data) in loads {
-        core.load(local(soc), data)?;
-    }
-    core.load(local(out_soc), &vec![0u8; out_len as usize])?;
-    core.load(
-        layout::DATA_SCRATCH + scratch::ARG_BLOB as u32,
-        blob_bytes(&blob),
-    )?;
     let completion = core.run(k, 1, deadline)?;
-    let output = core.dump(local(out_soc), out_len as u32, deadline)?;
     core.quit();
+    let output = memory
+        .read(out_soc, out_len as usize)
+        .expect("placed above")
+        .to_vec();
     Ok(RunOutcome { output, completion })
-}
-
-fn local(soc: u64) -> u32 {
-    layout::local_of(soc).expect("placed inside the HBM window")
 }
 
 /// The blob's bytes as the core reads them.

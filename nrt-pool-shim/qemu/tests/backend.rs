@@ -173,6 +173,26 @@ fn faults_on_qemu_cores_are_device_faults_and_the_engine_survives() {
         }
         other => panic!("write_one_past: {:?}", other.map(|c| c.output)),
     }
+    // A read past the input's end faults too, at its PC: the guard page is a hole in the
+    // core's windows, not a pattern checked afterwards.
+    match launch(
+        &mut xt,
+        "read_one_past",
+        vec![LaunchArg::hbm(five.clone())],
+        1,
+    ) {
+        Err(EmuError::Fault(f)) => {
+            assert_eq!(format!("{:?}", f.kind), "Memory", "{f}");
+            assert_eq!(f.access, Some("read"), "{f}");
+            assert_eq!(
+                f.tensor.as_deref(),
+                Some("argument 0 (x) (20 bytes) at offset 20"),
+                "{f}"
+            );
+            assert!(f.to_string().contains("(read_one_past("), "{f}");
+        }
+        other => panic!("read_one_past: {:?}", other.map(|c| c.output)),
+    }
     xt.guard_tensors = false;
     assert!(launch(&mut xt, "write_one_past", vec![LaunchArg::hbm(five)], 1).is_ok());
     xt.guard_tensors = true;
@@ -192,6 +212,58 @@ fn faults_on_qemu_cores_are_device_faults_and_the_engine_survives() {
         "a load inside the window completes: {:?}",
         out.err().map(|e| e.to_string())
     );
+}
+
+/// Tensors far beyond the pinned hbm_scratch window, one straddling a 16 MiB boundary, are
+/// reached through the dynamic windows (MEM_WINDOWn registers) in the shared device memory:
+/// the same bytes as the host build.
+#[test]
+fn tensors_beyond_the_pinned_window_are_reached_through_dynamic_windows() {
+    let dir = tempfile::tempdir().unwrap();
+    let (so, pool) = testkit::examples_with_image(dir.path());
+    // HBM ends 200 KiB past the 16 MiB boundary at 192 MiB, so the top resident tensor
+    // straddles it.
+    let hbm = (160 << 20) + (200 << 10);
+    let mut host = PoolEngine::new(hbm, PoolImage::default()).unwrap();
+    host.load(&so).unwrap();
+    let mut xt = PoolEngine::with_backend(
+        hbm,
+        PoolImage::default(),
+        Box::new(XtensaBackend::new(testkit::xtensa_board())),
+    )
+    .unwrap();
+    xt.load(&pool).unwrap();
+    let x = f32s(100_000, |i| (i % 977) as f32 * 0.25 - 100.0);
+    let mut outs = Vec::new();
+    for e in [&mut host, &mut xt] {
+        let dx = e.upload(&x).unwrap();
+        let out = e.alloc_device(DType::F32, vec![100_000]).unwrap();
+        let block = |soc: u64| soc >> 24;
+        assert_ne!(
+            block(dx.soc),
+            block(dx.soc + 400_000 - 1),
+            "x straddles 16 MiB"
+        );
+        assert!(
+            out.soc - 0x0040_0000_0000 >= 64 << 20,
+            "beyond the pinned window"
+        );
+        e.launch_into(
+            "scale_add_mc",
+            &[
+                LaunchArg::Device(dx),
+                LaunchArg::f32(1.5),
+                LaunchArg::f32(2.0),
+            ],
+            &out,
+            8,
+        )
+        .unwrap_or_else(|err| panic!("{}: {err}", e.isa()));
+        outs.push(e.download(&out).unwrap().data);
+    }
+    assert_eq!(outs[0], outs[1]);
+    let first = f32::from_le_bytes(outs[1][..4].try_into().unwrap());
+    assert_eq!(first, -100.0 * 1.5 + 2.0);
 }
 
 /// AWS-style ops: outputs from the shape functions of the host build beside the image,

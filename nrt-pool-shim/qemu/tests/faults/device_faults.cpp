@@ -54,3 +54,10 @@ void call_abort(const neuron::Tensor &, neuron::Tensor &) { abort(); }
 void write_one_past(const neuron::Tensor &x, neuron::Tensor &out) {
     for (int64_t i = 0; i <= x.numel(); i++) neuron::element<float>(out.soc_addr(), i) = 1.0f;
 }
+
+// One element past the input's end: the guard page after it faults on a read too.
+void read_one_past(const neuron::Tensor &x, neuron::Tensor &out) {
+    float sum = 0;
+    for (int64_t i = 0; i <= x.numel(); i++) sum += neuron::element<float>(x.soc_addr(), i);
+    neuron::element<float>(out.soc_addr(), 0) = sum;
+}

@@ -1,0 +1,66 @@
+#!/bin/sh
+# Builds qemu-system-xtensa with the nrt-pool machine (nrt-pool.c; docs/decisions.md D63)
+# from Debian's QEMU source package, into OUT (a single binary). Stock QEMU cannot map the
+# engine's device memory into an Xtensa core; this machine can.
+#
+# usage: build-qemu.sh OUT [WORK]
+#   WORK (default: OUT's directory/qemu-build) keeps the source and the build between runs;
+#   a run with an unchanged nrt-pool.c and an existing OUT does nothing.
+# The source comes from `apt-get source --download-only qemu` (it needs a deb-src entry;
+# .ci/run adds one), or from $NRT_POOL_QEMU_SOURCE, a QEMU 7.2 .orig.tar.xz.
+# Build dependencies (Debian): ninja-build meson libglib2.0-dev libpixman-1-dev libfdt-dev
+# flex bison.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+out="${1:?usage: build-qemu.sh OUT [WORK]}"
+work="${2:-$(dirname "$out")/qemu-build}"
+mkdir -p "$work" "$(dirname "$out")"
+work=$(cd "$work" && pwd)
+
+stamp="$work/nrt-pool.c.sha256"
+want=$(sha256sum "$here/nrt-pool.c" "$0" | sha256sum | cut -d' ' -f1)
+if [ -x "$out" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    exit 0
+fi
+
+tarball="${NRT_POOL_QEMU_SOURCE:-}"
+if [ -z "$tarball" ]; then
+    tarball=$(ls "$work"/qemu_*.orig.tar.xz 2>/dev/null | head -n1 || true)
+fi
+if [ -z "$tarball" ]; then
+    (cd "$work" && apt-get source --download-only qemu >/dev/null) || {
+        echo "build-qemu.sh: cannot fetch Debian's QEMU source: add a deb-src entry for" >&2
+        echo "  bookworm (as .ci/run does) or set NRT_POOL_QEMU_SOURCE to a QEMU 7.2 tarball" >&2
+        exit 1
+    }
+    tarball=$(ls "$work"/qemu_*.orig.tar.xz | head -n1)
+fi
+
+# The source tree and its build stay in WORK, so a change to nrt-pool.c rebuilds one file.
+src="$work/src"
+if [ ! -f "$src/configure" ] || [ ! -f "$src/.nrt-pool-tarball" ] \
+    || [ "$(cat "$src/.nrt-pool-tarball")" != "$(basename "$tarball")" ]; then
+    rm -rf "$src"
+    mkdir -p "$src"
+    tar -xJf "$tarball" -C "$src" --strip-components=1
+    echo "xtensa_ss.add(when: 'CONFIG_XTENSA_SIM', if_true: files('nrt-pool.c'))" \
+        >> "$src/hw/xtensa/meson.build"
+    basename "$tarball" >"$src/.nrt-pool-tarball"
+fi
+cp "$here/nrt-pool.c" "$src/hw/xtensa/nrt-pool.c"
+
+if [ ! -f "$src/build/build.ninja" ]; then
+    mkdir -p "$src/build"
+    (
+        cd "$src/build"
+        ../configure --target-list=xtensa-softmmu --without-default-features \
+            --without-default-devices --disable-docs --disable-tools --disable-user \
+            --disable-install-blobs --disable-werror --enable-tcg >"$work/configure.log" 2>&1 \
+            || { tail -n 30 "$work/configure.log" >&2; exit 1; }
+    )
+fi
+(cd "$src/build" && ninja -j"$(nproc)" qemu-system-xtensa >"$work/build.log" 2>&1) \
+    || { grep -B2 -A10 -m5 "error" "$work/build.log" >&2; exit 1; }
+strip -o "$out.tmp" "$src/build/qemu-system-xtensa" 2>/dev/null || cp "$src/build/qemu-system-xtensa" "$out.tmp"
+mv "$out.tmp" "$out"
+echo "$want" >"$stamp"
