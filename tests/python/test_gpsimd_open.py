@@ -192,7 +192,7 @@ def test_xtensa_device_arrays_and_faults(tmp_path):
     with pytest.raises(DeviceFault) as f:
         lib.bad(v, 1)
     assert f.value.kind == "memory fault" and f.value.core == 0
-    assert "store prohibited" in str(f.value) and "address 0x00000010" in str(f.value)
+    assert "store to no memory" in str(f.value) and "address 0x00000010" in str(f.value)
     assert "bad(" in str(f.value), "the PC named from the image"
     lib.timeout = 2
     with pytest.raises(DeviceFault, match="timeout"):
