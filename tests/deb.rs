@@ -105,7 +105,15 @@ fn packages_install_beside_the_vendors_work_and_remove_cleanly() {
             &VENDOR_FILES[2..],
         ),
     ];
-    for sys in ["libc6", "gcc", "g++"] {
+    // The system packages our Depends name (QEMU's libraries for the tools package).
+    for sys in [
+        "libc6",
+        "gcc",
+        "g++",
+        "libglib2.0-0",
+        "libpixman-1-0",
+        "libfdt1",
+    ] {
         first.push(package(&pkgs, sys, "99", &[]));
     }
     run("dpkg -i (vendor)", dpkg(&scratch).arg("-i").args(&first));
@@ -138,6 +146,7 @@ fn packages_install_beside_the_vendors_work_and_remove_cleanly() {
         "/opt/gpsimd-open/lib/libnrt_pool_shim.so",
         "/opt/gpsimd-open/lib/gpsimd-open/xtensa-q7-none-elf/libneuroncustomop.a",
         "/opt/gpsimd-open/lib/gpsimd-open/xtensa-q7-none-elf/pool-core.ld",
+        "/opt/gpsimd-open/libexec/gpsimd-open/qemu-system-xtensa",
         "/opt/gpsimd-open/include/gpsimd-open/torch/torch.h",
         "/opt/gpsimd-open/lib/pkgconfig/nrt_pool.pc",
         "/opt/gpsimd-open/lib/cmake/GpsimdOpen/GpsimdOpenConfig.cmake",
