@@ -18,8 +18,10 @@ use cli::{BringupArgs, BuildArgs, Cli, Command, DemoArgs, Isa, ListArgs, RunArgs
 use nrt_pool_build as opbuild;
 use nrt_pool_cli::npy;
 use nrt_pool_cli::progress::Progress;
-use nrt_pool_engine::tensor::{DType, Location};
-use nrt_pool_engine::{EmuError, Launch, LaunchArg, OutputSpec, PoolEngine, PoolImage};
+use nrt_pool_engine::tensor::{DType, HostTensor, Location};
+use nrt_pool_engine::{
+    EmuError, Launch, LaunchArg, LaunchPhases, OutputSpec, PoolEngine, PoolImage,
+};
 use nrt_pool_schema::{ArgKind, ParamKind};
 use nrt_sim_device::bringup;
 
@@ -401,7 +403,7 @@ fn run(a: RunArgs) -> Result<(), Failure> {
             ),
             (None, None) => (Want::Any, format!("argument {i}")),
         };
-        launch_args.push(parse_arg(v, want).map_err(|f| match f {
+        launch_args.push(parse_arg(v, want, &mut e).map_err(|f| match f {
             Failure::Error(m) => Failure::Error(format!("{what}: {m}")),
             other => other,
         })?);
@@ -423,15 +425,56 @@ fn run(a: RunArgs) -> Result<(), Failure> {
     };
     let cores = cores.unwrap_or_else(|| e.default_cores());
     clock.lap("output shape");
+    // Inputs read straight into device memory make the output a device tensor too, written
+    // to its file from there: no host copy of either (nothing to copy in or out).
+    let on_device = output.location == Location::Hbm
+        && !launch_args
+            .iter()
+            .any(|a| matches!(a, LaunchArg::Tensor(..)));
+    let (out_dtype, out_shape) = (output.dtype, output.shape.clone());
+    let device_out = if on_device {
+        Some(e.alloc_device(output.dtype, output.shape.clone())?)
+    } else {
+        None
+    };
     let launch = Launch {
         kernel: kernel.clone(),
         args: launch_args,
         output,
         cores,
     };
+    let launch_once = |e: &mut PoolEngine| -> Result<Done, EmuError> {
+        Ok(match &device_out {
+            Some(d) => {
+                let r = e.launch_into(kernel, &launch.args, d, cores)?;
+                Done {
+                    phases: LaunchPhases {
+                        run: r.elapsed,
+                        ..LaunchPhases::default()
+                    },
+                    stdout: r.stdout,
+                    stderr: r.stderr,
+                    stdio_dropped: r.stdio_dropped,
+                    elapsed: r.elapsed,
+                    output: None,
+                }
+            }
+            None => {
+                let c = e.launch(&launch)?;
+                Done {
+                    phases: c.phases,
+                    stdout: c.stdout,
+                    stderr: c.stderr,
+                    stdio_dropped: c.stdio_dropped,
+                    elapsed: c.elapsed,
+                    output: Some(c.output),
+                }
+            }
+        })
+    };
     let progress = (repeat > 1).then(|| Progress::start("launches", Some(repeat)));
     let mut elapsed = Vec::with_capacity(usize::try_from(repeat).unwrap_or(0).min(1 << 16));
-    let mut done = e.launch(&launch)?;
+    let mut done = launch_once(&mut e)?;
     let mut phases = done.phases;
     elapsed.push(done.elapsed);
     for i in 1..repeat {
@@ -440,8 +483,7 @@ fn run(a: RunArgs) -> Result<(), Failure> {
         }
         // Each launch's kernel output is shown; the output file holds the last launch's.
         echo_launch(&done, json);
-        done = e
-            .launch(&launch)
+        done = launch_once(&mut e)
             .map_err(|err| Failure::from(err).context(&format!("launch {} of {repeat}", i + 1)))?;
         elapsed.push(done.elapsed);
         phases.place += done.phases.place;
@@ -456,8 +498,23 @@ fn run(a: RunArgs) -> Result<(), Failure> {
     clock.add("launch: run on the cores (core start included)", phases.run);
     clock.add("launch: output out of device memory", phases.read);
     clock.lap("launch: other (checks, reports, kernel output)");
-    npy::write(&out, &done.output).map_err(|e| Failure::Error(e.to_string()))?;
-    clock.lap("output write (.npy)");
+    let written = match (&done.output, &device_out) {
+        (Some(t), _) => npy::write(&out, t),
+        (None, Some(d)) => npy::write_data(
+            &out,
+            d.dtype,
+            &d.shape,
+            e.device_bytes(d)
+                .expect("a device tensor lies in device memory"),
+        ),
+        (None, None) => unreachable!("a launch gives a host output or writes a device one"),
+    };
+    written.map_err(|e| Failure::Error(e.to_string()))?;
+    clock.lap(if device_out.is_some() {
+        "output write (.npy) from device memory"
+    } else {
+        "output write (.npy)"
+    });
     if timings && !json {
         clock.print();
     }
@@ -472,8 +529,8 @@ fn run(a: RunArgs) -> Result<(), Failure> {
             "stdio_dropped": done.stdio_dropped,
             "output": {
                 "path": out.display().to_string(),
-                "dtype": done.output.dtype.name(),
-                "shape": done.output.shape,
+                "dtype": out_dtype.name(),
+                "shape": out_shape,
             },
         });
         println!("{doc}");
@@ -489,17 +546,26 @@ fn run(a: RunArgs) -> Result<(), Failure> {
         ),
     };
     eprintln!(
-        "ok: {kernel} on {cores} core(s) in {timing} -> {} ({} {:?})",
+        "ok: {kernel} on {cores} core(s) in {timing} -> {} ({out_dtype} {out_shape:?})",
         out.display(),
-        done.output.dtype,
-        done.output.shape
     );
     Ok(())
 }
 
 /// A launch's kernel output (stdout, stderr) and any stdio-ring loss. With `--json`,
 /// stdout carries the JSON document, so the kernel's output goes to stderr.
-fn echo_launch(done: &nrt_pool_engine::Completion, json: bool) {
+/// A finished launch as `run` reports it: the output is the host tensor, or None when the
+/// launch wrote a device tensor.
+struct Done {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    stdio_dropped: u32,
+    elapsed: Duration,
+    phases: LaunchPhases,
+    output: Option<HostTensor>,
+}
+
+fn echo_launch(done: &Done, json: bool) {
     if json {
         let _ = std::io::stderr().write_all(&done.stdout);
         let _ = std::io::stderr().write_all(&done.stderr);
@@ -528,7 +594,7 @@ enum Want {
     OpScalar(ArgKind),
 }
 
-fn parse_arg(v: &str, want: Want) -> Result<LaunchArg, Failure> {
+fn parse_arg(v: &str, want: Want, engine: &mut PoolEngine) -> Result<LaunchArg, Failure> {
     // TYPE:FILE.npy reads a tensor as TYPE (bf16 travels in .npy files as raw uint16).
     let (want, v) = match v.split_once(':') {
         Some((t, f)) if f.contains(".npy") => match DType::from_name(t) {
@@ -550,6 +616,14 @@ fn parse_arg(v: &str, want: Want) -> Result<LaunchArg, Failure> {
             Want::Tensor(dtype) => dtype,
             _ => None,
         };
+        // Into HBM straight from the file where the bytes need no reordering.
+        if loc == Location::Hbm {
+            if let Some(d) = npy::read_into_device(Path::new(path), hint, engine)
+                .map_err(|e| Failure::Error(e.to_string()))?
+            {
+                return Ok(LaunchArg::Device(d));
+            }
+        }
         let t = npy::read(Path::new(path), hint).map_err(|e| match (e, hint) {
             (npy::NpyError::Dtype { path, descr, .. }, Some(want)) => Failure::Error(format!(
                 "{path} holds '{descr}' elements, the parameter is {want} ('{}' in a .npy file); convert it, e.g. x.astype(np.{})",

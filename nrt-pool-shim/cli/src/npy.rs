@@ -42,6 +42,43 @@ pub fn parse_owned(
     path: &str,
     hint: Option<DType>,
 ) -> Result<HostTensor, NpyError> {
+    let Head {
+        dtype,
+        shape,
+        start,
+        big_endian,
+        fortran,
+    } = head(&bytes, path, hint)?;
+    bytes.drain(..start.min(bytes.len()));
+    let mut data = bytes;
+    let size = dtype.size();
+    if big_endian && size > 1 {
+        for element in data.chunks_exact_mut(size) {
+            element.reverse();
+        }
+    }
+    let want = shape.iter().try_fold(size as u64, |n, &d| n.checked_mul(d));
+    if fortran && want == Some(data.len() as u64) {
+        data = to_c_order(&data, &shape, size);
+    }
+    HostTensor::new(dtype, shape, data).map_err(|source| NpyError::Tensor {
+        path: path.into(),
+        source,
+    })
+}
+
+/// A `.npy` header: the element type and shape, where the data starts, and whether the data
+/// needs reordering (big-endian elements, Fortran order).
+struct Head {
+    dtype: DType,
+    shape: Vec<u64>,
+    start: usize,
+    big_endian: bool,
+    fortran: bool,
+}
+
+/// Reads the header at the start of `bytes` (which may end anywhere after it).
+fn head(bytes: &[u8], path: &str, hint: Option<DType>) -> Result<Head, NpyError> {
     let bad = |why: String| NpyError::Malformed {
         path: path.into(),
         why,
@@ -68,7 +105,7 @@ pub fn parse_owned(
         Some(end) if end > bytes.len() as u64 => return Err(bad("truncated header".into())),
         Some(_) => {}
     }
-    let mut cursor = std::io::Cursor::new(&bytes[..]);
+    let mut cursor = std::io::Cursor::new(bytes);
     let header = npyz::NpyHeader::from_reader(&mut cursor).map_err(|e| {
         bad(match e.kind() {
             std::io::ErrorKind::UnexpectedEof => "truncated header".into(),
@@ -91,21 +128,12 @@ pub fn parse_owned(
         [] => vec![1],
         s => s.to_vec(),
     };
-    bytes.drain(..start.min(bytes.len()));
-    let mut data = bytes;
-    let size = dtype.size();
-    if ts.endianness() == npyz::Endianness::Big && size > 1 {
-        for element in data.chunks_exact_mut(size) {
-            element.reverse();
-        }
-    }
-    let want = shape.iter().try_fold(size as u64, |n, &d| n.checked_mul(d));
-    if header.order() == npyz::Order::Fortran && want == Some(data.len() as u64) {
-        data = to_c_order(&data, &shape, size);
-    }
-    HostTensor::new(dtype, shape, data).map_err(|source| NpyError::Tensor {
-        path: path.into(),
-        source,
+    Ok(Head {
+        dtype,
+        shape,
+        start,
+        big_endian: ts.endianness() == npyz::Endianness::Big,
+        fortran: header.order() == npyz::Order::Fortran,
     })
 }
 
@@ -171,6 +199,69 @@ pub fn read(path: &Path, hint: Option<DType>) -> Result<HostTensor, NpyError> {
     parse_owned(bytes, &p, hint)
 }
 
+/// A `.npy` file read straight into a device tensor of `engine` (no host copy), when its
+/// data needs no reordering (little-endian, C order, as NumPy writes by default); None
+/// otherwise, for [`read`] to take.
+pub fn read_into_device(
+    path: &Path,
+    hint: Option<DType>,
+    engine: &mut nrt_pool_engine::PoolEngine,
+) -> Result<Option<nrt_pool_engine::DeviceTensor>, NpyError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let p = path.display().to_string();
+    let io = |source| NpyError::Io {
+        path: p.clone(),
+        source,
+    };
+    let mut f = std::fs::File::open(path).map_err(io)?;
+    let len = f.metadata().map_err(io)?.len();
+    // The magic, version and header length, then the whole header.
+    let mut prefix = vec![0u8; 12.min(len as usize)];
+    f.read_exact(&mut prefix).map_err(io)?;
+    let header_end = match prefix.get(6) {
+        Some(1) => prefix
+            .get(8..10)
+            .map(|b| 10 + u16::from_le_bytes([b[0], b[1]]) as u64),
+        Some(2 | 3) => prefix
+            .get(8..12)
+            .map(|b| 12 + u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64),
+        _ => None,
+    };
+    let Some(header_end) = header_end.filter(|&e| e <= len) else {
+        return Ok(None);
+    };
+    let mut header = prefix;
+    header.resize(header_end as usize, 0);
+    f.read_exact(&mut header[12.min(header_end as usize)..])
+        .map_err(io)?;
+    let Ok(h) = head(&header, &p, hint) else {
+        return Ok(None);
+    };
+    if hint.is_some_and(|want| want != h.dtype) {
+        return Ok(None);
+    }
+    let want = h
+        .shape
+        .iter()
+        .try_fold(h.dtype.size() as u64, |n, &d| n.checked_mul(d));
+    if h.big_endian && h.dtype.size() > 1
+        || h.fortran && h.shape.iter().filter(|&&d| d > 1).count() > 1
+        || want != Some(len - h.start as u64)
+    {
+        return Ok(None);
+    }
+    let d = match engine.alloc_device_for_overwrite(h.dtype, h.shape) {
+        Ok(d) => d,
+        Err(_) => return Ok(None),
+    };
+    f.seek(SeekFrom::Start(h.start as u64)).map_err(io)?;
+    let bytes = engine
+        .device_bytes_mut(&d)
+        .expect("a device tensor's bytes lie in device memory");
+    f.read_exact(bytes).map_err(io)?;
+    Ok(Some(d))
+}
+
 /// The `.npy` image of a tensor: a C-order header written by `npyz`, then the data.
 pub fn encode(t: &HostTensor) -> Vec<u8> {
     let mut out = header(t);
@@ -194,8 +285,24 @@ fn header(t: &HostTensor) -> Vec<u8> {
     out
 }
 
+/// Writes a `.npy` file of `dtype` and `shape` whose data is `data` (device memory, say),
+/// atomically as [`write`] does.
+pub fn write_data(path: &Path, dtype: DType, shape: &[u64], data: &[u8]) -> Result<(), NpyError> {
+    let t = HostTensor {
+        dtype,
+        shape: shape.to_vec(),
+        data: Vec::new(),
+    };
+    write_parts(path, &header(&t), data)
+}
+
 /// Writes atomically: a sibling temporary file, then a rename.
 pub fn write(path: &Path, t: &HostTensor) -> Result<(), NpyError> {
+    write_parts(path, &header(t), &t.data)
+}
+
+/// `head` then `data` into `path`, atomically.
+fn write_parts(path: &Path, head: &[u8], data: &[u8]) -> Result<(), NpyError> {
     let io = |source| NpyError::Io {
         path: path.display().to_string(),
         source,
@@ -212,8 +319,8 @@ pub fn write(path: &Path, t: &HostTensor) -> Result<(), NpyError> {
     ));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&header(t))?;
-        f.write_all(&t.data)?;
+        f.write_all(head)?;
+        f.write_all(data)?;
         std::fs::rename(&tmp, path)
     })();
     if result.is_err() {

@@ -889,6 +889,31 @@ fn run_timings_break_the_time_down() {
     ] {
         assert!(err.lines().any(|l| l.starts_with(phase)), "{phase}: {err}");
     }
+    // A little-endian C-order input goes straight into device memory and the output is
+    // written from there: nothing is copied in or out by the launch.
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("output write (.npy) from device memory")),
+        "{err}"
+    );
+    let copied = |phase: &str| {
+        let line = err.lines().find(|l| l.starts_with(phase)).unwrap();
+        line[phase.len()..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        copied("launch: inputs into device memory"),
+        "0.000",
+        "{err}"
+    );
+    assert_eq!(
+        copied("launch: output out of device memory"),
+        "0.000",
+        "{err}"
+    );
     let mut args = args;
     args.extend(["--json", "--repeat", "2"]);
     let o = nrt_pool(&args);

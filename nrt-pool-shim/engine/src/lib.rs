@@ -456,22 +456,55 @@ impl PoolEngine {
         dtype: DType,
         shape: Vec<u64>,
     ) -> Result<DeviceTensor, EmuError> {
+        let d = self.alloc_device_for_overwrite(dtype, shape)?;
+        let n = self.device_len(&d);
+        self.memory.zero(d.soc, n).ok_or(MemoryError::HbmFull {
+            want: n as u64,
+            left: 0,
+        })?;
+        Ok(d)
+    }
+
+    /// A device tensor whose bytes the caller is about to write in full
+    /// ([`PoolEngine::device_bytes_mut`]): until then they are whatever that memory held.
+    pub fn alloc_device_for_overwrite(
+        &mut self,
+        dtype: DType,
+        shape: Vec<u64>,
+    ) -> Result<DeviceTensor, EmuError> {
         tensor::check_rank(&shape)?;
-        let n = tensor::numel(&shape) * dtype.size() as u64;
+        let n = tensor::numel(&shape)
+            .checked_mul(dtype.size() as u64)
+            .ok_or(MemoryError::HbmFull {
+                want: u64::MAX,
+                left: 0,
+            })?;
         let Placed { soc, guard } = self.memory.alloc_resident(n, self.guard_tensors)?;
-        self.memory
-            .bytes(soc, n as usize)
-            .ok_or(MemoryError::HbmFull { want: n, left: 0 })?
-            .fill(0);
         if let Some(g) = guard {
             self.resident_guards.insert(soc, g);
         }
         Ok(DeviceTensor { dtype, shape, soc })
     }
 
+    fn device_len(&self, d: &DeviceTensor) -> usize {
+        tensor::numel(&d.shape) as usize * d.dtype.size()
+    }
+
+    /// A device tensor's bytes, in place (no copy).
+    pub fn device_bytes(&self, d: &DeviceTensor) -> Option<&[u8]> {
+        self.memory.read(d.soc, self.device_len(d))
+    }
+
+    /// A device tensor's bytes, writable in place: a large tensor's pages are allocated up
+    /// front in one call.
+    pub fn device_bytes_mut(&mut self, d: &DeviceTensor) -> Option<&mut [u8]> {
+        let n = self.device_len(d);
+        self.memory.bytes_populated(d.soc, n)
+    }
+
     /// A device tensor holding a copy of `t`.
     pub fn upload(&mut self, t: &HostTensor) -> Result<DeviceTensor, EmuError> {
-        let d = self.alloc_device(t.dtype, t.shape.clone())?;
+        let d = self.alloc_device_for_overwrite(t.dtype, t.shape.clone())?;
         self.memory
             .bytes(d.soc, t.data.len())
             .ok_or(MemoryError::HbmFull {

@@ -257,6 +257,42 @@ impl DeviceMemory {
         Some(b)
     }
 
+    /// Zeroes `len` bytes at `soc`, skipping pages the memory file has never held (they read
+    /// as zeros already: a fresh 64 MiB tensor costs no writes and no page faults). None
+    /// outside the regions.
+    pub fn zero(&mut self, soc: u64, len: usize) -> Option<()> {
+        let b = self.bytes(soc, len)?;
+        let start = b.as_ptr() as usize;
+        let first = start & !(PAGE as usize - 1);
+        let pages = (start + len)
+            .next_multiple_of(PAGE as usize)
+            .saturating_sub(first)
+            / PAGE as usize;
+        let mut resident = vec![0u8; pages];
+        // SAFETY: a page-aligned range of our own mapping and a vector of one byte per page.
+        let rc = unsafe {
+            libc::mincore(
+                first as *mut libc::c_void,
+                pages * PAGE as usize,
+                resident.as_mut_ptr(),
+            )
+        };
+        if rc != 0 {
+            b.fill(0);
+            return Some(());
+        }
+        for (i, r) in resident.iter().enumerate() {
+            if r & 1 == 0 {
+                continue;
+            }
+            // The part of page i inside the range.
+            let lo = (first + i * PAGE as usize).max(start) - start;
+            let hi = (first + (i + 1) * PAGE as usize).min(start + len) - start;
+            b[lo..hi].fill(0);
+        }
+        Some(())
+    }
+
     /// Places `len` bytes in HBM: their SoC address, and the guard page after them when
     /// `guarded` (the tensor ends where that page starts, so its first byte past the end
     /// faults once a core protects the page; its start is then aligned to its element
@@ -355,5 +391,28 @@ impl DeviceMemory {
             });
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_clears_written_pages_and_leaves_fresh_ones_untouched() {
+        let mut m = DeviceMemory::new(1 << 20).unwrap();
+        let at = m.alloc_hbm(5 * PAGE + 100, false).unwrap().soc;
+        let len = 5 * PAGE as usize + 100;
+        // Dirty the middle of the range, across a page boundary, and its last byte.
+        let b = m.bytes(at, len).unwrap();
+        b[PAGE as usize - 3..PAGE as usize + 3].fill(0xAB);
+        b[len - 1] = 0xCD;
+        // A byte just before the range, on a page the range shares, must survive.
+        let before = at - 1;
+        m.bytes(before, 1).unwrap()[0] = 0x11;
+        m.zero(at, len).unwrap();
+        assert!(m.read(at, len).unwrap().iter().all(|&x| x == 0));
+        assert_eq!(m.read(before, 1).unwrap()[0], 0x11);
+        assert_eq!(m.zero(0, 1), None, "outside the regions");
     }
 }
