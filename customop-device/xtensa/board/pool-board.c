@@ -12,12 +12,11 @@
                        hbm_scratch_size, SBUF pin SoC lo/hi, HBM pin SoC lo/hi, cores, core,
                        metadata (0 or the image's `const char *f(void)` giving its schema
                        or op list)}
-                 LOAD {u32 address; bytes}   RUN {u32 kernel, u32 cores}
-                 DUMP {u32 address, u32 n}   QUIT {}
+                 RUN {u32 kernel, u32 cores}   QUIT {}
                  GUARDS {u32 n; n SoC page addresses (u64)}: pages no window shows
    core -> host: READY {u32 entry status, u32 count, u32 metadata length; count
                         NUL-terminated names; the metadata text}
-                 DONE {u32 status}  DATA {bytes}  OUT {u32 fd; bytes}
+                 DONE {u32 status}  OUT {u32 fd; bytes}
                  FAULT (pool-board.S)  FATAL {the runtime's message} */
 
 typedef unsigned int u32;
@@ -26,8 +25,8 @@ typedef unsigned int usize;
 
 enum { SYS_exit = 1, SYS_read = 3, SYS_write = 4 };
 enum { CMD_FD = 3, RSP_FD = 4 };
-enum { CMD_BOOT = 1, CMD_LOAD = 2, CMD_RUN = 3, CMD_DUMP = 4, CMD_QUIT = 5, CMD_GUARDS = 6 };
-enum { RSP_READY = 1, RSP_DONE = 2, RSP_DATA = 3, RSP_OUT = 4, RSP_FAULT = 5, RSP_FATAL = 6 };
+enum { CMD_BOOT = 1, CMD_RUN = 3, CMD_QUIT = 5, CMD_GUARDS = 6 };
+enum { RSP_READY = 1, RSP_DONE = 2, RSP_OUT = 4, RSP_FAULT = 5, RSP_FATAL = 6 };
 /* Exit statuses the host reads: the channel closed or spoke nonsense, or a fatal error. */
 enum { EXIT_CHANNEL = 96, EXIT_PROTOCOL = 97, EXIT_FATAL = 70 };
 
@@ -261,12 +260,6 @@ int board_main(void) {
     for (;;) {
         read_full(h, 8);
         switch (h[0]) {
-        case CMD_LOAD: {
-            if (h[1] < 4) board_exit(EXIT_PROTOCOL);
-            u32 at = read_u32();
-            read_full((void *)at, h[1] - 4);
-            break;
-        }
         case CMD_RUN: {
             if (h[1] != 8) board_exit(EXIT_PROTOCOL);
             u32 k = read_u32();
@@ -275,13 +268,6 @@ int board_main(void) {
             int rc = ((int (*)(u32, u32))boot.call_wrapper)((u32)kernels[k].fn, 0);
             u32 status = (u32)rc;
             send(RSP_DONE, &status, 4, 0, 0);
-            break;
-        }
-        case CMD_DUMP: {
-            if (h[1] != 8) board_exit(EXIT_PROTOCOL);
-            u32 at = read_u32();
-            u32 n = read_u32();
-            send(RSP_DATA, (const void *)at, n, 0, 0);
             break;
         }
         case CMD_GUARDS: {

@@ -403,28 +403,6 @@ impl XtensaCore {
         self.send(protocol::CMD_GUARDS, &[&protocol::encode_guards(pages)])
     }
 
-    /// Writes `bytes` into the core's memory at `local`.
-    pub fn load(&mut self, local: u32, bytes: &[u8]) -> Result<(), QemuError> {
-        const CHUNK: usize = 1 << 20;
-        for (i, part) in bytes.chunks(CHUNK).enumerate() {
-            let at = local + (i * CHUNK) as u32;
-            self.send(protocol::CMD_LOAD, &[&at.to_le_bytes(), part])?;
-        }
-        Ok(())
-    }
-
-    /// Reads `n` bytes of the core's memory at `local`.
-    pub fn dump(&mut self, local: u32, n: u32, deadline: Instant) -> Result<Vec<u8>, QemuError> {
-        let mut cmd = local.to_le_bytes().to_vec();
-        cmd.extend_from_slice(&n.to_le_bytes());
-        self.send(protocol::CMD_DUMP, &[&cmd])?;
-        let (data, _) = self.expect(protocol::RSP_DATA, deadline)?;
-        if data.len() != n as usize {
-            return Err(self.protocol(format!("{} bytes dumped, {n} asked", data.len())));
-        }
-        Ok(data)
-    }
-
     /// Runs kernel `kernel` as one of `cores` cores; its stdio comes back with it.
     pub fn run(
         &mut self,

@@ -5,8 +5,7 @@
 //! memory into the core through translation windows.
 //!
 //! The board is the firmware's counterpart: it calls the image's `entry_func` with a handoff
-//! block, collects the kernels `register_funcs` gives, then loads memory, runs kernels and
-//! dumps memory on command. Host and core talk over two pipes the core reaches through
+//! block, collects the kernels `register_funcs` gives, then runs kernels on command. Host and core talk over two pipes the core reaches through
 //! semihosting ([`protocol`]); stdio and faults come back the same way ([`fault`]).
 //!
 //! The core's address space ([`layout`]) follows the device: the data scratch area at

@@ -8,10 +8,9 @@ use std::os::fd::AsRawFd;
 use std::time::Instant;
 
 /// Host -> core.
+/// (2 and 4 were LOAD and DUMP, before device memory was shared: D63.)
 pub const CMD_BOOT: u32 = 1;
-pub const CMD_LOAD: u32 = 2;
 pub const CMD_RUN: u32 = 3;
-pub const CMD_DUMP: u32 = 4;
 pub const CMD_QUIT: u32 = 5;
 pub const CMD_GUARDS: u32 = 6;
 /// Most guard pages the machine holds (its GUARDn registers).
@@ -20,7 +19,6 @@ pub const MAX_GUARDS: usize = 32;
 /// Core -> host.
 pub const RSP_READY: u32 = 1;
 pub const RSP_DONE: u32 = 2;
-pub const RSP_DATA: u32 = 3;
 pub const RSP_OUT: u32 = 4;
 pub const RSP_FAULT: u32 = 5;
 pub const RSP_FATAL: u32 = 6;
@@ -32,7 +30,7 @@ pub const EXIT_FATAL: i32 = 70;
 pub const EXIT_CHANNEL: i32 = 96;
 pub const EXIT_PROTOCOL: i32 = 97;
 
-/// Replies larger than this are refused (a dump is bounded by the window span).
+/// Replies larger than this are refused.
 pub const MAX_FRAME: u32 = 80 << 20;
 
 /// What the board needs to start the image (`struct boot` of pool-board.c).
