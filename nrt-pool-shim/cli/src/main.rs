@@ -500,13 +500,7 @@ fn run(a: RunArgs) -> Result<(), Failure> {
     clock.lap("launch: other (checks, reports, kernel output)");
     let written = match (&done.output, &device_out) {
         (Some(t), _) => npy::write(&out, t),
-        (None, Some(d)) => npy::write_data(
-            &out,
-            d.dtype,
-            &d.shape,
-            e.device_bytes(d)
-                .expect("a device tensor lies in device memory"),
-        ),
+        (None, Some(d)) => npy::write_device(&out, &e, d),
         (None, None) => unreachable!("a launch gives a host output or writes a device one"),
     };
     written.map_err(|e| Failure::Error(e.to_string()))?;

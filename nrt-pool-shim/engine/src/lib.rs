@@ -495,6 +495,15 @@ impl PoolEngine {
         self.memory.read(d.soc, self.device_len(d))
     }
 
+    /// A device tensor's place in the device memory file: the file, the offset and the
+    /// length, for copies between files that never touch the mapping (`sendfile`), so the
+    /// kernel neither zeroes fresh pages first nor maps them into this process.
+    pub fn device_file_range(&self, d: &DeviceTensor) -> Option<(&std::fs::File, u64, usize)> {
+        let n = self.device_len(d);
+        let off = self.memory.file_offset(d.soc, n)?;
+        Some((self.memory.file(), off, n))
+    }
+
     /// A device tensor's bytes, writable in place: a large tensor's pages are allocated up
     /// front in one call.
     pub fn device_bytes_mut(&mut self, d: &DeviceTensor) -> Option<&mut [u8]> {

@@ -226,6 +226,12 @@ impl DeviceMemory {
         Some((r.offset + soc - r.soc) as usize)
     }
 
+    /// Where `len` bytes at `soc` lie in the memory file (for file-to-file copies that
+    /// bypass the mapping). None outside the regions.
+    pub fn file_offset(&self, soc: u64, len: usize) -> Option<u64> {
+        self.region_offset(soc, len).map(|o| o as u64)
+    }
+
     /// A region's bytes, for the host side (results out). None outside the regions.
     pub fn read(&self, soc: u64, len: usize) -> Option<&[u8]> {
         let off = self.region_offset(soc, len)?;
