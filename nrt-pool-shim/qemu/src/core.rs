@@ -588,3 +588,48 @@ impl Drop for XtensaCore {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qemu_is_found_beside_the_board_or_under_the_installed_prefix() {
+        if std::env::var_os(QEMU_ENV).is_some() {
+            eprintln!("{QEMU_ENV} is set; it names the emulator instead");
+            return;
+        }
+        let root = tempfile::tempdir().unwrap();
+        // A build tree: the board and QEMU side by side.
+        let build = root.path().join("target/customop/xtensa-q7-none-elf");
+        std::fs::create_dir_all(&build).unwrap();
+        std::fs::write(build.join(QEMU), b"").unwrap();
+        assert_eq!(qemu_for(&build.join("pool-board.elf")), build.join(QEMU));
+        // An installed prefix: QEMU under libexec.
+        let prefix = root.path().join("opt/gpsimd-open");
+        let boards = prefix.join("lib/gpsimd-open/xtensa-q7-none-elf");
+        let libexec = prefix.join("libexec/gpsimd-open");
+        std::fs::create_dir_all(&boards).unwrap();
+        std::fs::create_dir_all(&libexec).unwrap();
+        std::fs::write(libexec.join(QEMU), b"").unwrap();
+        assert_eq!(qemu_for(&boards.join("pool-board.elf")), libexec.join(QEMU));
+        // Neither: the path beside the board, which the spawn error then names.
+        let bare = root.path().join("elsewhere/pool-board.elf");
+        assert_eq!(qemu_for(&bare), root.path().join("elsewhere").join(QEMU));
+    }
+
+    #[test]
+    fn a_missing_emulator_is_named_with_how_to_build_it() {
+        let e = QemuError::Spawn {
+            path: PathBuf::from("/nowhere/qemu-system-xtensa"),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        let text = e.to_string();
+        assert!(
+            text.starts_with("cannot start /nowhere/qemu-system-xtensa: "),
+            "{text}"
+        );
+        assert!(text.contains("make customop-archives"), "{text}");
+        assert!(text.contains("NRT_POOL_QEMU"), "{text}");
+    }
+}
