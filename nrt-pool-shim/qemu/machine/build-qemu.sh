@@ -37,16 +37,26 @@ if [ -z "$tarball" ]; then
     tarball=$(ls "$work"/qemu_*.orig.tar.xz | head -n1)
 fi
 
-# The source tree and its build stay in WORK, so a change to nrt-pool.c rebuilds one file.
+# The source tree and its build stay in WORK, so a change to nrt-pool.c rebuilds one file;
+# a new tarball or a change to the edits below (their level is in the marker) starts over.
 src="$work/src"
+marker="$(basename "$tarball") edits-2"
 if [ ! -f "$src/configure" ] || [ ! -f "$src/.nrt-pool-tarball" ] \
-    || [ "$(cat "$src/.nrt-pool-tarball")" != "$(basename "$tarball")" ]; then
+    || [ "$(cat "$src/.nrt-pool-tarball")" != "$marker" ]; then
     rm -rf "$src"
     mkdir -p "$src"
     tar -xJf "$tarball" -C "$src" --strip-components=1
     echo "xtensa_ss.add(when: 'CONFIG_XTENSA_SIM', if_true: files('nrt-pool.c'))" \
         >> "$src/hw/xtensa/meson.build"
-    basename "$tarball" >"$src/.nrt-pool-tarball"
+    # de212 with 64 physical address registers instead of 32 (D63): windowed code then
+    # takes fewer window overflow and underflow exceptions, each an exit from translated
+    # code; the code itself cannot tell.
+    isa="$src/target/xtensa/core-de212/core-isa.h"
+    sed -i -e 's/^\(#define XCHAL_NUM_AREGS[[:space:]]*\)32\b/\164/' \
+        -e 's/^\(#define XCHAL_NUM_AREGS_LOG2[[:space:]]*\)5\b/\16/' "$isa"
+    grep -q '^#define XCHAL_NUM_AREGS[[:space:]]*64' "$isa" \
+        || { echo "build-qemu.sh: cannot set de212's register count in $isa" >&2; exit 1; }
+    echo "$marker" >"$src/.nrt-pool-tarball"
 fi
 cp "$here/nrt-pool.c" "$src/hw/xtensa/nrt-pool.c"
 
