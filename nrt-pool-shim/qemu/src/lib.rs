@@ -18,9 +18,7 @@ pub mod core;
 pub mod fault;
 pub mod layout;
 pub mod protocol;
-pub mod run;
 
 pub use self::backend::XtensaBackend;
 pub use self::core::{pool_cores, Completion, Kernel, QemuError, XtensaCore};
 pub use self::fault::{CoreFault, FaultCause};
-pub use self::run::{run_kernel, ArgIn, RunOutcome};

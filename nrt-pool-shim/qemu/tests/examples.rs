@@ -1,39 +1,18 @@
 //! Each example op built as a Pool image (`--device-image`: windowed objects linked for the
-//! 8 cores) runs on one emulated Xtensa core under QEMU with its tensors in memory, and its
-//! output bytes and stdout equal the host build's on the host engine (issue #12).
+//! 8 cores) runs on one emulated Xtensa core under QEMU, and its output bytes and stdout
+//! equal the host build's on the host engine (issue #12).
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
 use nrt_pool_engine::tensor::{DType, HostTensor};
 use nrt_pool_engine::{Launch, LaunchArg, PoolEngine, PoolImage};
-use nrt_pool_qemu::{pool_cores, run_kernel, ArgIn};
+use nrt_pool_qemu::{pool_cores, XtensaBackend};
 use nrt_pool_testkit as testkit;
-
-fn board() -> PathBuf {
-    testkit::xtensa_board()
-}
 
 fn f32s(shape: &[u64], f: impl Fn(usize) -> f32) -> HostTensor {
     let n: u64 = shape.iter().product();
     let data = (0..n as usize).flat_map(|i| f(i).to_le_bytes()).collect();
     HostTensor::new(DType::F32, shape.to_vec(), data).unwrap()
-}
-
-fn arg_in(a: &LaunchArg) -> ArgIn {
-    match a {
-        LaunchArg::Tensor(t, _) => ArgIn {
-            dtype: t.dtype.isa(),
-            shape: t.shape.iter().map(|&d| d as u32).collect(),
-            data: t.data.clone(),
-        },
-        LaunchArg::Scalar(d, bytes) => ArgIn {
-            dtype: d.isa(),
-            shape: vec![1],
-            data: bytes.clone(),
-        },
-        LaunchArg::Device(_) => unreachable!("host tensors only here"),
-    }
 }
 
 /// Runs `kernel` on the host engine (1 core) and on QEMU core 0; both must agree.
@@ -64,31 +43,33 @@ fn same_on_both(lib: &Path, pool: &Path, kernel: &str, args: Vec<LaunchArg>) -> 
             cores: 1,
         })
         .unwrap_or_else(|err| panic!("{kernel} on the host: {err}"));
-    let cores = pool_cores(pool).unwrap();
-    assert_eq!(cores.len(), 8);
-    let ins: Vec<ArgIn> = args.iter().map(arg_in).collect();
-    let shape: Vec<u32> = output.shape.iter().map(|&d| d as u32).collect();
-    let dev = run_kernel(
-        &board(),
-        &cores[0],
-        pool,
-        kernel.as_bytes(),
-        &ins,
-        (output.dtype.isa(), &shape),
-        Duration::from_secs(60),
+    assert_eq!(pool_cores(pool).unwrap().len(), 8);
+    let mut xt = PoolEngine::with_backend(
+        64 << 20,
+        PoolImage::default(),
+        Box::new(XtensaBackend::new(testkit::xtensa_board())),
     )
-    .unwrap_or_else(|err| panic!("{kernel} on QEMU: {err}"));
-    assert_eq!(dev.completion.status, 0, "{kernel}");
+    .unwrap();
+    xt.load(pool).unwrap();
+    let dev = xt
+        .launch(&Launch {
+            kernel: kernel.into(),
+            args,
+            output,
+            cores: 1,
+        })
+        .unwrap_or_else(|err| panic!("{kernel} on QEMU: {err}"));
+    assert_eq!(dev.results, [0], "{kernel}");
     assert_eq!(
-        dev.output, host.output.data,
+        dev.output.data, host.output.data,
         "{kernel}: the Xtensa build's output differs from the host build's"
     );
     assert_eq!(
-        String::from_utf8_lossy(&dev.completion.stdout),
+        String::from_utf8_lossy(&dev.stdout),
         String::from_utf8_lossy(&host.stdout),
         "{kernel}: stdout"
     );
-    dev.completion.stdout
+    dev.stdout
 }
 
 #[test]

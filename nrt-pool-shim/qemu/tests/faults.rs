@@ -6,11 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use nrt_pool_qemu::{pool_cores, run_kernel, ArgIn, CoreFault, FaultCause, QemuError};
+use nrt_pool_engine::tensor::{DType, HostTensor};
+use nrt_pool_engine::{DeviceFault, EmuError, Launch, LaunchArg, PoolEngine, PoolImage};
+use nrt_pool_qemu::XtensaBackend;
 use nrt_pool_testkit as testkit;
-
-const FP32: u8 = 10;
-const UINT32: u8 = 9;
 
 fn build(dir: &Path) -> PathBuf {
     let t = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/faults");
@@ -24,157 +23,103 @@ fn build(dir: &Path) -> PathBuf {
     .1
 }
 
-fn fault(pool: &Path, kernel: &str, arg: ArgIn, out: (u8, &[u32]), timeout: u64) -> CoreFault {
-    let board = testkit::xtensa_board();
-    let cores = pool_cores(pool).unwrap();
-    match run_kernel(
-        &board,
-        &cores[0],
-        pool,
-        kernel.as_bytes(),
-        &[arg],
-        out,
-        Duration::from_secs(timeout),
-    ) {
-        Err(QemuError::Fault(f)) => f,
-        Err(e) => panic!("{kernel}: expected a fault, got {e}"),
-        Ok(r) => panic!("{kernel}: expected a fault, the kernel finished: {r:?}"),
-    }
-}
-
-fn floats() -> ArgIn {
-    ArgIn {
-        dtype: FP32,
-        shape: vec![4],
-        data: vec![0; 16],
-    }
-}
-
-fn address(a: u32) -> ArgIn {
-    ArgIn {
-        dtype: UINT32,
-        shape: vec![1],
-        data: a.to_le_bytes().to_vec(),
-    }
-}
-
-/// The exception's cause, PC symbol and address, checked against what each kernel did.
-#[track_caller]
-fn exception(f: &CoreFault) -> (FaultCause, bool, String, u32) {
-    match f {
-        CoreFault::Exception {
-            core,
-            cause,
-            window,
-            pc,
-            address,
-            symbol,
-            ..
-        } => {
-            assert_eq!(*core, 0);
-            assert!((0x8400_0000..0x8420_0000).contains(pc), "{f}");
-            (
-                *cause,
-                *window,
-                symbol.clone().unwrap_or_default(),
-                *address,
-            )
+/// Runs `kernel` on one QEMU core; the fault it must end in.
+fn fault(e: &mut PoolEngine, kernel: &str, arg: LaunchArg, timeout: u64) -> DeviceFault {
+    e.timeout = Duration::from_secs(timeout);
+    let args = vec![arg];
+    let output = e.output_for(kernel, &args).unwrap();
+    match e.launch(&Launch {
+        kernel: kernel.into(),
+        args,
+        output,
+        cores: 1,
+    }) {
+        Err(EmuError::Fault(f)) => {
+            assert_eq!((f.kernel.as_str(), f.core), (kernel, 0), "{f}");
+            *f
         }
-        other => panic!("expected an exception, got {other}"),
+        Err(e) => panic!("{kernel}: expected a fault, got {e}"),
+        Ok(_) => panic!("{kernel}: expected a fault, the kernel finished"),
     }
+}
+
+fn floats() -> LaunchArg {
+    LaunchArg::hbm(HostTensor::new(DType::F32, vec![4], vec![0; 16]).unwrap())
+}
+
+fn address(a: u32) -> LaunchArg {
+    LaunchArg::hbm(HostTensor::new(DType::U32, vec![1], a.to_le_bytes().to_vec()).unwrap())
+}
+
+/// The report's kind and its sentence from the core (without the leading "core N: ").
+fn report(f: &DeviceFault) -> (String, &str) {
+    (format!("{:?}", f.kind), f.message.as_str())
 }
 
 #[test]
 fn device_faults_are_reported_with_core_symbolized_pc_and_address() {
     let dir = tempfile::tempdir().unwrap();
     let pool = build(dir.path());
+    let mut e = PoolEngine::with_backend(
+        64 << 20,
+        PoolImage::default(),
+        Box::new(XtensaBackend::new(testkit::xtensa_board())),
+    )
+    .unwrap();
+    e.load(&pool).unwrap();
 
-    let f = fault(&pool, "illegal", floats(), (FP32, &[4]), 30);
-    let (cause, window, symbol, _) = exception(&f);
-    assert_eq!(
-        (cause, window),
-        (FaultCause::IllegalInstruction, false),
-        "{f}"
-    );
-    assert!(symbol.starts_with("illegal("), "{f}");
+    let f = fault(&mut e, "illegal", floats(), 30);
+    let (kind, m) = report(&f);
+    assert_eq!(kind, "Trap", "{f}");
+    assert!(m.starts_with("illegal instruction at pc 0x84"), "{f}");
+    assert!(m.contains(" (illegal("), "{f}");
+
+    let f = fault(&mut e, "trap", floats(), 30);
+    let (kind, m) = report(&f);
+    assert_eq!(kind, "Trap", "{f}");
     assert!(
-        f.to_string()
-            .starts_with("core 0: illegal instruction at pc 0x84"),
+        m.starts_with("break instruction (a trap) at pc 0x84"),
         "{f}"
     );
-
-    let f = fault(&pool, "trap", floats(), (FP32, &[4]), 30);
-    let (cause, _, symbol, _) = exception(&f);
-    assert_eq!(cause, FaultCause::Break, "{f}");
-    assert!(symbol.starts_with("trap("), "{f}");
+    assert!(m.contains(" (trap("), "{f}");
 
     // No memory at 0x40000010: the machine's bus error, which names the access.
-    for (kernel, write, what) in [
-        ("bad_load", false, "load from no memory"),
-        ("bad_store", true, "store to no memory"),
+    for (kernel, access, what) in [
+        ("bad_load", "read", "load from no memory"),
+        ("bad_store", "write", "store to no memory"),
     ] {
-        let f = fault(&pool, kernel, address(0x4000_0010), (UINT32, &[1]), 30);
-        let (cause, window, symbol, addr) = exception(&f);
-        assert_eq!(
-            (cause, window),
-            (FaultCause::LoadStorePifAddress, false),
-            "{f}"
-        );
-        assert_eq!(addr, 0x4000_0010, "{f}");
-        assert!(symbol.starts_with(&format!("{kernel}(")), "{f}");
-        assert!(
-            f.to_string()
-                .starts_with(&format!("core 0: {what} at pc 0x84")),
-            "{f}"
-        );
-        assert!(f.to_string().ends_with("address 0x40000010"), "{f}");
-        assert!(
-            matches!(f, CoreFault::Exception { write: Some(w), soc: None, .. } if w == write),
-            "{f:?}"
-        );
+        let f = fault(&mut e, kernel, address(0x4000_0010), 30);
+        let (kind, m) = report(&f);
+        assert_eq!(kind, "Memory", "{f}");
+        assert_eq!(f.access, Some(access), "{f}");
+        assert!(m.starts_with(&format!("{what} at pc 0x84")), "{f}");
+        assert!(m.contains(&format!(" ({kernel}(")), "{f}");
+        assert!(m.ends_with("address 0x40000010"), "{f}");
     }
 
-    let f = fault(&pool, "bad_stack", floats(), (FP32, &[4]), 30);
-    match &f {
-        CoreFault::Exception {
-            window, address, ..
-        } => {
-            assert!(*window, "a window exception: {f}");
-            assert!((0x3FFF_FF00..0x4000_0000).contains(address), "{f}");
-        }
-        other => panic!("expected a window exception, got {other}"),
-    }
-    assert!(f.to_string().starts_with("core 0: window exception"), "{f}");
+    // The stack pointer left memory: the window overflow's spill faults (a double
+    // exception), at an address just below 0x40000000.
+    let f = fault(&mut e, "bad_stack", floats(), 30);
+    let (kind, m) = report(&f);
+    assert_eq!(kind, "Memory", "{f}");
+    assert!(m.starts_with("window exception ("), "{f}");
+    assert!(m.contains("address 0x3fffff"), "{f}");
 
-    let f = fault(&pool, "spin", floats(), (FP32, &[4]), 3);
-    match &f {
-        CoreFault::Timeout {
-            core: 0,
-            pc: Some(pc),
-            symbol: Some(symbol),
-        } => {
-            assert!((0x8400_0000..0x8420_0000).contains(pc), "{f}");
-            assert!(symbol.starts_with("spin("), "{f}");
-        }
-        other => panic!("expected a timeout inside spin(), got {other}"),
-    }
-    assert!(
-        f.to_string().starts_with("core 0: timed out at pc 0x84"),
-        "{f}"
-    );
+    let f = fault(&mut e, "spin", floats(), 3);
+    let (kind, m) = report(&f);
+    assert_eq!(kind, "Timeout", "{f}");
+    assert!(m.starts_with("timed out at pc 0x84"), "{f}");
+    assert!(m.contains(" (spin("), "{f}");
 
-    let f = fault(&pool, "pull_too_many", floats(), (FP32, &[4]), 30);
-    match &f {
-        CoreFault::Fatal { core: 0, message } => {
-            let m = String::from_utf8_lossy(message);
-            assert!(m.contains("customop: fatal"), "{m}");
-        }
-        other => panic!("expected the runtime's fatal error, got {other}"),
-    }
+    let f = fault(&mut e, "pull_too_many", floats(), 30);
+    let (kind, m) = report(&f);
+    assert_eq!(kind, "Fatal", "{f}");
+    assert!(m.contains("customop: fatal"), "{f}");
 
-    let f = fault(&pool, "call_abort", floats(), (FP32, &[4]), 30);
-    assert!(
-        matches!(f, CoreFault::Fatal { core: 0, .. }),
+    let f = fault(&mut e, "call_abort", floats(), 30);
+    assert_eq!(
+        report(&f).0,
+        "Fatal",
         "abort() ends the core through the runtime's fault service: {f}"
     );
 }
