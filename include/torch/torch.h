@@ -645,115 +645,127 @@ inline void incoherent(StorageState &st, const char *what) {
 
 }}  // namespace neuron::detail
 
-/// Sequential reads (`read_stream_accessor<T>()`): reading past the end or after close()
-/// is a fault.
-template <typename T> class TensorReadStreamAccessor {
-  public:
-    TensorReadStreamAccessor(unsigned long long soc, size_t n) : soc_(soc), left_(n), total_(n) {
-        neuron::detail::StorageState &st = neuron::detail::state_of(soc_);
-        if (st.writers > 0)
-            neuron::detail::incoherent(st, "read_stream_accessor opened while a write stream accessor is open on the same tensor");
-        st.readers++;
-        b_.open();
-        open_ = true;
-    }
-    TensorReadStreamAccessor(TensorReadStreamAccessor &&o) noexcept { *this = static_cast<TensorReadStreamAccessor &&>(o); }
-    TensorReadStreamAccessor &operator=(TensorReadStreamAccessor &&o) noexcept {
-        soc_ = o.soc_, left_ = o.left_, total_ = o.total_, fill_ = o.fill_, pos_ = o.pos_, b_ = o.b_, open_ = o.open_;
+namespace neuron { namespace detail {
+
+/// What both stream accessors hold: the tensor (its first byte keys the coherence state),
+/// where the stream is in it, its TCM buffer, and whether it is open. Moving one moves the
+/// buffer and leaves the source closed.
+template <typename T> class StreamState {
+  protected:
+    StreamState(unsigned long long soc, size_t n) : soc_(soc), base_(soc), left_(n), total_(n) {}
+    StreamState(StreamState &&o) noexcept { *this = static_cast<StreamState &&>(o); }
+    StreamState &operator=(StreamState &&o) noexcept {
+        soc_ = o.soc_, base_ = o.base_, left_ = o.left_, total_ = o.total_, fill_ = o.fill_,
+        pos_ = o.pos_, b_ = o.b_, open_ = o.open_;
         o.open_ = false;
         o.b_.buf = nullptr;
         return *this;
     }
-    TensorReadStreamAccessor(const TensorReadStreamAccessor &) = delete;
-    TensorReadStreamAccessor &operator=(const TensorReadStreamAccessor &) = delete;
+    StreamState(const StreamState &) = delete;
+    StreamState &operator=(const StreamState &) = delete;
+    void open() {
+        b_.open();
+        open_ = true;
+    }
+    /// Closes the stream if open: whether it was.
+    bool shut() {
+        if (!open_) return false;
+        open_ = false;
+        b_.close();
+        return true;
+    }
+    [[noreturn]] void past_end(const char *what) const {
+        Msg m;
+        m.s("customop: ").s(what).s("() past the end of a ").s(what).s(" stream accessor (")
+            .i((long long)total_).s(" elements)");
+        fail(m);
+    }
+    unsigned long long soc_ = 0, base_ = 0;
+    size_t left_ = 0, total_ = 0, fill_ = 0, pos_ = 0;
+    StreamBuf<T> b_;
+    bool open_ = false;
+};
+
+}}  // namespace neuron::detail
+
+/// Sequential reads (`read_stream_accessor<T>()`): reading past the end or after close()
+/// is a fault.
+template <typename T> class TensorReadStreamAccessor : neuron::detail::StreamState<T> {
+    using S = neuron::detail::StreamState<T>;
+
+  public:
+    TensorReadStreamAccessor(unsigned long long soc, size_t n) : S(soc, n) {
+        neuron::detail::StorageState &st = neuron::detail::state_of(this->base_);
+        if (st.writers > 0)
+            neuron::detail::incoherent(st, "read_stream_accessor opened while a write stream accessor is open on the same tensor");
+        st.readers++;
+        this->open();
+    }
+    TensorReadStreamAccessor(TensorReadStreamAccessor &&) noexcept = default;
+    TensorReadStreamAccessor &operator=(TensorReadStreamAccessor &&) noexcept = default;
     ~TensorReadStreamAccessor() { close(); }
     T read() {
-        if (!open_) neuron::detail::fail("customop: read() on a closed read stream accessor");
-        if (pos_ == fill_) {
-            if (left_ == 0) {
-                neuron::detail::Msg m;
-                m.s("customop: read() past the end of a read stream accessor (").i((long long)total_).s(" elements)");
-                neuron::detail::fail(m);
-            }
+        if (!this->open_) neuron::detail::fail("customop: read() on a closed read stream accessor");
+        if (this->pos_ == this->fill_) {
+            if (this->left_ == 0) this->past_end("read");
             refill();
         }
-        return b_.buf[pos_++];
+        return this->b_.buf[this->pos_++];
     }
     int close() {
-        if (!open_) return 0;
-        open_ = false;
-        neuron::detail::state_of(soc_).readers--;
-        b_.close();
+        // The reader counts against the tensor's first byte, where it was recorded.
+        if (this->shut()) neuron::detail::state_of(this->base_).readers--;
         return 0;
     }
 
   private:
     void refill() {
-        size_t n = left_ < b_.cap ? left_ : b_.cap;
-        neuron_memcpy(static_cast<void *>(b_.buf), soc_, unsigned(n * sizeof(T)));
-        soc_ += n * sizeof(T);
-        left_ -= n;
-        fill_ = n;
-        pos_ = 0;
+        size_t n = this->left_ < this->b_.cap ? this->left_ : this->b_.cap;
+        neuron_memcpy(static_cast<void *>(this->b_.buf), this->soc_, unsigned(n * sizeof(T)));
+        this->soc_ += n * sizeof(T);
+        this->left_ -= n;
+        this->fill_ = n;
+        this->pos_ = 0;
     }
-    unsigned long long soc_ = 0;
-    size_t left_ = 0, total_ = 0, fill_ = 0, pos_ = 0;
-    neuron::detail::StreamBuf<T> b_;
-    bool open_ = false;
 };
 
 /// Sequential writes (`write_stream_accessor<T>()`), written back at close() or
 /// destruction; writing past the end or after close() is a fault.
-template <typename T> class TensorWriteStreamAccessor {
+template <typename T> class TensorWriteStreamAccessor : neuron::detail::StreamState<T> {
+    using S = neuron::detail::StreamState<T>;
+
   public:
-    TensorWriteStreamAccessor(unsigned long long soc, size_t n) : soc_(soc), base_(soc), left_(n), total_(n) {
-        neuron::detail::StorageState &st = neuron::detail::state_of(base_);
+    TensorWriteStreamAccessor(unsigned long long soc, size_t n) : S(soc, n) {
+        neuron::detail::StorageState &st = neuron::detail::state_of(this->base_);
         if (st.writers > 0 || st.readers > 0)
             neuron::detail::incoherent(st, "write_stream_accessor opened while another stream accessor is open on the same tensor");
         st.writers++;
-        b_.open();
-        open_ = true;
+        this->open();
     }
-    TensorWriteStreamAccessor(TensorWriteStreamAccessor &&o) noexcept { *this = static_cast<TensorWriteStreamAccessor &&>(o); }
-    TensorWriteStreamAccessor &operator=(TensorWriteStreamAccessor &&o) noexcept {
-        soc_ = o.soc_, base_ = o.base_, left_ = o.left_, total_ = o.total_, pos_ = o.pos_, b_ = o.b_, open_ = o.open_;
-        o.open_ = false;
-        o.b_.buf = nullptr;
-        return *this;
-    }
-    TensorWriteStreamAccessor(const TensorWriteStreamAccessor &) = delete;
-    TensorWriteStreamAccessor &operator=(const TensorWriteStreamAccessor &) = delete;
+    TensorWriteStreamAccessor(TensorWriteStreamAccessor &&) noexcept = default;
+    TensorWriteStreamAccessor &operator=(TensorWriteStreamAccessor &&) noexcept = default;
     ~TensorWriteStreamAccessor() { close(); }
     void write(T v) {
-        if (!open_) neuron::detail::fail("customop: write() on a closed write stream accessor");
-        if (left_ == 0) {
-            neuron::detail::Msg m;
-            m.s("customop: write() past the end of a write stream accessor (").i((long long)total_).s(" elements)");
-            neuron::detail::fail(m);
-        }
-        b_.buf[pos_++] = v;
-        left_--;
-        if (pos_ == b_.cap) flush();
+        if (!this->open_) neuron::detail::fail("customop: write() on a closed write stream accessor");
+        if (this->left_ == 0) this->past_end("write");
+        this->b_.buf[this->pos_++] = v;
+        this->left_--;
+        if (this->pos_ == this->b_.cap) flush();
     }
     int close() {
-        if (!open_) return 0;
+        if (!this->open_) return 0;
         flush();
-        open_ = false;
-        neuron::detail::state_of(base_).writers--;
-        b_.close();
+        this->shut();
+        neuron::detail::state_of(this->base_).writers--;
         return 0;
     }
 
   private:
     void flush() {
-        if (pos_) neuron_memcpy(soc_, static_cast<void *>(b_.buf), unsigned(pos_ * sizeof(T)));
-        soc_ += pos_ * sizeof(T);
-        pos_ = 0;
+        if (this->pos_) neuron_memcpy(this->soc_, static_cast<void *>(this->b_.buf), unsigned(this->pos_ * sizeof(T)));
+        this->soc_ += this->pos_ * sizeof(T);
+        this->pos_ = 0;
     }
-    unsigned long long soc_ = 0, base_ = 0;
-    size_t left_ = 0, total_ = 0, pos_ = 0;
-    neuron::detail::StreamBuf<T> b_;
-    bool open_ = false;
 };
 
 /// Bulk copies between a tensor (flattened indexing) and TCM buffers, checked against the

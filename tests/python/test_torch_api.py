@@ -226,7 +226,7 @@ def test_factories(api_lib, tmp_path, name, which):
 
 # ---- accessors, Half/BFloat16, multicore ----
 
-@pytest.mark.parametrize("which", range(4))
+@pytest.mark.parametrize("which", range(5))
 @pytest.mark.parametrize("shape", [(3, 5), (40, 130)])
 def test_accessors_copy_exactly(api_lib, tmp_path, which, shape):
     x = sample(np.float32, shape=shape)

@@ -118,6 +118,24 @@ torch::Tensor accessors(const torch::Tensor &x, int64_t which) {
             torch::neuron::tcm_free(buf);
             return dst;
         }
+        case 3: {
+            // A read stream read through and closed, then a write stream on the same tensor:
+            // the reader is gone, so the COHERENT policy lets the writer open.
+            torch::Tensor t = torch::empty(x.sizes(), torch::kFloat);
+            auto fill = t.write_stream_accessor<float>();
+            auto rx = x.read_stream_accessor<float>();
+            for (int64_t i = 0; i < x.numel(); i++) fill.write(rx.read());
+            rx.close();
+            fill.close();
+            auto rd = t.read_stream_accessor<float>();
+            for (int64_t i = 0; i < t.numel(); i++) (void)rd.read();
+            rd.close();
+            auto wr = t.write_stream_accessor<float>();
+            auto again = x.read_stream_accessor<float>();
+            for (int64_t i = 0; i < x.numel(); i++) wr.write(again.read() * 2.0f);
+            wr.close();
+            return t;
+        }
         default: {
             // Coherence policy: a read and a write stream on one tensor, allowed quietly.
             torch::Tensor t = torch::zeros(x.sizes(), torch::kFloat);
