@@ -514,13 +514,14 @@ impl PoolEngine {
     /// A device tensor holding a copy of `t`.
     pub fn upload(&mut self, t: &HostTensor) -> Result<DeviceTensor, EmuError> {
         let d = self.alloc_device_for_overwrite(t.dtype, t.shape.clone())?;
-        self.memory
-            .bytes(d.soc, t.data.len())
+        let dst = self
+            .memory
+            .bytes_populated(d.soc, t.data.len())
             .ok_or(MemoryError::HbmFull {
                 want: t.data.len() as u64,
                 left: 0,
-            })?
-            .copy_from_slice(&t.data);
+            })?;
+        copy_parallel(dst, &t.data);
         Ok(d)
     }
 
@@ -745,8 +746,8 @@ impl PoolEngine {
             .bytes_populated(soc, n as usize)
             .ok_or(MemoryError::HbmFull { want: n, left: 0 })?;
         match data {
-            Some(d) => dst.copy_from_slice(d),
-            None => dst.fill(0),
+            Some(d) => copy_parallel(dst, d),
+            None => fill_parallel(dst, 0),
         }
         self.placed.push(PlacedTensor {
             label: label.into(),
@@ -898,8 +899,74 @@ fn named(what: &str, e: EmuError) -> EmuError {
 /// pages: faulting in a fresh 64 MiB buffer 4 KiB at a time costs several times the copy.
 fn host_copy(src: &[u8]) -> Vec<u8> {
     let mut v = host_buffer(src.len());
-    v.extend_from_slice(src);
+    let n = src.len();
+    let dst = v.spare_capacity_mut()[..n].as_mut_ptr().cast::<u8>() as usize;
+    let src_at = src.as_ptr() as usize;
+    in_parallel(n, |lo, hi| {
+        // SAFETY: `dst` has room for n bytes (the vector's capacity) and `src` holds n; each
+        // call copies its own [lo, hi) and the two do not overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                (src_at as *const u8).add(lo),
+                (dst as *mut u8).add(lo),
+                hi - lo,
+            )
+        }
+    });
+    // SAFETY: all n bytes were written above.
+    unsafe { v.set_len(n) };
     v
+}
+
+/// Bytes from which a copy or fill is split over the CPUs: a large tensor's copy is
+/// bound by how fast one CPU moves memory and takes its page faults.
+const PARALLEL_FROM: usize = 8 << 20;
+
+/// Runs `part(lo, hi)` over [0, n) in pieces, one per CPU (up to four) when `n` is large,
+/// the first on this thread.
+fn in_parallel(n: usize, part: impl Fn(usize, usize) + Sync) {
+    let ways = if n >= PARALLEL_FROM {
+        doorbell::cpus().clamp(1, 4)
+    } else {
+        1
+    };
+    if ways == 1 {
+        return part(0, n);
+    }
+    // Pieces of whole 2 MiB pages, so two threads never fault on one huge page.
+    let piece = n.div_ceil(ways).next_multiple_of(2 << 20);
+    std::thread::scope(|s| {
+        let part = &part;
+        for w in 1..ways {
+            let (lo, hi) = ((w * piece).min(n), ((w + 1) * piece).min(n));
+            if lo < hi {
+                s.spawn(move || part(lo, hi));
+            }
+        }
+        part(0, piece.min(n));
+    });
+}
+
+/// `dst.copy_from_slice(src)`, split over the CPUs when large.
+fn copy_parallel(dst: &mut [u8], src: &[u8]) {
+    assert_eq!(dst.len(), src.len(), "copy of equal lengths");
+    let (d, s) = (dst.as_mut_ptr() as usize, src.as_ptr() as usize);
+    in_parallel(src.len(), |lo, hi| {
+        // SAFETY: both slices span [lo, hi) (equal lengths, asserted); the pieces are
+        // disjoint and the slices outlive the scope.
+        unsafe {
+            std::ptr::copy_nonoverlapping((s as *const u8).add(lo), (d as *mut u8).add(lo), hi - lo)
+        }
+    });
+}
+
+/// `dst.fill(v)`, split over the CPUs when large.
+fn fill_parallel(dst: &mut [u8], v: u8) {
+    let d = dst.as_mut_ptr() as usize;
+    in_parallel(dst.len(), |lo, hi| {
+        // SAFETY: [lo, hi) lies in `dst`; the pieces are disjoint.
+        unsafe { std::ptr::write_bytes((d as *mut u8).add(lo), v, hi - lo) }
+    });
 }
 
 /// An empty vector with room for `len` bytes of tensor data; a large one asks for
@@ -924,9 +991,25 @@ pub fn host_buffer(len: usize) -> Vec<u8> {
 mod tests {
     #[test]
     fn host_copies_are_exact_at_every_size() {
-        for n in [0usize, 1, 4095, 4 << 20, (5 << 20) + 17] {
+        // Below and above the size copies are split over CPUs at, and pieces that do not
+        // divide evenly.
+        for n in [
+            0usize,
+            1,
+            4095,
+            4 << 20,
+            (5 << 20) + 17,
+            super::PARALLEL_FROM,
+            (9 << 20) + 3,
+            (33 << 20) + 4097,
+        ] {
             let src: Vec<u8> = (0..n).map(|i| (i * 31 + i / 4096) as u8).collect();
             assert_eq!(super::host_copy(&src), src, "{n} bytes");
+            let mut dst = vec![0xEEu8; n];
+            super::copy_parallel(&mut dst, &src);
+            assert!(dst == src, "{n} bytes");
+            super::fill_parallel(&mut dst, 7);
+            assert!(dst.iter().all(|&b| b == 7), "{n} bytes");
         }
     }
 }
