@@ -28,6 +28,8 @@ use crate::fault::{CoreFault, FaultCause};
 use crate::layout;
 use crate::protocol::MAX_GUARDS;
 
+const _: () = assert!(nrt_pool_engine::control::MAX_GUARDS <= MAX_GUARDS);
+
 /// The Xtensa backend.
 pub struct XtensaBackend {
     board: PathBuf,
@@ -275,9 +277,9 @@ impl IsaBackend for XtensaBackend {
             })
             .collect();
         let mut running = vec![false; cores];
-        // The guard pages the engine placed after the tensors (when it guards them).
-        let mut guards = ctl.guards();
-        guards.truncate(MAX_GUARDS);
+        // The guard pages the engine placed after the tensors (when it guards them); the
+        // machine holds more than the control block does.
+        let guards = ctl.guards();
         for c in 0..cores {
             let begun = (|| -> Result<(), QemuError> {
                 let core = self.core(memory, library, c, cores, deadline)?;
