@@ -681,7 +681,7 @@ pub const XTENSA_AS: &str = "xtensa-lx106-elf-as";
 /// The host C++ compiler's command for an op library's object `obj` from `src`.
 pub(crate) fn host_cxx(cxx: &str, include: &Path, src: &Path, obj: &Path) -> Command {
     let mut c = Command::new(cxx);
-    c.args(["-std=c++17", "-O2", "-fPIC", "-Wall", "-c"])
+    c.args(["-std=c++17", "-O3", "-fPIC", "-Wall", "-c"])
         .arg("-I")
         .arg(include)
         .arg(src)
