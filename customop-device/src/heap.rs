@@ -129,9 +129,9 @@ impl<const N: usize> Heap<N> {
         // (the distance to the next multiple of align, a power of two).
         let i = sizes
             .iter()
-            .enumerate()
-            .position(|(k, &bsize)| {
-                bsize >= size && size + (starts[k].wrapping_neg() & mask) <= bsize
+            .zip(starts)
+            .position(|(&bsize, &start)| {
+                bsize >= size && size + (start.wrapping_neg() & mask) <= bsize
             })
             .ok_or(HeapError::AllocFailed)?;
         let (start, bsize) = (starts[i], sizes[i]);
@@ -181,7 +181,13 @@ impl<const N: usize> Heap<N> {
         self.nused = last;
         self.unused_bytes -= user - start;
         // The first free block above this one (free blocks never overlap live ones).
-        let at = self.free_start[..self.nfree].partition_point(|&s| s <= start);
+        // The list is sorted, so that is how many free blocks start at or below `start`: a
+        // count, which compiles to straight-line compares where a binary search waits on
+        // each load.
+        let at = self.free_start[..self.nfree]
+            .iter()
+            .filter(|&&s| s <= start)
+            .count();
         let left = at > 0 && self.free_start[at - 1] + self.free_size[at - 1] == start;
         let right = at < self.nfree && start + size == self.free_start[at];
         // Coalescing updates a neighbour in place; the list shifts only when a block is
