@@ -551,8 +551,6 @@ fn run(a: RunArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// A launch's kernel output (stdout, stderr) and any stdio-ring loss. With `--json`,
-/// stdout carries the JSON document, so the kernel's output goes to stderr.
 /// A finished launch as `run` reports it: the output is the host tensor, or None when the
 /// launch wrote a device tensor.
 struct Done {
@@ -564,6 +562,8 @@ struct Done {
     output: Option<HostTensor>,
 }
 
+/// A launch's kernel output (stdout, stderr) and any stdio-ring loss. With `--json`,
+/// stdout carries the JSON document, so the kernel's output goes to stderr.
 fn echo_launch(done: &Done, json: bool) {
     if json {
         let _ = std::io::stderr().write_all(&done.stdout);

@@ -42,13 +42,15 @@ pub fn parse_owned(
     path: &str,
     hint: Option<DType>,
 ) -> Result<HostTensor, NpyError> {
+    let h = head(&bytes, path, hint)?;
+    let want = h.data_len();
     let Head {
         dtype,
         shape,
         start,
         big_endian,
         fortran,
-    } = head(&bytes, path, hint)?;
+    } = h;
     bytes.drain(..start.min(bytes.len()));
     let mut data = bytes;
     let size = dtype.size();
@@ -57,7 +59,6 @@ pub fn parse_owned(
             element.reverse();
         }
     }
-    let want = shape.iter().try_fold(size as u64, |n, &d| n.checked_mul(d));
     if fortran && want == Some(data.len() as u64) {
         data = to_c_order(&data, &shape, size);
     }
@@ -77,6 +78,29 @@ struct Head {
     fortran: bool,
 }
 
+impl Head {
+    /// The data's length in bytes, as the shape and dtype give it (None if it overflows).
+    fn data_len(&self) -> Option<u64> {
+        self.shape
+            .iter()
+            .try_fold(self.dtype.size() as u64, |n, &d| n.checked_mul(d))
+    }
+}
+
+/// Where a `.npy` header ends, from the version and header-length fields at the start of
+/// `prefix` (its first 12 bytes suffice); None for an unknown version or a short prefix.
+fn header_end(prefix: &[u8]) -> Option<u64> {
+    match prefix.get(6) {
+        Some(1) => prefix
+            .get(8..10)
+            .map(|b| 10 + u16::from_le_bytes([b[0], b[1]]) as u64),
+        Some(2 | 3) => prefix
+            .get(8..12)
+            .map(|b| 12 + u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64),
+        _ => None,
+    }
+}
+
 /// Reads the header at the start of `bytes` (which may end anywhere after it).
 fn head(bytes: &[u8], path: &str, hint: Option<DType>) -> Result<Head, NpyError> {
     let bad = |why: String| NpyError::Malformed {
@@ -88,16 +112,7 @@ fn head(bytes: &[u8], path: &str, hint: Option<DType>) -> Result<Head, NpyError>
     }
     // npyz allocates the header length it reads before reading; check it against the file
     // first, so a corrupt length cannot ask for gigabytes.
-    let header_end = match bytes.get(6) {
-        Some(1) => bytes
-            .get(8..10)
-            .map(|b| 10 + u16::from_le_bytes([b[0], b[1]]) as u64),
-        Some(2 | 3) => bytes
-            .get(8..12)
-            .map(|b| 12 + u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64),
-        _ => None,
-    };
-    match header_end {
+    match header_end(bytes) {
         None => {
             let v = bytes.get(6).map_or("missing".into(), |v| v.to_string());
             return Err(bad(format!("format version {v}")));
@@ -218,16 +233,7 @@ pub fn read_into_device(
     // The magic, version and header length, then the whole header.
     let mut prefix = vec![0u8; 12.min(len as usize)];
     f.read_exact(&mut prefix).map_err(io)?;
-    let header_end = match prefix.get(6) {
-        Some(1) => prefix
-            .get(8..10)
-            .map(|b| 10 + u16::from_le_bytes([b[0], b[1]]) as u64),
-        Some(2 | 3) => prefix
-            .get(8..12)
-            .map(|b| 12 + u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64),
-        _ => None,
-    };
-    let Some(header_end) = header_end.filter(|&e| e <= len) else {
+    let Some(header_end) = header_end(&prefix).filter(|&e| e <= len) else {
         return Ok(None);
     };
     let mut header = prefix;
@@ -240,13 +246,9 @@ pub fn read_into_device(
     if hint.is_some_and(|want| want != h.dtype) {
         return Ok(None);
     }
-    let want = h
-        .shape
-        .iter()
-        .try_fold(h.dtype.size() as u64, |n, &d| n.checked_mul(d));
     if h.big_endian && h.dtype.size() > 1
         || h.fortran && h.shape.iter().filter(|&&d| d > 1).count() > 1
-        || want != Some(len - h.start as u64)
+        || h.data_len() != Some(len - h.start as u64)
     {
         return Ok(None);
     }
