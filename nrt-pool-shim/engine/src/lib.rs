@@ -514,22 +514,18 @@ impl PoolEngine {
     /// A device tensor holding a copy of `t`.
     pub fn upload(&mut self, t: &HostTensor) -> Result<DeviceTensor, EmuError> {
         let d = self.alloc_device_for_overwrite(t.dtype, t.shape.clone())?;
-        let dst = self
-            .memory
-            .bytes_populated(d.soc, t.data.len())
-            .ok_or(MemoryError::HbmFull {
-                want: t.data.len() as u64,
-                left: 0,
-            })?;
+        let dst = self.device_bytes_mut(&d).ok_or(MemoryError::HbmFull {
+            want: t.data.len() as u64,
+            left: 0,
+        })?;
         copy_parallel(dst, &t.data);
         Ok(d)
     }
 
     /// A device tensor's bytes on the host.
     pub fn download(&self, d: &DeviceTensor) -> Result<HostTensor, EmuError> {
-        let n = tensor::numel(&d.shape) as usize * d.dtype.size();
-        let bytes = self.memory.read(d.soc, n).ok_or(MemoryError::HbmFull {
-            want: n as u64,
+        let bytes = self.device_bytes(d).ok_or(MemoryError::HbmFull {
+            want: self.device_len(d) as u64,
             left: 0,
         })?;
         Ok(HostTensor::new(d.dtype, d.shape.clone(), host_copy(bytes))?)
@@ -900,19 +896,9 @@ fn named(what: &str, e: EmuError) -> EmuError {
 fn host_copy(src: &[u8]) -> Vec<u8> {
     let mut v = host_buffer(src.len());
     let n = src.len();
-    let dst = v.spare_capacity_mut()[..n].as_mut_ptr().cast::<u8>() as usize;
-    let src_at = src.as_ptr() as usize;
-    in_parallel(n, |lo, hi| {
-        // SAFETY: `dst` has room for n bytes (the vector's capacity) and `src` holds n; each
-        // call copies its own [lo, hi) and the two do not overlap.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                (src_at as *const u8).add(lo),
-                (dst as *mut u8).add(lo),
-                hi - lo,
-            )
-        }
-    });
+    // SAFETY: the vector has room for n bytes (its capacity) and `src` holds n; a fresh
+    // allocation does not overlap it.
+    unsafe { copy_raw_parallel(v.spare_capacity_mut().as_mut_ptr().cast(), src.as_ptr(), n) };
     // SAFETY: all n bytes were written above.
     unsafe { v.set_len(n) };
     v
@@ -950,10 +936,19 @@ fn in_parallel(n: usize, part: impl Fn(usize, usize) + Sync) {
 /// `dst.copy_from_slice(src)`, split over the CPUs when large.
 fn copy_parallel(dst: &mut [u8], src: &[u8]) {
     assert_eq!(dst.len(), src.len(), "copy of equal lengths");
-    let (d, s) = (dst.as_mut_ptr() as usize, src.as_ptr() as usize);
-    in_parallel(src.len(), |lo, hi| {
-        // SAFETY: both slices span [lo, hi) (equal lengths, asserted); the pieces are
-        // disjoint and the slices outlive the scope.
+    // SAFETY: both slices span the length (asserted); a `&mut` and a `&` never overlap.
+    unsafe { copy_raw_parallel(dst.as_mut_ptr(), src.as_ptr(), src.len()) }
+}
+
+/// Copies `n` bytes from `src` to `dst`, split over the CPUs when large.
+///
+/// # Safety
+/// `src` is readable and `dst` writable for `n` bytes (initialised or not), they do not
+/// overlap, and neither is touched elsewhere during the call.
+unsafe fn copy_raw_parallel(dst: *mut u8, src: *const u8, n: usize) {
+    let (d, s) = (dst as usize, src as usize);
+    in_parallel(n, |lo, hi| {
+        // SAFETY: [lo, hi) lies in both ranges (the contract); the pieces are disjoint.
         unsafe {
             std::ptr::copy_nonoverlapping((s as *const u8).add(lo), (d as *mut u8).add(lo), hi - lo)
         }
