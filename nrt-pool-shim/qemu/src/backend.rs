@@ -147,7 +147,7 @@ fn report(memory: &DeviceMemory, c: usize, e: &QemuError) -> Exit {
                 // The host address of the SoC byte the core touched, so the engine can name
                 // the tensor it belongs to.
                 let host = (cause.has_address() && *cause != FaultCause::Break)
-                    .then(|| soc.or_else(|| soc_of_local(*address)))
+                    .then(|| soc.or_else(|| layout::soc_of(*address)))
                     .flatten()
                     .and_then(|soc| memory.host(soc, 1))
                     .map_or(0, |p| p as u64);
@@ -177,22 +177,6 @@ fn report(memory: &DeviceMemory, c: usize, e: &QemuError) -> Exit {
     };
     ctl.set_fault(c, kind, 0, addr, &msg);
     exit
-}
-
-/// The SoC address a core-local address shows, through the pinned windows.
-fn soc_of_local(local: u32) -> Option<u64> {
-    let l = u64::from(local);
-    let (sbuf, hbm) = (
-        u64::from(layout::SBUF_WINDOW),
-        u64::from(layout::HBM_WINDOW),
-    );
-    if (hbm..hbm + layout::WINDOW_SPAN).contains(&l) {
-        Some(layout::HBM_SOC + (l - hbm))
-    } else if (sbuf..sbuf + layout::WINDOW_SPAN).contains(&l) {
-        Some(layout::SBUF_SOC + (l - sbuf))
-    } else {
-        None
-    }
 }
 
 impl IsaBackend for XtensaBackend {

@@ -95,6 +95,7 @@ fn place_image(memory: &DeviceMemory, file: &object::File<'_>, core: usize) -> R
     }
     Ok(())
 }
+
 /// The image symbols the board calls: the start code, the launcher and the kernel roster.
 pub const ENTRY_SYMBOL: &str = "entry_func";
 pub const CALL_WRAPPER_SYMBOL: &str = "_Z28switch_stack_or_call_wrapperjj";

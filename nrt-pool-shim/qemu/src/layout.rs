@@ -26,11 +26,9 @@ pub const fn image_org(core: usize) -> u32 {
     HBM_WINDOW + (core as u32) * IMAGE_BYTES as u32
 }
 
-/// Each core's hbm_scratch (heaps): 2 MiB after the eight images.
+/// Each core's hbm_scratch (heaps): 2 MiB, after the eight images (where the engine puts
+/// its scratch slices: at the end of the bytes `RESERVED_HBM` keeps free).
 pub const HBM_SCRATCH_BYTES: u64 = 2 << 20;
-pub const fn hbm_scratch(core: usize) -> u64 {
-    HBM_SOC + CORES as u64 * IMAGE_BYTES + core as u64 * HBM_SCRATCH_BYTES
-}
 
 /// Where core `core`'s op image lies in device memory (what `image_org` shows).
 pub const fn image_soc(core: usize) -> u64 {
@@ -51,6 +49,20 @@ pub fn local_of(soc: u64) -> Option<u32> {
     }
 }
 
+/// The SoC address a core-local address shows through a pinned window (the inverse of
+/// [`local_of`]).
+pub fn soc_of(local: u32) -> Option<u64> {
+    let l = u64::from(local);
+    let (sbuf, hbm) = (u64::from(SBUF_WINDOW), u64::from(HBM_WINDOW));
+    if (hbm..hbm + WINDOW_SPAN).contains(&l) {
+        Some(HBM_SOC + (l - hbm))
+    } else if (sbuf..sbuf + WINDOW_SPAN).contains(&l) {
+        Some(SBUF_SOC + (l - sbuf))
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,7 +71,17 @@ mod tests {
     fn windows_cover_images_scratch_and_tensors() {
         assert_eq!(image_org(0), 0x8400_0000);
         assert_eq!(image_org(7), 0x84E0_0000);
-        assert_eq!(local_of(hbm_scratch(0)), Some(0x8500_0000));
+        let first_scratch = HBM_SOC + RESERVED_HBM - CORES as u64 * HBM_SCRATCH_BYTES;
+        assert_eq!(local_of(first_scratch), Some(0x8500_0000));
+        for soc in [
+            first_scratch,
+            image_soc(7) + 5,
+            SBUF_SOC + 4,
+            HBM_SOC + WINDOW_SPAN - 1,
+        ] {
+            assert_eq!(local_of(soc).and_then(soc_of), Some(soc));
+        }
+        assert_eq!(soc_of(0x0008_0000), None);
         assert_eq!(local_of(image_soc(3)), Some(image_org(3)));
         assert_eq!(local_of(HBM_SOC + RESERVED_HBM), Some(0x8600_0000));
         assert_eq!(local_of(HBM_SOC + WINDOW_SPAN - 1), Some(0x87FF_FFFF));

@@ -5,16 +5,12 @@ use std::path::Path;
 
 use nrt_pool_engine::tensor::{DType, HostTensor, Location};
 use nrt_pool_engine::{EmuError, Launch, LaunchArg, PoolEngine, PoolImage};
-use nrt_pool_qemu::XtensaBackend;
 use nrt_pool_testkit as testkit;
 
+mod common;
+
 fn xtensa_engine() -> PoolEngine {
-    PoolEngine::with_backend(
-        64 << 20,
-        PoolImage::default(),
-        Box::new(XtensaBackend::new(testkit::xtensa_board())),
-    )
-    .unwrap()
+    common::xtensa_engine(64 << 20)
 }
 
 fn f32s(n: u64, f: impl Fn(usize) -> f32) -> HostTensor {
@@ -226,12 +222,7 @@ fn tensors_beyond_the_pinned_window_are_reached_through_dynamic_windows() {
     let hbm = (160 << 20) + (200 << 10);
     let mut host = PoolEngine::new(hbm, PoolImage::default()).unwrap();
     host.load(&so).unwrap();
-    let mut xt = PoolEngine::with_backend(
-        hbm,
-        PoolImage::default(),
-        Box::new(XtensaBackend::new(testkit::xtensa_board())),
-    )
-    .unwrap();
+    let mut xt = common::xtensa_engine(hbm);
     xt.load(&pool).unwrap();
     let x = f32s(100_000, |i| (i % 977) as f32 * 0.25 - 100.0);
     let mut outs = Vec::new();

@@ -6,8 +6,10 @@ use std::path::Path;
 
 use nrt_pool_engine::tensor::{DType, HostTensor};
 use nrt_pool_engine::{Launch, LaunchArg, PoolEngine, PoolImage};
-use nrt_pool_qemu::{pool_cores, XtensaBackend};
+use nrt_pool_qemu::pool_cores;
 use nrt_pool_testkit as testkit;
+
+mod common;
 
 fn f32s(shape: &[u64], f: impl Fn(usize) -> f32) -> HostTensor {
     let n: u64 = shape.iter().product();
@@ -44,12 +46,7 @@ fn same_on_both(lib: &Path, pool: &Path, kernel: &str, args: Vec<LaunchArg>) -> 
         })
         .unwrap_or_else(|err| panic!("{kernel} on the host: {err}"));
     assert_eq!(pool_cores(pool).unwrap().len(), 8);
-    let mut xt = PoolEngine::with_backend(
-        64 << 20,
-        PoolImage::default(),
-        Box::new(XtensaBackend::new(testkit::xtensa_board())),
-    )
-    .unwrap();
+    let mut xt = common::xtensa_engine(64 << 20);
     xt.load(pool).unwrap();
     let dev = xt
         .launch(&Launch {

@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use nrt_pool_engine::tensor::{DType, HostTensor};
-use nrt_pool_engine::{DeviceFault, EmuError, Launch, LaunchArg, PoolEngine, PoolImage};
-use nrt_pool_qemu::XtensaBackend;
+use nrt_pool_engine::{DeviceFault, EmuError, Launch, LaunchArg, PoolEngine};
 use nrt_pool_testkit as testkit;
+
+mod common;
 
 fn build(dir: &Path) -> PathBuf {
     let t = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/faults");
@@ -60,12 +61,7 @@ fn report(f: &DeviceFault) -> (String, &str) {
 fn device_faults_are_reported_with_core_symbolized_pc_and_address() {
     let dir = tempfile::tempdir().unwrap();
     let pool = build(dir.path());
-    let mut e = PoolEngine::with_backend(
-        64 << 20,
-        PoolImage::default(),
-        Box::new(XtensaBackend::new(testkit::xtensa_board())),
-    )
-    .unwrap();
+    let mut e = common::xtensa_engine(64 << 20);
     e.load(&pool).unwrap();
 
     let f = fault(&mut e, "illegal", floats(), 30);
