@@ -198,15 +198,26 @@ fn to_c_order(data: &[u8], shape: &[u64], size: usize) -> Vec<u8> {
     out
 }
 
+/// A `.npy` file opened for reading: the file, its length, the path as reports name it, and
+/// how an I/O error on it is reported.
+fn open(path: &Path) -> Result<(std::fs::File, u64, String), NpyError> {
+    let p = path.display().to_string();
+    let f = std::fs::File::open(path).map_err(io_error(&p))?;
+    let len = f.metadata().map_err(io_error(&p))?.len();
+    Ok((f, len, p))
+}
+
+fn io_error(path: &str) -> impl Fn(std::io::Error) -> NpyError + Copy + '_ {
+    move |source| NpyError::Io {
+        path: path.into(),
+        source,
+    }
+}
+
 pub fn read(path: &Path, hint: Option<DType>) -> Result<HostTensor, NpyError> {
     use std::io::Read;
-    let p = path.display().to_string();
-    let io = |source| NpyError::Io {
-        path: p.clone(),
-        source,
-    };
-    let mut f = std::fs::File::open(path).map_err(io)?;
-    let len = f.metadata().map_err(io)?.len();
+    let (mut f, len, p) = open(path)?;
+    let io = io_error(&p);
     // Read into a buffer that asks for huge pages (a 64 MiB input then costs 32 faults, not
     // 16k); the data stays in it (parse_owned moves it to the front).
     let mut bytes = nrt_pool_engine::host_buffer(usize::try_from(len).unwrap_or(0));
@@ -223,13 +234,8 @@ pub fn read_into_device(
     engine: &mut nrt_pool_engine::PoolEngine,
 ) -> Result<Option<nrt_pool_engine::DeviceTensor>, NpyError> {
     use std::io::{Read, Seek, SeekFrom};
-    let p = path.display().to_string();
-    let io = |source| NpyError::Io {
-        path: p.clone(),
-        source,
-    };
-    let mut f = std::fs::File::open(path).map_err(io)?;
-    let len = f.metadata().map_err(io)?.len();
+    let (mut f, len, p) = open(path)?;
+    let io = io_error(&p);
     // The magic, version and header length, then the whole header.
     let mut prefix = vec![0u8; 12.min(len as usize)];
     f.read_exact(&mut prefix).map_err(io)?;
