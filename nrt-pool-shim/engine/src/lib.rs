@@ -7,6 +7,7 @@
 //! tensors come and go as bytes, libraries by path or as an image in memory.
 
 pub mod backend;
+pub mod backing;
 pub mod control;
 pub mod core;
 pub mod doorbell;

@@ -76,19 +76,13 @@ impl OpLibrary {
     /// A library from bytes (a registered Pool image), in an anonymous memory file.
     pub fn from_bytes(bytes: &[u8], label: &str) -> Result<OpLibrary, LibraryError> {
         use std::io::Write;
-        use std::os::fd::{AsRawFd, FromRawFd};
+        use std::os::fd::AsRawFd;
         let failed = |why: String| LibraryError::Load {
             path: label.into(),
             why,
         };
-        // SAFETY: memfd_create with a static name; the File owns the fd from here on.
-        let mut f = unsafe {
-            let fd = libc::memfd_create(c"nrt-pool-op-library".as_ptr(), libc::MFD_CLOEXEC);
-            if fd < 0 {
-                return Err(failed(std::io::Error::last_os_error().to_string()));
-            }
-            std::fs::File::from_raw_fd(fd)
-        };
+        let mut f =
+            crate::backing::memfd(c"nrt-pool-op-library").map_err(|e| failed(e.to_string()))?;
         f.write_all(bytes).map_err(|e| failed(e.to_string()))?;
         let c_path = CString::new(format!("/proc/self/fd/{}", f.as_raw_fd())).expect("no NUL");
         Ok(OpLibrary {

@@ -4,9 +4,10 @@
 //! child writes results the parent sees. Regions end in inaccessible guard pages.
 
 use std::fs::File;
-use std::os::fd::FromRawFd;
 
 use memmap2::{MmapMut, MmapOptions};
+
+pub use crate::backing::Backing;
 
 /// SoC base of HBM, of SBUF, and of the cores' data scratch areas.
 pub const HBM_BASE: u64 = 0x0040_0000_0000;
@@ -40,6 +41,8 @@ pub struct DeviceMemory {
     map: MmapMut,
     /// The memory file behind `map`, which other processes (QEMU cores) map too.
     file: File,
+    /// What backs `file`: huge pages or the system's shared-memory pages (D66).
+    pub backing: Backing,
     pub hbm: Region,
     pub sbuf: Region,
     /// Per core: the data scratch area's region.
@@ -118,20 +121,14 @@ impl DeviceMemory {
             offset: off,
         };
         let total = off + STATUS_BYTES + PAGE;
-        // SAFETY: memfd_create with a static name; the fd is owned by the File from here on.
-        let file = unsafe {
-            let fd = libc::memfd_create(c"nrt-pool-device".as_ptr(), libc::MFD_CLOEXEC);
-            if fd < 0 {
-                return Err(std::io::Error::last_os_error().into());
-            }
-            File::from_raw_fd(fd)
-        };
+        let (file, backing) = crate::backing::device_file(total)?;
         file.set_len(total)?;
         // SAFETY: a fresh memory file nobody else maps or truncates.
         let map = unsafe { MmapOptions::new().len(total as usize).map_mut(&file)? };
         let mem = DeviceMemory {
             map,
             file,
+            backing,
             hbm,
             sbuf,
             scratch,

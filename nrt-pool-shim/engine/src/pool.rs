@@ -5,7 +5,7 @@
 use std::ffi::CStr;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -31,13 +31,7 @@ struct Capture {
 impl Capture {
     fn new(core: usize) -> std::io::Result<Capture> {
         let name = std::ffi::CString::new(format!("pool-core-{core}-stderr")).expect("no NUL");
-        // SAFETY: memfd_create with a NUL-terminated name; the fd is owned by the File.
-        let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: a fresh fd nobody else owns.
-        let file = unsafe { File::from_raw_fd(fd) };
+        let file = crate::backing::memfd(&name)?;
         Ok(Capture { file, read: 0 })
     }
 
