@@ -99,17 +99,20 @@ pub fn cpus() -> usize {
 /// Core side: waits until `bell.cmd_seq` moves past `seen` (spinning `spin` first); the
 /// new sequence number.
 pub fn await_command(bell: &Doorbell, host: &HostBell, seen: u32, spin: Duration) -> u32 {
-    // Sharing the host's CPU, spinning only delays the host: sleep at once, and the
-    // host's wake hands the CPU over directly.
-    let cpu = this_cpu();
+    // On the host's CPU with another free (spin budget), move there once; still sharing,
+    // yield from the start (below).
+    let mut cpu = this_cpu();
+    let host_cpu = host.host_cpu.load(Ordering::Relaxed);
+    let mut shared = cpu == host_cpu;
+    if shared && !spin.is_zero() && leave_cpu(host_cpu) {
+        cpu = this_cpu();
+        shared = cpu == host_cpu;
+    }
     bell.core_cpu.store(cpu, Ordering::Relaxed);
-    let spin = if cpu == host.host_cpu.load(Ordering::Relaxed) {
-        Duration::ZERO
-    } else {
-        spin
-    };
     let until = Instant::now() + spin;
-    let mut n = 0u32;
+    // On the host's CPU, yield from the start: the host runs at once, and two runnable
+    // processes on one CPU beside an idle one is what the load balancer parts.
+    let mut n = if shared { YIELD_FROM } else { 0 };
     loop {
         let s = bell.cmd_seq.load(Ordering::Acquire);
         if s != seen {
@@ -128,6 +131,40 @@ pub fn await_command(bell: &Doorbell, host: &HostBell, seen: u32, spin: Duration
     }
 }
 
+/// Moves this process off `host_cpu` (where it would only take turns with the host) when
+/// another CPU is free to it. The first few moves are free (the host, woken from a long
+/// wait such as the core's start, tends to land on the core's CPU once); after them at
+/// most one a millisecond, so a core that keeps landing there on a busy machine is not
+/// chased around. Only the move is forced: the allowed set is restored at once (a pinned
+/// core would stall when its CPU got busy). Whether it moved.
+fn leave_cpu(host_cpu: u32) -> bool {
+    const FREE_MOVES: u32 = 4;
+    static LAST: std::sync::Mutex<(u32, Option<Instant>)> = std::sync::Mutex::new((0, None));
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    let (moves, at) = *last;
+    if host_cpu == u32::MAX
+        || moves >= FREE_MOVES && at.is_some_and(|t| t.elapsed() < Duration::from_millis(1))
+    {
+        return false;
+    }
+    *last = (moves.saturating_add(1), Some(Instant::now()));
+    // SAFETY: cpu_set_t is plain bits; sched_{get,set}affinity on this process with its size.
+    unsafe {
+        let mut allowed: libc::cpu_set_t = std::mem::zeroed();
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        if libc::sched_getaffinity(0, size, &mut allowed) != 0 {
+            return false;
+        }
+        let mut elsewhere = allowed;
+        libc::CPU_CLR(host_cpu as usize, &mut elsewhere);
+        if libc::CPU_COUNT(&elsewhere) == 0 || libc::sched_setaffinity(0, size, &elsewhere) != 0 {
+            return false;
+        }
+        libc::sched_setaffinity(0, size, &allowed);
+    }
+    true
+}
+
 /// The CPU this thread runs on (glibc answers from the kernel's rseq area or the vDSO,
 /// without a system call); u32::MAX when unknown.
 pub fn this_cpu() -> u32 {
@@ -136,10 +173,13 @@ pub fn this_cpu() -> u32 {
     u32::try_from(c).unwrap_or(u32::MAX)
 }
 
+/// Spin steps before [`pause`] starts yielding.
+pub const YIELD_FROM: u32 = 256;
+
 /// One step of a spin: a pause instruction at first, then yielding the CPU (the other side
 /// may be waiting for it on this CPU; with a CPU of its own the yield returns at once).
 pub fn pause(n: u32) {
-    if n < 256 {
+    if n < YIELD_FROM {
         std::hint::spin_loop();
     } else {
         std::thread::yield_now();

@@ -240,11 +240,11 @@ impl CorePool {
             // read the command bytes until the sequence number moves.
             *seq = unsafe { doorbell::ring(ctl.doorbell(c), host, &cmd) };
         }
-        // A core on this CPU cannot run while the host spins: sleep at once then.
+        // A core on this CPU cannot run while the host spins: yield from the start then.
         let here = doorbell::this_cpu();
         let shared = (0..cores).any(|c| ctl.doorbell(c).core_cpu.load(Ordering::Relaxed) == here);
-        let spin_until = Instant::now() + if shared { Duration::ZERO } else { spin };
-        let mut spins = 0u32;
+        let spin_until = Instant::now() + spin;
+        let mut spins = if shared { doorbell::YIELD_FROM } else { 0 };
         loop {
             for c in 0..cores {
                 if exits[c].is_none() && ctl.doorbell(c).done_seq.load(Ordering::Acquire) == want[c]
