@@ -9,10 +9,12 @@ const WORD: usize = core::mem::size_of::<usize>();
 /// Bytes one "vector" iteration moves (the IVP loop's 128-byte step).
 pub const VECTOR_STEP: usize = 128;
 
-/// Forward copy of a few bytes: words while both pointers allow it, bytes otherwise.
+/// Forward copy of a few bytes: words while both pointers allow it, bytes otherwise. Kept
+/// out of line so [`copy_bytes`] needs no stack frame on its wide paths.
 ///
 /// # Safety
 /// `dst` is writable and `src` readable for `n` bytes; the ranges do not overlap.
+#[inline(never)]
 unsafe fn copy_small(dst: *mut u8, src: *const u8, n: usize) {
     let mut i = 0;
     // SAFETY (whole body): i + WORD <= n and i < n keep every access in bounds.
@@ -106,16 +108,22 @@ mod avx {
     /// 0 unknown, 1 absent, 2 present.
     static AVX: AtomicU8 = AtomicU8::new(0);
 
+    /// Inlined, so a copy's fast path is one load and a tail call (no frame, no call).
+    #[inline(always)]
     pub fn available() -> bool {
         match AVX.load(Ordering::Relaxed) {
             2 => true,
             1 => false,
-            _ => {
-                let yes = detect();
-                AVX.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
-                yes
-            }
+            _ => first_look(),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn first_look() -> bool {
+        let yes = detect();
+        AVX.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
+        yes
     }
 
     fn detect() -> bool {

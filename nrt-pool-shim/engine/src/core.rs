@@ -626,7 +626,7 @@ pub(super) fn serve(core: usize, p: &Program<'_>, seen: u32, stderr: i32) -> ! {
     let mut protected: Vec<u64> = Vec::new();
     loop {
         let spin = std::time::Duration::from_nanos(u64::from(host.spin_ns.load(Ordering::Relaxed)));
-        seen = super::doorbell::await_command(bell, host, seen, spin);
+        seen = super::doorbell::await_command(core, bell, host, seen, spin);
         let mut cmd = [0u8; CMD_BYTES];
         // SAFETY: the host wrote the command before moving cmd_seq and does not touch it
         // until this core completes.

@@ -6,7 +6,10 @@
 //! Per core: the command bytes, `cmd_seq` (the host bumps it to hand over a command) and
 //! `done_seq` (the core copies it there when the command is done), and `sleeping` (set while
 //! the core waits in the kernel, so the host knows to wake it). For the host: `done_events`
-//! (every completion or core exit bumps it) and `sleeping`. Sequence numbers live outside
+//! (every completion or core exit bumps it), `sleeping`, `pending` (the command's cores not
+//! yet done) and `launch_epoch`, the one word all sleeping cores wait on, each for its own
+//! bit (FUTEX_WAIT_BITSET), so a launch wakes all its sleeping cores in one system call and
+//! only the last core to finish wakes the host: an 8-core launch makes two wakes, not 16. Sequence numbers live outside
 //! the part of the block a launch clears, so they survive launches.
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -36,7 +39,13 @@ pub struct HostBell {
     pub spin_ns: AtomicU32,
     /// The CPU the host last rang from.
     pub host_cpu: AtomicU32,
-    _pad: [u32; 12],
+    /// Moved once per command after every core's bell is rung; sleeping cores wait on it,
+    /// each for its own bit, so one wake starts all of a launch's cores.
+    pub launch_epoch: AtomicU32,
+    /// Cores of the current command not yet done: the one that completes last wakes the
+    /// host, not every one.
+    pub pending: AtomicU32,
+    _pad: [u32; 10],
 }
 
 const _: () = assert!(std::mem::size_of::<Doorbell>() == 64 + CMD_BYTES);
@@ -61,6 +70,60 @@ pub fn wait(word: &AtomicU32, expected: u32, timeout: Duration) {
             0,
         );
     }
+}
+
+/// Sleeps while `word` holds `expected`, until a wake for one of `bits` (FUTEX_WAIT_BITSET),
+/// at most `timeout`; callers re-check.
+fn wait_bits(word: &AtomicU32, expected: u32, bits: u32, timeout: Duration) {
+    // FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline.
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    let nanos = now.tv_nsec as u64 + u64::from(timeout.subsec_nanos());
+    let ts = libc::timespec {
+        tv_sec: now
+            .tv_sec
+            .saturating_add(timeout.as_secs().min(i32::MAX as u64) as libc::time_t)
+            .saturating_add((nanos / 1_000_000_000) as libc::time_t),
+        tv_nsec: (nanos % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: FUTEX_WAIT_BITSET on a live, aligned u32 in a shared mapping, with a valid
+    // absolute deadline and a nonzero bitset.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT_BITSET,
+            expected,
+            &ts as *const libc::timespec,
+            std::ptr::null::<u32>(),
+            bits,
+        );
+    }
+}
+
+/// Wakes the processes sleeping on `word` for any of `bits` (FUTEX_WAKE_BITSET).
+fn wake_bits(word: &AtomicU32, bits: u32) {
+    // SAFETY: FUTEX_WAKE_BITSET on a live, aligned u32 in a shared mapping.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE_BITSET,
+            i32::MAX,
+            std::ptr::null::<libc::timespec>(),
+            std::ptr::null::<u32>(),
+            bits,
+        );
+    }
+}
+
+/// A core's bit in `launch_epoch` waits and wakes.
+fn core_bit(core: usize) -> u32 {
+    1 << (core % 32)
 }
 
 /// Wakes the processes sleeping on `word`. Async-signal-safe (a fault handler calls it).
@@ -98,7 +161,13 @@ pub fn cpus() -> usize {
 
 /// Core side: waits until `bell.cmd_seq` moves past `seen` (spinning `spin` first); the
 /// new sequence number.
-pub fn await_command(bell: &Doorbell, host: &HostBell, seen: u32, spin: Duration) -> u32 {
+pub fn await_command(
+    core: usize,
+    bell: &Doorbell,
+    host: &HostBell,
+    seen: u32,
+    spin: Duration,
+) -> u32 {
     // On the host's CPU with another free (spin budget), move there once; still sharing,
     // yield from the start (below).
     let mut cpu = this_cpu();
@@ -119,13 +188,22 @@ pub fn await_command(bell: &Doorbell, host: &HostBell, seen: u32, spin: Duration
             return s;
         }
         n = n.wrapping_add(1);
-        if n & 63 != 0 || Instant::now() < until {
+        // (No spin budget: straight to sleep. Otherwise the clock is read every 64 steps.)
+        if !spin.is_zero() && (n & 63 != 0 || Instant::now() < until) {
             pause(n);
             continue;
         }
+        // Flag first, then the epoch, then the last look: a host that moved cmd_seq after
+        // that look sees the flag and moves the epoch after it, so the wait cannot miss it.
         bell.sleeping.store(1, Ordering::SeqCst);
+        let epoch = host.launch_epoch.load(Ordering::SeqCst);
         if bell.cmd_seq.load(Ordering::SeqCst) == seen {
-            wait(&bell.cmd_seq, seen, Duration::from_secs(1));
+            wait_bits(
+                &host.launch_epoch,
+                epoch,
+                core_bit(core),
+                Duration::from_secs(1),
+            );
         }
         bell.sleeping.store(0, Ordering::SeqCst);
     }
@@ -188,27 +266,50 @@ pub fn pause(n: u32) {
 
 /// Core side: command `seq` is done (or the core is ending: `seq` None).
 pub fn complete(bell: &Doorbell, host: &HostBell, seq: Option<u32>) {
-    if let Some(s) = seq {
-        bell.done_seq.store(s, Ordering::Release);
-    }
+    // A completion wakes the host only when it is the command's last; an ending core
+    // always does (the host then finds it gone).
+    let last = match seq {
+        Some(s) => {
+            bell.done_seq.store(s, Ordering::Release);
+            host.pending.fetch_sub(1, Ordering::SeqCst) == 1
+        }
+        None => true,
+    };
     host.done_events.fetch_add(1, Ordering::SeqCst);
-    if host.sleeping.load(Ordering::SeqCst) != 0 {
+    if last && host.sleeping.load(Ordering::SeqCst) != 0 {
         wake(&host.done_events);
     }
 }
 
-/// Host side: hands `cmd` to a core; the sequence number its completion will carry.
+/// Host side: hands `cmd` to each of `bells` (cores 0..) and wakes the sleeping ones with
+/// one system call; the sequence number each core's completion will carry.
 ///
 /// # Safety
-/// The core is not reading the command (it has completed its previous one).
-pub unsafe fn ring(bell: &Doorbell, host: &HostBell, cmd: &[u8; CMD_BYTES]) -> u32 {
+/// No core is reading its command (each has completed its previous one).
+pub unsafe fn ring(bells: &[&Doorbell], host: &HostBell, cmd: &[u8; CMD_BYTES]) -> Vec<u32> {
     host.host_cpu.store(this_cpu(), Ordering::Relaxed);
-    // SAFETY: the caller's contract: nobody reads the command bytes until cmd_seq moves.
-    unsafe { std::ptr::copy_nonoverlapping(cmd.as_ptr(), bell.cmd.as_ptr() as *mut u8, CMD_BYTES) };
-    let seq = bell.cmd_seq.load(Ordering::Relaxed).wrapping_add(1);
-    bell.cmd_seq.store(seq, Ordering::SeqCst);
-    if bell.sleeping.load(Ordering::SeqCst) != 0 {
-        wake(&bell.cmd_seq);
+    host.pending.store(bells.len() as u32, Ordering::SeqCst);
+    let seqs: Vec<u32> = bells
+        .iter()
+        .map(|bell| {
+            // SAFETY: the caller's contract: nobody reads the command bytes until cmd_seq
+            // moves.
+            unsafe {
+                std::ptr::copy_nonoverlapping(cmd.as_ptr(), bell.cmd.as_ptr() as *mut u8, CMD_BYTES)
+            };
+            let seq = bell.cmd_seq.load(Ordering::Relaxed).wrapping_add(1);
+            bell.cmd_seq.store(seq, Ordering::SeqCst);
+            seq
+        })
+        .collect();
+    host.launch_epoch.fetch_add(1, Ordering::SeqCst);
+    let sleeping = bells
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.sleeping.load(Ordering::SeqCst) != 0)
+        .fold(0, |bits, (c, _)| bits | core_bit(c));
+    if sleeping != 0 {
+        wake_bits(&host.launch_epoch, sleeping);
     }
-    seq
+    seqs
 }

@@ -231,15 +231,15 @@ impl CorePool {
         host.spin_ns
             .store(spin.as_nanos() as u32, Ordering::Relaxed);
         let mut exits: Vec<Option<CoreExit>> = vec![None; cores];
-        let mut want = vec![0u32; cores];
-        for (c, seq) in want.iter_mut().enumerate() {
+        for c in 0..cores {
             if self.workers[c].is_none() {
                 self.workers[c] = Some(self.spawn(c, p)?);
             }
-            // SAFETY: core c completed its previous command (or is fresh): it does not
-            // read the command bytes until the sequence number moves.
-            *seq = unsafe { doorbell::ring(ctl.doorbell(c), host, &cmd) };
         }
+        let bells: Vec<&doorbell::Doorbell> = (0..cores).map(|c| ctl.doorbell(c)).collect();
+        // SAFETY: every core completed its previous command (or is fresh): none reads the
+        // command bytes until its sequence number moves.
+        let want = unsafe { doorbell::ring(&bells, host, &cmd) };
         // A core on this CPU cannot run while the host spins: yield from the start then.
         let here = doorbell::this_cpu();
         let shared = (0..cores).any(|c| ctl.doorbell(c).core_cpu.load(Ordering::Relaxed) == here);
