@@ -44,21 +44,26 @@ const INDEX_SLOTS: usize = 256;
 
 /// A heap over `[base, base + size)` with `N` block descriptors (`N <= 128`).
 ///
-/// The descriptors are kept as parallel arrays (structure of arrays): first fit scans only
-/// the free blocks' starts and sizes; a free finds its allocation through a small hash
-/// index of user addresses and its place in the address-sorted free list by binary search.
+/// The free blocks are an address-sorted array of (start, size) that first fit scans; the
+/// allocations sit in descriptor slots that never move; a free finds its allocation
+/// through a small hash index of user addresses and its place in the free list by counting
+/// the free blocks below it.
 #[derive(Clone, Debug)]
 pub struct Heap<const N: usize = DEFAULT_BLOCKS> {
     base: u64,
     size: u64,
-    /// Free blocks, sorted by address.
-    free_start: [u64; N],
-    free_size: [u64; N],
+    /// Free blocks (start, size), sorted by address. Pairs rather than two arrays: a block
+    /// added or removed shifts one array (one move), and first fit reads both anyway.
+    free: [(u64, u64); N],
     nfree: usize,
-    /// Allocated blocks, unsorted: user address, block start, block size.
+    /// Allocated blocks, in descriptor slots: user address, block start, block size. A free
+    /// empties its slot and nothing moves (so no index entry needs repointing); an
+    /// allocation takes the slot freed last (`spare`, a stack of empty slots).
     used_user: [u64; N],
     used_start: [u64; N],
     used_size: [u64; N],
+    /// Empty slots, the next one to take last (`spare[..N - nused]`).
+    spare: [u8; N],
     nused: usize,
     /// User address -> allocation: 1 + its index in the `used_*` arrays, 0 for empty.
     index: [u8; INDEX_SLOTS],
@@ -70,6 +75,17 @@ impl<const N: usize> Heap<N> {
     /// The index keeps at least half its slots empty (and its entries, 1..=128, fit a byte).
     const FITS_INDEX: () = assert!(N <= INDEX_SLOTS / 2);
 
+    /// Every slot empty, slot 0 on top.
+    const ALL_SPARE: [u8; N] = {
+        let mut s = [0u8; N];
+        let mut k = 0;
+        while k < N {
+            s[k] = (N - 1 - k) as u8;
+            k += 1;
+        }
+        s
+    };
+
     /// An empty heap (no pool); every allocation fails until [`Heap::init`].
     pub const fn empty() -> Self {
         #[allow(clippy::let_unit_value)]
@@ -77,12 +93,12 @@ impl<const N: usize> Heap<N> {
         Heap {
             base: 0,
             size: 0,
-            free_start: [0; N],
-            free_size: [0; N],
+            free: [(0, 0); N],
             nfree: 0,
             used_user: [0; N],
             used_start: [0; N],
             used_size: [0; N],
+            spare: Self::ALL_SPARE,
             nused: 0,
             index: [0; INDEX_SLOTS],
             unused_bytes: 0,
@@ -95,8 +111,7 @@ impl<const N: usize> Heap<N> {
         self.base = base;
         self.size = size;
         if size > 0 {
-            self.free_start[0] = base;
-            self.free_size[0] = size;
+            self.free[0] = (base, size);
             self.nfree = 1;
         }
     }
@@ -123,32 +138,28 @@ impl<const N: usize> Heap<N> {
         if self.nused == N {
             return Err(HeapError::AllocFailed);
         }
-        let starts = &self.free_start[..self.nfree];
-        let sizes = &self.free_size[..self.nfree];
-        // Sizes first (one array, most blocks fail there), then the start's alignment slack
-        // (the distance to the next multiple of align, a power of two).
-        let i = sizes
+        // The size first (most blocks fail there), then the start's alignment slack (the
+        // distance to the next multiple of align, a power of two).
+        let i = self.free[..self.nfree]
             .iter()
-            .zip(starts)
-            .position(|(&bsize, &start)| {
+            .position(|&(start, bsize)| {
                 bsize >= size && size + (start.wrapping_neg() & mask) <= bsize
             })
             .ok_or(HeapError::AllocFailed)?;
-        let (start, bsize) = (starts[i], sizes[i]);
+        let (start, bsize) = self.free[i];
         let slack = start.wrapping_neg() & mask;
         let need = size + slack;
         let user = start + slack;
         let remainder = bsize - need;
         let taken = if remainder > MIN_SPLIT && self.descriptors() < N {
             // The remainder takes the block's place in the free list.
-            self.free_start[i] = start + need;
-            self.free_size[i] = remainder;
+            self.free[i] = (start + need, remainder);
             need
         } else {
             self.remove_free(i);
             bsize
         };
-        let k = self.nused;
+        let k = usize::from(self.spare[N - 1 - self.nused]);
         self.used_user[k] = user;
         self.used_start[k] = start;
         self.used_size[k] = taken;
@@ -167,40 +178,29 @@ impl<const N: usize> Heap<N> {
         let i = usize::from(self.index[slot]) - 1;
         self.index_remove(slot);
         let (start, size) = (self.used_start[i], self.used_size[i]);
-        let last = self.nused - 1;
-        if i != last {
-            // The last allocation moves into the freed descriptor: point its entry there.
-            let moved = self.used_user[last];
-            self.used_user[i] = moved;
-            self.used_start[i] = self.used_start[last];
-            self.used_size[i] = self.used_size[last];
-            if let Some(m) = self.index_find(moved) {
-                self.index[m] = (i + 1) as u8;
-            }
-        }
-        self.nused = last;
+        self.nused -= 1;
+        self.spare[N - 1 - self.nused] = i as u8;
         self.unused_bytes -= user - start;
         // The first free block above this one (free blocks never overlap live ones).
         // The list is sorted, so that is how many free blocks start at or below `start`: a
         // count, which compiles to straight-line compares where a binary search waits on
         // each load.
-        let at = self.free_start[..self.nfree]
+        let at = self.free[..self.nfree]
             .iter()
-            .filter(|&&s| s <= start)
+            .filter(|&&(s, _)| s <= start)
             .count();
-        let left = at > 0 && self.free_start[at - 1] + self.free_size[at - 1] == start;
-        let right = at < self.nfree && start + size == self.free_start[at];
+        let left = at > 0 && self.free[at - 1].0 + self.free[at - 1].1 == start;
+        let right = at < self.nfree && start + size == self.free[at].0;
         // Coalescing updates a neighbour in place; the list shifts only when a block is
         // added (no neighbour) or two merge into one (both).
         match (left, right) {
             (true, true) => {
-                self.free_size[at - 1] += size + self.free_size[at];
+                self.free[at - 1].1 += size + self.free[at].1;
                 self.remove_free(at);
             }
-            (true, false) => self.free_size[at - 1] += size,
+            (true, false) => self.free[at - 1].1 += size,
             (false, true) => {
-                self.free_start[at] = start;
-                self.free_size[at] += size;
+                self.free[at] = (start, self.free[at].1 + size);
             }
             (false, false) => self.insert_free(at, start, size),
         }
@@ -267,16 +267,15 @@ impl<const N: usize> Heap<N> {
     /// The largest allocation with alignment `align` that would succeed now.
     pub fn max_free_space(&self, align: u32) -> u64 {
         let align = u64::from(if align == 0 { DEFAULT_ALIGN } else { align });
-        self.free_start[..self.nfree]
+        self.free[..self.nfree]
             .iter()
-            .zip(&self.free_size[..self.nfree])
-            .map(|(&start, &size)| size.saturating_sub(start.next_multiple_of(align) - start))
+            .map(|&(start, size)| size.saturating_sub(start.next_multiple_of(align) - start))
             .max()
             .unwrap_or(0)
     }
 
     pub fn free_bytes(&self) -> u64 {
-        self.free_size[..self.nfree].iter().sum()
+        self.free[..self.nfree].iter().map(|&(_, size)| size).sum()
     }
 
     pub fn live_allocations(&self) -> usize {
@@ -284,16 +283,13 @@ impl<const N: usize> Heap<N> {
     }
 
     fn remove_free(&mut self, i: usize) {
-        self.free_start.copy_within(i + 1..self.nfree, i);
-        self.free_size.copy_within(i + 1..self.nfree, i);
+        self.free.copy_within(i + 1..self.nfree, i);
         self.nfree -= 1;
     }
 
     fn insert_free(&mut self, i: usize, start: u64, size: u64) {
-        self.free_start.copy_within(i..self.nfree, i + 1);
-        self.free_size.copy_within(i..self.nfree, i + 1);
-        self.free_start[i] = start;
-        self.free_size[i] = size;
+        self.free.copy_within(i..self.nfree, i + 1);
+        self.free[i] = (start, size);
         self.nfree += 1;
     }
 }
@@ -431,7 +427,11 @@ mod tests {
                         "double free refused"
                     );
                 }
-                let held: u64 = (0..h.nused).map(|i| h.used_size[i]).sum();
+                let spare = &h.spare[..DEFAULT_BLOCKS - h.nused];
+                let held: u64 = (0..DEFAULT_BLOCKS)
+                    .filter(|&i| !spare.contains(&(i as u8)))
+                    .map(|i| h.used_size[i])
+                    .sum();
                 assert_eq!(held + h.free_bytes(), 0x4000, "bytes conserved");
             }
         }
