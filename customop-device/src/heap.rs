@@ -138,14 +138,45 @@ impl<const N: usize> Heap<N> {
         if self.nused == N {
             return Err(HeapError::AllocFailed);
         }
-        // The size first (most blocks fail there), then the start's alignment slack (the
+        // Whether block j holds the request once its start is aligned (the slack is the
         // distance to the next multiple of align, a power of two).
-        let i = self.free[..self.nfree]
-            .iter()
-            .position(|&(start, bsize)| {
-                bsize >= size && size + (start.wrapping_neg() & mask) <= bsize
-            })
-            .ok_or(HeapError::AllocFailed)?;
+        let fits = |&(start, bsize): &(u64, u64)| {
+            bsize >= size && size + (start.wrapping_neg() & mask) <= bsize
+        };
+        // The first WIDE blocks at once: a mask of those big enough, computed without a
+        // branch (where first fit stops varies from call to call, so a scan's exit is a
+        // branch the CPU mispredicts), then the lowest of them whose aligned start fits.
+        const WIDE: usize = 16;
+        let n = self.nfree;
+        let mut found = None;
+        if N >= WIDE {
+            let mut big = self.free[..WIDE]
+                .iter()
+                .enumerate()
+                .fold(0u32, |m, (j, &(_, bsize))| {
+                    m | (u32::from(bsize >= size) << j)
+                });
+            big &= (1u32 << n.min(WIDE)) - 1;
+            while big != 0 {
+                let j = big.trailing_zeros() as usize;
+                if fits(&self.free[j]) {
+                    found = Some(j);
+                    break;
+                }
+                big &= big - 1;
+            }
+        }
+        let i = match found {
+            Some(i) => i,
+            None => {
+                let from = if N >= WIDE { n.min(WIDE) } else { 0 };
+                self.free[from..n]
+                    .iter()
+                    .position(fits)
+                    .ok_or(HeapError::AllocFailed)?
+                    + from
+            }
+        };
         let (start, bsize) = self.free[i];
         let slack = start.wrapping_neg() & mask;
         let need = size + slack;
