@@ -342,18 +342,13 @@ pub fn write_device(
         shape: d.shape.clone(),
         data: Vec::new(),
     };
-    let (memory, at, n) = engine
-        .device_file_range(d)
-        .expect("a device tensor lies in device memory");
-    write_with(path, &header(&t), |f| {
-        send(memory, at, f, f.metadata()?.len(), n).or_else(|_| {
-            let bytes = engine
-                .device_bytes(d)
-                .expect("a device tensor's bytes lie in device memory");
-            let mut f = f;
-            f.write_all(bytes)
-        })
-    })
+    // From the tensor's device memory, mapped into this process in one call first
+    // (`device_bytes`): a plain write from there beat `sendfile` between the files (~13 vs
+    // ~25 ms for 64 MiB here).
+    let bytes = engine
+        .device_bytes(d)
+        .expect("a device tensor's bytes lie in device memory");
+    write_with(path, &header(&t), |mut f| f.write_all(bytes))
 }
 
 /// Writes atomically: a sibling temporary file, then a rename.
