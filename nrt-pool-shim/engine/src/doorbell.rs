@@ -54,23 +54,11 @@ const _: () = assert!(std::mem::size_of::<HostBell>() == 64);
 /// Sleeps while `word` holds `expected`, at most `timeout` (a wake, a change or a signal
 /// ends it early; callers re-check).
 pub fn wait(word: &AtomicU32, expected: u32, timeout: Duration) {
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
-    // SAFETY: FUTEX_WAIT on a live, aligned u32 in a shared mapping, with a valid timeout.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT,
-            expected,
-            &ts as *const libc::timespec,
-            std::ptr::null::<u32>(),
-            0,
-        );
-    }
+    wait_bits(word, expected, FUTEX_BITSET_MATCH_ANY, timeout);
 }
+
+/// The bitset that matches every waiter (a plain FUTEX_WAIT or FUTEX_WAKE).
+const FUTEX_BITSET_MATCH_ANY: u32 = u32::MAX;
 
 /// Sleeps while `word` holds `expected`, until a wake for one of `bits` (FUTEX_WAIT_BITSET),
 /// at most `timeout`; callers re-check.
@@ -106,6 +94,7 @@ fn wait_bits(word: &AtomicU32, expected: u32, bits: u32, timeout: Duration) {
 }
 
 /// Wakes the processes sleeping on `word` for any of `bits` (FUTEX_WAKE_BITSET).
+/// Async-signal-safe (one system call).
 fn wake_bits(word: &AtomicU32, bits: u32) {
     // SAFETY: FUTEX_WAKE_BITSET on a live, aligned u32 in a shared mapping.
     unsafe {
@@ -128,18 +117,7 @@ fn core_bit(core: usize) -> u32 {
 
 /// Wakes the processes sleeping on `word`. Async-signal-safe (a fault handler calls it).
 pub fn wake(word: &AtomicU32) {
-    // SAFETY: FUTEX_WAKE on a live, aligned u32 in a shared mapping.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE,
-            i32::MAX,
-            std::ptr::null::<libc::timespec>(),
-            std::ptr::null::<u32>(),
-            0,
-        );
-    }
+    wake_bits(word, FUTEX_BITSET_MATCH_ANY);
 }
 
 /// How long to spin for `cores` busy cores (and the host) on this machine: briefly when
