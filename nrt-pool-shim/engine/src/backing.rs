@@ -126,9 +126,12 @@ fn huge_tmpfs_file(len: u64) -> io::Result<File> {
     let mut status = 0;
     // SAFETY: waiting for our own child.
     while unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) } < 0 {
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
+        match io::Error::last_os_error() {
+            e if e.kind() == io::ErrorKind::Interrupted => continue,
+            // Reaped by someone else (a SIGCHLD handler of the host program): it has
+            // ended, and what it reported is in the pipe.
+            e if e.raw_os_error() == Some(libc::ECHILD) => break,
+            e => return Err(e),
         }
     }
     // The pipe's write end is the child's too (one file table): close it only now.
