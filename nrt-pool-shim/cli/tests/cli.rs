@@ -1042,3 +1042,36 @@ fn pool_images_build_list_and_run_on_xtensa_cores() {
     assert!(text(&r).1.contains("libops.pool beside"), "{:?}", text(&r));
     assert!(!o.exists(), "no output after an error");
 }
+
+/// Device memory on huge pages (D66) or in a memfd (`NRT_POOL_HUGE_PAGES=0`): the same
+/// output bytes. 3 MiB in and out, so the input's `sendfile`, the cores' writes across 2 MiB
+/// pages and the output's populated read (1 MiB and more) all run.
+#[test]
+fn both_device_memory_backings_give_the_same_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lib = common::examples(d);
+    let n = 3 << 18;
+    let xs: Vec<f32> = (0..n).map(|i| (i % 1009) as f32 * 0.25 - 7.0).collect();
+    let x = d.join("x.npy");
+    npy::write(&x, &HostTensor::from_f32(vec![n as u64], &xs).unwrap()).unwrap();
+    let run = |out: &Path, huge: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_nrt-pool"))
+            .env("NRT_POOL_HUGE_PAGES", huge)
+            .args(["run", s(&lib), "scale_add_mc", "--arg", s(&x)])
+            .args(["--arg", "2", "--arg", "1", "--cores", "8", "--out", s(out)])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{:?}", text(&o));
+        std::fs::read(out).unwrap()
+    };
+    let huge = run(&d.join("huge.npy"), "1");
+    let memfd = run(&d.join("memfd.npy"), "0");
+    assert_eq!(huge, memfd);
+    let y = npy::read(&d.join("huge.npy"), None).unwrap();
+    let want: Vec<u8> = xs
+        .iter()
+        .flat_map(|v| (v * 2.0 + 1.0).to_le_bytes())
+        .collect();
+    assert_eq!(y.data, want);
+}

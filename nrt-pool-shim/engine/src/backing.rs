@@ -30,8 +30,15 @@ pub const HUGE_PAGES_ENV: &str = "NRT_POOL_HUGE_PAGES";
 /// A fresh, empty memory file for `len` bytes of device memory, and what backs it: a huge
 /// tmpfs file if one can be made (and `NRT_POOL_HUGE_PAGES` is not `0`), else a memfd.
 pub fn device_file(len: u64) -> io::Result<(File, Backing)> {
-    let wanted = std::env::var_os(HUGE_PAGES_ENV).is_none_or(|v| v != "0");
-    if wanted {
+    device_file_with(
+        len,
+        std::env::var_os(HUGE_PAGES_ENV).is_none_or(|v| v != "0"),
+    )
+}
+
+/// [`device_file`] with the choice made: huge pages tried only when `huge`.
+fn device_file_with(len: u64, huge: bool) -> io::Result<(File, Backing)> {
+    if huge {
         if let Ok(file) = huge_tmpfs_file(len) {
             return Ok((file, Backing::HugeTmpfs));
         }
@@ -262,5 +269,19 @@ mod tests {
             }
             Err(e) => eprintln!("UNSUPPORTED here: huge-page device memory ({e}); memfd used"),
         }
+    }
+
+    /// Turned off, the memfd is used; turned on, the huge backing exactly where it can be
+    /// made (and the file has the asked length either way).
+    #[test]
+    fn the_choice_is_honoured() {
+        let (f, b) = device_file_with(3 << 20, false).unwrap();
+        assert_eq!(b, Backing::Memfd);
+        f.set_len(3 << 20).unwrap();
+        let possible = huge_tmpfs_file(1 << 20).is_ok();
+        let (f, b) = device_file_with(3 << 20, true).unwrap();
+        assert_eq!(b == Backing::HugeTmpfs, possible);
+        f.set_len(3 << 20).unwrap();
+        assert_eq!(f.metadata().unwrap().len(), 3 << 20);
     }
 }
