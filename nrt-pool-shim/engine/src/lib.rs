@@ -45,8 +45,8 @@ use self::tensor::{DType, HostTensor, Location, TensorError};
 pub use self::error::{status_name, DeviceFault, EmuError};
 use self::launch::device_descriptor;
 pub use self::launch::{
-    check_signature, expected_output, Completion, DeviceTensor, Launch, LaunchArg, LaunchPhases,
-    OutputSpec, Run,
+    check_signature, expected_output, Completion, DeviceMark, DeviceTensor, Launch, LaunchArg,
+    LaunchPhases, OutputSpec, Run,
 };
 
 /// Most arguments a kernel takes.
@@ -514,13 +514,48 @@ impl PoolEngine {
 
     /// A device tensor holding a copy of `t`.
     pub fn upload(&mut self, t: &HostTensor) -> Result<DeviceTensor, EmuError> {
-        let d = self.alloc_device_for_overwrite(t.dtype, t.shape.clone())?;
-        let dst = self.device_bytes_mut(&d).ok_or(MemoryError::HbmFull {
-            want: t.data.len() as u64,
-            left: 0,
-        })?;
-        copy_parallel(dst, &t.data);
+        self.upload_bytes(t.dtype, t.shape.clone(), &t.data)
+    }
+
+    /// A device tensor of `dtype` and `shape` holding a copy of `bytes` (one copy, straight
+    /// from the caller's buffer: a binding's array needs no staging tensor first).
+    pub fn upload_bytes(
+        &mut self,
+        dtype: DType,
+        shape: Vec<u64>,
+        bytes: &[u8],
+    ) -> Result<DeviceTensor, EmuError> {
+        let want = tensor::numel(&shape).saturating_mul(dtype.size() as u64);
+        if want != bytes.len() as u64 {
+            return Err(TensorError::Size {
+                dtype,
+                shape,
+                want,
+                got: bytes.len() as u64,
+            }
+            .into());
+        }
+        let d = self.alloc_device_for_overwrite(dtype, shape)?;
+        let dst = self
+            .device_bytes_mut(&d)
+            .ok_or(MemoryError::HbmFull { want, left: 0 })?;
+        copy_parallel(dst, bytes);
         Ok(d)
+    }
+
+    /// Where device tensors allocated from now on begin: [`PoolEngine::release_device_to`]
+    /// frees exactly those (a call's temporaries) and keeps every older one.
+    pub fn device_mark(&self) -> DeviceMark {
+        DeviceMark(self.memory.resident_mark())
+    }
+
+    /// Frees the device tensors allocated since `mark` (their handles must not be used
+    /// again); older ones stay. A mark taken before a [`PoolEngine::free_device_tensors`]
+    /// frees nothing more.
+    pub fn release_device_to(&mut self, mark: DeviceMark) {
+        if self.memory.release_resident_to(mark.0) {
+            self.resident_guards.retain(|&soc, _| soc >= mark.0);
+        }
     }
 
     /// A device tensor's bytes on the host.
@@ -985,6 +1020,39 @@ pub fn host_buffer(len: usize) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// A mark frees exactly the device tensors allocated after it, newest first, and
+    /// nothing once a reset came between; uploads check their byte count.
+    #[test]
+    fn device_marks_release_a_calls_temporaries_only() {
+        let mut e = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
+        let kept = e.upload_bytes(DType::U8, vec![4], &[1, 2, 3, 4]).unwrap();
+        let mark = e.device_mark();
+        let t1 = e.upload_bytes(DType::F32, vec![1024], &[7; 4096]).unwrap();
+        let t2 = e.alloc_device(DType::U8, vec![3 << 20]).unwrap();
+        assert!(t2.soc < t1.soc && t1.soc < kept.soc);
+        e.release_device_to(mark);
+        let again = e.alloc_device(DType::F32, vec![1024]).unwrap();
+        assert_eq!(again.soc, t1.soc, "the released space is reused");
+        assert_eq!(e.device_bytes(&kept).unwrap(), &[1, 2, 3, 4]);
+        assert!(matches!(
+            e.upload_bytes(DType::F32, vec![2], &[0; 7]),
+            Err(EmuError::Tensor(TensorError::Size {
+                want: 8,
+                got: 7,
+                ..
+            }))
+        ));
+        e.free_device_tensors();
+        let fresh = e.alloc_device(DType::U8, vec![64]).unwrap();
+        e.release_device_to(mark);
+        assert!(
+            e.alloc_device(DType::U8, vec![64]).unwrap().soc < fresh.soc,
+            "a stale mark frees nothing"
+        );
+    }
+
     #[test]
     fn host_copies_are_exact_at_every_size() {
         // Below and above the size copies are split over CPUs at, and pieces that do not

@@ -367,6 +367,22 @@ impl DeviceMemory {
         Ok(Placed { soc: at, guard })
     }
 
+    /// Where the next resident tensor ends (resident tensors grow down from HBM's end).
+    pub fn resident_mark(&self) -> u64 {
+        self.hbm_top
+    }
+
+    /// Releases the resident tensors placed since `mark` ([`DeviceMemory::resident_mark`]);
+    /// false (and nothing released) if `mark` lies below the current ones (a reset came
+    /// between).
+    pub fn release_resident_to(&mut self, mark: u64) -> bool {
+        if mark < self.hbm_top || mark > self.hbm.soc + self.hbm.size {
+            return false;
+        }
+        self.hbm_top = mark;
+        true
+    }
+
     /// Releases every resident tensor.
     pub fn reset_resident(&mut self) {
         self.hbm_top = self.hbm.soc + self.hbm.size;

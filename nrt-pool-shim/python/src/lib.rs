@@ -2,9 +2,10 @@
 //! The Python layer (`gpsimd_open.custom_op`) gives them torch_neuronx's words.
 //!
 //! A [`Library`] owns one engine with the op library loaded (its cores persist between
-//! calls). Arrays cross as NumPy arrays: inputs are read in place (the Python layer makes
-//! them C-contiguous and native-endian first), outputs come back as a byte array the
-//! Python layer views with the right dtype and shape. Launches release the GIL.
+//! calls). Arrays cross as NumPy arrays: an input is copied once, from its buffer straight
+//! into device memory (the Python layer makes it C-contiguous and native-endian first), and
+//! freed when the call ends; outputs come back as a byte array the Python layer views with
+//! the right dtype and shape. Launches release the GIL.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -14,7 +15,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyFloat, PyInt, PyTuple};
 
-use nrt_pool_engine::tensor::{DType, HostTensor, Location};
+use nrt_pool_engine::tensor::{DType, HostTensor};
 use nrt_pool_engine::{
     DeviceTensor, EmuError, Launch, LaunchArg, OutputSpec, PoolEngine, PoolImage,
 };
@@ -73,9 +74,12 @@ fn dtype_of(kind: u8, size: usize) -> Option<DType> {
     })
 }
 
-/// A C-contiguous native-endian NumPy array as a host tensor (`bf16`: its uint16 words are
-/// bfloat16 bits).
-fn tensor_of(a: &Bound<'_, PyUntypedArray>, bf16: bool) -> PyResult<HostTensor> {
+/// A C-contiguous native-endian NumPy array's dtype, shape and bytes, in place (`bf16`:
+/// its uint16 words are bfloat16 bits). The bytes live as long as the array's binding.
+fn view_of<'a>(
+    a: &'a Bound<'_, PyUntypedArray>,
+    bf16: bool,
+) -> PyResult<(DType, Vec<u64>, &'a [u8])> {
     let d = a.dtype();
     let mut dtype = dtype_of(d.kind(), d.itemsize()).ok_or_else(|| {
         PyTypeError::new_err(format!(
@@ -103,10 +107,24 @@ fn tensor_of(a: &Bound<'_, PyUntypedArray>, bf16: bool) -> PyResult<HostTensor> 
     };
     let n = a.len() * d.itemsize();
     // SAFETY: a C-contiguous array's data spans len * itemsize bytes from its data pointer,
-    // kept alive by `a` for this copy.
+    // kept alive by `a`; it is read while this thread holds the GIL (no Python code runs).
     let bytes =
         unsafe { std::slice::from_raw_parts((*a.as_array_ptr()).fields.data as *const u8, n) };
-    HostTensor::new(dtype, shape, bytes.to_vec()).map_err(|e| PyValueError::new_err(e.to_string()))
+    Ok((dtype, shape, bytes))
+}
+
+/// An array argument: a NumPy array, or ("bf16", uint16 array) for bfloat16.
+fn array_arg<'py>(v: &Bound<'py, PyAny>) -> Option<PyResult<(Bound<'py, PyUntypedArray>, bool)>> {
+    if let Ok(t) = v.cast::<PyTuple>() {
+        return Some(t.get_item(1).and_then(|a| {
+            a.cast_into::<PyUntypedArray>()
+                .map(|a| (a, true))
+                .map_err(|e| PyTypeError::new_err(e.to_string()))
+        }));
+    }
+    v.cast::<PyUntypedArray>()
+        .ok()
+        .map(|a| Ok((a.clone(), false)))
 }
 
 /// A host tensor as (uint8 array of its bytes, dtype name, shape) for the Python layer.
@@ -116,6 +134,13 @@ type Bytes<'py> = (Bound<'py, PyArray1<u8>>, &'static str, Vec<u64>);
 fn array_of<'py>(py: Python<'py>, t: HostTensor) -> Bytes<'py> {
     let name = t.dtype.name();
     (PyArray1::from_vec(py, t.data), name, t.shape)
+}
+
+/// A checked launch argument: ready, or a NumPy array still to be copied into device
+/// memory (`bf16`: its uint16 words are bfloat16 bits).
+enum Pending<'py> {
+    Ready(LaunchArg),
+    Array(Bound<'py, PyUntypedArray>, bool),
 }
 
 /// An op library loaded on its own emulated Pool engine.
@@ -261,9 +286,8 @@ impl Library {
     ) -> PyResult<Option<Bytes<'py>>> {
         let py = slf.py();
         let me = slf.borrow();
-        let launch_args = {
+        let pending = {
             // Device arrays are checked to belong to this library by identity.
-            let mut v = Vec::with_capacity(args.len());
             let kinds = me.kinds(op)?;
             for (i, a) in args.iter().enumerate() {
                 if let Ok(d) = a.cast::<DeviceArray>() {
@@ -278,24 +302,87 @@ impl Library {
                         )));
                     }
                 }
-                v.push(a);
             }
-            let tuple = PyTuple::new(py, v)?;
-            me.launch_args_checked(py, op, &tuple)?
+            me.launch_args_checked(py, op, args)?
         };
+        if let Some(out) = out {
+            if !out.borrow().lib.bind(py).is(slf) {
+                return Err(PyValueError::new_err(
+                    "out lives in another library's device memory",
+                ));
+            }
+        }
         let mut guard = me.engine()?;
         let e: &mut PoolEngine = &mut guard;
+        // Array arguments go straight from their NumPy buffers into device memory (one copy
+        // each, GIL held), as device tensors this call frees again when it ends.
+        let mark = e.device_mark();
+        let result = Self::call_in(py, e, op, pending, cores, out);
+        e.release_device_to(mark);
+        result
+    }
+
+    /// A device array holding a copy of `array` (("bf16", uint16 array) for bfloat16).
+    fn upload(slf: &Bound<'_, Self>, array: &Bound<'_, PyAny>) -> PyResult<DeviceArray> {
+        let (a, bf16) = array_arg(array)
+            .unwrap_or_else(|| Err(PyTypeError::new_err("upload() takes a NumPy array")))?;
+        let (dtype, shape, bytes) = view_of(&a, bf16)?;
+        let me = slf.borrow();
+        let d = me
+            .engine()?
+            .upload_bytes(dtype, shape, bytes)
+            .map_err(|e| to_py(slf.py(), e))?;
+        Ok(DeviceArray {
+            lib: slf.clone().unbind(),
+            tensor: d,
+        })
+    }
+
+    /// A zeroed device array of `shape` and `dtype` (a dtype name: "f32", "bf16", ...).
+    fn device_array(slf: &Bound<'_, Self>, shape: Vec<u64>, dtype: &str) -> PyResult<DeviceArray> {
+        let dt = DType::from_name(dtype)
+            .ok_or_else(|| PyValueError::new_err(format!("unknown dtype '{dtype}'")))?;
+        let me = slf.borrow();
+        let d = me
+            .engine()?
+            .alloc_device(dt, shape)
+            .map_err(|e| to_py(slf.py(), e))?;
+        Ok(DeviceArray {
+            lib: slf.clone().unbind(),
+            tensor: d,
+        })
+    }
+}
+
+impl Library {
+    /// `call` once the arguments are checked and the engine is locked.
+    fn call_in<'py>(
+        py: Python<'py>,
+        e: &mut PoolEngine,
+        op: &str,
+        pending: Vec<Pending<'py>>,
+        cores: Option<usize>,
+        out: Option<&Bound<'py, DeviceArray>>,
+    ) -> PyResult<Option<Bytes<'py>>> {
+        let mut launch_args = Vec::with_capacity(pending.len());
+        for p in pending {
+            launch_args.push(match p {
+                Pending::Ready(a) => a,
+                Pending::Array(a, bf16) => {
+                    let (dtype, shape, bytes) = view_of(&a, bf16)?;
+                    let d = e
+                        .upload_bytes(dtype, shape, bytes)
+                        .map_err(|err| to_py(py, err))?;
+                    LaunchArg::Device(d)
+                }
+            });
+        }
         let cores = cores.unwrap_or_else(|| e.default_cores());
         let spec: OutputSpec = py
             .detach(|| e.op_output(op, &launch_args))
             .map_err(|err| to_py(py, err))?;
         if let Some(out) = out {
             let d = out.borrow();
-            if !d.lib.bind(py).is(slf) {
-                return Err(PyValueError::new_err(
-                    "out lives in another library's device memory",
-                ));
-            }
             if (d.tensor.dtype, d.tensor.shape.as_slice()) != (spec.dtype, spec.shape.as_slice()) {
                 return Err(PyValueError::new_err(format!(
                     "out is {} {:?}; the shape function gives {} {:?}",
@@ -323,45 +410,12 @@ impl Library {
         Ok(Some(array_of(py, done.output)))
     }
 
-    /// A device array holding a copy of `array` (("bf16", uint16 array) for bfloat16).
-    fn upload(slf: &Bound<'_, Self>, array: &Bound<'_, PyAny>) -> PyResult<DeviceArray> {
-        let t = if let Ok(t) = array.cast::<PyTuple>() {
-            let a = t.get_item(1)?;
-            tensor_of(a.cast::<PyUntypedArray>()?, true)?
-        } else {
-            tensor_of(array.cast::<PyUntypedArray>()?, false)?
-        };
-        let me = slf.borrow();
-        let d = me.engine()?.upload(&t).map_err(|e| to_py(slf.py(), e))?;
-        Ok(DeviceArray {
-            lib: slf.clone().unbind(),
-            tensor: d,
-        })
-    }
-
-    /// A zeroed device array of `shape` and `dtype` (a dtype name: "f32", "bf16", ...).
-    fn device_array(slf: &Bound<'_, Self>, shape: Vec<u64>, dtype: &str) -> PyResult<DeviceArray> {
-        let dt = DType::from_name(dtype)
-            .ok_or_else(|| PyValueError::new_err(format!("unknown dtype '{dtype}'")))?;
-        let me = slf.borrow();
-        let d = me
-            .engine()?
-            .alloc_device(dt, shape)
-            .map_err(|e| to_py(slf.py(), e))?;
-        Ok(DeviceArray {
-            lib: slf.clone().unbind(),
-            tensor: d,
-        })
-    }
-}
-
-impl Library {
-    fn launch_args_checked(
+    fn launch_args_checked<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         op: &str,
-        args: &Bound<'_, PyTuple>,
-    ) -> PyResult<Vec<LaunchArg>> {
+        args: &Bound<'py, PyTuple>,
+    ) -> PyResult<Vec<Pending<'py>>> {
         // Device arrays were checked by the caller; convert the rest.
         let kinds = self.kinds(op)?;
         if args.len() != kinds.len() {
@@ -376,26 +430,23 @@ impl Library {
         let mut out = Vec::with_capacity(kinds.len());
         for (i, a) in args.iter().enumerate() {
             if let Ok(d) = a.cast::<DeviceArray>() {
-                out.push(LaunchArg::Device(d.borrow().tensor.clone()));
+                out.push(Pending::Ready(LaunchArg::Device(d.borrow().tensor.clone())));
                 continue;
             }
-            let one = PyTuple::new(py, [a])?;
-            let mut v = self.launch_arg(py, op, i, kinds[i], &one)?;
-            out.append(&mut v);
+            out.push(self.launch_arg(py, op, i, kinds[i], &a)?);
         }
         Ok(out)
     }
 
-    fn launch_arg(
+    fn launch_arg<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         op: &str,
         i: usize,
         kind: ArgKind,
-        one: &Bound<'_, PyTuple>,
-    ) -> PyResult<Vec<LaunchArg>> {
+        v: &Bound<'py, PyAny>,
+    ) -> PyResult<Pending<'py>> {
         let _ = py;
-        let v = one.get_item(0)?;
         let bad = |what: String| {
             PyTypeError::new_err(format!("{op}(): argument {i} is a {kind}, got {what}"))
         };
@@ -405,19 +456,17 @@ impl Library {
                 .map(|n| n.to_string())
                 .unwrap_or_default()
         };
-        Ok(vec![match kind {
+        Ok(Pending::Ready(match kind {
             ArgKind::Tensor => {
-                if let Ok(t) = v.cast::<PyTuple>() {
-                    let a = t.get_item(1)?;
-                    let a = a
-                        .cast::<PyUntypedArray>()
-                        .map_err(|_| bad("a tuple".into()))?;
-                    LaunchArg::Tensor(tensor_of(a, true)?, Location::Hbm)
-                } else if let Ok(a) = v.cast::<PyUntypedArray>() {
-                    LaunchArg::Tensor(tensor_of(a, false)?, Location::Hbm)
-                } else {
-                    return Err(bad(format!("a {}", type_name())));
-                }
+                return match array_arg(v) {
+                    Some(Ok((a, bf16))) => {
+                        // Checked now (dtype, layout), copied once the engine is locked.
+                        view_of(&a, bf16)?;
+                        Ok(Pending::Array(a, bf16))
+                    }
+                    Some(Err(_)) => Err(bad("a tuple".into())),
+                    None => Err(bad(format!("a {}", type_name()))),
+                };
             }
             ArgKind::Double => {
                 if v.cast::<PyUntypedArray>().is_ok() {
@@ -444,11 +493,13 @@ impl Library {
                     LaunchArg::f32(x as f32)
                 }
             }
-        }])
+        }))
     }
 }
 
-/// What core 0 printed, to Python's streams.
+/// What core 0 printed, to Python's streams: byte for byte through a stream's binary
+/// buffer where it has one (a terminal, a file, pytest's capture); a text-only stream (a
+/// notebook's) gets the bytes decoded as UTF-8, invalid sequences replaced.
 fn echo(py: Python<'_>, stdout: &[u8], stderr: &[u8]) -> PyResult<()> {
     let sys = py.import("sys")?;
     for (name, bytes) in [("stdout", stdout), ("stderr", stderr)] {
@@ -456,9 +507,19 @@ fn echo(py: Python<'_>, stdout: &[u8], stderr: &[u8]) -> PyResult<()> {
             continue;
         }
         let stream = sys.getattr(name)?;
-        let text = String::from_utf8_lossy(bytes);
-        stream.call_method1("write", (text,))?;
+        // Text already written to the stream goes first.
         stream.call_method0("flush")?;
+        match stream.getattr("buffer") {
+            Ok(buffer) => {
+                buffer.call_method1("write", (pyo3::types::PyBytes::new(py, bytes),))?;
+                buffer.call_method0("flush")?;
+            }
+            Err(_) => {
+                let text = String::from_utf8_lossy(bytes);
+                stream.call_method1("write", (text,))?;
+                stream.call_method0("flush")?;
+            }
+        }
     }
     Ok(())
 }
