@@ -558,6 +558,26 @@ impl PoolEngine {
         }
     }
 
+    /// Copies a device tensor's bytes into `dst` (exactly its length), one copy split over
+    /// the CPUs when large: a binding's output buffer needs no staging tensor.
+    pub fn download_into(&self, d: &DeviceTensor, dst: &mut [u8]) -> Result<(), EmuError> {
+        let bytes = self.device_bytes(d).ok_or(MemoryError::HbmFull {
+            want: self.device_len(d) as u64,
+            left: 0,
+        })?;
+        if bytes.len() != dst.len() {
+            return Err(TensorError::Size {
+                dtype: d.dtype,
+                shape: d.shape.clone(),
+                want: bytes.len() as u64,
+                got: dst.len() as u64,
+            }
+            .into());
+        }
+        copy_parallel(dst, bytes);
+        Ok(())
+    }
+
     /// A device tensor's bytes on the host.
     pub fn download(&self, d: &DeviceTensor) -> Result<HostTensor, EmuError> {
         let bytes = self.device_bytes(d).ok_or(MemoryError::HbmFull {

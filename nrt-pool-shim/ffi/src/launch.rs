@@ -315,26 +315,13 @@ pub unsafe extern "C" fn nrt_pool_launch_v1(
             if argv.is_null() {
                 return Err((NRT_POOL_ERR_ARGUMENT, "argv is NULL".into()));
             }
-            // SAFETY: one slot per registered parameter (C contract).
-            let (args, out_slot, output) = unsafe { read_argv(argv, &params, name) }?;
-            let done = run_launch(
-                e,
-                &Launch {
-                    kernel: name.into(),
-                    args,
-                    output,
-                    cores: cores as usize,
-                },
-            )?;
-            // SAFETY: the OUTPUT slot's data spans the output's bytes (C contract).
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    done.output.data.as_ptr(),
-                    out_slot.data.cast::<u8>(),
-                    done.output.data.len(),
-                )
+            let args = |e: &mut PoolEngine| {
+                // SAFETY: one slot per registered parameter (C contract).
+                let (args, out_slot, output) = unsafe { read_argv(argv, &params, name, e) }?;
+                Ok((args, output, out_slot.data.cast::<u8>()))
             };
-            Ok(())
+            // SAFETY: the OUTPUT slot's data spans the output's bytes (C contract).
+            unsafe { launch_out(e, name, cores as usize, args) }
         }))
     })
 }
@@ -375,6 +362,7 @@ unsafe fn read_argv(
     argv: *const *mut c_void,
     params: &[(u8, u8)],
     name: &str,
+    e: &mut PoolEngine,
 ) -> Result<(Vec<LaunchArg>, &'static nrt_pool_tensor, OutputSpec), Failed> {
     let arg = |m: String| (NRT_POOL_ERR_ARGUMENT, format!("{name}: {m}"));
     let mut args = Vec::new();
@@ -409,30 +397,86 @@ unsafe fn read_argv(
             .and_then(|n| usize::try_from(n).ok())
             .ok_or_else(|| arg(format!("shape {shape:?} is too large")))?;
         // SAFETY: the tensor's bytes (C contract; the shape was checked above).
-        let data = unsafe { std::slice::from_raw_parts(t.data as *const u8, n) }.to_vec();
-        let h = HostTensor::new(dtype, shape, data).map_err(|x| arg(x.to_string()))?;
-        args.push(LaunchArg::Tensor(h, loc));
+        let data = unsafe { std::slice::from_raw_parts(t.data as *const u8, n) };
+        args.push(tensor_arg(Some(&mut *e), dtype, shape, data, loc).map_err(arg)?);
     }
     let (slot, spec) = output.ok_or_else(|| arg("no OUTPUT parameter".into()))?;
     Ok((args, slot, spec))
 }
 
-/// Runs a launch; what core 0 printed reaches the process's stdout and stderr, also when
-/// the launch faults.
-fn run_launch(e: &mut PoolEngine, l: &Launch) -> Result<nrt_pool_engine::Completion, Failed> {
-    let done = e.launch(l).map_err(|err| {
-        let rc = match &err {
-            EmuError::Fault(f) => {
-                echo(&f.stdout, &f.stderr);
-                NRT_POOL_ERR_FAULT
-            }
-            EmuError::UnknownKernel { .. } => NRT_POOL_ERR_KERNEL,
-            _ => NRT_POOL_ERR_ARGUMENT,
-        };
-        (rc, err.to_string())
-    })?;
-    echo(&done.stdout, &done.stderr);
-    Ok(done)
+/// A tensor argument from the caller's bytes: an HBM tensor goes straight into device
+/// memory (one copy, as a device tensor the launch's caller frees: `launch_out`); an SBUF
+/// one, placed per launch, and any argument of a shape query (no `e`) as a host tensor.
+fn tensor_arg(
+    e: Option<&mut PoolEngine>,
+    dtype: DType,
+    shape: Vec<u64>,
+    data: &[u8],
+    loc: Location,
+) -> Result<LaunchArg, String> {
+    match (e, loc) {
+        (Some(e), Location::Hbm) => e
+            .upload_bytes(dtype, shape, data)
+            .map(LaunchArg::Device)
+            .map_err(|x| x.to_string()),
+        _ => HostTensor::new(dtype, shape, data.to_vec())
+            .map(|h| LaunchArg::Tensor(h, loc))
+            .map_err(|x| x.to_string()),
+    }
+}
+
+/// Runs `args()` (which may place arguments in device memory) and then the launch, the
+/// output landing in the caller's `out` (an HBM output through a device tensor and one
+/// copy); the arguments' device tensors are freed afterwards, whatever happened. What core
+/// 0 printed reaches the process's stdout and stderr, also when the launch faults.
+///
+/// # Safety
+/// `out` is writable for the output's bytes (the launch FFI's contract).
+unsafe fn launch_out(
+    e: &mut PoolEngine,
+    kernel: &str,
+    cores: usize,
+    args: impl FnOnce(&mut PoolEngine) -> Result<(Vec<LaunchArg>, OutputSpec, *mut u8), Failed>,
+) -> Result<(), Failed> {
+    let mark = e.device_mark();
+    let r = (|| {
+        let (args, spec, out) = args(e)?;
+        let n = spec.shape.iter().product::<u64>() as usize * spec.dtype.size();
+        // SAFETY: the caller's contract: `out` spans the output's bytes.
+        let dst = unsafe { std::slice::from_raw_parts_mut(out, n) };
+        if spec.location == Location::Hbm {
+            let d = e.alloc_device(spec.dtype, spec.shape).map_err(failed)?;
+            let run = e.launch_into(kernel, &args, &d, cores).map_err(failed)?;
+            echo(&run.stdout, &run.stderr);
+            e.download_into(&d, dst).map_err(failed)
+        } else {
+            let l = Launch {
+                kernel: kernel.into(),
+                args,
+                output: spec,
+                cores,
+            };
+            let done = e.launch(&l).map_err(failed)?;
+            echo(&done.stdout, &done.stderr);
+            dst.copy_from_slice(&done.output.data);
+            Ok(())
+        }
+    })();
+    e.release_device_to(mark);
+    r
+}
+
+/// The launch FFI's code and message for a launch that failed (a fault's output echoed).
+fn failed(err: EmuError) -> Failed {
+    let rc = match &err {
+        EmuError::Fault(f) => {
+            echo(&f.stdout, &f.stderr);
+            NRT_POOL_ERR_FAULT
+        }
+        EmuError::UnknownKernel { .. } => NRT_POOL_ERR_KERNEL,
+        _ => NRT_POOL_ERR_ARGUMENT,
+    };
+    (rc, err.to_string())
 }
 
 /// Kernel output to the process's streams, byte for byte (best effort, as printf is).
@@ -453,6 +497,7 @@ unsafe fn read_op_argv(
     argv: *const *mut c_void,
     kinds: &[ArgKind],
     name: &str,
+    mut e: Option<&mut PoolEngine>,
 ) -> Result<Vec<LaunchArg>, Failed> {
     let arg = |m: String| (NRT_POOL_ERR_ARGUMENT, format!("{name}: {m}"));
     let mut args = Vec::with_capacity(kinds.len());
@@ -474,11 +519,8 @@ unsafe fn read_op_argv(
                     .and_then(|n| usize::try_from(n).ok())
                     .ok_or_else(|| arg(format!("shape {shape:?} is too large")))?;
                 // SAFETY: the tensor's bytes (C contract; the shape was checked).
-                let data = unsafe { std::slice::from_raw_parts(t.data as *const u8, n) }.to_vec();
-                LaunchArg::Tensor(
-                    HostTensor::new(dtype, shape, data).map_err(|x| arg(x.to_string()))?,
-                    loc,
-                )
+                let data = unsafe { std::slice::from_raw_parts(t.data as *const u8, n) };
+                tensor_arg(e.as_deref_mut(), dtype, shape, data, loc).map_err(arg)?
             }
             // The device has no 64-bit float: doubles travel as f32 (D44).
             // SAFETY: a double slot (C contract).
@@ -556,7 +598,7 @@ pub unsafe extern "C" fn nrt_pool_op_output_v2(
                 return Err((NRT_POOL_ERR_ARGUMENT, "out is NULL".into()));
             }
             // SAFETY: one slot per op argument (C contract).
-            let args = unsafe { read_op_argv(argv, &kinds, name) }?;
+            let args = unsafe { read_op_argv(argv, &kinds, name, None) }?;
             let spec = e
                 .op_output(name, &args)
                 .map_err(|err| (error_code(&err), err.to_string()))?;
@@ -595,66 +637,57 @@ pub unsafe extern "C" fn nrt_pool_launch_v2(
             if argv.is_null() {
                 return Err((NRT_POOL_ERR_ARGUMENT, "argv is NULL".into()));
             }
-            // SAFETY: one slot per op argument, then the output's (C contract).
-            let args = unsafe { read_op_argv(argv, &kinds, name) }?;
-            // SAFETY: as above.
-            let out_slot = unsafe { *argv.add(kinds.len()) };
-            if out_slot.is_null() {
-                return Err((
-                    NRT_POOL_ERR_ARGUMENT,
-                    format!("{name}: the output slot is NULL"),
-                ));
-            }
-            let want = e
-                .op_output(name, &args)
-                .map_err(|err| (error_code(&err), err.to_string()))?;
-            // SAFETY: a tensor slot (C contract).
-            let (t, shape, loc) = unsafe { read_tensor_slot(out_slot, want.dtype, kinds.len()) }
-                .map_err(|m| {
-                    (
-                        NRT_POOL_ERR_ARGUMENT,
-                        format!(
-                            "{name}: the output: {m} (the shape function gives {} {:?})",
-                            want.dtype, want.shape
-                        ),
-                    )
-                })?;
-            if shape != want.shape {
-                return Err((
-                    NRT_POOL_ERR_ARGUMENT,
-                    format!(
-                        "{name}: the output slot has shape {shape:?}; the shape function gives {:?}",
-                        want.shape
-                    ),
-                ));
-            }
             let cores = if cores == 0 {
                 e.default_cores()
             } else {
                 cores as usize
             };
-            let done = run_launch(
-                e,
-                &Launch {
-                    kernel: name.into(),
-                    args,
-                    output: OutputSpec {
-                        dtype: want.dtype,
-                        shape,
-                        location: loc,
-                    },
-                    cores,
-                },
-            )?;
-            // SAFETY: the output slot's data spans the output's bytes (C contract).
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    done.output.data.as_ptr(),
-                    t.data.cast::<u8>(),
-                    done.output.data.len(),
-                )
+            let args = |e: &mut PoolEngine| {
+                // SAFETY: one slot per op argument, then the output's (C contract).
+                let args = unsafe { read_op_argv(argv, &kinds, name, Some(&mut *e)) }?;
+                // SAFETY: as above.
+                let out_slot = unsafe { *argv.add(kinds.len()) };
+                if out_slot.is_null() {
+                    return Err((
+                        NRT_POOL_ERR_ARGUMENT,
+                        format!("{name}: the output slot is NULL"),
+                    ));
+                }
+                let want = e
+                    .op_output(name, &args)
+                    .map_err(|err| (error_code(&err), err.to_string()))?;
+                // SAFETY: a tensor slot (C contract).
+                let (t, shape, loc) =
+                    unsafe { read_tensor_slot(out_slot, want.dtype, kinds.len()) }.map_err(
+                        |m| {
+                            (
+                                NRT_POOL_ERR_ARGUMENT,
+                                format!(
+                                    "{name}: the output: {m} (the shape function gives {} {:?})",
+                                    want.dtype, want.shape
+                                ),
+                            )
+                        },
+                    )?;
+                if shape != want.shape {
+                    return Err((
+                            NRT_POOL_ERR_ARGUMENT,
+                            format!(
+                                "{name}: the output slot has shape {shape:?}; the shape function gives {:?}",
+                                want.shape
+                            ),
+                        ));
+                }
+                let spec = OutputSpec {
+                    dtype: want.dtype,
+                    shape,
+                    location: loc,
+                };
+                Ok((args, spec, t.data.cast::<u8>()))
             };
-            Ok(())
+            // SAFETY: the output slot's data spans the output's bytes (C contract, checked
+            // against the shape function in `args`).
+            unsafe { launch_out(e, name, cores, args) }
         }))
     })
 }

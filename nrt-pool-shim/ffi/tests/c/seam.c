@@ -95,6 +95,26 @@ int main(int argc, char **argv) {
     CHECK(nrt_pool_launch_v1("scale_add_mc", 8, args, 0, -1) == NRT_POOL_OK, "launch on 8 cores");
     for (int i = 0; i < N; i++) CHECK(out[i] == x[i] * 3.0f - 1.0f, "out[%d] = %g", i, out[i]);
 
+    /* Host tensors are copied into device memory for one launch and freed after it: 24
+     * launches of 64 MiB in and out (3 GiB in all) fit the 1 GiB device. */
+    {
+        enum { BIG = 16 << 20 };
+        float *bx = malloc(BIG * sizeof(float)), *bout = malloc(BIG * sizeof(float));
+        CHECK(bx != NULL && bout != NULL, "64 MiB buffers");
+        for (int i = 0; i < BIG; i++) bx[i] = (float)(i % 977) - 400.0f;
+        nrt_pool_tensor bt = tensor(bx, 10, BIG), bo = tensor(bout, 10, BIG);
+        void *bargs[] = {&bt, &alpha, &beta, &bo};
+        for (int k = 0; k < 24; k++) {
+            memset(bout, 0, (size_t)BIG * sizeof(float));
+            CHECK(nrt_pool_launch_v1("scale_add_mc", 8, bargs, 0, -1) == NRT_POOL_OK, "big launch %d: %s", k,
+                  nrt_pool_last_error());
+            CHECK(bout[BIG - 1] == bx[BIG - 1] * 3.0f - 1.0f && bout[12345] == bx[12345] * 3.0f - 1.0f,
+                  "big launch %d result", k);
+        }
+        free(bx);
+        free(bout);
+    }
+
     /* Explicit metadata for the same kernel, launched on device 0 with x in SBUF. */
     const uint8_t kinds[] = {NRT_POOL_PARAM_TENSOR, NRT_POOL_PARAM_SCALAR, NRT_POOL_PARAM_SCALAR, NRT_POOL_PARAM_OUTPUT};
     const uint8_t dtypes[] = {10, 10, 10, 10};
