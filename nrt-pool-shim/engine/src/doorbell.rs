@@ -9,8 +9,9 @@
 //! (every completion or core exit bumps it), `sleeping`, `pending` (the command's cores not
 //! yet done) and `launch_epoch`, the one word all sleeping cores wait on, each for its own
 //! bit (FUTEX_WAIT_BITSET), so a launch wakes all its sleeping cores in one system call and
-//! only the last core to finish wakes the host: an 8-core launch makes two wakes, not 16. Sequence numbers live outside
-//! the part of the block a launch clears, so they survive launches.
+//! only the last core to finish wakes the host: an 8-core launch makes two wakes, not 16.
+//! Sequence numbers live outside the part of the block a launch clears, so they survive
+//! launches.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -198,7 +199,8 @@ fn leave_cpu(host_cpu: u32) -> bool {
     static LAST: std::sync::Mutex<(u32, Option<Instant>)> = std::sync::Mutex::new((0, None));
     let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
     let (moves, at) = *last;
-    if host_cpu == u32::MAX
+    // (A CPU number a cpu_set_t cannot hold: leave it to the scheduler.)
+    if host_cpu as usize >= libc::CPU_SETSIZE as usize
         || moves >= FREE_MOVES && at.is_some_and(|t| t.elapsed() < Duration::from_millis(1))
     {
         return false;
