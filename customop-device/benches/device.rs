@@ -117,11 +117,19 @@ fn run_talc(trace: &[Op], mem: &mut [u8]) {
 
 fn main() {
     let trace = trace();
-    let mut mem = vec![0u8; POOL + 4096];
+    let mem = vec![0u8; POOL + 4096];
     let mut report = Report::new("device");
-    let ours = Sample::measure(7, 1, || run_ours(&trace));
-    let lla = Sample::measure(7, 1, || run_lla(&trace, &mut mem));
-    let talc_t = Sample::measure(7, 1, || run_talc(&trace, &mut mem));
+    // In turns, so a slow spell of this shared machine lands on all three alike.
+    let mem = std::cell::RefCell::new(mem);
+    let [ours, lla, talc_t] = Sample::interleaved(
+        9,
+        1,
+        [
+            &mut || run_ours(&trace),
+            &mut || run_lla(&trace, &mut mem.borrow_mut()),
+            &mut || run_talc(&trace, &mut mem.borrow_mut()),
+        ],
+    );
     report.row(
         "heap, 2M-op trace, vs linked_list_allocator",
         ours,

@@ -15,21 +15,39 @@ pub struct Sample {
 impl Sample {
     /// `f` run `reps` times (after one unmeasured warm-up run); each run's time is `f`'s
     /// time divided by `per` (operations per run).
-    pub fn measure(reps: usize, per: u32, mut f: impl FnMut()) -> Sample {
-        f();
-        let mut runs: Vec<f64> = (0..reps.max(1))
-            .map(|_| {
+    pub fn measure(reps: usize, per: u32, f: impl FnMut()) -> Sample {
+        let mut f = f;
+        let [s] = Sample::interleaved(reps, per, [&mut f as &mut dyn FnMut()]);
+        s
+    }
+
+    /// Several things timed in turns (a run of each, then the next round), `reps` rounds
+    /// after one unmeasured round: a slow spell of a shared machine then lands on all of
+    /// them alike rather than on whichever ran during it.
+    pub fn interleaved<const K: usize>(
+        reps: usize,
+        per: u32,
+        mut fs: [&mut dyn FnMut(); K],
+    ) -> [Sample; K] {
+        for f in fs.iter_mut() {
+            f();
+        }
+        let mut runs = [(); K].map(|_| Vec::with_capacity(reps.max(1)));
+        for _ in 0..reps.max(1) {
+            for (f, r) in fs.iter_mut().zip(runs.iter_mut()) {
                 let t = Instant::now();
                 f();
-                t.elapsed().as_secs_f64() / f64::from(per.max(1))
-            })
-            .collect();
-        runs.sort_by(f64::total_cmp);
-        Sample {
-            median: runs[runs.len() / 2],
-            min: runs[0],
-            max: runs[runs.len() - 1],
+                r.push(t.elapsed().as_secs_f64() / f64::from(per.max(1)));
+            }
         }
+        runs.map(|mut r| {
+            r.sort_by(f64::total_cmp);
+            Sample {
+                median: r[r.len() / 2],
+                min: r[0],
+                max: r[r.len() - 1],
+            }
+        })
     }
 }
 
