@@ -146,17 +146,35 @@ fn main() {
         let src = vec![0x5Au8; size + 64];
         let mut dst = vec![0u8; size + 64];
         let reps = ((64 << 20) / size).clamp(4, 1 << 16);
-        let mut time = |f: &mut dyn FnMut(*mut u8, *const u8, usize)| {
-            Sample::measure(9, reps as u32, || {
-                for _ in 0..reps {
-                    f(black_box(dst.as_mut_ptr()), black_box(src.as_ptr()), size);
-                }
-            })
-        };
-        // SAFETY (all three): disjoint buffers of size + 64 bytes.
-        let libc = time(&mut |d, s, n| unsafe { std::ptr::copy_nonoverlapping(s, d, n) });
-        let c = time(&mut |d, s, n| unsafe { mem::copy_bytes(d, s, n) });
-        let v = time(&mut |d, s, n| unsafe { mem::copy_vector(d, s, n) });
+        let (d, s) = (dst.as_mut_ptr(), src.as_ptr());
+        // In turns, as the heap rows. SAFETY (all three): disjoint buffers of size + 64 bytes.
+        let [libc, c, v] = Sample::interleaved(
+            9,
+            reps as u32,
+            [
+                &mut || {
+                    for _ in 0..reps {
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                black_box(s),
+                                black_box(d),
+                                black_box(size),
+                            )
+                        };
+                    }
+                },
+                &mut || {
+                    for _ in 0..reps {
+                        unsafe { mem::copy_bytes(black_box(d), black_box(s), black_box(size)) };
+                    }
+                },
+                &mut || {
+                    for _ in 0..reps {
+                        unsafe { mem::copy_vector(black_box(d), black_box(s), black_box(size)) };
+                    }
+                },
+            ],
+        );
         let goal = if size >= 256 {
             Goal::RatioAtLeast(0.95)
         } else {

@@ -50,17 +50,51 @@ unsafe fn copy_small(dst: *mut u8, src: *const u8, n: usize) {
 /// `dst` is writable and `src` readable for `n` bytes; the ranges do not overlap.
 #[inline]
 pub unsafe fn copy_bytes(dst: *mut u8, src: *const u8, n: usize) {
+    // A dispatcher only: every path is a tail call, so the common sizes pay no frame.
     if n < 16 {
         // SAFETY: the caller's contract.
-        unsafe { copy_small(dst, src, n) };
-        return;
+        return unsafe { copy_small(dst, src, n) };
     }
     #[cfg(all(target_arch = "x86_64", not(target_os = "none")))]
-    if n >= 64 && avx::available() {
-        // SAFETY: AVX is present (checked); the caller's contract.
-        unsafe { avx::copy(dst, src, n) };
-        return;
+    if n >= 64 {
+        match avx::known() {
+            // SAFETY: AVX is present (checked); the caller's contract.
+            Some(true) => return unsafe { avx::copy(dst, src, n) },
+            // SAFETY: the caller's contract.
+            None => return unsafe { copy_after_look(dst, src, n) },
+            Some(false) => {}
+        }
     }
+    // SAFETY: the caller's contract, n >= 16.
+    unsafe { copy_16(dst, src, n) }
+}
+
+/// [`copy_bytes`] the first time, before the CPU's AVX is known (out of line, so the common
+/// path keeps no frame).
+///
+/// # Safety
+/// As [`copy_bytes`], and `n >= 64`.
+#[cfg(all(target_arch = "x86_64", not(target_os = "none")))]
+#[cold]
+#[inline(never)]
+unsafe fn copy_after_look(dst: *mut u8, src: *const u8, n: usize) {
+    // SAFETY: the caller's contract; AVX checked.
+    unsafe {
+        if avx::available() {
+            avx::copy(dst, src, n)
+        } else {
+            copy_16(dst, src, n)
+        }
+    }
+}
+
+/// Forward copy of 16 bytes or more in 16-byte moves, the last partial block as one
+/// overlapping move.
+///
+/// # Safety
+/// As [`copy_bytes`], and `n >= 16`.
+#[inline(never)]
+unsafe fn copy_16(dst: *mut u8, src: *const u8, n: usize) {
     // SAFETY (whole body): every 16-byte move lies within [0, n), n >= 16.
     unsafe {
         let mut i = 0;
@@ -107,6 +141,17 @@ mod avx {
 
     /// 0 unknown, 1 absent, 2 present.
     static AVX: AtomicU8 = AtomicU8::new(0);
+
+    /// Whether the CPU has AVX, if already found (one load: a copy's fast path then makes
+    /// no call).
+    #[inline(always)]
+    pub fn known() -> Option<bool> {
+        match AVX.load(Ordering::Relaxed) {
+            2 => Some(true),
+            1 => Some(false),
+            _ => None,
+        }
+    }
 
     /// Inlined, so a copy's fast path is one load and a tail call (no frame, no call).
     #[inline(always)]
