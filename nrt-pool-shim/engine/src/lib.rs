@@ -525,20 +525,12 @@ impl PoolEngine {
         shape: Vec<u64>,
         bytes: &[u8],
     ) -> Result<DeviceTensor, EmuError> {
-        let want = tensor::numel(&shape).saturating_mul(dtype.size() as u64);
-        if want != bytes.len() as u64 {
-            return Err(TensorError::Size {
-                dtype,
-                shape,
-                want,
-                got: bytes.len() as u64,
-            }
-            .into());
-        }
+        tensor::check_len(dtype, &shape, bytes.len())?;
         let d = self.alloc_device_for_overwrite(dtype, shape)?;
-        let dst = self
-            .device_bytes_mut(&d)
-            .ok_or(MemoryError::HbmFull { want, left: 0 })?;
+        let dst = self.device_bytes_mut(&d).ok_or(MemoryError::HbmFull {
+            want: bytes.len() as u64,
+            left: 0,
+        })?;
         copy_parallel(dst, bytes);
         Ok(d)
     }
@@ -565,15 +557,7 @@ impl PoolEngine {
             want: self.device_len(d) as u64,
             left: 0,
         })?;
-        if bytes.len() != dst.len() {
-            return Err(TensorError::Size {
-                dtype: d.dtype,
-                shape: d.shape.clone(),
-                want: bytes.len() as u64,
-                got: dst.len() as u64,
-            }
-            .into());
-        }
+        tensor::check_len(d.dtype, &d.shape, dst.len())?;
         copy_parallel(dst, bytes);
         Ok(())
     }

@@ -47,17 +47,23 @@ pub enum TensorError {
     TooLarge(Vec<u64>),
 }
 
+/// Whether `len` bytes are exactly a `dtype` tensor of `shape`.
+pub fn check_len(dtype: DType, shape: &[u64], len: usize) -> Result<(), TensorError> {
+    let want = numel(shape).saturating_mul(dtype.size() as u64);
+    if want != len as u64 {
+        return Err(TensorError::Size {
+            dtype,
+            shape: shape.to_vec(),
+            want,
+            got: len as u64,
+        });
+    }
+    Ok(())
+}
+
 impl HostTensor {
     pub fn new(dtype: DType, shape: Vec<u64>, data: Vec<u8>) -> Result<HostTensor, TensorError> {
-        let want = numel(&shape).saturating_mul(dtype.size() as u64);
-        if want != data.len() as u64 {
-            return Err(TensorError::Size {
-                dtype,
-                shape,
-                want,
-                got: data.len() as u64,
-            });
-        }
+        check_len(dtype, &shape, data.len())?;
         check_rank(&shape)?;
         Ok(HostTensor { dtype, shape, data })
     }
