@@ -112,6 +112,21 @@ def test_array_arguments_are_copied_in_and_released_each_call(tmp_path):
     np.testing.assert_array_equal(out.numpy(), want[:16])
 
 
+def test_dropped_device_arrays_give_their_memory_back(mlp):
+    # 40 device arrays of 64 MiB made and dropped one after another (2.5 GiB in all) fit
+    # the 1 GiB device; one kept throughout keeps its contents.
+    x = RNG.standard_normal((64, 64)).astype(np.float32)
+    kept = mlp.to_device(x)
+    for i in range(40):
+        d = mlp.device_array((4096, 4096), "f32")
+        if i % 10 == 0:
+            assert not d.numpy()[::512, ::512].any(), "a fresh device array is zeroed"
+        del d
+    big = [mlp.device_array((4096, 4096), "f32") for _ in range(10)]
+    np.testing.assert_array_equal(kept.numpy(), x)
+    del big
+
+
 def test_kernel_output_reaches_python_byte_for_byte(mlp, capfd):
     mlp.describe(np.arange(4, dtype=np.float32))
     assert capfd.readouterr().out == "describe: 4 elements, sum 6.000\n"

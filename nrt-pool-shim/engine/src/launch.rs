@@ -28,10 +28,6 @@ pub struct DeviceTensor {
     pub soc: u64,
 }
 
-/// A point in the order device tensors were allocated ([`crate::PoolEngine::device_mark`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DeviceMark(pub(crate) u64);
-
 /// What a launch did besides its output.
 #[derive(Clone, Debug)]
 pub struct Run {

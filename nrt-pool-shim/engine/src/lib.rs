@@ -45,8 +45,8 @@ use self::tensor::{DType, HostTensor, Location, TensorError};
 pub use self::error::{status_name, DeviceFault, EmuError};
 use self::launch::device_descriptor;
 pub use self::launch::{
-    check_signature, expected_output, Completion, DeviceMark, DeviceTensor, Launch, LaunchArg,
-    LaunchPhases, OutputSpec, Run,
+    check_signature, expected_output, Completion, DeviceTensor, Launch, LaunchArg, LaunchPhases,
+    OutputSpec, Run,
 };
 
 /// Most arguments a kernel takes.
@@ -93,6 +93,8 @@ pub struct PoolEngine {
     placed: Vec<PlacedTensor>,
     /// Resident (device) tensors' guard pages, by SoC address.
     resident_guards: HashMap<u64, u64>,
+    /// Inside [`PoolEngine::with_temporaries`]: the device tensors allocated since.
+    temporaries: Option<Vec<u64>>,
 }
 
 impl PoolEngine {
@@ -125,6 +127,7 @@ impl PoolEngine {
             guard_tensors: true,
             placed: Vec::new(),
             resident_guards: HashMap::new(),
+            temporaries: None,
         })
     }
 
@@ -484,6 +487,9 @@ impl PoolEngine {
         if let Some(g) = guard {
             self.resident_guards.insert(soc, g);
         }
+        if let Some(t) = &mut self.temporaries {
+            t.push(soc);
+        }
         Ok(DeviceTensor { dtype, shape, soc })
     }
 
@@ -535,19 +541,33 @@ impl PoolEngine {
         Ok(d)
     }
 
-    /// Where device tensors allocated from now on begin: [`PoolEngine::release_device_to`]
-    /// frees exactly those (a call's temporaries) and keeps every older one.
-    pub fn device_mark(&self) -> DeviceMark {
-        DeviceMark(self.memory.resident_mark())
+    /// Runs `f`, then releases every device tensor allocated while it ran (a binding's
+    /// arguments copied in for one call), whether `f` succeeded or not. Nested, the inner
+    /// call's tensors go with the outer one's.
+    pub fn with_temporaries<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        if self.temporaries.is_some() {
+            return f(self);
+        }
+        self.temporaries = Some(Vec::new());
+        let r = f(self);
+        for soc in self.temporaries.take().unwrap_or_default() {
+            if self.memory.free_resident(soc) {
+                self.resident_guards.remove(&soc);
+            }
+        }
+        r
     }
 
-    /// Frees the device tensors allocated since `mark` (their handles must not be used
-    /// again); older ones stay. A mark taken before a [`PoolEngine::free_device_tensors`]
-    /// frees nothing more.
-    pub fn release_device_to(&mut self, mark: DeviceMark) {
-        if self.memory.release_resident_to(mark.0) {
-            self.resident_guards.retain(|&soc, _| soc >= mark.0);
+    /// Releases device tensor `d` (its handle must not be used again): its memory holds
+    /// later device tensors. False, and nothing released, if `d` is not a live device
+    /// tensor of this engine (released already, or from before a
+    /// [`PoolEngine::free_device_tensors`]).
+    pub fn free_device(&mut self, d: &DeviceTensor) -> bool {
+        if !self.memory.free_resident(d.soc) {
+            return false;
         }
+        self.resident_guards.remove(&d.soc);
+        true
     }
 
     /// Copies a device tensor's bytes into `dst` (exactly its length), one copy split over
@@ -1026,20 +1046,35 @@ pub fn host_buffer(len: usize) -> Vec<u8> {
 mod tests {
     use super::*;
 
-    /// A mark frees exactly the device tensors allocated after it, newest first, and
-    /// nothing once a reset came between; uploads check their byte count.
+    /// Device tensors are released one by one, in any order: their memory is reused, and
+    /// once the lowest are gone, HBM's bottom-up launch tensors can use it again; a second
+    /// release, or one from before a reset, changes nothing; uploads check their size.
     #[test]
-    fn device_marks_release_a_calls_temporaries_only() {
+    fn device_tensors_are_freed_one_by_one() {
         let mut e = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
         let kept = e.upload_bytes(DType::U8, vec![4], &[1, 2, 3, 4]).unwrap();
-        let mark = e.device_mark();
-        let t1 = e.upload_bytes(DType::F32, vec![1024], &[7; 4096]).unwrap();
-        let t2 = e.alloc_device(DType::U8, vec![3 << 20]).unwrap();
-        assert!(t2.soc < t1.soc && t1.soc < kept.soc);
-        e.release_device_to(mark);
-        let again = e.alloc_device(DType::F32, vec![1024]).unwrap();
-        assert_eq!(again.soc, t1.soc, "the released space is reused");
+        let a = e.upload_bytes(DType::F32, vec![1024], &[7; 4096]).unwrap();
+        let b = e.alloc_device(DType::U8, vec![3 << 20]).unwrap();
+        let c = e.alloc_device(DType::U8, vec![100]).unwrap();
+        assert!(c.soc < b.soc && b.soc < a.soc && a.soc < kept.soc);
+        // A middle one: its place is reused by a tensor that fits.
+        assert!(e.free_device(&a));
+        assert!(!e.free_device(&a), "a second release is refused");
+        let a2 = e.alloc_device(DType::F32, vec![512]).unwrap();
+        assert!(a2.soc > b.soc && a2.soc < kept.soc, "in a's old range");
+        assert_eq!(
+            e.device_bytes(&a2).unwrap(),
+            &[0; 2048],
+            "zeroed on allocation"
+        );
+        // All but `kept`, in any order: the whole range below it is free again, as one.
+        for d in [&c, &a2, &b] {
+            assert!(e.free_device(d));
+        }
+        let big = e.alloc_device(DType::U8, vec![60 << 20]).unwrap();
+        assert!(big.soc < kept.soc);
         assert_eq!(e.device_bytes(&kept).unwrap(), &[1, 2, 3, 4]);
+        assert!(e.free_device(&big));
         assert!(matches!(
             e.upload_bytes(DType::F32, vec![2], &[0; 7]),
             Err(EmuError::Tensor(TensorError::Size {
@@ -1048,13 +1083,20 @@ mod tests {
                 ..
             }))
         ));
+        // Temporaries go when the scope ends, kept tensors stay, failure or not.
+        let probe = e.alloc_device(DType::U8, vec![64]).unwrap();
+        assert!(e.free_device(&probe));
+        let r: Result<(), ()> = e.with_temporaries(|e| {
+            e.upload_bytes(DType::U8, vec![1 << 20], &[9; 1 << 20])
+                .unwrap();
+            e.with_temporaries(|e| e.alloc_device(DType::U8, vec![1 << 20]).unwrap());
+            Err(())
+        });
+        assert!(r.is_err());
+        let after = e.alloc_device(DType::U8, vec![64]).unwrap();
+        assert_eq!(after.soc, probe.soc, "the temporaries' range is free again");
         e.free_device_tensors();
-        let fresh = e.alloc_device(DType::U8, vec![64]).unwrap();
-        e.release_device_to(mark);
-        assert!(
-            e.alloc_device(DType::U8, vec![64]).unwrap().soc < fresh.soc,
-            "a stale mark frees nothing"
-        );
+        assert!(!e.free_device(&kept), "gone with the reset");
     }
 
     #[test]

@@ -52,6 +52,10 @@ pub struct DeviceMemory {
     hbm_next: u64,
     /// Lowest byte of the resident tensors, allocated downward from HBM's end.
     hbm_top: u64,
+    /// Released resident ranges above `hbm_top` (start, end), sorted and joined.
+    resident_free: Vec<(u64, u64)>,
+    /// Each live resident tensor's whole range (start, end), by its SoC address.
+    resident_spans: std::collections::HashMap<u64, (u64, u64)>,
     /// Bytes at HBM's start no tensor is placed in (the cores' scratch slices, and what an
     /// ISA backend keeps there).
     reserved: u64,
@@ -151,6 +155,8 @@ impl DeviceMemory {
             status,
             hbm_next: hbm.soc + reserved,
             hbm_top: hbm.soc + hbm.size,
+            resident_free: Vec::new(),
+            resident_spans: std::collections::HashMap::new(),
             reserved,
         };
         mem.guard_all()?;
@@ -348,44 +354,80 @@ impl DeviceMemory {
     }
 
     /// Places a resident tensor (kept across launches) at the top of HBM, guarded as
-    /// [`DeviceMemory::alloc_hbm`] does.
+    /// [`DeviceMemory::alloc_hbm`] does: in the first released range it fits, else below
+    /// the resident tensors (which grow down from HBM's end toward the launches' tensors).
     pub fn alloc_resident(&mut self, len: u64, guarded: bool) -> Result<Placed, MemoryError> {
-        let full = MemoryError::HbmFull {
-            want: len,
-            left: self.hbm_top.saturating_sub(self.hbm_next),
+        // Where a tensor of `len` goes in a free range ending at `end`: the top of it, so
+        // that a guarded tensor's guard page is the range's last whole page.
+        let place = |start: u64, end: u64| -> Option<(u64, Option<u64>)> {
+            let (at, guard) = if guarded {
+                let guard = (end & !(PAGE - 1)).checked_sub(PAGE)?;
+                (guard.checked_sub(len)?, Some(guard))
+            } else {
+                (end.checked_sub(len.checked_add(64)?)? & !63, None)
+            };
+            (at >= start).then_some((at, guard))
         };
-        let (at, guard) = if guarded {
-            let guard = (self.hbm_top & !(PAGE - 1)).saturating_sub(PAGE);
-            (guard.saturating_sub(len), Some(guard))
-        } else {
-            (self.hbm_top.saturating_sub(len + 64) & !63, None)
-        };
-        if at < self.hbm_next || at.checked_add(len).is_none() {
-            return Err(full);
+        for i in 0..self.resident_free.len() {
+            let (start, end) = self.resident_free[i];
+            if let Some((at, guard)) = place(start, end) {
+                if at > start {
+                    self.resident_free[i].1 = at;
+                } else {
+                    self.resident_free.remove(i);
+                }
+                self.resident_spans.insert(at, (at, end));
+                return Ok(Placed { soc: at, guard });
+            }
         }
+        let top = self.hbm_top;
+        let (at, guard) = place(self.hbm_next, top).ok_or(MemoryError::HbmFull {
+            want: len,
+            left: top.saturating_sub(self.hbm_next),
+        })?;
         self.hbm_top = at;
+        self.resident_spans.insert(at, (at, top));
         Ok(Placed { soc: at, guard })
     }
 
-    /// Where the next resident tensor ends (resident tensors grow down from HBM's end).
-    pub fn resident_mark(&self) -> u64 {
-        self.hbm_top
-    }
-
-    /// Releases the resident tensors placed since `mark` ([`DeviceMemory::resident_mark`]);
-    /// false (and nothing released) if `mark` lies below the current ones (a reset came
-    /// between).
-    pub fn release_resident_to(&mut self, mark: u64) -> bool {
-        if mark < self.hbm_top || mark > self.hbm.soc + self.hbm.size {
+    /// Releases the resident tensor at `soc` (with its guard page and padding): its range
+    /// can hold later resident tensors, and once nothing below it is held, the launches'
+    /// tensors too. False if no resident tensor starts at `soc` (freed already, or never
+    /// placed).
+    pub fn free_resident(&mut self, soc: u64) -> bool {
+        let Some((start, end)) = self.resident_spans.remove(&soc) else {
             return false;
+        };
+        // Into the sorted list, joined with the ranges it touches.
+        let i = self.resident_free.partition_point(|&(s, _)| s < start);
+        let (mut s, mut e) = (start, end);
+        let mut first = i;
+        if i > 0 && self.resident_free[i - 1].1 == start {
+            first = i - 1;
+            s = self.resident_free[i - 1].0;
         }
-        self.hbm_top = mark;
+        let mut last = i;
+        if i < self.resident_free.len() && self.resident_free[i].0 == end {
+            e = self.resident_free[i].1;
+            last = i + 1;
+        }
+        self.resident_free.splice(first..last, [(s, e)]);
+        // A free range at the bottom of the resident tensors goes back below them.
+        if self
+            .resident_free
+            .first()
+            .is_some_and(|&(s, _)| s == self.hbm_top)
+        {
+            self.hbm_top = self.resident_free.remove(0).1;
+        }
         true
     }
 
     /// Releases every resident tensor.
     pub fn reset_resident(&mut self) {
         self.hbm_top = self.hbm.soc + self.hbm.size;
+        self.resident_free.clear();
+        self.resident_spans.clear();
     }
 
     /// Releases every launch's tensors (the cores' scratch slices and resident tensors stay).

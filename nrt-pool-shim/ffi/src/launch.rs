@@ -405,7 +405,7 @@ unsafe fn read_argv(
 }
 
 /// A tensor argument from the caller's bytes: an HBM tensor goes straight into device
-/// memory (one copy, as a device tensor the launch's caller frees: `launch_out`); an SBUF
+/// memory (one copy, as a device tensor freed after the launch: `launch_out`); an SBUF
 /// one, placed per launch, and any argument of a shape query (no `e`) as a host tensor.
 fn tensor_arg(
     e: Option<&mut PoolEngine>,
@@ -438,8 +438,7 @@ unsafe fn launch_out(
     cores: usize,
     args: impl FnOnce(&mut PoolEngine) -> Result<(Vec<LaunchArg>, OutputSpec, *mut u8), Failed>,
 ) -> Result<(), Failed> {
-    let mark = e.device_mark();
-    let r = (|| {
+    e.with_temporaries(|e| {
         let (args, spec, out) = args(e)?;
         let n = spec.shape.iter().product::<u64>() as usize * spec.dtype.size();
         // SAFETY: the caller's contract: `out` spans the output's bytes.
@@ -461,9 +460,7 @@ unsafe fn launch_out(
             dst.copy_from_slice(&done.output.data);
             Ok(())
         }
-    })();
-    e.release_device_to(mark);
-    r
+    })
 }
 
 /// The launch FFI's code and message for a launch that failed (a fault's output echoed).

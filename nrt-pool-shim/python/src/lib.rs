@@ -147,21 +147,65 @@ enum Pending<'py> {
 #[pyclass(module = "gpsimd_open._native")]
 pub struct Library {
     engine: Mutex<PoolEngine>,
+    /// Device arrays dropped while the engine was busy (another thread's launch): freed
+    /// the next time the engine is taken.
+    dropped: Mutex<Vec<DeviceTensor>>,
     path: String,
 }
 
-/// A tensor kept in the engine's device memory across calls.
+/// A tensor kept in the engine's device memory across calls; its memory goes back to the
+/// engine when the array is dropped.
 #[pyclass(module = "gpsimd_open._native")]
 pub struct DeviceArray {
     lib: Py<Library>,
     tensor: DeviceTensor,
 }
 
+impl Drop for DeviceArray {
+    fn drop(&mut self) {
+        // Dropped by Python's deallocation (the GIL is held); nothing here may panic.
+        Python::attach(|py| {
+            if let Ok(lib) = self.lib.bind(py).try_borrow() {
+                lib.release(self.tensor.clone());
+            }
+        });
+    }
+}
+
 impl Library {
     fn engine(&self) -> PyResult<std::sync::MutexGuard<'_, PoolEngine>> {
-        self.engine
+        let mut e = self
+            .engine
             .lock()
-            .map_err(|_| PyRuntimeError::new_err("the engine was poisoned by an earlier panic"))
+            .map_err(|_| PyRuntimeError::new_err("the engine was poisoned by an earlier panic"))?;
+        self.free_dropped(&mut e);
+        Ok(e)
+    }
+
+    /// Frees the device arrays dropped while the engine was busy.
+    fn free_dropped(&self, e: &mut PoolEngine) {
+        if let Ok(mut dropped) = self.dropped.lock() {
+            for d in dropped.drain(..) {
+                e.free_device(&d);
+            }
+        }
+    }
+
+    /// A dropped device array's memory back to the engine: now if the engine is free, else
+    /// when it is next taken (waiting here, with the GIL held, could deadlock against a
+    /// launch that released the GIL and will want it back).
+    fn release(&self, d: DeviceTensor) {
+        match self.engine.try_lock() {
+            Ok(mut e) => {
+                e.free_device(&d);
+                self.free_dropped(&mut e);
+            }
+            Err(_) => {
+                if let Ok(mut dropped) = self.dropped.lock() {
+                    dropped.push(d);
+                }
+            }
+        }
     }
 
     /// The op's argument kinds (NEURON_LIBRARY libraries).
@@ -220,6 +264,7 @@ impl Library {
             })?;
         Ok(Library {
             engine: Mutex::new(engine),
+            dropped: Mutex::new(Vec::new()),
             path: path.display().to_string(),
         })
     }
@@ -316,10 +361,7 @@ impl Library {
         let e: &mut PoolEngine = &mut guard;
         // Array arguments go straight from their NumPy buffers into device memory (one copy
         // each, GIL held), as device tensors this call frees again when it ends.
-        let mark = e.device_mark();
-        let result = Self::call_in(py, e, op, pending, cores, out);
-        e.release_device_to(mark);
-        result
+        e.with_temporaries(|e| Self::call_in(py, e, op, pending, cores, out))
     }
 
     /// A device array holding a copy of `array` (("bf16", uint16 array) for bfloat16).
