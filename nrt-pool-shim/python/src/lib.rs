@@ -8,7 +8,7 @@
 //! the right dtype and shape. Launches release the GIL.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use numpy::{PyArray1, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
@@ -146,11 +146,17 @@ enum Pending<'py> {
 /// An op library loaded on its own emulated Pool engine.
 #[pyclass(module = "gpsimd_open._native")]
 pub struct Library {
+    device: Arc<Device>,
+    path: String,
+}
+
+/// A library's engine, shared with its device arrays (which give their memory back to it
+/// when dropped, without the GIL).
+struct Device {
     engine: Mutex<PoolEngine>,
     /// Device arrays dropped while the engine was busy (another thread's launch): freed
     /// the next time the engine is taken.
     dropped: Mutex<Vec<DeviceTensor>>,
-    path: String,
 }
 
 /// A tensor kept in the engine's device memory across calls; its memory goes back to the
@@ -158,21 +164,32 @@ pub struct Library {
 #[pyclass(module = "gpsimd_open._native")]
 pub struct DeviceArray {
     lib: Py<Library>,
+    device: Arc<Device>,
     tensor: DeviceTensor,
 }
 
 impl Drop for DeviceArray {
     fn drop(&mut self) {
-        // Dropped by Python's deallocation (the GIL is held); nothing here may panic.
-        Python::attach(|py| {
-            if let Ok(lib) = self.lib.bind(py).try_borrow() {
-                lib.release(self.tensor.clone());
-            }
-        });
+        self.device.release(self.tensor.clone());
     }
 }
 
 impl Library {
+    fn engine(&self) -> PyResult<std::sync::MutexGuard<'_, PoolEngine>> {
+        self.device.engine()
+    }
+
+    /// A device array of this library holding `tensor`.
+    fn array(slf: &Bound<'_, Self>, tensor: DeviceTensor) -> DeviceArray {
+        DeviceArray {
+            lib: slf.clone().unbind(),
+            device: slf.borrow().device.clone(),
+            tensor,
+        }
+    }
+}
+
+impl Device {
     fn engine(&self) -> PyResult<std::sync::MutexGuard<'_, PoolEngine>> {
         let mut e = self
             .engine
@@ -207,7 +224,9 @@ impl Library {
             }
         }
     }
+}
 
+impl Library {
     /// The op's argument kinds (NEURON_LIBRARY libraries).
     fn kinds(&self, op: &str) -> PyResult<Vec<ArgKind>> {
         let e = self.engine()?;
@@ -263,8 +282,10 @@ impl Library {
                 other => to_py(py, other),
             })?;
         Ok(Library {
-            engine: Mutex::new(engine),
-            dropped: Mutex::new(Vec::new()),
+            device: Arc::new(Device {
+                engine: Mutex::new(engine),
+                dropped: Mutex::new(Vec::new()),
+            }),
             path: path.display().to_string(),
         })
     }
@@ -374,10 +395,7 @@ impl Library {
             .engine()?
             .upload_bytes(dtype, shape, bytes)
             .map_err(|e| to_py(slf.py(), e))?;
-        Ok(DeviceArray {
-            lib: slf.clone().unbind(),
-            tensor: d,
-        })
+        Ok(Library::array(slf, d))
     }
 
     /// A zeroed device array of `shape` and `dtype` (a dtype name: "f32", "bf16", ...).
@@ -389,10 +407,7 @@ impl Library {
             .engine()?
             .alloc_device(dt, shape)
             .map_err(|e| to_py(slf.py(), e))?;
-        Ok(DeviceArray {
-            lib: slf.clone().unbind(),
-            tensor: d,
-        })
+        Ok(Library::array(slf, d))
     }
 }
 
