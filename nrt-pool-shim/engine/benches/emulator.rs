@@ -24,7 +24,10 @@ fn main() {
     e.load(&ops).unwrap();
 
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("host CPUs: {cpus} (8-core rows run 8 emulated cores on them)");
+    println!(
+        "host CPUs: {cpus} (8-core rows run 8 emulated cores on them); device memory: {:?}",
+        e.backing()
+    );
     let mut report = Report::new("emulator");
     // 64 MiB elementwise vs memcpy.
     let n = 16 << 20;

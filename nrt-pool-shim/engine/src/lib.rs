@@ -551,9 +551,7 @@ impl PoolEngine {
         self.temporaries = Some(Vec::new());
         let r = f(self);
         for soc in self.temporaries.take().unwrap_or_default() {
-            if self.memory.free_resident(soc) {
-                self.resident_guards.remove(&soc);
-            }
+            self.free_resident(soc);
         }
         r
     }
@@ -563,11 +561,21 @@ impl PoolEngine {
     /// tensor of this engine (released already, or from before a
     /// [`PoolEngine::free_device_tensors`]).
     pub fn free_device(&mut self, d: &DeviceTensor) -> bool {
-        if !self.memory.free_resident(d.soc) {
-            return false;
+        self.free_resident(d.soc)
+    }
+
+    /// Releases the device tensor at `soc` and forgets its guard page; whether it was live.
+    fn free_resident(&mut self, soc: u64) -> bool {
+        let live = self.memory.free_resident(soc);
+        if live {
+            self.resident_guards.remove(&soc);
         }
-        self.resident_guards.remove(&d.soc);
-        true
+        live
+    }
+
+    /// What backs the device memory: huge pages or the system's shared-memory pages (D66).
+    pub fn backing(&self) -> memory::Backing {
+        self.memory.backing
     }
 
     /// Copies a device tensor's bytes into `dst` (exactly its length), one copy split over

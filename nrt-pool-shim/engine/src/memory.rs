@@ -54,8 +54,9 @@ pub struct DeviceMemory {
     hbm_top: u64,
     /// Released resident ranges above `hbm_top` (start, end), sorted and joined.
     resident_free: Vec<(u64, u64)>,
-    /// Each live resident tensor's whole range (start, end), by its SoC address.
-    resident_spans: std::collections::HashMap<u64, (u64, u64)>,
+    /// Where each live resident tensor's range (from its SoC address, with its guard page
+    /// and padding) ends.
+    resident_spans: std::collections::HashMap<u64, u64>,
     /// Bytes at HBM's start no tensor is placed in (the cores' scratch slices, and what an
     /// ISA backend keeps there).
     reserved: u64,
@@ -376,7 +377,7 @@ impl DeviceMemory {
                 } else {
                     self.resident_free.remove(i);
                 }
-                self.resident_spans.insert(at, (at, end));
+                self.resident_spans.insert(at, end);
                 return Ok(Placed { soc: at, guard });
             }
         }
@@ -386,7 +387,7 @@ impl DeviceMemory {
             left: top.saturating_sub(self.hbm_next),
         })?;
         self.hbm_top = at;
-        self.resident_spans.insert(at, (at, top));
+        self.resident_spans.insert(at, top);
         Ok(Placed { soc: at, guard })
     }
 
@@ -395,9 +396,10 @@ impl DeviceMemory {
     /// tensors too. False if no resident tensor starts at `soc` (freed already, or never
     /// placed).
     pub fn free_resident(&mut self, soc: u64) -> bool {
-        let Some((start, end)) = self.resident_spans.remove(&soc) else {
+        let Some(end) = self.resident_spans.remove(&soc) else {
             return false;
         };
+        let start = soc;
         // Into the sorted list, joined with the ranges it touches.
         let i = self.resident_free.partition_point(|&(s, _)| s < start);
         let (mut s, mut e) = (start, end);

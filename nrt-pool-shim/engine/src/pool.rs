@@ -242,7 +242,9 @@ impl CorePool {
         let want = unsafe { doorbell::ring(&bells, host, &cmd) };
         // A core on this CPU cannot run while the host spins: yield from the start then.
         let here = doorbell::this_cpu();
-        let shared = (0..cores).any(|c| ctl.doorbell(c).core_cpu.load(Ordering::Relaxed) == here);
+        let shared = bells
+            .iter()
+            .any(|b| b.core_cpu.load(Ordering::Relaxed) == here);
         let spin_until = Instant::now() + spin;
         let mut spins = if shared { doorbell::YIELD_FROM } else { 0 };
         loop {

@@ -440,7 +440,14 @@ unsafe fn launch_out(
 ) -> Result<(), Failed> {
     e.with_temporaries(|e| {
         let (args, spec, out) = args(e)?;
-        let n = spec.shape.iter().product::<u64>() as usize * spec.dtype.size();
+        let n = nrt_pool_engine::tensor::byte_len(&spec.shape, spec.dtype)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| {
+                (
+                    NRT_POOL_ERR_ARGUMENT,
+                    format!("{kernel}: the output's shape {:?} is too large", spec.shape),
+                )
+            })?;
         // SAFETY: the caller's contract: `out` spans the output's bytes.
         let dst = unsafe { std::slice::from_raw_parts_mut(out, n) };
         if spec.location == Location::Hbm {
