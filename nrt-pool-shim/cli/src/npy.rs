@@ -81,9 +81,7 @@ struct Head {
 impl Head {
     /// The data's length in bytes, as the shape and dtype give it (None if it overflows).
     fn data_len(&self) -> Option<u64> {
-        self.shape
-            .iter()
-            .try_fold(self.dtype.size() as u64, |n, &d| n.checked_mul(d))
+        nrt_pool_engine::tensor::byte_len(&self.shape, self.dtype)
     }
 }
 
