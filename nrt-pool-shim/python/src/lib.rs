@@ -369,7 +369,7 @@ impl Library {
                     }
                 }
             }
-            me.launch_args_checked(py, op, args)?
+            me.launch_args_checked(py, op, &kinds, args)?
         };
         if let Some(out) = out {
             if !out.borrow().lib.bind(py).is(slf) {
@@ -471,10 +471,10 @@ impl Library {
         &self,
         py: Python<'py>,
         op: &str,
+        kinds: &[ArgKind],
         args: &Bound<'py, PyTuple>,
     ) -> PyResult<Vec<Pending<'py>>> {
         // Device arrays were checked by the caller; convert the rest.
-        let kinds = self.kinds(op)?;
         if args.len() != kinds.len() {
             let k: Vec<String> = kinds.iter().map(|k| k.to_string()).collect();
             return Err(PyTypeError::new_err(format!(
