@@ -4,13 +4,18 @@
 //!   on device tensors (`launch_into`, no host copies) vs `memcpy` of the same 64 MiB
 //!   (goal >= 0.9), and through `PoolEngine::launch` (inputs copied in, output out; goal
 //!   >= 0.3);
-//! - an empty-kernel launch on 1 and on 8 cores vs a direct call of the same function
-//!   (goals <= 3 us and <= 10 us).
+//! - an empty-kernel launch on 1 core vs a direct call of the same function (goal <= 3
+//!   us), and on 8 cores vs one task switch of this machine (goal <= 10 us): where the
+//!   8 core processes outnumber the CPUs each CPU runs its share of them in turns, so the
+//!   row also prints that floor, the turns times the switch measured in this run.
 //!
 //! Needs the host libneuroncustomop.a (`make customop-archives`; `make bench` builds it).
 
 use std::hint::black_box;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
+
+use nrt_pool_engine::doorbell;
 
 use nrt_pool_engine::tensor::{DType, HostTensor, Location};
 use nrt_pool_engine::{Launch, LaunchArg, OutputSpec, PoolEngine, PoolImage};
@@ -154,10 +159,89 @@ fn main() {
         call_t,
         Goal::AtMost(Duration::from_micros(3)),
     );
+    let switch = task_switch();
     report.row(
-        "empty-kernel launch, 8 cores, vs a direct call",
+        "empty-kernel launch, 8 cores, vs one task switch",
         launch_8,
-        call_t,
+        switch,
         Goal::AtMost(Duration::from_micros(10)),
     );
+    let turns = 8usize.div_ceil(cpus);
+    if turns > 1 {
+        println!(
+            "  (8 core processes on {cpus} CPUs: {turns} turns per CPU in series, at least \
+             {:.2}us of task switches alone here)",
+            turns as f64 * switch.median * 1e6
+        );
+    }
+}
+
+/// One task switch between two processes on one CPU, handing a futex word back and forth
+/// (the time of a round trip over two): what each of a launch's core turns costs at least
+/// where cores take turns on a CPU.
+fn task_switch() -> Sample {
+    const ROUNDS: u32 = 2000;
+    // SAFETY: a fresh shared anonymous page, unmapped at the end; only atomics touch it.
+    let page = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(page, libc::MAP_FAILED, "mmap for the task-switch baseline");
+    // SAFETY: the page is mapped, aligned and zeroed; it outlives both users.
+    let word = unsafe { &*(page as *const AtomicU32) };
+    // Both sides on the CPU we are on, so each hand-over is a switch, not a cross-CPU wake.
+    // SAFETY: cpu_set_t is plain bits; setting this process's affinity to one CPU we run on.
+    let (old, pinned) = unsafe {
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        let mut old: libc::cpu_set_t = std::mem::zeroed();
+        libc::sched_getaffinity(0, size, &mut old);
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(libc::sched_getcpu().max(0) as usize, &mut one);
+        (old, libc::sched_setaffinity(0, size, &one) == 0)
+    };
+    // Odd values: the child's turn; even: ours.
+    let pass = |want: u32| {
+        while word.load(Ordering::Acquire) != want {
+            doorbell::wait(word, want.wrapping_sub(1), Duration::from_millis(100));
+        }
+        word.store(want.wrapping_add(1), Ordering::Release);
+        doorbell::wake(word);
+    };
+    // SAFETY: the child only runs `pass` on the shared page and leaves with _exit.
+    let child = unsafe { libc::fork() };
+    assert!(child >= 0, "fork for the task-switch baseline");
+    if child == 0 {
+        let mut turn = 1u32;
+        loop {
+            pass(turn);
+            turn = turn.wrapping_add(2);
+        }
+    }
+    let mut turn = 0u32;
+    let sample = Sample::measure(11, 2 * ROUNDS, || {
+        for _ in 0..ROUNDS {
+            pass(turn);
+            turn = turn.wrapping_add(2);
+        }
+        // Wait for the child's last hand-back so the next run starts on our turn.
+        while word.load(Ordering::Acquire) != turn {
+            doorbell::wait(word, turn.wrapping_sub(1), Duration::from_millis(100));
+        }
+    });
+    // SAFETY: our own child; the mapping is ours; the old affinity came from the kernel.
+    unsafe {
+        libc::kill(child, libc::SIGKILL);
+        libc::waitpid(child, std::ptr::null_mut(), 0);
+        libc::munmap(page, 4096);
+        if pinned {
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &old);
+        }
+    }
+    sample
 }
