@@ -95,6 +95,10 @@ pub struct PoolEngine {
     resident_guards: HashMap<u64, u64>,
     /// Inside [`PoolEngine::with_temporaries`]: the device tensors allocated since.
     temporaries: Option<Vec<u64>>,
+    /// What shape functions printed (fd 1, fd 2, bytes dropped) since the last launch, which
+    /// reports it first: a shape function runs on the host on hardware, so its printf is
+    /// seen, but `op_output` returns no output of its own.
+    shape_output: (Vec<u8>, Vec<u8>, u32),
 }
 
 impl PoolEngine {
@@ -128,6 +132,7 @@ impl PoolEngine {
             placed: Vec::new(),
             resident_guards: HashMap::new(),
             temporaries: None,
+            shape_output: Default::default(),
         })
     }
 
@@ -326,8 +331,28 @@ impl PoolEngine {
             let file = lib.file();
             let mut fault =
                 self.fault_of(0, exit, &format!("shape function of {qualified}"), &file);
-            fault.stderr = stderr;
+            // What it printed before the fault, as a kernel's.
+            for (fd, b) in ctl.stdio_drain().0 {
+                if fd == 2 {
+                    &mut fault.stderr
+                } else {
+                    &mut fault.stdout
+                }
+                .extend_from_slice(&b);
+            }
+            fault.stderr.extend_from_slice(&stderr);
             return Err(EmuError::Fault(Box::new(fault)));
+        }
+        // Kept for the next launch's output (at most a ring's worth; the rest counted).
+        let (out, err, dropped) = &mut self.shape_output;
+        let (entries, lost) = ctl.stdio_drain();
+        *dropped = dropped.saturating_add(lost);
+        for (fd, b) in entries {
+            if out.len() + err.len() + b.len() > control::RING_ENTRIES * control::RING_PAYLOAD {
+                *dropped = dropped.saturating_add(b.len() as u32);
+                continue;
+            }
+            if fd == 2 { &mut *err } else { &mut *out }.extend_from_slice(&b);
         }
         if rec.result.load(Ordering::Acquire) != 0 {
             return Err(EmuError::Shape {
@@ -733,7 +758,8 @@ impl PoolEngine {
             )
             .map_err(EmuError::Spawn)?;
         let (entries, dropped) = ctl.stdio_drain();
-        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        let (mut stdout, mut stderr, shape_dropped) = std::mem::take(&mut self.shape_output);
+        let dropped = dropped.saturating_add(shape_dropped);
         for (fd, b) in entries {
             if fd == 2 { &mut stderr } else { &mut stdout }.extend_from_slice(&b);
         }

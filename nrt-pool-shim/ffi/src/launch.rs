@@ -13,6 +13,7 @@ use std::mem::{offset_of, size_of};
 use parking_lot::Mutex;
 
 use super::{guard, last_error_ptr, set_error, Lifecycle, STATE};
+use nrt_pool_engine::control::PHASE_KERNEL;
 use nrt_pool_engine::schema::{ArgKind, ParamKind};
 use nrt_pool_engine::tensor::{DType, HostTensor, Location};
 use nrt_pool_engine::{EmuError, Launch, LaunchArg, OutputSpec, PoolEngine};
@@ -472,15 +473,10 @@ unsafe fn launch_out(
 
 /// The launch FFI's code and message for a launch that failed (a fault's output echoed).
 fn failed(err: EmuError) -> Failed {
-    let rc = match &err {
-        EmuError::Fault(f) => {
-            echo(&f.stdout, &f.stderr);
-            NRT_POOL_ERR_FAULT
-        }
-        EmuError::UnknownKernel { .. } => NRT_POOL_ERR_KERNEL,
-        _ => NRT_POOL_ERR_ARGUMENT,
-    };
-    (rc, err.to_string())
+    if let EmuError::Fault(f) | EmuError::StartFault { fault: f, .. } = &err {
+        echo(&f.stdout, &f.stderr);
+    }
+    (error_code(&err), err.to_string())
 }
 
 /// Kernel output to the process's streams, byte for byte (best effort, as printf is).
@@ -603,9 +599,7 @@ pub unsafe extern "C" fn nrt_pool_op_output_v2(
             }
             // SAFETY: one slot per op argument (C contract).
             let args = unsafe { read_op_argv(argv, &kinds, name, None) }?;
-            let spec = e
-                .op_output(name, &args)
-                .map_err(|err| (error_code(&err), err.to_string()))?;
+            let spec = e.op_output(name, &args).map_err(failed)?;
             // SAFETY: `out` is a writable nrt_pool_tensor (C contract).
             let o = unsafe { &mut *out };
             o.dtype = spec.dtype.isa();
@@ -657,9 +651,7 @@ pub unsafe extern "C" fn nrt_pool_launch_v2(
                         format!("{name}: the output slot is NULL"),
                     ));
                 }
-                let want = e
-                    .op_output(name, &args)
-                    .map_err(|err| (error_code(&err), err.to_string()))?;
+                let want = e.op_output(name, &args).map_err(failed)?;
                 // SAFETY: a tensor slot (C contract).
                 let (t, shape, loc) =
                     unsafe { read_tensor_slot(out_slot, want.dtype, kinds.len()) }.map_err(
@@ -696,12 +688,22 @@ pub unsafe extern "C" fn nrt_pool_launch_v2(
     })
 }
 
-/// The launch FFI's code for an engine error.
+/// The launch FFI's code for an engine error, as the header documents them: a kernel's
+/// (or shape function's) fault is FAULT; an op library that cannot be loaded or whose start
+/// code fails (also in a core started for this launch) is LIBRARY, as for
+/// `nrt_pool_register_library`; an unknown kernel is KERNEL; the rest are the call's
+/// arguments.
 fn error_code(err: &EmuError) -> i32 {
     match err {
-        EmuError::Fault(_) | EmuError::StartFault { .. } => NRT_POOL_ERR_FAULT,
+        // A core started for this launch that faulted loading or starting the library.
+        EmuError::Fault(f) if f.phase != PHASE_KERNEL => NRT_POOL_ERR_LIBRARY,
+        EmuError::Fault(_) => NRT_POOL_ERR_FAULT,
         EmuError::UnknownKernel { .. } => NRT_POOL_ERR_KERNEL,
-        EmuError::Library(_) | EmuError::NoLibrary => NRT_POOL_ERR_LIBRARY,
+        EmuError::Library(_)
+        | EmuError::NoLibrary
+        | EmuError::StartFault { .. }
+        | EmuError::Entry { .. }
+        | EmuError::Registration { .. } => NRT_POOL_ERR_LIBRARY,
         _ => NRT_POOL_ERR_ARGUMENT,
     }
 }

@@ -260,3 +260,124 @@ fn a_registered_pool_image_runs_on_xtensa_cores() {
         String::from_utf8_lossy(&run.stderr)
     );
 }
+
+/// Faults in op code through the v2 entry points (tests/c/faults.c): a faulting kernel or
+/// shape function is NRT_POOL_ERR_FAULT with what it printed first on the caller's stdout;
+/// start code faulting in the cores a launch starts is NRT_POOL_ERR_LIBRARY.
+#[test]
+fn faults_in_op_code_give_the_documented_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = common::root();
+    let compute = dir.path().join("faulty.cpp");
+    std::fs::write(
+        &compute,
+        r#"#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <torch/torch.h>
+
+// Start code that faults while the marker file named by FAULTY_MARKER exists.
+__attribute__((constructor)) static void start(void) {
+    const char *m = getenv("FAULTY_MARKER");
+    if (m && access(m, F_OK) == 0) *(volatile int *)nullptr = 1;
+}
+
+torch::Tensor copy(const torch::Tensor &x) {
+    torch::Tensor y = torch::empty(x.sizes(), torch::kFloat);
+    torch::mul_out(y, x, 1);
+    return y;
+}
+
+torch::Tensor boom(const torch::Tensor &x) {
+    printf("boom: before the fault\n");
+    *(volatile float *)nullptr = 1.0f;
+    return x;
+}
+
+torch::Tensor bad_shape(const torch::Tensor &x) { return x; }
+"#,
+    )
+    .unwrap();
+    let shape = dir.path().join("shape.cpp");
+    std::fs::write(
+        &shape,
+        r#"#include <stdio.h>
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+
+torch::Tensor like_input(torch::Tensor x) {
+    printf("shape of copy or boom\n");
+    return torch::empty(x.sizes(), torch::kFloat);
+}
+torch::Tensor faulting_shape(torch::Tensor x) {
+    printf("shape: before the fault\n");
+    *(volatile int *)nullptr = 1;
+    return x;
+}
+
+NEURON_LIBRARY(faulty_ops, m) {
+    m.def("copy", &like_input, "copy");
+    m.def("boom", &like_input, "boom");
+    m.def("bad_shape", &faulting_shape, "bad_shape");
+}
+"#,
+    )
+    .unwrap();
+    let built = nrt_pool_build::build_op_library(&nrt_pool_build::OpBuildOptions {
+        name: "faulty_ops".into(),
+        compute: vec![compute],
+        shape: vec![shape],
+        build_directory: dir.path().into(),
+        multicore: false,
+        archive: common::archive(),
+        include: root.join("include"),
+        cxx: "g++".into(),
+        device_objects: None,
+        device_image: None,
+        on_compiled: None,
+    })
+    .unwrap();
+    let exe = dir.path().join("faults");
+    let lib_dir = shim_dir();
+    common::cc(
+        "gcc",
+        &[
+            "-std=c11".as_ref(),
+            "-I".as_ref(),
+            root.join("include").as_os_str(),
+            root.join("nrt-pool-shim/ffi/tests/c/faults.c").as_os_str(),
+            "-L".as_ref(),
+            lib_dir.as_os_str(),
+            "-lnrt_pool_shim".as_ref(),
+            "-o".as_ref(),
+            exe.as_os_str(),
+        ],
+    );
+    let marker = dir.path().join("fault-at-start");
+    let run = Command::new(&exe)
+        .arg(&built.library)
+        .arg(&marker)
+        .env("LD_LIBRARY_PATH", &lib_dir)
+        .env("FAULTY_MARKER", &marker)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success() && stdout.contains("PASS"),
+        "{stdout}\n{stderr}"
+    );
+    // What op code printed reaches stdout once per call, a shape function's too (it runs
+    // before each of the four launches that get past the argument checks).
+    for (printed, times) in [
+        ("shape: before the fault\n", 1),
+        ("boom: before the fault\n", 1),
+        ("shape of copy or boom\n", 4),
+    ] {
+        assert_eq!(
+            stdout.matches(printed).count(),
+            times,
+            "{printed:?} in {stdout}"
+        );
+    }
+}
