@@ -17,6 +17,60 @@ fn shim_dir() -> PathBuf {
     d
 }
 
+/// A C test program's run: it exited 0 and said PASS (else its output is the failure);
+/// its stdout and stderr.
+fn passed(run: &std::process::Output) -> (String, String) {
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert!(
+        run.status.success() && stdout.contains("PASS"),
+        "{stdout}\n{stderr}"
+    );
+    (stdout, stderr)
+}
+
+/// tests/c/`name`.c built into `dir`, linked against the shim library.
+fn c_program(dir: &std::path::Path, name: &str) -> PathBuf {
+    let root = common::root();
+    let exe = dir.join(name);
+    common::cc(
+        "gcc",
+        &[
+            "-std=c11".as_ref(),
+            "-I".as_ref(),
+            root.join("include").as_os_str(),
+            root.join(format!("nrt-pool-shim/ffi/tests/c/{name}.c"))
+                .as_os_str(),
+            "-L".as_ref(),
+            shim_dir().as_os_str(),
+            "-lnrt_pool_shim".as_ref(),
+            "-o".as_ref(),
+            exe.as_os_str(),
+        ],
+    );
+    exe
+}
+
+/// A NEURON_LIBRARY op library `name` built for the host in `dir`.
+fn host_op_library(dir: &std::path::Path, name: &str, compute: PathBuf, shape: PathBuf) -> PathBuf {
+    let root = common::root();
+    nrt_pool_build::build_op_library(&nrt_pool_build::OpBuildOptions {
+        name: name.into(),
+        compute: vec![compute],
+        shape: vec![shape],
+        build_directory: dir.into(),
+        multicore: false,
+        archive: common::archive(),
+        include: root.join("include"),
+        cxx: "g++".into(),
+        device_objects: None,
+        device_image: None,
+        on_compiled: None,
+    })
+    .unwrap()
+    .library
+}
+
 #[test]
 fn the_seam_and_launch_ffi_work_linked_and_preloaded() {
     let dir = tempfile::tempdir().unwrap();
@@ -52,12 +106,7 @@ fn the_seam_and_launch_ffi_work_linked_and_preloaded() {
         .env("LD_LIBRARY_PATH", &lib_dir)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(
-        run.status.success() && stdout.contains("PASS"),
-        "{stdout}\n{stderr}"
-    );
+    let (stdout, stderr) = passed(&run);
     assert!(
         stderr.contains("device 1 is out of range"),
         "the no-op is diagnosed: {stderr}"
@@ -160,47 +209,19 @@ fn the_shim_exports_only_its_c_api() {
 fn neuron_library_ops_launch_through_the_v2_entry_points() {
     let dir = tempfile::tempdir().unwrap();
     let root = common::root();
-    let built = nrt_pool_build::build_op_library(&nrt_pool_build::OpBuildOptions {
-        name: "mlp_ops".into(),
-        compute: vec![root.join("examples/mlp/relu.cpp")],
-        shape: vec![root.join("examples/mlp/shape.cpp")],
-        build_directory: dir.path().into(),
-        multicore: false,
-        archive: common::archive(),
-        include: root.join("include"),
-        cxx: "g++".into(),
-        device_objects: None,
-        device_image: None,
-        on_compiled: None,
-    })
-    .unwrap();
-    let exe = dir.path().join("ops_v2");
-    let lib_dir = shim_dir();
-    common::cc(
-        "gcc",
-        &[
-            "-std=c11".as_ref(),
-            "-I".as_ref(),
-            root.join("include").as_os_str(),
-            root.join("nrt-pool-shim/ffi/tests/c/ops_v2.c").as_os_str(),
-            "-L".as_ref(),
-            lib_dir.as_os_str(),
-            "-lnrt_pool_shim".as_ref(),
-            "-o".as_ref(),
-            exe.as_os_str(),
-        ],
+    let library = host_op_library(
+        dir.path(),
+        "mlp_ops",
+        root.join("examples/mlp/relu.cpp"),
+        root.join("examples/mlp/shape.cpp"),
     );
+    let exe = c_program(dir.path(), "ops_v2");
     let run = Command::new(&exe)
-        .arg(&built.library)
-        .env("LD_LIBRARY_PATH", &lib_dir)
+        .arg(&library)
+        .env("LD_LIBRARY_PATH", shim_dir())
         .output()
         .unwrap();
-    assert!(
-        run.status.success() && String::from_utf8_lossy(&run.stdout).contains("PASS"),
-        "{}\n{}",
-        String::from_utf8_lossy(&run.stdout),
-        String::from_utf8_lossy(&run.stderr)
-    );
+    passed(&run);
 }
 
 /// An Xtensa Pool image registered through the seam as its IRAM/DRAM pair runs on QEMU
@@ -229,36 +250,15 @@ fn a_registered_pool_image_runs_on_xtensa_cores() {
         on_compiled: None,
     })
     .unwrap();
-    let exe = dir.path().join("pool_image");
-    let lib_dir = shim_dir();
-    common::cc(
-        "gcc",
-        &[
-            "-std=c11".as_ref(),
-            "-I".as_ref(),
-            root.join("include").as_os_str(),
-            root.join("nrt-pool-shim/ffi/tests/c/pool_image.c")
-                .as_os_str(),
-            "-L".as_ref(),
-            lib_dir.as_os_str(),
-            "-lnrt_pool_shim".as_ref(),
-            "-o".as_ref(),
-            exe.as_os_str(),
-        ],
-    );
+    let exe = c_program(dir.path(), "pool_image");
     // The board is found beside the shim library (the build tree's here).
     let run = Command::new(&exe)
         .arg(&pool)
-        .env("LD_LIBRARY_PATH", &lib_dir)
+        .env("LD_LIBRARY_PATH", shim_dir())
         .env_remove("NRT_POOL_XTENSA_BOARD")
         .output()
         .unwrap();
-    assert!(
-        run.status.success() && String::from_utf8_lossy(&run.stdout).contains("PASS"),
-        "{}\n{}",
-        String::from_utf8_lossy(&run.stdout),
-        String::from_utf8_lossy(&run.stderr)
-    );
+    passed(&run);
 }
 
 /// Faults in op code through the v2 entry points (tests/c/faults.c): a faulting kernel or
@@ -267,7 +267,6 @@ fn a_registered_pool_image_runs_on_xtensa_cores() {
 #[test]
 fn faults_in_op_code_give_the_documented_codes() {
     let dir = tempfile::tempdir().unwrap();
-    let root = common::root();
     let compute = dir.path().join("faulty.cpp");
     std::fs::write(
         &compute,
@@ -323,50 +322,17 @@ NEURON_LIBRARY(faulty_ops, m) {
 "#,
     )
     .unwrap();
-    let built = nrt_pool_build::build_op_library(&nrt_pool_build::OpBuildOptions {
-        name: "faulty_ops".into(),
-        compute: vec![compute],
-        shape: vec![shape],
-        build_directory: dir.path().into(),
-        multicore: false,
-        archive: common::archive(),
-        include: root.join("include"),
-        cxx: "g++".into(),
-        device_objects: None,
-        device_image: None,
-        on_compiled: None,
-    })
-    .unwrap();
-    let exe = dir.path().join("faults");
-    let lib_dir = shim_dir();
-    common::cc(
-        "gcc",
-        &[
-            "-std=c11".as_ref(),
-            "-I".as_ref(),
-            root.join("include").as_os_str(),
-            root.join("nrt-pool-shim/ffi/tests/c/faults.c").as_os_str(),
-            "-L".as_ref(),
-            lib_dir.as_os_str(),
-            "-lnrt_pool_shim".as_ref(),
-            "-o".as_ref(),
-            exe.as_os_str(),
-        ],
-    );
+    let library = host_op_library(dir.path(), "faulty_ops", compute, shape);
+    let exe = c_program(dir.path(), "faults");
     let marker = dir.path().join("fault-at-start");
     let run = Command::new(&exe)
-        .arg(&built.library)
+        .arg(&library)
         .arg(&marker)
-        .env("LD_LIBRARY_PATH", &lib_dir)
+        .env("LD_LIBRARY_PATH", shim_dir())
         .env("FAULTY_MARKER", &marker)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(
-        run.status.success() && stdout.contains("PASS"),
-        "{stdout}\n{stderr}"
-    );
+    let (stdout, _) = passed(&run);
     // What op code printed reaches stdout once per call, a shape function's too (it runs
     // before each of the four launches that get past the argument checks).
     for (printed, times) in [

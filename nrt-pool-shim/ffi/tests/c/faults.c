@@ -8,16 +8,7 @@
 #include <string.h>
 
 #include "nrt_pool.h"
-
-#define CHECK(c, ...)                                                   \
-    do {                                                                \
-        if (!(c)) {                                                     \
-            fprintf(stderr, "FAIL %s:%d %s: ", __FILE__, __LINE__, #c); \
-            fprintf(stderr, __VA_ARGS__);                               \
-            fprintf(stderr, " [%s]\n", nrt_pool_last_error());          \
-            exit(1);                                                    \
-        }                                                               \
-    } while (0)
+#include "check.h"
 
 enum { N = 64 };
 static float x[N], y[N];

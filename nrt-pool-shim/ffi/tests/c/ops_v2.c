@@ -7,16 +7,7 @@
 #include <string.h>
 
 #include "nrt_pool.h"
-
-#define CHECK(c, ...)                                                   \
-    do {                                                                \
-        if (!(c)) {                                                     \
-            fprintf(stderr, "FAIL %s:%d %s: ", __FILE__, __LINE__, #c); \
-            fprintf(stderr, __VA_ARGS__);                               \
-            fprintf(stderr, " [%s]\n", nrt_pool_last_error());          \
-            exit(1);                                                    \
-        }                                                               \
-    } while (0)
+#include "check.h"
 
 int main(int argc, char **argv) {
     CHECK(argc == 2, "usage: ops_v2 LIBmlp_ops.so");

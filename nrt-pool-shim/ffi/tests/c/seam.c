@@ -6,18 +6,7 @@
 #include <string.h>
 
 #include "nrt_pool.h"
-
-static int checks;
-#define CHECK(c, ...)                                                   \
-    do {                                                                \
-        checks++;                                                       \
-        if (!(c)) {                                                     \
-            fprintf(stderr, "FAIL %s:%d %s: ", __FILE__, __LINE__, #c); \
-            fprintf(stderr, __VA_ARGS__);                               \
-            fprintf(stderr, " [%s]\n", nrt_pool_last_error());          \
-            exit(1);                                                    \
-        }                                                               \
-    } while (0)
+#include "check.h"
 
 static nrt_pool_tensor tensor(void *data, uint8_t dtype, uint64_t n) {
     nrt_pool_tensor t;
