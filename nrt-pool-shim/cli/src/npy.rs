@@ -130,7 +130,13 @@ fn head(bytes: &[u8], path: &str, hint: Option<DType>) -> Result<Head, NpyError>
     let unsupported = |descr: String| NpyError::Dtype {
         path: path.into(),
         descr,
-        supported: DType::ALL.map(|t| t.npy_descr()).join(" "),
+        supported: DType::ALL
+            .into_iter()
+            .filter(|&t| t != DType::BF16)
+            .map(|t| format!("{} '{}'", t.numpy_name(), t.npy_descr()))
+            .collect::<Vec<_>>()
+            .join(", ")
+            + "; bf16 as its uint16 words, bf16:X.npy",
     };
     let npyz::DType::Plain(ts) = header.dtype() else {
         return Err(unsupported(header.dtype().descr()));
@@ -537,7 +543,13 @@ mod tests {
                 msg.contains(&format!("dtype {shown} is not supported")),
                 "{msg}"
             );
-            assert!(msg.contains("<f4") && msg.starts_with("f.npy: "), "{msg}");
+            assert!(
+                msg.contains("float32 '<f4'") && msg.starts_with("f.npy: "),
+                "{msg}"
+            );
+            // Each supported dtype once, by NumPy's name (bf16 has none).
+            assert_eq!(msg.matches("'<u2'").count(), 1, "{msg}");
+            assert!(msg.contains("bf16:X.npy"), "{msg}");
         }
         // A structured dtype is named too, not reported as a broken file.
         let msg = e(&patch(&good, "'<f4'", "[('a', '<f4')]"));
