@@ -132,6 +132,28 @@ def test_kernel_output_reaches_python_byte_for_byte(mlp, capfd):
     assert capfd.readouterr().out == "describe: 4 elements, sum 6.000\n"
 
 
+def test_shape_function_output_reaches_python_before_the_kernels(tmp_path, capfd):
+    (tmp_path / "k.cpp").write_text(
+        "#include <stdio.h>\n#include <torch/torch.h>\n"
+        "torch::Tensor twice(const torch::Tensor &x) {\n"
+        "    printf(\"kernel\\n\");\n"
+        "    torch::Tensor y = torch::empty(x.sizes(), torch::kFloat);\n"
+        "    torch::mul_out(y, x, 2);\n"
+        "    return y;\n}\n")
+    (tmp_path / "s.cpp").write_text(
+        "#include <stdio.h>\n#include <torch/torch.h>\n#include \"torchneuron/register.h\"\n"
+        "torch::Tensor twice_shape(torch::Tensor x) {\n"
+        "    printf(\"shape of %lld elements\\n\", (long long)x.numel());\n"
+        "    return torch::empty(x.sizes(), torch::kFloat);\n}\n"
+        "NEURON_LIBRARY(printing_ops, m) { m.def(\"twice\", &twice_shape, \"twice\"); }\n")
+    lib = custom_op.load("printing_ops", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"], build_directory=tmp_path)
+    capfd.readouterr()
+    x = np.arange(6, dtype=np.float32)
+    np.testing.assert_array_equal(lib.twice(x), x * 2)
+    np.testing.assert_array_equal(lib.twice(x[:3]), x[:3] * 2)
+    assert capfd.readouterr().out == "shape of 6 elements\nkernel\nshape of 3 elements\nkernel\n"
+
+
 def test_mistakes_raise_and_the_engine_keeps_working(mlp, tmp_path):
     x = RNG.standard_normal((4, 4)).astype(np.float32)
     relu = custom_op.ops.mlp_ops.relu_forward
