@@ -40,7 +40,8 @@
 #define NRT_POOL_ERR_ARGUMENT 2
 
 /**
- * The op library cannot be loaded, or its start code failed.
+ * The op library cannot be loaded, or its start code failed (also in a core a launch
+ * starts).
  */
 #define NRT_POOL_ERR_LIBRARY 3
 
@@ -50,7 +51,8 @@
 #define NRT_POOL_ERR_KERNEL 4
 
 /**
- * The kernel faulted (details in nrt_pool_last_error).
+ * The kernel, or the op's shape function, faulted (details in nrt_pool_last_error; what
+ * it printed before is on stdout and stderr).
  */
 #define NRT_POOL_ERR_FAULT 5
 

@@ -29,11 +29,13 @@ pub const NRT_POOL_OK: i32 = 0;
 pub const NRT_POOL_ERR_STATE: i32 = 1;
 /// A bad argument: NULL, unknown kind or dtype, wrong count, too many arguments.
 pub const NRT_POOL_ERR_ARGUMENT: i32 = 2;
-/// The op library cannot be loaded, or its start code failed.
+/// The op library cannot be loaded, or its start code failed (also in a core a launch
+/// starts).
 pub const NRT_POOL_ERR_LIBRARY: i32 = 3;
 /// No such kernel, or no parameter metadata for it.
 pub const NRT_POOL_ERR_KERNEL: i32 = 4;
-/// The kernel faulted (details in nrt_pool_last_error).
+/// The kernel, or the op's shape function, faulted (details in nrt_pool_last_error; what
+/// it printed before is on stdout and stderr).
 pub const NRT_POOL_ERR_FAULT: i32 = 5;
 /// Out-of-range device id: a diagnostic on stderr, no launch.
 pub const NRT_POOL_ERR_DEVICE: i32 = 6;
