@@ -138,7 +138,12 @@ fn read(path: &Path) -> Result<Archive, String> {
         for s in obj.symbols() {
             let Ok(n) = s.name() else { continue };
             if s.is_undefined() {
-                a.undefined.insert(n.to_string());
+                // A weak reference needs no definition (it reads 0 when the link has
+                // none): the open runtime's constructor-list brackets, which its link
+                // script gives.
+                if !s.is_weak() {
+                    a.undefined.insert(n.to_string());
+                }
             } else if s.is_global() {
                 a.defined.insert(n.to_string());
             }
@@ -325,7 +330,7 @@ pub fn link_row(archive: &Path, script: &Path) -> Row {
                 Ok(f) => {
                     let undefined: Vec<String> = f
                         .symbols()
-                        .filter(|s| s.is_undefined() && s.is_global())
+                        .filter(|s| s.is_undefined() && s.is_global() && !s.is_weak())
                         .filter_map(|s| s.name().ok().map(String::from))
                         .collect();
                     if undefined.is_empty() {

@@ -105,6 +105,16 @@ pub unsafe extern "C" fn entry_func(host: *const SundaUcodeLib) -> Status {
         SDK_DMA_QUEUE_S2M_OFFSET = s2m;
         data_scratch_map = ds;
         runtime::set_scratch(ds as usize, dss, hs, hss, (m2s, s2m));
+        // The image's global constructors, once, now that the services and scratch areas
+        // (the heaps) are set, as the vendor's CRT bootstrap runs them (xtensa/crt.c). On
+        // the host, loading the library ran them.
+        #[cfg(all(target_arch = "xtensa", target_os = "none"))]
+        {
+            extern "C" {
+                fn __neuron_run_ctors();
+            }
+            __neuron_run_ctors();
+        }
         let n = get_func_cnt();
         if !(0..MAX_KERNELS).contains(&n) {
             return SUNDA_UCODE_LIB_FAILURE_NUM_KERNELS;

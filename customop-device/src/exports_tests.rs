@@ -522,18 +522,35 @@ fn stdio_write_goes_through_the_host_service() {
         assert_eq!(customop_stdio_write(2, core::ptr::null(), 0), 0);
         assert_eq!(customop_stdio_write(1, core::ptr::null(), 4), -1);
     }
+    // Before the services are known (a static constructor's printf on the host): kept
+    // whole, up to the buffer, and passed on in order when a write service arrives.
     platform::install(HostServices {
         write: None,
         ..saved
     });
+    let big = [b'z'; crate::stdio::EARLY_BYTES];
     // SAFETY: as above.
-    assert_eq!(
-        unsafe { customop_stdio_write(1, b"x".as_ptr().cast(), 1) },
-        -1
-    );
+    unsafe {
+        assert_eq!(customop_stdio_write(1, b"early ".as_ptr().cast(), 6), 6);
+        assert_eq!(customop_stdio_write(2, b"err".as_ptr().cast(), 3), 3);
+        assert_eq!(customop_stdio_write(3, b"x".as_ptr().cast(), 1), -1);
+        assert_eq!(customop_stdio_write(1, big.as_ptr().cast(), big.len()), -1);
+        assert_eq!(customop_stdio_write(1, b"out".as_ptr().cast(), 3), 3);
+    }
+    assert_eq!(SEEN.lock().unwrap().len(), 2, "nothing written yet");
+    platform::install(HostServices {
+        write: Some(write),
+        ..saved
+    });
     platform::install(saved);
     assert_eq!(
         *SEEN.lock().unwrap(),
-        [(1, b"hi\n".to_vec()), (2, Vec::new())]
+        [
+            (1, b"hi\n".to_vec()),
+            (2, Vec::new()),
+            (1, b"early ".to_vec()),
+            (2, b"err".to_vec()),
+            (1, b"out".to_vec())
+        ]
     );
 }

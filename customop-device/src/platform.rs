@@ -57,6 +57,8 @@ static SERVICES: Global<HostServices> = Global::new(HostServices {
 /// Installs host services (the emulator via `entry_func`, or tests).
 pub fn install(s: HostServices) {
     SERVICES.with(|g| *g = s);
+    // What static constructors printed before the services were known.
+    crate::stdio::replay_early(s.write);
 }
 
 pub fn services() -> HostServices {

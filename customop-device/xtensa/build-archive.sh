@@ -27,7 +27,11 @@ done
 xtensa-lx106-elf-gcc -std=c11 -O2 -S -mabi=windowed -mlongcalls -ffreestanding \
     "$here/cstdio.c" -o "$objs/cstdio.s"
 "$here/windowed-as.sh" "$objs/cstdio.s" "$objs/customop_cstdio.o"
+# The image's global constructors, run by entry_func (crt.c).
+xtensa-lx106-elf-gcc -std=c11 -O2 -S -mabi=windowed -mlongcalls -ffreestanding \
+    "$here/crt.c" -o "$objs/crt.s"
+"$here/windowed-as.sh" "$objs/crt.s" "$objs/customop_crt.o"
 rm -f "$out.partial"
-(cd "$objs" && xtensa-lx106-elf-ar rcs "$out.partial" $members customop_cstdio.o)
+(cd "$objs" && xtensa-lx106-elf-ar rcs "$out.partial" $members customop_cstdio.o customop_crt.o)
 mv -f "$out.partial" "$out"
 rm -rf "$objs"

@@ -5,7 +5,7 @@
 //! ends only this process.
 
 use std::ffi::{c_char, c_void, CStr, CString};
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use super::control::{
     ControlBlock, FaultKind, ACCESS_READ, ACCESS_UNKNOWN, ACCESS_WRITE, CORE_DONE, CORE_RUNNING,
@@ -47,6 +47,10 @@ static CORE: AtomicUsize = AtomicUsize::new(0);
 static CORE_COUNT: AtomicUsize = AtomicUsize::new(8);
 /// What this core is doing (`PHASE_*`), for fault reports.
 static PHASE: AtomicU32 = AtomicU32::new(PHASE_LOAD);
+/// Whether this process is the load-time probe: the one whose start code's output (static
+/// constructors, entry_func) reaches the host, as the device runs them once per load; the
+/// cores started later run them again and say nothing of it.
+static PROBE: AtomicBool = AtomicBool::new(false);
 /// The op library's load base in this process (0 until loaded).
 static MODULE_BASE: AtomicU64 = AtomicU64::new(0);
 /// `nrt_pool_op_shape` of a NEURON_LIBRARY library (NULL: none).
@@ -228,8 +232,10 @@ unsafe extern "C" fn svc_write(fd: i32, buf: *const c_void, len: usize) -> isize
     if len == 0 || !(1..=2).contains(&fd) {
         return if len == 0 { 0 } else { -1 };
     }
-    // printf reaches the host from core 0, as the firmware's stdio does.
-    if core() == 0 {
+    // printf reaches the host from core 0, as the firmware's stdio does; start code's once.
+    if core() == 0
+        && (PHASE.load(Ordering::Relaxed) == PHASE_KERNEL || PROBE.load(Ordering::Relaxed))
+    {
         // SAFETY: the runtime passes `len` readable bytes.
         let b = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) };
         control().stdio_append(fd as u8, 0, b);
@@ -529,6 +535,7 @@ fn load(core: usize, p: &Program<'_>, probe: bool) -> (EntryFn, RegisterFuncsFn)
 fn start(core: usize, p: &Program<'_>, probe: bool) -> Vec<(CString, Option<WrapperFn>)> {
     MEMORY.store(p.memory as *const _ as *mut _, Ordering::Release);
     CORE.store(core, Ordering::Relaxed);
+    PROBE.store(probe, Ordering::Relaxed);
     name_the_process(core);
     install_fault_handlers();
     let ctl = control();

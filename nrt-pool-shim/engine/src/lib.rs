@@ -95,10 +95,10 @@ pub struct PoolEngine {
     resident_guards: HashMap<u64, u64>,
     /// Inside [`PoolEngine::with_temporaries`]: the device tensors allocated since.
     temporaries: Option<Vec<u64>>,
-    /// What shape functions printed (fd 1, fd 2, bytes dropped) since the last launch, which
-    /// reports it first: a shape function runs on the host on hardware, so its printf is
-    /// seen, but `op_output` returns no output of its own.
-    shape_output: (Vec<u8>, Vec<u8>, u32),
+    /// What op code printed outside a launch (start code, shape functions: fd 1, fd 2, bytes
+    /// dropped) since the last launch, which reports it first: on hardware that output is
+    /// seen, but loading a library and `op_output` return no output of their own.
+    kept_output: (Vec<u8>, Vec<u8>, u32),
 }
 
 impl PoolEngine {
@@ -132,7 +132,7 @@ impl PoolEngine {
             placed: Vec::new(),
             resident_guards: HashMap::new(),
             temporaries: None,
-            shape_output: Default::default(),
+            kept_output: Default::default(),
         })
     }
 
@@ -148,6 +148,32 @@ impl PoolEngine {
     fn control(&self) -> ControlBlock {
         // SAFETY: the status region is STATUS_BYTES, page-aligned and lives with `memory`.
         unsafe { ControlBlock::new(self.memory.status_host()) }
+    }
+
+    /// Keeps what the cores printed through the stdio ring since its reset for the next
+    /// launch's report (at most a ring's worth kept; the rest counted as dropped).
+    fn keep_output(&mut self, ctl: &ControlBlock) {
+        let (out, err, dropped) = &mut self.kept_output;
+        let (entries, lost) = ctl.stdio_drain();
+        *dropped = dropped.saturating_add(lost);
+        for (fd, b) in entries {
+            if out.len() + err.len() + b.len() > control::RING_ENTRIES * control::RING_PAYLOAD {
+                *dropped = dropped.saturating_add(b.len() as u32);
+                continue;
+            }
+            if fd == 2 { &mut *err } else { &mut *out }.extend_from_slice(&b);
+        }
+    }
+
+    /// The kept output, then what the cores printed through the stdio ring since its reset:
+    /// fd 1's bytes, fd 2's, and the bytes dropped.
+    fn take_output(&mut self, ctl: &ControlBlock) -> (Vec<u8>, Vec<u8>, u32) {
+        let (mut out, mut err, dropped) = std::mem::take(&mut self.kept_output);
+        let (entries, lost) = ctl.stdio_drain();
+        for (fd, b) in entries {
+            if fd == 2 { &mut err } else { &mut out }.extend_from_slice(&b);
+        }
+        (out, err, dropped.saturating_add(lost))
     }
 
     /// Finds an op library, and loads it and runs its start code once in a core process
@@ -177,7 +203,8 @@ impl PoolEngine {
         let rec = ctl.core(0);
         if rec.state.load(Ordering::Acquire) != CORE_DONE {
             let mut fault = self.fault_of(0, exit, "entry_func", &lib.file());
-            fault.stderr = stderr;
+            (fault.stdout, fault.stderr, _) = self.take_output(&ctl);
+            fault.stderr.extend_from_slice(&stderr);
             return Err(match fault.kind {
                 FaultKind::Entry => EmuError::Entry {
                     path: shown,
@@ -194,6 +221,7 @@ impl PoolEngine {
                 },
             });
         }
+        self.keep_output(&ctl);
         lib.set_schema(ctl.schema())?;
         let mut names = Vec::new();
         for n in ctl.names() {
@@ -332,28 +360,11 @@ impl PoolEngine {
             let mut fault =
                 self.fault_of(0, exit, &format!("shape function of {qualified}"), &file);
             // What it printed before the fault, as a kernel's.
-            for (fd, b) in ctl.stdio_drain().0 {
-                if fd == 2 {
-                    &mut fault.stderr
-                } else {
-                    &mut fault.stdout
-                }
-                .extend_from_slice(&b);
-            }
+            (fault.stdout, fault.stderr, _) = self.take_output(&ctl);
             fault.stderr.extend_from_slice(&stderr);
             return Err(EmuError::Fault(Box::new(fault)));
         }
-        // Kept for the next launch's output (at most a ring's worth; the rest counted).
-        let (out, err, dropped) = &mut self.shape_output;
-        let (entries, lost) = ctl.stdio_drain();
-        *dropped = dropped.saturating_add(lost);
-        for (fd, b) in entries {
-            if out.len() + err.len() + b.len() > control::RING_ENTRIES * control::RING_PAYLOAD {
-                *dropped = dropped.saturating_add(b.len() as u32);
-                continue;
-            }
-            if fd == 2 { &mut *err } else { &mut *out }.extend_from_slice(&b);
-        }
+        self.keep_output(&ctl);
         if rec.result.load(Ordering::Acquire) != 0 {
             return Err(EmuError::Shape {
                 op: qualified,
@@ -757,12 +768,7 @@ impl PoolEngine {
                 Instant::now() + self.timeout,
             )
             .map_err(EmuError::Spawn)?;
-        let (entries, dropped) = ctl.stdio_drain();
-        let (mut stdout, mut stderr, shape_dropped) = std::mem::take(&mut self.shape_output);
-        let dropped = dropped.saturating_add(shape_dropped);
-        for (fd, b) in entries {
-            if fd == 2 { &mut stderr } else { &mut stdout }.extend_from_slice(&b);
-        }
+        let (stdout, mut stderr, dropped) = self.take_output(&ctl);
         let mut results = Vec::with_capacity(cores);
         for (c, CoreExit { exit, stderr: fd2 }) in exits.iter().enumerate() {
             let rec = ctl.core(c);

@@ -140,7 +140,9 @@ pub unsafe extern "C" fn nrt_pool_register_library(path: *const c_char) -> i32 {
             let p = cstr(path, "path")?;
             e.load(std::path::Path::new(p))
                 .map(|_| ())
-                .map_err(|err| (NRT_POOL_ERR_LIBRARY, err.to_string()))
+                // Any failure to load or start it is LIBRARY (what start code printed
+                // before faulting is echoed).
+                .map_err(|err| (NRT_POOL_ERR_LIBRARY, failed(err).1))
         }))
     })
 }

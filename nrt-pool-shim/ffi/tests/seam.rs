@@ -275,10 +275,12 @@ fn faults_in_op_code_give_the_documented_codes() {
 #include <unistd.h>
 #include <torch/torch.h>
 
-// Start code that faults while the marker file named by FAULTY_MARKER exists.
+// Start code that faults while the marker file named by FAULTY_MARKER exists, and else
+// says so (once per library load, as on hardware, however many core processes run it).
 __attribute__((constructor)) static void start(void) {
     const char *m = getenv("FAULTY_MARKER");
     if (m && access(m, F_OK) == 0) *(volatile int *)nullptr = 1;
+    printf("start code ran\n");
 }
 
 torch::Tensor copy(const torch::Tensor &x) {
@@ -339,6 +341,8 @@ NEURON_LIBRARY(faulty_ops, m) {
         ("shape: before the fault\n", 1),
         ("boom: before the fault\n", 1),
         ("shape of copy or boom\n", 4),
+        // At the registration that worked, not again when launches start cores.
+        ("start code ran\n", 1),
     ] {
         assert_eq!(
             stdout.matches(printed).count(),

@@ -229,6 +229,10 @@ impl IsaBackend for XtensaBackend {
                 stderr: Vec::new(),
             });
         }
+        // What the start code printed reaches the host from this one start, as the host
+        // backend's probe (the cores started for launches run it again silently).
+        ctl.stdio_append(1, 0, &core.start_output().stdout);
+        ctl.stdio_append(2, 0, &core.start_output().stderr);
         for k in core.kernels() {
             ctl.push_name(&k.name);
         }

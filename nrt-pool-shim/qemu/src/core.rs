@@ -167,6 +167,8 @@ pub struct XtensaCore {
     entry_status: u32,
     /// The image's schema or op list (empty: none).
     metadata: Vec<u8>,
+    /// What its start code printed.
+    start_output: Completion,
     /// The op image and the board, for naming fault addresses.
     images: [Vec<u8>; 2],
     /// QEMU's monitor socket (human monitor protocol).
@@ -328,12 +330,14 @@ impl XtensaCore {
             kernels: Vec::new(),
             entry_status: 0,
             metadata: Vec::new(),
+            start_output: Completion::default(),
             images: [bytes, board_bytes],
             monitor,
             _monitor_dir: monitor_dir,
         };
         c.send(protocol::CMD_BOOT, &[&boot.encode()])?;
-        let (ready, _) = c.expect(protocol::RSP_READY, deadline)?;
+        let (ready, printed) = c.expect(protocol::RSP_READY, deadline)?;
+        c.start_output = printed;
         let (Some(status), Some(count), Some(meta_len)) = (
             protocol::word(&ready, 0),
             protocol::word(&ready, 4),
@@ -367,6 +371,11 @@ impl XtensaCore {
 
     pub fn core(&self) -> usize {
         self.core
+    }
+
+    /// What the image's start code (its global constructors, entry_func) printed.
+    pub fn start_output(&self) -> &Completion {
+        &self.start_output
     }
 
     /// `entry_func`'s status (0: the image started).

@@ -215,3 +215,47 @@ fn device_math_matches_the_host_build() {
         .collect();
     assert!(from_libm.is_empty(), "{from_libm:?}");
 }
+
+/// An image's global constructors (a C++ object's, constructor functions, one with a
+/// priority) run once per core before its kernels, as the host build's run when it loads:
+/// the same bytes, and what they print reaches stdout once, ahead of the first launch's.
+#[test]
+fn global_constructors_run_on_the_device_as_on_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ctors");
+    let (so, pool) = testkit::build_with_image(
+        dir.path(),
+        "ctors",
+        &t.join("ctors.schema"),
+        &[t.join("ctors.cpp")],
+    );
+    let x = f32s(&[9], |i| i as f32);
+    let out = same_on_both(&so, &pool, "ctor_affine", vec![LaunchArg::hbm(x.clone())]);
+    assert_eq!(
+        String::from_utf8_lossy(&out),
+        "constructors run before kernels\n"
+    );
+    // x * 3 + 7 + 12 on QEMU core 0 (same_on_both compared it with the host build's).
+    let mut xt = common::xtensa_engine(64 << 20);
+    xt.load(&pool).unwrap();
+    let output = xt
+        .output_for("ctor_affine", &[LaunchArg::hbm(x.clone())])
+        .unwrap();
+    let run = xt
+        .launch(&Launch {
+            kernel: "ctor_affine".into(),
+            args: vec![LaunchArg::hbm(x)],
+            output,
+            cores: 8,
+        })
+        .unwrap();
+    let want: Vec<u8> = (0..9)
+        .flat_map(|i| (i as f32 * 3.0 + 19.0).to_le_bytes())
+        .collect();
+    assert_eq!(run.output.data, want);
+    // Eight cores started, their constructors ran, and said so once (the load's).
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout),
+        "constructors run before kernels\n"
+    );
+}

@@ -28,6 +28,12 @@ int main(int argc, char **argv) {
     nrt_pool_tensor out;
 
     CHECK(nrt_pool_init() == 0, "init");
+    /* Start code that faults at registration, then not. */
+    FILE *marker = fopen(argv[2], "w");
+    CHECK(marker != NULL && fclose(marker) == 0, "marker %s", argv[2]);
+    CHECK(nrt_pool_register_library(argv[1]) == NRT_POOL_ERR_LIBRARY, "start fault");
+    CHECK(strstr(nrt_pool_last_error(), "static constructors") != NULL, "says where");
+    CHECK(remove(argv[2]) == 0, "marker removed");
     CHECK(nrt_pool_register_library(argv[1]) == NRT_POOL_OK, "register %s", argv[1]);
 
     /* A shape function that faults. */
@@ -39,7 +45,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < N; i++) CHECK(y[i] == x[i], "y[%d] = %g", i, y[i]);
 
     /* Start code that faults in the cores this launch starts. */
-    FILE *marker = fopen(argv[2], "w");
+    marker = fopen(argv[2], "w");
     CHECK(marker != NULL && fclose(marker) == 0, "marker %s", argv[2]);
     CHECK(launch("faulty_ops::copy", 8, &tx) == NRT_POOL_ERR_LIBRARY, "start fault");
     CHECK(y[0] == 0.0f, "nothing written");
