@@ -154,25 +154,15 @@ impl PoolEngine {
     /// launch's report (at most a ring's worth kept; the rest counted as dropped).
     fn keep_output(&mut self, ctl: &ControlBlock) {
         let (out, err, dropped) = &mut self.kept_output;
-        let (entries, lost) = ctl.stdio_drain();
+        let lost = drain_stdio(ctl, out, err, control::RING_ENTRIES * control::RING_PAYLOAD);
         *dropped = dropped.saturating_add(lost);
-        for (fd, b) in entries {
-            if out.len() + err.len() + b.len() > control::RING_ENTRIES * control::RING_PAYLOAD {
-                *dropped = dropped.saturating_add(b.len() as u32);
-                continue;
-            }
-            if fd == 2 { &mut *err } else { &mut *out }.extend_from_slice(&b);
-        }
     }
 
     /// The kept output, then what the cores printed through the stdio ring since its reset:
     /// fd 1's bytes, fd 2's, and the bytes dropped.
     fn take_output(&mut self, ctl: &ControlBlock) -> (Vec<u8>, Vec<u8>, u32) {
         let (mut out, mut err, dropped) = std::mem::take(&mut self.kept_output);
-        let (entries, lost) = ctl.stdio_drain();
-        for (fd, b) in entries {
-            if fd == 2 { &mut err } else { &mut out }.extend_from_slice(&b);
-        }
+        let lost = drain_stdio(ctl, &mut out, &mut err, usize::MAX);
         (out, err, dropped.saturating_add(lost))
     }
 
@@ -938,6 +928,20 @@ impl PoolEngine {
                 .then(|| format!("{} ({} bytes) at offset {}", t.label, t.len, soc - t.soc))
         })
     }
+}
+
+/// Appends the stdio ring's entries to `out` (fd 1) and `err` (fd 2) while the two hold at
+/// most `cap` bytes; the bytes the ring dropped or that did not fit.
+fn drain_stdio(ctl: &ControlBlock, out: &mut Vec<u8>, err: &mut Vec<u8>, cap: usize) -> u32 {
+    let (entries, mut dropped) = ctl.stdio_drain();
+    for (fd, b) in entries {
+        if out.len() + err.len() + b.len() > cap {
+            dropped = dropped.saturating_add(b.len() as u32);
+            continue;
+        }
+        if fd == 2 { &mut *err } else { &mut *out }.extend_from_slice(&b);
+    }
+    dropped
 }
 
 /// An argument blob for `n` arguments, nothing placed yet.
