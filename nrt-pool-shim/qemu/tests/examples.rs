@@ -17,6 +17,19 @@ fn f32s(shape: &[u64], f: impl Fn(usize) -> f32) -> HostTensor {
     HostTensor::new(DType::F32, shape.to_vec(), data).unwrap()
 }
 
+/// tests/`name`/`name`.schema and .cpp built into `dir`: the host library and Pool image.
+fn test_op(dir: &Path, name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let t = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(name);
+    testkit::build_with_image(
+        dir,
+        name,
+        &t.join(format!("{name}.schema")),
+        &[t.join(format!("{name}.cpp"))],
+    )
+}
+
 /// Runs `kernel` on the host engine (1 core) and on QEMU core 0; both must agree.
 fn same_on_both(lib: &Path, pool: &Path, kernel: &str, args: Vec<LaunchArg>) -> Vec<u8> {
     let mut e = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
@@ -186,13 +199,7 @@ fn pool_images_hold_windowed_code_only() {
 #[test]
 fn device_math_matches_the_host_build() {
     let dir = tempfile::tempdir().unwrap();
-    let t = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/math");
-    let (so, pool) = testkit::build_with_image(
-        dir.path(),
-        "math",
-        &t.join("math.schema"),
-        &[t.join("math.cpp")],
-    );
+    let (so, pool) = test_op(dir.path(), "math");
     let x = f32s(&[257], |i| (i as f32 - 128.0) * 0.173);
     same_on_both(&so, &pool, "math_mix", vec![LaunchArg::hbm(x)]);
     // The host build takes none of its math from the system libm (GCC's sinf+cosf ->
@@ -222,13 +229,7 @@ fn device_math_matches_the_host_build() {
 #[test]
 fn global_constructors_run_on_the_device_as_on_the_host() {
     let dir = tempfile::tempdir().unwrap();
-    let t = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ctors");
-    let (so, pool) = testkit::build_with_image(
-        dir.path(),
-        "ctors",
-        &t.join("ctors.schema"),
-        &[t.join("ctors.cpp")],
-    );
+    let (so, pool) = test_op(dir.path(), "ctors");
     let x = f32s(&[9], |i| i as f32);
     let out = same_on_both(&so, &pool, "ctor_affine", vec![LaunchArg::hbm(x.clone())]);
     assert_eq!(
