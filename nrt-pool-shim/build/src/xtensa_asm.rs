@@ -7,11 +7,12 @@
 //!   callx8 aS     -> 0xe0, S, 0x00
 //!   retw.n        -> 0x1d, 0xf0;  retw -> 0x90, 0x00, 0x00
 //!   call8 sym     -> a literal of sym, `l32r a8` from it, callx8 a8 (as -mlongcalls)
+//!   movsp aT, aS  -> T << 4, 0x10 | S, 0x00   (GCC's frames beyond entry's 32760 bytes)
 //! Other windowed mnemonics are refused by name.
 
 /// Mnemonics of the windowed option this rewrite does not encode.
-const REFUSED: [&str; 10] = [
-    "call4", "call12", "callx4", "callx12", "movsp", "rotw", "s32e", "l32e", "rfwo", "rfwu",
+const REFUSED: [&str; 9] = [
+    "call4", "call12", "callx4", "callx12", "rotw", "s32e", "l32e", "rfwo", "rfwu",
 ];
 
 /// Why a line could not be rewritten (1-based line number, the line).
@@ -66,6 +67,16 @@ pub fn windowed(asm: &str) -> Result<String, AsmError> {
                     "\t.literal .Lwindowed_call{calls}, {target}\n\tl32r\ta8, .Lwindowed_call{calls}\n\t.byte 0xe0, 0x08, 0x00\t# call8 {target}"
                 )
             }
+            Some("movsp") => {
+                // RRR: op2 = op1 = 0, r = 1, s, t, op0 = 0.
+                let t = a.and_then(register).ok_or_else(|| bad("movsp register"))?;
+                let s = b.and_then(register).ok_or_else(|| bad("movsp register"))?;
+                format!(
+                    "\t.byte {:#04x}, {:#04x}, 0x00\t# movsp a{t}, a{s}",
+                    t << 4,
+                    0x10 | s
+                )
+            }
             Some("retw.n") => "\t.byte 0x1d, 0xf0\t# retw.n".to_string(),
             Some("retw") => "\t.byte 0x90, 0x00, 0x00\t# retw".to_string(),
             Some(op) if REFUSED.contains(&op) => {
@@ -111,12 +122,23 @@ mod tests {
         assert!(lines[7].starts_with("\t.byte 0x1d, 0xf0"));
         assert!(lines[8].starts_with("\t.byte 0x90, 0x00, 0x00"));
         assert_eq!(lines[9], "\tmovi\ta2, 1 # keep");
+        // movsp: a0, a12 -> 00 1c 00 and a3, a4 -> 30 14 00 (the ISA's RRR fields; the
+        // second as Espressif's assembler encodes it); GCC writes `movsp sp, a8`.
+        for (asm, bytes) in [
+            ("\tmovsp\ta0, a12\n", "\t.byte 0x00, 0x1c, 0x00"),
+            ("\tmovsp a3, a4\n", "\t.byte 0x30, 0x14, 0x00"),
+            ("\tmovsp\tsp, a8\n", "\t.byte 0x10, 0x18, 0x00"),
+        ] {
+            let out = windowed(asm).unwrap();
+            assert!(out.starts_with(bytes), "{asm:?}: {out}");
+        }
     }
 
     #[test]
     fn what_cannot_be_encoded_is_refused_by_line() {
-        let e = windowed("a:\n\tmovsp\ta1, a2\n").unwrap_err();
-        assert_eq!((e.line, e.text.as_str()), (2, "movsp\ta1, a2"));
+        let e = windowed("a:\n\trotw\t1\n").unwrap_err();
+        assert_eq!((e.line, e.text.as_str()), (2, "rotw\t1"));
+        assert!(windowed("\tmovsp a1\n").is_err(), "one operand");
         assert!(windowed("\tentry a1, 12\n").is_err(), "not a multiple of 8");
         assert!(windowed("\tentry a1, 32768\n").is_err(), "too large");
         assert!(windowed("\tcallx8 a16\n").is_err());

@@ -260,3 +260,13 @@ fn global_constructors_run_on_the_device_as_on_the_host() {
         "constructors run before kernels\n"
     );
 }
+
+/// A kernel with a stack frame beyond `entry`'s reach (GCC's `movsp`) builds for the device
+/// and gives the host build's bytes.
+#[test]
+fn large_stack_frames_build_and_run_on_the_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let (so, pool) = test_op(dir.path(), "bigframe");
+    let x = f32s(&[300], |i| i as f32 * 0.25);
+    same_on_both(&so, &pool, "big_frame", vec![LaunchArg::hbm(x)]);
+}
