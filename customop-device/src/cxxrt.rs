@@ -1,7 +1,8 @@
 //! The C++ runtime pieces a device op needs without a C++ standard library (device builds
 //! of the archive): `operator new`/`delete` on the libc heap (no exceptions on the device,
 //! so a failed `new` is a fatal error, as `-fno-exceptions` code expects), function-local
-//! static guards (one thread per core: a flag, no lock) and the pure-virtual trap.
+//! static guards (one thread per core: a flag, no lock), the pure-virtual trap, and the
+//! `std::nothrow` forms of new and delete (NULL when the heap is full).
 #![allow(clippy::missing_safety_doc)]
 
 use core::ffi::c_void;
@@ -49,6 +50,35 @@ pub extern "C" fn _ZdlPvj(p: *mut c_void, _n: usize) {
 /// `operator delete[](void *, size_t)`.
 #[no_mangle]
 pub extern "C" fn _ZdaPvj(p: *mut c_void, _n: usize) {
+    free(p)
+}
+
+/// `std::nothrow` (an empty tag object; include/device/new declares it).
+#[allow(non_upper_case_globals)]
+#[no_mangle]
+pub static _ZSt7nothrow: u8 = 0;
+
+/// `operator new(size_t, const std::nothrow_t &)`: NULL when the heap is full.
+#[no_mangle]
+pub extern "C" fn _ZnwjRKSt9nothrow_t(n: usize, _tag: *const u8) -> *mut c_void {
+    malloc(n.max(1))
+}
+
+/// `operator new[](size_t, const std::nothrow_t &)`.
+#[no_mangle]
+pub extern "C" fn _ZnajRKSt9nothrow_t(n: usize, _tag: *const u8) -> *mut c_void {
+    malloc(n.max(1))
+}
+
+/// `operator delete(void *, const std::nothrow_t &)`.
+#[no_mangle]
+pub extern "C" fn _ZdlPvRKSt9nothrow_t(p: *mut c_void, _tag: *const u8) {
+    free(p)
+}
+
+/// `operator delete[](void *, const std::nothrow_t &)`.
+#[no_mangle]
+pub extern "C" fn _ZdaPvRKSt9nothrow_t(p: *mut c_void, _tag: *const u8) {
     free(p)
 }
 

@@ -129,6 +129,57 @@ pub extern "C" fn abort() -> ! {
     fault(b"customop: abort()")
 }
 
+/// A failed `assert` (include/device/assert.h): a device fault whose message reads as
+/// glibc's, "file:line: function: Assertion `expr' failed." (cut at 255 bytes). Device
+/// targets only: a host build's asserts are the C library's.
+///
+/// # Safety
+/// Each pointer is NULL or a NUL-terminated string.
+#[cfg(target_os = "none")]
+#[no_mangle]
+pub unsafe extern "C" fn __assert_fail(
+    assertion: *const core::ffi::c_char,
+    file: *const core::ffi::c_char,
+    line: core::ffi::c_uint,
+    function: *const core::ffi::c_char,
+) -> ! {
+    let text = |p: *const core::ffi::c_char| {
+        if p.is_null() {
+            &b"?"[..]
+        } else {
+            // SAFETY: a NUL-terminated string (C contract).
+            unsafe { core::ffi::CStr::from_ptr(p) }.to_bytes()
+        }
+    };
+    let mut msg = [0u8; 255];
+    let mut n = 0;
+    let mut put = |b: &[u8]| {
+        let k = b.len().min(msg.len() - n);
+        msg[n..n + k].copy_from_slice(&b[..k]);
+        n += k;
+    };
+    let mut digits = [0u8; 10];
+    let mut d = digits.len();
+    let mut v = line;
+    loop {
+        d -= 1;
+        digits[d] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    put(text(file));
+    put(b":");
+    put(&digits[d..]);
+    put(b": ");
+    put(text(function));
+    put(b": Assertion `");
+    put(text(assertion));
+    put(b"' failed.");
+    fault(&msg[..n])
+}
+
 fn fault(msg: &[u8]) -> ! {
     if let Some(f) = crate::platform::services().fault {
         // SAFETY: the service has the documented signature; `msg` is readable.

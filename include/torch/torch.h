@@ -21,28 +21,8 @@
 
 #include "neuron_customop.hpp"
 
-// Braced size lists need std::initializer_list; the freestanding Xtensa toolchain ships no
-// C++ library headers, so the device build gets GCC's layout of it here.
-#if __has_include(<initializer_list>)
+// Braced size lists need std::initializer_list (device builds: include/device's, D68).
 #include <initializer_list>
-#else
-namespace std {
-template <class E> class initializer_list {
-  public:
-    typedef size_t size_type;
-    typedef const E *const_iterator;
-    constexpr initializer_list() noexcept : a_(0), n_(0) {}
-    constexpr size_t size() const noexcept { return n_; }
-    constexpr const E *begin() const noexcept { return a_; }
-    constexpr const E *end() const noexcept { return a_ + n_; }
-
-  private:
-    constexpr initializer_list(const E *a, size_t n) : a_(a), n_(n) {}
-    const E *a_;
-    size_t n_;
-};
-}  // namespace std
-#endif
 
 extern "C" {
 /// Ends the kernel as a device fault whose report carries `msg` (the runtime's rule path).

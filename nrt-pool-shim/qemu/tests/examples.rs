@@ -270,3 +270,37 @@ fn large_stack_frames_build_and_run_on_the_device() {
     let x = f32s(&[300], |i| i as f32 * 0.25);
     same_on_both(&so, &pool, "big_frame", vec![LaunchArg::hbm(x)]);
 }
+
+/// Kernels using the C++ library headers build for the device against include/device's
+/// and give the host build's (libstdc++'s) bytes; a failed assert is a device fault that
+/// names the expression.
+#[test]
+fn cxx_library_headers_build_for_the_device_and_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let (so, pool) = test_op(dir.path(), "stdcxx");
+    let x = f32s(&[64], |i| (i as f32 - 30.0) * 0.37);
+    let out = same_on_both(&so, &pool, "std_mix", vec![LaunchArg::hbm(x.clone())]);
+    assert!(
+        String::from_utf8_lossy(&out).starts_with("std_mix: "),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+    let mut xt = common::xtensa_engine(64 << 20);
+    xt.load(&pool).unwrap();
+    let output = xt
+        .output_for("assert_positive", &[LaunchArg::hbm(x.clone())])
+        .unwrap();
+    let err = xt
+        .launch(&Launch {
+            kernel: "assert_positive".into(),
+            args: vec![LaunchArg::hbm(x)],
+            output,
+            cores: 1,
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("Assertion `v > 0.0f' failed.") && err.contains("stdcxx.cpp:"),
+        "{err}"
+    );
+}
