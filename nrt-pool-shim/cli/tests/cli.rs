@@ -1043,6 +1043,47 @@ fn pool_images_build_list_and_run_on_xtensa_cores() {
     assert!(!o.exists(), "no output after an error");
 }
 
+/// An op image larger than its core's 2 MiB slot fails the device build by name (the next
+/// core's image starts there), and neither the library nor the Pool image is written.
+#[test]
+fn a_device_image_beyond_its_slot_fails_the_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("big.schema"),
+        "big(tensor<f32> x) -> tensor<f32> like x\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("big.cpp"),
+        "#include \"neuron_customop.hpp\"\n\
+         float big_table[600000];\n\
+         void big(const neuron::Tensor &x, neuron::Tensor &out) {\n\
+             auto in = x.read_stream_accessor<float>();\n\
+             auto o = out.write_stream_accessor<float>();\n\
+             for (int64_t i = 0; i < x.numel(); i++) { big_table[i * 7] = in.read(); o.write(big_table[i * 3]); }\n\
+         }\n",
+    )
+    .unwrap();
+    let so = d.join("libbig.so");
+    let b = nrt_pool_build(
+        s(&d.join("big.schema")),
+        s(&so),
+        &[
+            "--device-image",
+            "--device-archive",
+            s(&common::xtensa_archive()),
+            "--device-link-script",
+            s(&common::root().join("customop-device/xtensa/pool-core.ld")),
+            s(&d.join("big.cpp")),
+        ],
+    );
+    let (out, err) = text(&b);
+    assert!(!b.status.success(), "{out}{err}");
+    assert!(err.contains("exceeds its core's 2 MiB slot"), "{err}");
+    assert!(!so.exists() && !d.join("libbig.pool").exists());
+}
+
 /// Device memory on huge pages (D66) or in a memfd (`NRT_POOL_HUGE_PAGES=0`): the same
 /// output bytes. 3 MiB in and out, so the input's `sendfile`, the cores' writes across 2 MiB
 /// pages and the output's populated read (1 MiB and more) all run.
