@@ -702,6 +702,11 @@ pub(crate) fn device_cxx(include: &Path, src: &Path, asm: &Path) -> Command {
         "-ffreestanding",
         "-fno-exceptions",
         "-fno-rtti",
+        // An integer division by zero traps, as on the host (SIGFPE) and on any Xtensa
+        // (QUOS raises an exception, libgcc's __divsi3 runs `ill`); the archive's
+        // compiler-builtins division would return a number (D69).
+        "-fsanitize=integer-divide-by-zero",
+        "-fsanitize-undefined-trap-on-error",
     ])
     .arg("-I")
     .arg(include.join("device"))

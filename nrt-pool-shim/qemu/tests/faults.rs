@@ -79,6 +79,16 @@ fn device_faults_are_reported_with_core_symbolized_pc_and_address() {
     );
     assert!(m.contains(" (trap("), "{f}");
 
+    // An integer division by zero traps (device builds check divisors, D69).
+    let f = fault(&mut e, "divide_by_zero", address(0), 30);
+    let (kind, m) = report(&f);
+    assert_eq!(kind, "Trap", "{f}");
+    assert!(
+        m.starts_with("break instruction (a trap) at pc 0x84"),
+        "{f}"
+    );
+    assert!(m.contains(" (divide_by_zero("), "{f}");
+
     // No memory at 0x40000010: the machine's bus error, which names the access.
     for (kernel, access, what) in [
         ("bad_load", "read", "load from no memory"),

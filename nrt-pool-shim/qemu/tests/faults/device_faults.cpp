@@ -61,3 +61,12 @@ void read_one_past(const neuron::Tensor &x, neuron::Tensor &out) {
     for (int64_t i = 0; i <= x.numel(); i++) sum += neuron::element<float>(x.soc_addr(), i);
     neuron::element<float>(out.soc_addr(), 0) = sum;
 }
+
+// 1000 / d[0] in 32 and 64 bits: with d[0] == 0 it traps, as on the host (SIGFPE) and on
+// Xtensa hardware, where the device build's library division would return a number.
+void divide_by_zero(const neuron::Tensor &d, neuron::Tensor &out) {
+    auto a = d.accessor<uint32_t, 1>();
+    auto o = out.accessor<uint32_t, 1>();
+    uint64_t wide = 1000000000000ULL / uint64_t(a[0] + 1);
+    o[0] = 1000u / a[0] + uint32_t(wide);
+}
