@@ -30,6 +30,25 @@ fn test_op(dir: &Path, name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     )
 }
 
+/// Schema kernel `kernel` of Pool image `pool` on `cores` fresh QEMU cores, with one
+/// argument.
+fn on_qemu(
+    pool: &Path,
+    kernel: &str,
+    arg: LaunchArg,
+    cores: usize,
+) -> Result<nrt_pool_engine::Completion, nrt_pool_engine::EmuError> {
+    let mut xt = common::xtensa_engine(64 << 20);
+    xt.load(pool)?;
+    let output = xt.output_for(kernel, std::slice::from_ref(&arg))?;
+    xt.launch(&Launch {
+        kernel: kernel.into(),
+        args: vec![arg],
+        output,
+        cores,
+    })
+}
+
 /// Runs `kernel` on the host engine (1 core) and on QEMU core 0; both must agree.
 fn same_on_both(lib: &Path, pool: &Path, kernel: &str, args: Vec<LaunchArg>) -> Vec<u8> {
     let mut e = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
@@ -237,19 +256,7 @@ fn global_constructors_run_on_the_device_as_on_the_host() {
         "constructors run before kernels\n"
     );
     // x * 3 + 7 + 12 on QEMU core 0 (same_on_both compared it with the host build's).
-    let mut xt = common::xtensa_engine(64 << 20);
-    xt.load(&pool).unwrap();
-    let output = xt
-        .output_for("ctor_affine", &[LaunchArg::hbm(x.clone())])
-        .unwrap();
-    let run = xt
-        .launch(&Launch {
-            kernel: "ctor_affine".into(),
-            args: vec![LaunchArg::hbm(x)],
-            output,
-            cores: 8,
-        })
-        .unwrap();
+    let run = on_qemu(&pool, "ctor_affine", LaunchArg::hbm(x), 8).unwrap();
     let want: Vec<u8> = (0..9)
         .flat_map(|i| (i as f32 * 3.0 + 19.0).to_le_bytes())
         .collect();
@@ -285,18 +292,7 @@ fn cxx_library_headers_build_for_the_device_and_agree() {
         "{}",
         String::from_utf8_lossy(&out)
     );
-    let mut xt = common::xtensa_engine(64 << 20);
-    xt.load(&pool).unwrap();
-    let output = xt
-        .output_for("assert_positive", &[LaunchArg::hbm(x.clone())])
-        .unwrap();
-    let err = xt
-        .launch(&Launch {
-            kernel: "assert_positive".into(),
-            args: vec![LaunchArg::hbm(x)],
-            output,
-            cores: 1,
-        })
+    let err = on_qemu(&pool, "assert_positive", LaunchArg::hbm(x), 1)
         .unwrap_err()
         .to_string();
     assert!(
