@@ -17,6 +17,20 @@ int sprintf(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 int vsprintf(char *buf, const char *fmt, va_list ap);
 int puts(const char *s);
 int putchar(int c);
+/* Streams: stdout and stderr only (fd 1 and 2, as the host's stdio channel carries them). */
+typedef struct __neuron_file FILE;
+extern FILE *stdout;
+extern FILE *stderr;
+#define stdout stdout
+#define stderr stderr
+int fprintf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int vfprintf(FILE *f, const char *fmt, va_list ap);
+int fputs(const char *s, FILE *f);
+int fputc(int c, FILE *f);
+int putc(int c, FILE *f);
+size_t fwrite(const void *p, size_t size, size_t n, FILE *f);
+int fflush(FILE *f);
+#define EOF (-1)
 #ifdef __cplusplus
 }
 #endif

@@ -235,12 +235,32 @@ static void neuron_uncaught(const char *what) {
 /// Host builds: C stdio output goes through the runtime's stdio channel (so the emulator's
 /// ring carries it, core 0 only, as on hardware) instead of the host process's stdout.
 pub(crate) const HOST_STDIO: &str = r#"#ifndef __XTENSA__
+#include <stdlib.h>
+extern "C" int __vfprintf_chk(FILE *, int, const char *, va_list);
+// The whole formatted text, however long: a second pass into a buffer of its size.
 static int neuron_vprint(int fd, const char *fmt, va_list ap) {
     char buf[1024];
+    va_list again;
+    va_copy(again, ap);
     int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    if (n > 0) customop_stdio_write(fd, buf, size_t(n) < sizeof buf ? size_t(n) : sizeof buf - 1);
+    if (n < 0) {
+        va_end(again);
+        return n;
+    }
+    if (size_t(n) < sizeof buf) {
+        customop_stdio_write(fd, buf, size_t(n));
+    } else if (char *big = static_cast<char *>(malloc(size_t(n) + 1))) {
+        vsnprintf(big, size_t(n) + 1, fmt, again);
+        customop_stdio_write(fd, big, size_t(n));
+        free(big);
+    } else {
+        customop_stdio_write(fd, buf, sizeof buf - 1);
+    }
+    va_end(again);
     return n;
 }
+// stdout and stderr are the stdio channel's fd 1 and 2; other streams stay the C library's.
+static int neuron_stream_fd(FILE *f) { return f == stdout ? 1 : f == stderr ? 2 : 0; }
 extern "C" int printf(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -256,6 +276,25 @@ extern "C" int __printf_chk(int, const char *fmt, ...) {
     return n;
 }
 extern "C" int vprintf(const char *fmt, va_list ap) { return neuron_vprint(1, fmt, ap); }
+extern "C" int __vprintf_chk(int, const char *fmt, va_list ap) { return neuron_vprint(1, fmt, ap); }
+extern "C" int vfprintf(FILE *f, const char *fmt, va_list ap) {
+    int fd = neuron_stream_fd(f);
+    return fd ? neuron_vprint(fd, fmt, ap) : __vfprintf_chk(f, 0, fmt, ap);
+}
+extern "C" int fprintf(FILE *f, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vfprintf(f, fmt, ap);
+    va_end(ap);
+    return n;
+}
+extern "C" int __fprintf_chk(FILE *f, int, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vfprintf(f, fmt, ap);
+    va_end(ap);
+    return n;
+}
 extern "C" int puts(const char *s) {
     size_t n = 0;
     while (s[n]) n++;
@@ -267,6 +306,35 @@ extern "C" int putchar(int c) {
     char ch = char(c);
     customop_stdio_write(1, &ch, 1);
     return c;
+}
+extern "C" int fputs(const char *s, FILE *f) {
+    int fd = neuron_stream_fd(f);
+    if (!fd) return fputs_unlocked(s, f);
+    size_t n = 0;
+    while (s[n]) n++;
+    customop_stdio_write(fd, s, n);
+    return 0;
+}
+extern "C" int fputc(int c, FILE *f) {
+    int fd = neuron_stream_fd(f);
+    if (!fd) return fputc_unlocked(c, f);
+    unsigned char ch = static_cast<unsigned char>(c);
+    customop_stdio_write(fd, &ch, 1);
+    return ch;
+}
+extern "C" int putc(int c, FILE *f) { return fputc(c, f); }
+extern "C" size_t fwrite(const void *p, size_t size, size_t n, FILE *f) {
+    int fd = neuron_stream_fd(f);
+    if (!fd) return fwrite_unlocked(p, size, n, f);
+    if (size == 0 || n == 0 || n > size_t(-1) / size) return 0;
+    customop_stdio_write(fd, p, size * n);
+    return n;
+}
+extern "C" int fflush(FILE *f) {
+    int fd = f ? neuron_stream_fd(f) : 0;
+    if (f && !fd) return fflush_unlocked(f);
+    customop_stdio_write(fd ? fd : 1, nullptr, 0);
+    return 0;
 }
 #endif
 "#;

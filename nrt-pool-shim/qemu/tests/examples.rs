@@ -98,6 +98,11 @@ fn same_on_both(lib: &Path, pool: &Path, kernel: &str, args: Vec<LaunchArg>) -> 
         String::from_utf8_lossy(&host.stdout),
         "{kernel}: stdout"
     );
+    assert_eq!(
+        String::from_utf8_lossy(&dev.stderr),
+        String::from_utf8_lossy(&host.stderr),
+        "{kernel}: stderr"
+    );
     dev.stdout
 }
 
@@ -287,10 +292,11 @@ fn cxx_library_headers_build_for_the_device_and_agree() {
     let (so, pool) = test_op(dir.path(), "stdcxx");
     let x = f32s(&[64], |i| (i as f32 - 30.0) * 0.37);
     let out = same_on_both(&so, &pool, "std_mix", vec![LaunchArg::hbm(x.clone())]);
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.starts_with("std_mix: "), "{text}");
     assert!(
-        String::from_utf8_lossy(&out).starts_with("std_mix: "),
-        "{}",
-        String::from_utf8_lossy(&out)
+        text.ends_with(&format!("fputs to stdout\n{:>1500}|\n", 7)),
+        "{text}"
     );
     let err = on_qemu(&pool, "assert_positive", LaunchArg::hbm(x), 1)
         .unwrap_err()

@@ -1,5 +1,5 @@
 // Kernels written the way C++ code is: <cmath>, <algorithm>, <limits>, <array>, <numeric>,
-// <utility>, <type_traits>, <cstring>, <cstdint>, <cstdio>, <cassert>, <new>.
+// <utility>, <type_traits>, <cstring>, <cstdint>, <cstdio> (streams too), <cassert>, <new>.
 #include <algorithm>
 #include <array>
 #include <cassert>
@@ -56,6 +56,9 @@ void std_mix(const neuron::Tensor &x, neuron::Tensor &out) {
     }
     float *spare = new (std::nothrow) float[4];
     printf("std_mix: %.4f %s\n", acc->sum, spare ? "spare" : "none");
+    std::fprintf(stderr, "std_mix on stderr: %d\n", int(x.numel()));
+    std::fputs("fputs to stdout\n", stdout);
+    printf("%1500d|\n", 7);  // longer than any one buffer: whole on both builds
     delete[] spare;
     acc->~Acc();
 }
