@@ -2,7 +2,8 @@
 //! of the archive): `operator new`/`delete` on the libc heap (no exceptions on the device,
 //! so a failed `new` is a fatal error, as `-fno-exceptions` code expects), function-local
 //! static guards (one thread per core: a flag, no lock), the pure-virtual trap, and the
-//! `std::nothrow` forms of new and delete (NULL when the heap is full).
+//! `std::nothrow` forms of new and delete (NULL when the heap is full), and destructor
+//! registration (`atexit`), accepted and never run.
 #![allow(clippy::missing_safety_doc)]
 
 use core::ffi::c_void;
@@ -81,6 +82,29 @@ pub extern "C" fn _ZdlPvRKSt9nothrow_t(p: *mut c_void, _tag: *const u8) {
 pub extern "C" fn _ZdaPvRKSt9nothrow_t(p: *mut c_void, _tag: *const u8) {
     free(p)
 }
+
+/// `atexit`, which GCC calls to register a global object's destructor: accepted and never
+/// run, since a Pool core does not exit while its library is loaded (the host's core
+/// processes are stopped without running them either).
+#[no_mangle]
+pub extern "C" fn atexit(_f: Option<extern "C" fn()>) -> core::ffi::c_int {
+    0
+}
+
+/// `__cxa_atexit` (compilers that register destructors with it): as [`atexit`].
+#[no_mangle]
+pub extern "C" fn __cxa_atexit(
+    _f: Option<extern "C" fn(*mut c_void)>,
+    _arg: *mut c_void,
+    _dso: *mut c_void,
+) -> core::ffi::c_int {
+    0
+}
+
+/// The module handle `__cxa_atexit` registrations name (crtbegin defines it elsewhere).
+#[allow(non_upper_case_globals)]
+#[no_mangle]
+pub static __dso_handle: u8 = 0;
 
 /// Returns 1 when the guarded static still needs its initializer (first byte 0).
 #[no_mangle]
