@@ -31,7 +31,11 @@ xtensa-lx106-elf-gcc -std=c11 -O2 -S -mabi=windowed -mlongcalls -ffreestanding \
 xtensa-lx106-elf-gcc -std=c11 -O2 -S -mabi=windowed -mlongcalls -ffreestanding \
     "$here/crt.c" -o "$objs/crt.s"
 "$here/windowed-as.sh" "$objs/crt.s" "$objs/customop_crt.o"
+# libgcc helpers compiler-builtins lacks on this target (libgcc.c).
+xtensa-lx106-elf-gcc -std=c11 -O2 -S -mabi=windowed -mlongcalls -ffreestanding \
+    "$here/libgcc.c" -o "$objs/libgcc.s"
+"$here/windowed-as.sh" "$objs/libgcc.s" "$objs/customop_libgcc.o"
 rm -f "$out.partial"
-(cd "$objs" && xtensa-lx106-elf-ar rcs "$out.partial" $members customop_cstdio.o customop_crt.o)
+(cd "$objs" && xtensa-lx106-elf-ar rcs "$out.partial" $members customop_cstdio.o customop_crt.o customop_libgcc.o)
 mv -f "$out.partial" "$out"
 rm -rf "$objs"

@@ -298,6 +298,42 @@ fn cxx_library_headers_build_for_the_device_and_agree() {
         text.ends_with(&format!("fputs to stdout\n{:>1500}|\n", 7)),
         "{text}"
     );
+    // The bit built-ins (libgcc helpers on the device), against Rust's own answers.
+    let words: Vec<u32> = (0..97u32)
+        .map(|i| i.wrapping_mul(0x0101_0405) ^ (i << 27) ^ u32::from(i % 5 == 0) * 0x8000_0000)
+        .chain([0, 1, u32::MAX, 0x8000_0000, 0x7fff_ffff])
+        .collect();
+    let u = HostTensor::new(
+        DType::U32,
+        vec![words.len() as u64],
+        words.iter().flat_map(|w| w.to_le_bytes()).collect(),
+    )
+    .unwrap();
+    let got = on_qemu(&pool, "bit_mix", LaunchArg::hbm(u.clone()), 1).unwrap();
+    same_on_both(&so, &pool, "bit_mix", vec![LaunchArg::hbm(u)]);
+    let ffs32 = |v: u32| if v == 0 { 0 } else { v.trailing_zeros() + 1 };
+    let ffs64 = |v: u64| if v == 0 { 0 } else { v.trailing_zeros() + 1 };
+    let clrsb32 = |v: i32| (if v < 0 { !v } else { v }).leading_zeros() - 1;
+    let clrsb64 = |v: i64| (if v < 0 { !v } else { v }).leading_zeros() - 1;
+    let want: Vec<u8> = words
+        .iter()
+        .flat_map(|&v| {
+            let w = (u64::from(v) << 29) ^ u64::from(v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let neg = ((w >> 3) as i64).wrapping_neg();
+            let r = v.count_ones()
+                + w.count_ones() * 3
+                + ffs32(v) * 7
+                + ffs64(w) * 11
+                + (v.count_ones() & 1) * 13
+                + (w.count_ones() & 1) * 17
+                + clrsb32(v as i32) * 19
+                + clrsb64(w as i64) * 23
+                + ((neg as u64) >> 40) as u32;
+            r.to_le_bytes()
+        })
+        .collect();
+    assert_eq!(got.output.data, want);
+
     let err = on_qemu(&pool, "assert_positive", LaunchArg::hbm(x), 1)
         .unwrap_err()
         .to_string();

@@ -72,3 +72,21 @@ void assert_positive(const neuron::Tensor &x, neuron::Tensor &out) {
         o.write(v);
     }
 }
+
+// GCC's bit built-ins, which call libgcc helpers on this target (popcount, ffs, parity,
+// clrsb, 32 and 64 bits) and 64-bit negation.
+void bit_mix(const neuron::Tensor &x, neuron::Tensor &out) {
+    auto in = x.read_stream_accessor<uint32_t>();
+    auto o = out.write_stream_accessor<uint32_t>();
+    for (int64_t i = 0; i < x.numel(); i++) {
+        uint32_t v = in.read();
+        uint64_t w = (uint64_t(v) << 29) ^ (uint64_t(v) * 0x9E3779B97F4A7C15ull);
+        int64_t neg = -int64_t(w >> 3);
+        uint32_t r = uint32_t(__builtin_popcount(v)) + uint32_t(__builtin_popcountll(w)) * 3u +
+                     uint32_t(__builtin_ffs(int(v))) * 7u + uint32_t(__builtin_ffsll((long long)w)) * 11u +
+                     uint32_t(__builtin_parity(v)) * 13u + uint32_t(__builtin_parityll(w)) * 17u +
+                     uint32_t(__builtin_clrsb(int(v))) * 19u + uint32_t(__builtin_clrsbll((long long)w)) * 23u +
+                     uint32_t(uint64_t(neg) >> 40);
+        o.write(r);
+    }
+}
