@@ -300,7 +300,7 @@ fn cxx_library_headers_build_for_the_device_and_agree() {
     );
     // The bit built-ins (libgcc helpers on the device), against Rust's own answers.
     let words: Vec<u32> = (0..97u32)
-        .map(|i| i.wrapping_mul(0x0101_0405) ^ (i << 27) ^ u32::from(i % 5 == 0) * 0x8000_0000)
+        .map(|i| i.wrapping_mul(0x0101_0405) ^ (i << 27) ^ (u32::from(i % 5 == 0) * 0x8000_0000))
         .chain([0, 1, u32::MAX, 0x8000_0000, 0x7fff_ffff])
         .collect();
     let u = HostTensor::new(
