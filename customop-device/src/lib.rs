@@ -31,6 +31,7 @@ pub mod translate;
 pub mod cmath;
 #[cfg(all(feature = "archive", target_os = "none"))]
 pub mod cstdio;
+pub mod cstdlib;
 #[cfg(all(feature = "archive", target_os = "none"))]
 pub mod cstring;
 #[cfg(all(feature = "archive", target_os = "none"))]

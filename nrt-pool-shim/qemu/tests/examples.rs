@@ -298,6 +298,7 @@ fn cxx_library_headers_build_for_the_device_and_agree() {
         text.ends_with(&format!("fputs to stdout\n{:>1500}|\n", 7)),
         "{text}"
     );
+    same_on_both(&so, &pool, "libc_mix", vec![LaunchArg::hbm(x.clone())]);
     // The bit built-ins (libgcc helpers on the device), against Rust's own answers.
     let words: Vec<u32> = (0..97u32)
         .map(|i| i.wrapping_mul(0x0101_0405) ^ (i << 27) ^ (u32::from(i % 5 == 0) * 0x8000_0000))

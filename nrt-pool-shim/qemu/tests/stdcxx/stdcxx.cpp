@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -89,4 +90,39 @@ void bit_mix(const neuron::Tensor &x, neuron::Tensor &out) {
                      uint32_t(uint64_t(neg) >> 40);
         o.write(r);
     }
+}
+
+// stdlib.h's integer parsing, qsort and bsearch (distinct keys: any sort order agrees);
+// long long where the host's 64-bit long would differ from the device's 32 bits.
+struct Keyed {
+    int32_t key;
+    float value;
+};
+static int by_key(const void *a, const void *b) {
+    int32_t x = static_cast<const Keyed *>(a)->key, y = static_cast<const Keyed *>(b)->key;
+    return (x > y) - (x < y);
+}
+void libc_mix(const neuron::Tensor &x, neuron::Tensor &out) {
+    static const char *const texts[] = {"  -42xyz", "0x1F", "017", "zz", "99999", "-9",
+                                        "+7", "0X", "1010", "  12 34"};
+    static const int bases[] = {10, 0, 0, 36, 10, 10, 10, 16, 2, 10};
+    int64_t n = x.numel();
+    Keyed *items = static_cast<Keyed *>(std::malloc(sizeof(Keyed) * size_t(n)));
+    auto in = x.read_stream_accessor<float>();
+    for (int64_t i = 0; i < n; i++) items[i] = {int32_t((i * 7919) % 1009), in.read()};
+    std::qsort(items, size_t(n), sizeof(Keyed), by_key);
+    auto o = out.write_stream_accessor<float>();
+    for (int64_t i = 0; i < n; i++) {
+        const char *t = texts[i % 10];
+        char *end = nullptr;
+        long long v = std::strtoll(t, &end, bases[i % 10]);
+        Keyed probe = {int32_t((i * 31) % 1009), 0.0f};
+        const Keyed *hit =
+            static_cast<const Keyed *>(std::bsearch(&probe, items, size_t(n), sizeof(Keyed), by_key));
+        float r = items[i].value + float(v % 1000) + float(end - t) + float(std::atoi(t)) +
+                  float(std::strtoull("-1", nullptr, 10) % 1000u) +
+                  float(std::strtol(t, nullptr, bases[i % 10]) % 1000) + (hit ? hit->value : -1.0f);
+        o.write(r);
+    }
+    std::free(items);
 }
