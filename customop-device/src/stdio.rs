@@ -4,10 +4,8 @@
 //! On the host, an op library's static constructors run while it is loaded, before
 //! `entry_func` hands over the host's services; on the device the CRT bootstrap comes
 //! first and the constructors after it (`__clibrary_init`, then `_init`), so what they
-//! print is seen. Host builds therefore write output from before the services to the file
-//! the emulator's core names in `NRT_POOL_EARLY_STDIO_FD` (it reads it even when the start
-//! code then faults), or, loaded anywhere else, keep it (up to [`EARLY_BYTES`]) and pass it
-//! on when the services are installed.
+//! print is seen. Host builds therefore keep output written before the services are known
+//! (up to [`EARLY_BYTES`]) and pass it on when they are installed.
 
 /// Writes to fd 1 or 2 through the host's `neuron_host_write`; the bytes written, or -1.
 pub fn write(fd: i32, bytes: &[u8]) -> isize {
@@ -63,62 +61,14 @@ mod early {
 
     const HEAD: usize = 3;
 
-    extern "C" {
-        fn getenv(name: *const core::ffi::c_char) -> *const core::ffi::c_char;
-        fn write(fd: core::ffi::c_int, buf: *const core::ffi::c_void, n: usize) -> isize;
-    }
-
-    /// The emulator core's early-output file, if it named one: a decimal descriptor.
-    fn early_file() -> Option<core::ffi::c_int> {
-        // SAFETY: getenv with a NUL-terminated name; NULL or a NUL-terminated value.
-        let v = unsafe { getenv(c"NRT_POOL_EARLY_STDIO_FD".as_ptr()) };
-        if v.is_null() {
-            return None;
-        }
-        // SAFETY: a NUL-terminated value (above).
-        let digits = unsafe { core::ffi::CStr::from_ptr(v) }.to_bytes();
-        if digits.is_empty() || digits.len() > 9 || !digits.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        Some(
-            digits
-                .iter()
-                .fold(0, |n, d| n * 10 + core::ffi::c_int::from(d - b'0')),
-        )
-    }
-
-    /// Writes all of `b` to `fd` (a regular file: short writes only on error).
-    fn write_all(fd: core::ffi::c_int, mut b: &[u8]) -> bool {
-        while !b.is_empty() {
-            // SAFETY: `b` is readable for its length.
-            let n = unsafe { write(fd, b.as_ptr().cast(), b.len()) };
-            if n <= 0 {
-                return false;
-            }
-            b = &b[n as usize..];
-        }
-        true
-    }
-
-    /// Keeps `bytes` for fd `fd` (1 or 2): in the emulator core's early-output file as
-    /// records of (fd, 16-bit length, bytes), else in the buffer. The bytes taken, or -1
-    /// when they cannot be kept (a write is kept whole or not at all in the buffer).
+    /// Keeps `bytes` for fd `fd` (1 or 2); the bytes taken, or -1 when they do not fit
+    /// (a write is kept whole or not at all).
     pub fn keep(fd: i32, bytes: &[u8]) -> isize {
         if !(1..=2).contains(&fd) {
             return -1;
         }
         if bytes.is_empty() {
             return 0;
-        }
-        if let Some(file) = early_file() {
-            // (Records of at most 1 KiB: the core reads the file through a 4 KiB buffer.)
-            for piece in bytes.chunks(1024) {
-                let n = (piece.len() as u16).to_le_bytes();
-                if !write_all(file, &[fd as u8, n[0], n[1]]) || !write_all(file, piece) {
-                    return -1;
-                }
-            }
-            return bytes.len() as isize;
         }
         EARLY.with(|e| {
             let room = EARLY_BYTES - e.len;
