@@ -4,8 +4,11 @@
 //! On the host, an op library's static constructors run while it is loaded, before
 //! `entry_func` hands over the host's services; on the device the CRT bootstrap comes
 //! first and the constructors after it (`__clibrary_init`, then `_init`), so what they
-//! print is seen. Host builds therefore keep output written before the services are known
-//! (up to [`EARLY_BYTES`]) and pass it on when they are installed.
+//! print is seen. Host builds therefore write output from before the services to the file
+//! an emulator core puts on descriptor 1000 (a memfd it reads even when the start code then
+//! faults; recognised by its name, through raw system calls, so the archive imports nothing),
+//! or, loaded anywhere else, keep it (up to [`EARLY_BYTES`]) and pass it on when the
+//! services are installed.
 
 /// Writes to fd 1 or 2 through the host's `neuron_host_write`; the bytes written, or -1.
 pub fn write(fd: i32, bytes: &[u8]) -> isize {
@@ -61,14 +64,98 @@ mod early {
 
     const HEAD: usize = 3;
 
-    /// Keeps `bytes` for fd `fd` (1 or 2); the bytes taken, or -1 when they do not fit
-    /// (a write is kept whole or not at all).
+    /// The descriptor an emulator core puts its early-output file on (engine core.rs).
+    const EARLY_FD: usize = 1000;
+    /// What `/proc/self/fd/1000` reads when it is that file (a memfd of this name).
+    const EARLY_FILE: &[u8] = b"/memfd:pool-early-stdio (deleted)";
+
+    /// A raw system call (x86-64 Linux): the archive imports nothing from the C library.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    unsafe fn syscall3(n: usize, a: usize, b: usize, c: usize) -> isize {
+        let ret: isize;
+        // SAFETY: the caller passes arguments valid for system call `n`; the kernel
+        // clobbers rcx and r11 only.
+        unsafe {
+            core::arch::asm!(
+                "syscall",
+                inlateout("rax") n as isize => ret,
+                in("rdi") a,
+                in("rsi") b,
+                in("rdx") c,
+                lateout("rcx") _,
+                lateout("r11") _,
+                options(nostack)
+            );
+        }
+        ret
+    }
+
+    /// The emulator core's early-output file, if this process has one: descriptor 1000,
+    /// checked by its name (anywhere else it is not open, or is something else).
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    fn early_file() -> Option<usize> {
+        const SYS_READLINK: usize = 89;
+        let mut target = [0u8; 64];
+        // SAFETY: a NUL-terminated path and a writable buffer of its length.
+        let n = unsafe {
+            syscall3(
+                SYS_READLINK,
+                c"/proc/self/fd/1000".as_ptr() as usize,
+                target.as_mut_ptr() as usize,
+                target.len(),
+            )
+        };
+        (usize::try_from(n).ok()? == EARLY_FILE.len() && target[..EARLY_FILE.len()] == *EARLY_FILE)
+            .then_some(EARLY_FD)
+    }
+
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    fn early_file() -> Option<usize> {
+        None
+    }
+
+    /// Writes all of `b` to `fd` (a regular file: short writes only on error).
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    fn write_all(fd: usize, mut b: &[u8]) -> bool {
+        const SYS_WRITE: usize = 1;
+        while !b.is_empty() {
+            // SAFETY: `b` is readable for its length.
+            let n = unsafe { syscall3(SYS_WRITE, fd, b.as_ptr() as usize, b.len()) };
+            let Ok(n) = usize::try_from(n) else {
+                return false;
+            };
+            if n == 0 {
+                return false;
+            }
+            b = &b[n..];
+        }
+        true
+    }
+
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    fn write_all(_fd: usize, _b: &[u8]) -> bool {
+        false
+    }
+
+    /// Keeps `bytes` for fd `fd` (1 or 2): in the emulator core's early-output file as
+    /// records of (fd, 16-bit length, bytes), else in the buffer. The bytes taken, or -1
+    /// when they cannot be kept (a write is kept whole or not at all in the buffer).
     pub fn keep(fd: i32, bytes: &[u8]) -> isize {
         if !(1..=2).contains(&fd) {
             return -1;
         }
         if bytes.is_empty() {
             return 0;
+        }
+        if let Some(file) = early_file() {
+            // (Records of at most 1 KiB: the core reads the file through a 4 KiB buffer.)
+            for piece in bytes.chunks(1024) {
+                let n = (piece.len() as u16).to_le_bytes();
+                if !write_all(file, &[fd as u8, n[0], n[1]]) || !write_all(file, piece) {
+                    return -1;
+                }
+            }
+            return bytes.len() as isize;
         }
         EARLY.with(|e| {
             let room = EARLY_BYTES - e.len;

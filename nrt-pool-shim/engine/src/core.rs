@@ -5,7 +5,9 @@
 //! ends only this process.
 
 use std::ffi::{c_char, c_void, CStr, CString};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 
 use super::control::{
     ControlBlock, FaultKind, ACCESS_READ, ACCESS_UNKNOWN, ACCESS_WRITE, CORE_DONE, CORE_RUNNING,
@@ -51,6 +53,13 @@ static PHASE: AtomicU32 = AtomicU32::new(PHASE_LOAD);
 /// constructors, entry_func) reaches the host, as the device runs them once per load; the
 /// cores started later run them again and say nothing of it.
 static PROBE: AtomicBool = AtomicBool::new(false);
+/// The file the library's static constructors print into before entry_func hands over
+/// the services ([`EARLY_FD_NUMBER`] while it loads and starts); -1 once drained.
+static EARLY_FD: AtomicI32 = AtomicI32::new(-1);
+
+/// Where the runtime looks for that file: a fixed descriptor it recognises by the memfd's
+/// name (customop-device/src/stdio.rs; D67).
+const EARLY_FD_NUMBER: i32 = 1000;
 /// The op library's load base in this process (0 until loaded).
 static MODULE_BASE: AtomicU64 = AtomicU64::new(0);
 /// `nrt_pool_op_shape` of a NEURON_LIBRARY library (NULL: none).
@@ -221,6 +230,7 @@ unsafe extern "C" fn svc_dma(local: *mut c_void, soc: u64, to_local: bool, n: u3
 unsafe extern "C" fn svc_fault(msg: *const c_char, len: usize) {
     // SAFETY: the runtime passes `len` readable bytes.
     let m = unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) };
+    drain_early_stdio();
     control().set_fault(core(), FaultKind::Fatal, 0, 0, m);
     finish_stdio();
     notify_exit();
@@ -244,6 +254,8 @@ unsafe extern "C" fn svc_write(fd: i32, buf: *const c_void, len: usize) -> isize
 }
 
 unsafe extern "C" fn get_libc_fn(name: *const c_char) -> *mut c_void {
+    // The runtime is taking its services: what it printed before them comes first.
+    drain_early_stdio();
     // SAFETY: the runtime asks with NUL-terminated names.
     let name = unsafe { CStr::from_ptr(name) }.to_bytes();
     match name {
@@ -358,9 +370,73 @@ extern "C" fn on_signal(sig: i32, info: *mut libc::siginfo_t, uctx: *mut c_void)
         addr,
         signal_cause(sig, code).as_bytes(),
     );
+    drain_early_stdio();
     notify_exit();
     // SAFETY: async-signal-safe exit of this core's process.
     unsafe { libc::_exit(FAULT_EXIT) }
+}
+
+/// Opens the file a library's static constructors print into before the services exist,
+/// on the descriptor the runtime looks at. Without it (no memfd, or the descriptor taken)
+/// they print into the runtime's own buffer, which reaches the host only if the start code
+/// completes.
+fn open_early_stdio() {
+    // SAFETY: a fresh close-on-exec memfd, moved to the fixed descriptor only when that is
+    // free (fcntl says EBADF), so nothing of this process is replaced.
+    unsafe {
+        if libc::fcntl(EARLY_FD_NUMBER, libc::F_GETFD) != -1 {
+            return;
+        }
+        let fd = libc::memfd_create(c"pool-early-stdio".as_ptr(), libc::MFD_CLOEXEC);
+        if fd < 0 {
+            return;
+        }
+        let placed = libc::dup3(fd, EARLY_FD_NUMBER, libc::O_CLOEXEC);
+        libc::close(fd);
+        if placed == EARLY_FD_NUMBER {
+            EARLY_FD.store(placed, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Passes what the library's start code printed before the services existed to the stdio
+/// ring (the load-time probe's only, core 0: start code prints once per load, D67), then
+/// closes the file. Records: fd (1 byte), length (2 bytes, little-endian, at most 1 KiB
+/// from the runtime), bytes; a record that does not fit the buffer ends the reading.
+/// Async-signal-safe (a fault during the start calls it): pread, memory copies, close.
+fn drain_early_stdio() {
+    let fd = EARLY_FD.swap(-1, Ordering::Relaxed);
+    if fd < 0 {
+        return;
+    }
+    let mut buf = [0u8; 4096];
+    let mut at: i64 = 0;
+    let mut have = 0usize;
+    loop {
+        // SAFETY: pread into the free part of a local buffer.
+        let n = unsafe { libc::pread(fd, buf[have..].as_mut_ptr().cast(), buf.len() - have, at) };
+        if n <= 0 {
+            break;
+        }
+        at += n as i64;
+        have += n as usize;
+        let mut used = 0;
+        while have - used >= 3 {
+            let len = usize::from(u16::from_le_bytes([buf[used + 1], buf[used + 2]]));
+            if have - used < 3 + len {
+                break;
+            }
+            if PROBE.load(Ordering::Relaxed) && core() == 0 {
+                let which = if buf[used] == 2 { 2 } else { 1 };
+                control().stdio_append(which, 0, &buf[used + 3..used + 3 + len]);
+            }
+            used += 3 + len;
+        }
+        buf.copy_within(used..have, 0);
+        have -= used;
+    }
+    // SAFETY: our own descriptor.
+    unsafe { libc::close(fd) };
 }
 
 /// The signal, and what the processor said about it (`si_code`).
@@ -430,6 +506,7 @@ fn finish_stdio() {
 
 /// Ends this core with a load failure (`FaultKind::Load`) and its reason.
 fn load_failed(core: usize, why: &[u8]) -> ! {
+    drain_early_stdio();
     control().set_fault(core, FaultKind::Load, 0, 0, why);
     exit(FAULT_EXIT)
 }
@@ -466,6 +543,7 @@ fn load(core: usize, p: &Program<'_>, probe: bool) -> (EntryFn, RegisterFuncsFn)
     let ctl = control();
     PHASE.store(PHASE_LOAD, Ordering::Relaxed);
     ctl.set_phase(core, PHASE_LOAD);
+    open_early_stdio();
     // SAFETY: dlopen of the library the host named; its constructors are user code and run
     // in this core's process only.
     let h = unsafe { libc::dlopen(p.library.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
@@ -563,12 +641,14 @@ fn start(core: usize, p: &Program<'_>, probe: bool) -> Vec<(CString, Option<Wrap
     // SAFETY: the library's start code with a complete handoff block.
     let status = unsafe { entry(&handoff) };
     if status != 0 {
+        drain_early_stdio();
         ctl.core(core).result.store(status, Ordering::Release);
         ctl.set_fault(core, FaultKind::Entry, 0, 0, b"entry_func");
         exit(FAULT_EXIT);
     }
     // SAFETY: the library's registration walk with our callback.
     unsafe { register_funcs(Some(on_register_func)) };
+    // (The early-output file was drained when the runtime asked for its services.)
     PHASE.store(PHASE_KERNEL, Ordering::Relaxed);
     ctl.set_phase(core, PHASE_KERNEL);
     std::mem::take(&mut collector.funcs)

@@ -275,11 +275,15 @@ fn faults_in_op_code_give_the_documented_codes() {
 #include <unistd.h>
 #include <torch/torch.h>
 
-// Start code that faults while the marker file named by FAULTY_MARKER exists, and else
-// says so (once per library load, as on hardware, however many core processes run it).
+// Start code that faults (saying so first) while the marker file named by FAULTY_MARKER
+// exists, and else says it ran (once per library load, as on hardware, however many core
+// processes run it).
 __attribute__((constructor)) static void start(void) {
     const char *m = getenv("FAULTY_MARKER");
-    if (m && access(m, F_OK) == 0) *(volatile int *)nullptr = 1;
+    if (m && access(m, F_OK) == 0) {
+        printf("start code faults\n");
+        *(volatile int *)nullptr = 1;
+    }
     printf("start code ran\n");
 }
 
@@ -341,8 +345,10 @@ NEURON_LIBRARY(faulty_ops, m) {
         ("shape: before the fault\n", 1),
         ("boom: before the fault\n", 1),
         ("shape of copy or boom\n", 4),
-        // At the registration that worked, not again when launches start cores.
+        // At the registration that worked, not again when launches start cores; and what
+        // the start code printed before faulting at the first registration.
         ("start code ran\n", 1),
+        ("start code faults\n", 1),
     ] {
         assert_eq!(
             stdout.matches(printed).count(),
