@@ -31,6 +31,34 @@ pub fn flush(fd: i32) -> i32 {
     0
 }
 
+/// The descriptor an emulator core puts its early-output file on, and the file's (memfd)
+/// name: the runtime writes there only when the descriptor is that file.
+pub const EARLY_STDIO_FD: i32 = 1000;
+pub const EARLY_STDIO_NAME: &core::ffi::CStr = c"pool-early-stdio";
+
+/// Early output records: fd (1 byte), length (2 bytes, little-endian), the bytes. Written
+/// by the runtime (its buffer, the emulator core's file) and read back by the runtime's
+/// replay and the engine's core.
+pub mod record {
+    /// A record's head before its bytes.
+    pub const HEAD: usize = 3;
+
+    /// The head of a record of `len` bytes for `fd`.
+    pub fn head(fd: u8, len: u16) -> [u8; HEAD] {
+        let n = len.to_le_bytes();
+        [fd, n[0], n[1]]
+    }
+
+    /// The record at the start of `buf`: (fd, bytes, its whole size), or None when `buf`
+    /// does not hold a whole one.
+    pub fn first(buf: &[u8]) -> Option<(u8, &[u8], usize)> {
+        let (&fd, rest) = buf.split_first()?;
+        let n = usize::from(u16::from_le_bytes([*rest.first()?, *rest.get(1)?]));
+        let bytes = buf.get(HEAD..HEAD + n)?;
+        Some((fd, bytes, HEAD + n))
+    }
+}
+
 /// Bytes of early output (records included) a host build keeps.
 #[cfg(not(target_os = "none"))]
 pub const EARLY_BYTES: usize = 4096;
@@ -48,7 +76,8 @@ pub fn replay_early(write: Option<crate::platform::WriteFn>) {
 /// bytes, little-endian) and the bytes.
 #[cfg(not(target_os = "none"))]
 mod early {
-    use super::EARLY_BYTES;
+    use super::record::{self, HEAD};
+    use super::{EARLY_BYTES, EARLY_STDIO_FD, EARLY_STDIO_NAME};
     use crate::global::Global;
     use crate::platform::WriteFn;
 
@@ -62,12 +91,9 @@ mod early {
         len: 0,
     });
 
-    const HEAD: usize = 3;
-
-    /// The descriptor an emulator core puts its early-output file on (engine core.rs).
-    const EARLY_FD: usize = 1000;
-    /// What `/proc/self/fd/1000` reads when it is that file (a memfd of this name).
-    const EARLY_FILE: &[u8] = b"/memfd:pool-early-stdio (deleted)";
+    /// The link `EARLY_STDIO_FD` is read through (the literal must name that descriptor).
+    const EARLY_LINK: &core::ffi::CStr = c"/proc/self/fd/1000";
+    const _: () = assert!(EARLY_STDIO_FD == 1000);
 
     /// A raw system call (x86-64 Linux): the archive imports nothing from the C library.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -90,8 +116,9 @@ mod early {
         ret
     }
 
-    /// The emulator core's early-output file, if this process has one: descriptor 1000,
-    /// checked by its name (anywhere else it is not open, or is something else).
+    /// The emulator core's early-output file, if this process has one: `EARLY_STDIO_FD`,
+    /// checked by its name, "/memfd:NAME (deleted)" (anywhere else it is not open, or is
+    /// something else).
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     fn early_file() -> Option<usize> {
         const SYS_READLINK: usize = 89;
@@ -100,13 +127,14 @@ mod early {
         let n = unsafe {
             syscall3(
                 SYS_READLINK,
-                c"/proc/self/fd/1000".as_ptr() as usize,
+                EARLY_LINK.as_ptr() as usize,
                 target.as_mut_ptr() as usize,
                 target.len(),
             )
         };
-        (usize::try_from(n).ok()? == EARLY_FILE.len() && target[..EARLY_FILE.len()] == *EARLY_FILE)
-            .then_some(EARLY_FD)
+        let t = target.get(..usize::try_from(n).ok()?)?;
+        let name = t.strip_prefix(b"/memfd:")?.strip_suffix(b" (deleted)")?;
+        (name == EARLY_STDIO_NAME.to_bytes()).then_some(EARLY_STDIO_FD as usize)
     }
 
     #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
@@ -150,8 +178,8 @@ mod early {
         if let Some(file) = early_file() {
             // (Records of at most 1 KiB: the core reads the file through a 4 KiB buffer.)
             for piece in bytes.chunks(1024) {
-                let n = (piece.len() as u16).to_le_bytes();
-                if !write_all(file, &[fd as u8, n[0], n[1]]) || !write_all(file, piece) {
+                let head = record::head(fd as u8, piece.len() as u16);
+                if !write_all(file, &head) || !write_all(file, piece) {
                     return -1;
                 }
             }
@@ -163,8 +191,7 @@ mod early {
                 return -1;
             }
             let at = e.len;
-            e.buf[at] = fd as u8;
-            e.buf[at + 1..at + HEAD].copy_from_slice(&(bytes.len() as u16).to_le_bytes());
+            e.buf[at..at + HEAD].copy_from_slice(&record::head(fd as u8, bytes.len() as u16));
             e.buf[at + HEAD..at + HEAD + bytes.len()].copy_from_slice(bytes);
             e.len += HEAD + bytes.len();
             bytes.len() as isize
@@ -175,15 +202,44 @@ mod early {
     pub fn replay(w: WriteFn) {
         EARLY.with(|e| {
             let mut at = 0;
-            while at + HEAD <= e.len {
-                let fd = i32::from(e.buf[at]);
-                let n = usize::from(u16::from_le_bytes([e.buf[at + 1], e.buf[at + 2]]));
-                let bytes = &e.buf[at + HEAD..at + HEAD + n];
+            while let Some((fd, bytes, size)) = record::first(&e.buf[at..e.len]) {
                 // SAFETY: the service has the documented signature; `bytes` is readable.
-                unsafe { w(fd, bytes.as_ptr().cast(), n) };
-                at += HEAD + n;
+                unsafe { w(i32::from(fd), bytes.as_ptr().cast(), bytes.len()) };
+                at += size;
             }
             e.len = 0;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::record;
+    use std::vec;
+
+    #[test]
+    fn records_read_back_as_written_and_partial_ones_wait() {
+        let mut buf = std::vec::Vec::new();
+        for (fd, bytes) in [(1u8, &b"hello"[..]), (2, b""), (1, &[0u8, 255, 7][..])] {
+            buf.extend_from_slice(&record::head(fd, bytes.len() as u16));
+            buf.extend_from_slice(bytes);
+        }
+        let mut at = 0;
+        let mut seen = std::vec::Vec::new();
+        while let Some((fd, bytes, size)) = record::first(&buf[at..]) {
+            seen.push((fd, bytes.to_vec()));
+            at += size;
+        }
+        assert_eq!(at, buf.len());
+        assert_eq!(
+            seen,
+            [(1, b"hello".to_vec()), (2, vec![]), (1, vec![0, 255, 7])]
+        );
+        for cut in 0..record::HEAD + 5 {
+            assert_eq!(
+                record::first(&buf[..cut]).is_some(),
+                cut == record::HEAD + 5
+            );
+        }
     }
 }

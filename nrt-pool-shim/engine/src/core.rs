@@ -9,6 +9,8 @@ use std::sync::atomic::{
     AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
 };
 
+use neuroncustomop::stdio;
+
 use super::control::{
     ControlBlock, FaultKind, ACCESS_READ, ACCESS_UNKNOWN, ACCESS_WRITE, CORE_DONE, CORE_RUNNING,
     PHASE_KERNEL, PHASE_LOAD, PHASE_START,
@@ -53,13 +55,10 @@ static PHASE: AtomicU32 = AtomicU32::new(PHASE_LOAD);
 /// constructors, entry_func) reaches the host, as the device runs them once per load; the
 /// cores started later run them again and say nothing of it.
 static PROBE: AtomicBool = AtomicBool::new(false);
-/// The file the library's static constructors print into before entry_func hands over
-/// the services ([`EARLY_FD_NUMBER`] while it loads and starts); -1 once drained.
+/// The file the probe's library prints into before entry_func hands over the services
+/// (on `stdio::EARLY_STDIO_FD`, where the runtime recognises it by name; D67); -1 when
+/// there is none or once drained.
 static EARLY_FD: AtomicI32 = AtomicI32::new(-1);
-
-/// Where the runtime looks for that file: a fixed descriptor it recognises by the memfd's
-/// name (customop-device/src/stdio.rs; D67).
-const EARLY_FD_NUMBER: i32 = 1000;
 /// The op library's load base in this process (0 until loaded).
 static MODULE_BASE: AtomicU64 = AtomicU64::new(0);
 /// `nrt_pool_op_shape` of a NEURON_LIBRARY library (NULL: none).
@@ -376,34 +375,35 @@ extern "C" fn on_signal(sig: i32, info: *mut libc::siginfo_t, uctx: *mut c_void)
     unsafe { libc::_exit(FAULT_EXIT) }
 }
 
-/// Opens the file a library's static constructors print into before the services exist,
-/// on the descriptor the runtime looks at. Without it (no memfd, or the descriptor taken)
-/// they print into the runtime's own buffer, which reaches the host only if the start code
-/// completes.
+/// Opens the file the probe's library prints into before the services exist, on the
+/// descriptor the runtime looks at. Without it (no memfd, or the descriptor taken; and in
+/// cores started for launches, whose start code says nothing) the output goes to the
+/// runtime's own buffer, which reaches the host only if the start code completes.
 fn open_early_stdio() {
+    let at = stdio::EARLY_STDIO_FD;
     // SAFETY: a fresh close-on-exec memfd, moved to the fixed descriptor only when that is
     // free (fcntl says EBADF), so nothing of this process is replaced.
     unsafe {
-        if libc::fcntl(EARLY_FD_NUMBER, libc::F_GETFD) != -1 {
+        if libc::fcntl(at, libc::F_GETFD) != -1 {
             return;
         }
-        let fd = libc::memfd_create(c"pool-early-stdio".as_ptr(), libc::MFD_CLOEXEC);
+        let fd = libc::memfd_create(stdio::EARLY_STDIO_NAME.as_ptr(), libc::MFD_CLOEXEC);
         if fd < 0 {
             return;
         }
-        let placed = libc::dup3(fd, EARLY_FD_NUMBER, libc::O_CLOEXEC);
+        let placed = libc::dup3(fd, at, libc::O_CLOEXEC);
         libc::close(fd);
-        if placed == EARLY_FD_NUMBER {
+        if placed == at {
             EARLY_FD.store(placed, Ordering::Relaxed);
         }
     }
 }
 
-/// Passes what the library's start code printed before the services existed to the stdio
-/// ring (the load-time probe's only, core 0: start code prints once per load, D67), then
-/// closes the file. Records: fd (1 byte), length (2 bytes, little-endian, at most 1 KiB
-/// from the runtime), bytes; a record that does not fit the buffer ends the reading.
-/// Async-signal-safe (a fault during the start calls it): pread, memory copies, close.
+/// Passes what the probe's start code printed before the services existed to the stdio
+/// ring (core 0's: start code prints once per load, D67), then closes the file. Records as
+/// `stdio::record` reads them (at most 1 KiB each from the runtime); one that does not fit
+/// the buffer ends the reading. Async-signal-safe (a fault during the start calls it):
+/// pread, memory copies, close.
 fn drain_early_stdio() {
     let fd = EARLY_FD.swap(-1, Ordering::Relaxed);
     if fd < 0 {
@@ -421,16 +421,9 @@ fn drain_early_stdio() {
         at += n as i64;
         have += n as usize;
         let mut used = 0;
-        while have - used >= 3 {
-            let len = usize::from(u16::from_le_bytes([buf[used + 1], buf[used + 2]]));
-            if have - used < 3 + len {
-                break;
-            }
-            if PROBE.load(Ordering::Relaxed) && core() == 0 {
-                let which = if buf[used] == 2 { 2 } else { 1 };
-                control().stdio_append(which, 0, &buf[used + 3..used + 3 + len]);
-            }
-            used += 3 + len;
+        while let Some((which, bytes, size)) = stdio::record::first(&buf[used..have]) {
+            control().stdio_append(if which == 2 { 2 } else { 1 }, 0, bytes);
+            used += size;
         }
         buf.copy_within(used..have, 0);
         have -= used;
@@ -543,7 +536,9 @@ fn load(core: usize, p: &Program<'_>, probe: bool) -> (EntryFn, RegisterFuncsFn)
     let ctl = control();
     PHASE.store(PHASE_LOAD, Ordering::Relaxed);
     ctl.set_phase(core, PHASE_LOAD);
-    open_early_stdio();
+    if probe {
+        open_early_stdio();
+    }
     // SAFETY: dlopen of the library the host named; its constructors are user code and run
     // in this core's process only.
     let h = unsafe { libc::dlopen(p.library.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
