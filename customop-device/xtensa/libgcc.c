@@ -39,22 +39,17 @@ int __ffsdi2(u64 x) {
     return 0;
 }
 
-/* The redundant sign bits: how many bits below the sign bit equal it. */
-int __clrsbsi2(int x) {
-    u32 v = (u32)x;
-    u32 sign = v >> 31;
+/* The redundant sign bits: how many bits below the sign bit (bit `top` of v) equal it. */
+static int redundant_sign_bits(u64 v, int top) {
+    u64 sign = (v >> top) & 1u;
     int n = 0;
-    for (int bit = 30; bit >= 0 && ((v >> bit) & 1u) == sign; bit--) n++;
+    for (int bit = top - 1; bit >= 0 && ((v >> bit) & 1u) == sign; bit--) n++;
     return n;
 }
 
-int __clrsbdi2(i64 x) {
-    u64 v = (u64)x;
-    u64 sign = v >> 63;
-    int n = 0;
-    for (int bit = 62; bit >= 0 && ((v >> bit) & 1u) == sign; bit--) n++;
-    return n;
-}
+int __clrsbsi2(int x) { return redundant_sign_bits((u32)x, 31); }
+
+int __clrsbdi2(i64 x) { return redundant_sign_bits((u64)x, 63); }
 
 i64 __negdi2(i64 x) { return (i64)(~(u64)x + 1u); }
 
