@@ -49,7 +49,8 @@ pub enum TensorError {
 
 /// Whether `len` bytes are exactly a `dtype` tensor of `shape`.
 pub fn check_len(dtype: DType, shape: &[u64], len: usize) -> Result<(), TensorError> {
-    let want = numel(shape).saturating_mul(dtype.size() as u64);
+    // (A size past u64 is u64::MAX here: no buffer has that many bytes.)
+    let want = byte_len(shape, dtype).unwrap_or(u64::MAX);
     if want != len as u64 {
         return Err(TensorError::Size {
             dtype,
