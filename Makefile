@@ -25,8 +25,8 @@ all: build
 build:
 	$(CARGO) build --release --workspace
 
-## make tools: what the tests need beyond Rust: the Xtensa gcc/binutils, QEMU, cmake and
-## pkg-config (Debian packages)
+## make tools: what the tests need beyond Rust: the Xtensa gcc/binutils, libc++'s headers,
+## QEMU, cmake and pkg-config (Debian packages)
 ## and rust-src (for -Zbuild-std of the Rust-built Xtensa test library), if missing.
 tools:
 	@rustup component list --installed 2>/dev/null | grep -q '^rust-src' || rustup component add rust-src
@@ -38,6 +38,9 @@ tools:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends \
 			gcc-xtensa-lx106 binutils-xtensa-lx106 qemu-system-misc cmake pkg-config dpkg; \
 	fi
+	@# libc++'s headers: the C++ standard library of device builds (D72).
+	@test -f /usr/lib/llvm-14/include/c++/v1/vector || { $(SUDO) apt-get update && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends libc++-14-dev; }
 	@command -v cargo-deb >/dev/null || $(CARGO) install cargo-deb --locked
 	@# QEMU with the nrt-pool machine (D63): Debian's QEMU source and what builds it.
 	@if ! command -v ninja >/dev/null || ! command -v meson >/dev/null || ! command -v flex >/dev/null \

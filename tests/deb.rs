@@ -120,6 +120,16 @@ fn packages_install_beside_the_vendors_work_and_remove_cleanly() {
     // No --force-depends: our Depends must be satisfiable as written.
     run("dpkg -i (ours)", dpkg(&scratch).arg("-i").args(&debs));
 
+    // Device builds need the Xtensa tools and libc++'s headers: recommended, not required.
+    let tools = run("dpkg -s", dpkg(&scratch).args(["-s", "gpsimd-open-tools"]));
+    assert!(
+        tools.lines().any(|l| l.starts_with("Recommends:")
+            && ["gcc-xtensa-lx106", "binutils-xtensa-lx106", "libc++-14-dev"]
+                .iter()
+                .all(|p| l.contains(p))),
+        "{tools}"
+    );
+
     for (path, contents) in VENDOR_FILES {
         let f = scratch.join(path.trim_start_matches('/'));
         assert_eq!(std::fs::read_to_string(&f).unwrap(), contents, "{path}");

@@ -38,6 +38,210 @@ binary!(
     pow: f64, atan2: f64, fmod: f64, fmax: f64, fmin: f64, hypot: f64, copysign: f64,
 );
 
+// C99's remaining functions, for <cmath> (D72).
+unary!(
+    acoshf: f32, asinhf: f32, atanhf: f32, erfcf: f32, lgammaf: f32, tgammaf: f32, rintf: f32,
+    acosh: f64, asinh: f64, atanh: f64, erfc: f64, lgamma: f64, tgamma: f64, rint: f64,
+);
+
+binary!(
+    remainderf: f32, nextafterf: f32, fdimf: f32,
+    remainder: f64, nextafter: f64, fdim: f64,
+);
+
+#[no_mangle]
+pub extern "C" fn fmaf(x: f32, y: f32, z: f32) -> f32 {
+    libm::fmaf(x, y, z)
+}
+
+#[no_mangle]
+pub extern "C" fn fma(x: f64, y: f64, z: f64) -> f64 {
+    libm::fma(x, y, z)
+}
+
+/// `nearbyint`: `rint` without the inexact flag, which nothing on a core reads.
+#[no_mangle]
+pub extern "C" fn nearbyintf(x: f32) -> f32 {
+    libm::rintf(x)
+}
+
+#[no_mangle]
+pub extern "C" fn nearbyint(x: f64) -> f64 {
+    libm::rint(x)
+}
+
+#[no_mangle]
+pub extern "C" fn ilogbf(x: f32) -> i32 {
+    libm::ilogbf(x)
+}
+
+#[no_mangle]
+pub extern "C" fn ilogb(x: f64) -> i32 {
+    libm::ilogb(x)
+}
+
+/// `logb`: the exponent as a float, with C's special cases (-inf for zero, inf for an
+/// infinity, NaN for NaN).
+fn logb_of(x: f64, ilogb: i32) -> f64 {
+    if x.is_nan() {
+        x
+    } else if x == 0.0 {
+        f64::NEG_INFINITY
+    } else if x.is_infinite() {
+        f64::INFINITY
+    } else {
+        f64::from(ilogb)
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn logbf(x: f32) -> f32 {
+    logb_of(x.into(), libm::ilogbf(x)) as f32
+}
+
+#[no_mangle]
+pub extern "C" fn logb(x: f64) -> f64 {
+    logb_of(x, libm::ilogb(x))
+}
+
+#[no_mangle]
+pub extern "C" fn scalbnf(x: f32, n: i32) -> f32 {
+    libm::scalbnf(x, n)
+}
+
+#[no_mangle]
+pub extern "C" fn scalbn(x: f64, n: i32) -> f64 {
+    libm::scalbn(x, n)
+}
+
+#[no_mangle]
+pub extern "C" fn ldexpf(x: f32, n: i32) -> f32 {
+    libm::ldexpf(x, n)
+}
+
+#[no_mangle]
+pub extern "C" fn ldexp(x: f64, n: i32) -> f64 {
+    libm::ldexp(x, n)
+}
+
+/// `scalbln`: a long exponent beyond int's range over- or underflows as the clamped one.
+#[no_mangle]
+pub extern "C" fn scalblnf(x: f32, n: core::ffi::c_long) -> f32 {
+    libm::scalbnf(x, clamp_exponent(n.into()))
+}
+
+#[no_mangle]
+pub extern "C" fn scalbln(x: f64, n: core::ffi::c_long) -> f64 {
+    libm::scalbn(x, clamp_exponent(n.into()))
+}
+
+fn clamp_exponent(n: i64) -> i32 {
+    n.clamp(i32::MIN.into(), i32::MAX.into()) as i32
+}
+
+/// The integer C's `lrint`/`lround` family gives for `r` (already rounded): NaN and values
+/// the type cannot hold give the type's minimum, as x86's conversion does (C leaves them
+/// unspecified).
+fn to_integer<T: TryFrom<i64> + Copy>(r: f64, min: T) -> T {
+    if r.is_nan() || r < -9.223_372_036_854_775_808e18 || r >= 9.223_372_036_854_775_808e18 {
+        return min;
+    }
+    T::try_from(r as i64).unwrap_or(min)
+}
+
+macro_rules! rounding_to_integer {
+    ($($name:ident($t:ty) -> $int:ty = $round:path;)*) => {$(
+        #[no_mangle]
+        pub extern "C" fn $name(x: $t) -> $int {
+            to_integer(f64::from($round(x)), <$int>::MIN)
+        }
+    )*};
+}
+
+rounding_to_integer! {
+    lrintf(f32) -> core::ffi::c_long = libm::rintf;
+    lrint(f64) -> core::ffi::c_long = libm::rint;
+    llrintf(f32) -> i64 = libm::rintf;
+    llrint(f64) -> i64 = libm::rint;
+    lroundf(f32) -> core::ffi::c_long = libm::roundf;
+    lround(f64) -> core::ffi::c_long = libm::round;
+    llroundf(f32) -> i64 = libm::roundf;
+    llround(f64) -> i64 = libm::round;
+}
+
+/// `nan(tag)`: the default quiet NaN (the tag's payload is not read).
+#[no_mangle]
+pub extern "C" fn nanf(_tag: *const core::ffi::c_char) -> f32 {
+    f32::NAN
+}
+
+#[no_mangle]
+pub extern "C" fn nan(_tag: *const core::ffi::c_char) -> f64 {
+    f64::NAN
+}
+
+/// `frexp`, `modf` and `remquo` write a second result through a pointer.
+///
+/// # Safety
+/// `e` is valid for a write (the C contract).
+#[no_mangle]
+pub unsafe extern "C" fn frexpf(x: f32, e: *mut i32) -> f32 {
+    let (m, exp) = libm::frexpf(x);
+    // SAFETY: the caller's valid out pointer.
+    unsafe { e.write(exp) };
+    m
+}
+
+/// # Safety
+/// As [`frexpf`].
+#[no_mangle]
+pub unsafe extern "C" fn frexp(x: f64, e: *mut i32) -> f64 {
+    let (m, exp) = libm::frexp(x);
+    // SAFETY: the caller's valid out pointer.
+    unsafe { e.write(exp) };
+    m
+}
+
+/// # Safety
+/// `ip` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn modff(x: f32, ip: *mut f32) -> f32 {
+    let (frac, int) = libm::modff(x);
+    // SAFETY: the caller's valid out pointer.
+    unsafe { ip.write(int) };
+    frac
+}
+
+/// # Safety
+/// `ip` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn modf(x: f64, ip: *mut f64) -> f64 {
+    let (frac, int) = libm::modf(x);
+    // SAFETY: the caller's valid out pointer.
+    unsafe { ip.write(int) };
+    frac
+}
+
+/// # Safety
+/// `q` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn remquof(x: f32, y: f32, q: *mut i32) -> f32 {
+    let (r, quo) = libm::remquof(x, y);
+    // SAFETY: the caller's valid out pointer.
+    unsafe { q.write(quo) };
+    r
+}
+
+/// # Safety
+/// `q` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn remquo(x: f64, y: f64, q: *mut i32) -> f64 {
+    let (r, quo) = libm::remquo(x, y);
+    // SAFETY: the caller's valid out pointer.
+    unsafe { q.write(quo) };
+    r
+}
+
 /// `sincosf`: GCC turns `sinf(x)` and `cosf(x)` of one argument into this GNU call, so it
 /// must come from the same code as the two (or a host build would reach glibc's).
 ///
@@ -64,5 +268,96 @@ pub unsafe extern "C" fn sincos(x: f64, s: *mut f64, c: *mut f64) {
     unsafe {
         s.write(sv);
         c.write(cv);
+    }
+}
+
+/// The `long double` functions of device builds: the Xtensa ABI's long double is IEEE
+/// double (8 bytes), so each is its double function. (Host builds keep the C library's:
+/// x86's long double is wider.)
+#[cfg(target_os = "none")]
+mod long_double {
+    macro_rules! same_as_double {
+        ($($l:ident = $d:ident($($a:ident: $t:ty),*) -> $r:ty;)*) => {$(
+            #[no_mangle]
+            pub extern "C" fn $l($($a: $t),*) -> $r {
+                super::$d($($a),*)
+            }
+        )*};
+    }
+
+    same_as_double! {
+        acosl = acos(x: f64) -> f64; asinl = asin(x: f64) -> f64; atanl = atan(x: f64) -> f64;
+        cosl = cos(x: f64) -> f64; sinl = sin(x: f64) -> f64; tanl = tan(x: f64) -> f64;
+        acoshl = acosh(x: f64) -> f64; asinhl = asinh(x: f64) -> f64;
+        atanhl = atanh(x: f64) -> f64; coshl = cosh(x: f64) -> f64;
+        sinhl = sinh(x: f64) -> f64; tanhl = tanh(x: f64) -> f64; expl = exp(x: f64) -> f64;
+        exp2l = exp2(x: f64) -> f64; expm1l = expm1(x: f64) -> f64; logl = log(x: f64) -> f64;
+        log10l = log10(x: f64) -> f64; log1pl = log1p(x: f64) -> f64;
+        log2l = log2(x: f64) -> f64; logbl = logb(x: f64) -> f64; cbrtl = cbrt(x: f64) -> f64;
+        sqrtl = sqrt(x: f64) -> f64; erfl = erf(x: f64) -> f64; erfcl = erfc(x: f64) -> f64;
+        lgammal = lgamma(x: f64) -> f64; tgammal = tgamma(x: f64) -> f64;
+        ceill = ceil(x: f64) -> f64; floorl = floor(x: f64) -> f64;
+        nearbyintl = nearbyint(x: f64) -> f64; rintl = rint(x: f64) -> f64;
+        roundl = round(x: f64) -> f64; truncl = trunc(x: f64) -> f64;
+        fabsl = fabs(x: f64) -> f64;
+        atan2l = atan2(x: f64, y: f64) -> f64; fmodl = fmod(x: f64, y: f64) -> f64;
+        powl = pow(x: f64, y: f64) -> f64; hypotl = hypot(x: f64, y: f64) -> f64;
+        remainderl = remainder(x: f64, y: f64) -> f64;
+        copysignl = copysign(x: f64, y: f64) -> f64;
+        nextafterl = nextafter(x: f64, y: f64) -> f64; fdiml = fdim(x: f64, y: f64) -> f64;
+        fmaxl = fmax(x: f64, y: f64) -> f64; fminl = fmin(x: f64, y: f64) -> f64;
+        fmal = fma(x: f64, y: f64, z: f64) -> f64;
+        ldexpl = ldexp(x: f64, n: i32) -> f64; scalbnl = scalbn(x: f64, n: i32) -> f64;
+        scalblnl = scalbln(x: f64, n: core::ffi::c_long) -> f64;
+        ilogbl = ilogb(x: f64) -> i32; lrintl = lrint(x: f64) -> core::ffi::c_long;
+        lroundl = lround(x: f64) -> core::ffi::c_long; llrintl = llrint(x: f64) -> i64;
+        llroundl = llround(x: f64) -> i64; nanl = nan(tag: *const core::ffi::c_char) -> f64;
+        nexttowardl = nextafter(x: f64, y: f64) -> f64;
+    }
+
+    /// # Safety
+    /// `e` is valid for a write.
+    #[no_mangle]
+    pub unsafe extern "C" fn frexpl(x: f64, e: *mut i32) -> f64 {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { super::frexp(x, e) }
+    }
+
+    /// # Safety
+    /// `ip` is valid for a write.
+    #[no_mangle]
+    pub unsafe extern "C" fn modfl(x: f64, ip: *mut f64) -> f64 {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { super::modf(x, ip) }
+    }
+
+    /// # Safety
+    /// `q` is valid for a write.
+    #[no_mangle]
+    pub unsafe extern "C" fn remquol(x: f64, y: f64, q: *mut i32) -> f64 {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { super::remquo(x, y, q) }
+    }
+
+    /// `nexttoward(double, long double)`: long double is double here.
+    #[no_mangle]
+    pub extern "C" fn nexttoward(x: f64, y: f64) -> f64 {
+        super::nextafter(x, y)
+    }
+
+    /// `nexttowardf(float, long double)`: one float step toward the wider `y` (`y` itself
+    /// when equal, NaN when either is).
+    #[no_mangle]
+    pub extern "C" fn nexttowardf(x: f32, y: f64) -> f32 {
+        let wide = f64::from(x);
+        if x.is_nan() || y.is_nan() {
+            f32::NAN
+        } else if wide == y {
+            y as f32
+        } else if y > wide {
+            libm::nextafterf(x, f32::INFINITY)
+        } else {
+            libm::nextafterf(x, f32::NEG_INFINITY)
+        }
     }
 }

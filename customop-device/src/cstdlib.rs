@@ -96,6 +96,13 @@ pub fn to_signed(p: Parsed, bits: u32) -> i64 {
     }
 }
 
+/// Whether `p` fits a `bits`-bit type without clamping (C's strto* report ERANGE
+/// otherwise); an unsigned type takes a negated magnitude up to its maximum, as C does.
+pub fn in_range(p: &Parsed, bits: u32, signed: bool) -> bool {
+    let max = u64::MAX >> (64 - bits + u32::from(signed));
+    !p.overflow && (p.magnitude <= max || signed && p.negative && p.magnitude == max + 1)
+}
+
 /// `strtoul`-style result for an unsigned type of `bits` bits: the value (negated in the
 /// type when signed, as C does), or the type's maximum when it does not fit.
 pub fn to_unsigned(p: Parsed, bits: u32) -> u64 {
@@ -155,12 +162,69 @@ pub unsafe fn heap_sort(
     }
 }
 
+/// `rand`'s generator, as glibc's (an additive lagged Fibonacci generator, x[i] = x[i-3] +
+/// x[i-31] mod 2^32, seeded by a Lehmer generator and run 310 steps before its first
+/// output), so a host build of an op and its device build draw the same numbers (D72).
+#[derive(Clone)]
+pub struct Rand {
+    r: [u32; 34],
+    /// The next index into the ring of the last 34 values.
+    i: usize,
+}
+
+impl Rand {
+    pub fn new(seed: u32) -> Rand {
+        let mut r = [0u32; 34];
+        r[0] = if seed == 0 { 1 } else { seed };
+        for i in 1..31 {
+            // 16807 * r mod (2^31 - 1) by Schrage's method on the signed 32-bit value, as
+            // glibc computes it (a seed of 2^31 or more is negative there).
+            let word = i64::from(r[i - 1] as i32);
+            let (hi, lo) = (word / 127_773, word % 127_773);
+            let mut v = 16_807 * lo - 2_836 * hi;
+            if v < 0 {
+                v += 2_147_483_647;
+            }
+            r[i] = v as u32;
+        }
+        for i in 31..34 {
+            r[i] = r[i - 31];
+        }
+        let mut g = Rand { r, i: 0 };
+        for _ in 0..310 {
+            g.step();
+        }
+        g
+    }
+
+    fn step(&mut self) -> u32 {
+        let at = |back: usize| self.r[(self.i + 34 - back) % 34];
+        let v = at(31).wrapping_add(at(3));
+        self.r[self.i] = v;
+        self.i = (self.i + 1) % 34;
+        v
+    }
+
+    /// The next value, 0..=RAND_MAX (2^31 - 1).
+    pub fn next_value(&mut self) -> i32 {
+        (self.step() >> 1) as i32
+    }
+}
+
+/// C's `div` family: quotient truncated toward zero, remainder with the dividend's sign;
+/// None for a zero divisor (the C entry points make it a device fault, as x86 traps) and
+/// the wrapped quotient for MIN / -1 (D69).
+pub fn divide(n: i64, d: i64) -> Option<(i64, i64)> {
+    (d != 0).then(|| (n.wrapping_div(d), n.wrapping_rem(d)))
+}
+
 /// The C entry points, device builds only.
 #[cfg(all(feature = "archive", target_os = "none"))]
 mod c {
     use core::ffi::{c_char, c_int, c_long, c_longlong, c_ulong, c_ulonglong, c_void, CStr};
 
-    use super::{heap_sort, parse_integer, to_signed, to_unsigned, Parsed};
+    use super::{heap_sort, in_range, parse_integer, to_signed, to_unsigned, Parsed};
+    use crate::cerrno::{set as set_errno, EINVAL, ERANGE};
 
     type Compare = unsafe extern "C" fn(*const c_void, *const c_void) -> c_int;
 
@@ -181,6 +245,28 @@ mod c {
         p
     }
 
+    /// [`parse`] for a `bits`-bit type, setting errno as C does: EINVAL for a bad base,
+    /// ERANGE for a value the type cannot hold (then clamped by the caller).
+    ///
+    /// # Safety
+    /// As [`parse`].
+    unsafe fn parse_for(
+        s: *const c_char,
+        end: *mut *mut c_char,
+        base: c_int,
+        bits: u32,
+        signed: bool,
+    ) -> Option<Parsed> {
+        // SAFETY: the caller's contract, passed on.
+        let p = unsafe { parse(s, end, base) };
+        match &p {
+            None => set_errno(EINVAL),
+            Some(v) if !in_range(v, bits, signed) => set_errno(ERANGE),
+            Some(_) => {}
+        }
+        p
+    }
+
     #[no_mangle]
     pub unsafe extern "C" fn strtol(
         s: *const c_char,
@@ -188,7 +274,8 @@ mod c {
         base: c_int,
     ) -> c_long {
         // SAFETY: the caller's contract, passed on.
-        unsafe { parse(s, end, base) }.map_or(0, |p| to_signed(p, c_long::BITS) as c_long)
+        unsafe { parse_for(s, end, base, c_long::BITS, true) }
+            .map_or(0, |p| to_signed(p, c_long::BITS) as c_long)
     }
 
     #[no_mangle]
@@ -198,7 +285,7 @@ mod c {
         base: c_int,
     ) -> c_longlong {
         // SAFETY: as strtol.
-        unsafe { parse(s, end, base) }.map_or(0, |p| to_signed(p, 64) as c_longlong)
+        unsafe { parse_for(s, end, base, 64, true) }.map_or(0, |p| to_signed(p, 64) as c_longlong)
     }
 
     #[no_mangle]
@@ -208,7 +295,8 @@ mod c {
         base: c_int,
     ) -> c_ulong {
         // SAFETY: as strtol.
-        unsafe { parse(s, end, base) }.map_or(0, |p| to_unsigned(p, c_ulong::BITS) as c_ulong)
+        unsafe { parse_for(s, end, base, c_ulong::BITS, false) }
+            .map_or(0, |p| to_unsigned(p, c_ulong::BITS) as c_ulong)
     }
 
     #[no_mangle]
@@ -218,7 +306,8 @@ mod c {
         base: c_int,
     ) -> c_ulonglong {
         // SAFETY: as strtol.
-        unsafe { parse(s, end, base) }.map_or(0, |p| to_unsigned(p, 64) as c_ulonglong)
+        unsafe { parse_for(s, end, base, 64, false) }
+            .map_or(0, |p| to_unsigned(p, 64) as c_ulonglong)
     }
 
     #[no_mangle]
@@ -237,6 +326,74 @@ mod c {
     pub unsafe extern "C" fn atoll(s: *const c_char) -> c_longlong {
         // SAFETY: as strtol.
         unsafe { strtoll(s, core::ptr::null_mut(), 10) }
+    }
+
+    #[repr(C)]
+    pub struct DivT {
+        quot: c_int,
+        rem: c_int,
+    }
+
+    #[repr(C)]
+    pub struct LDivT {
+        quot: c_long,
+        rem: c_long,
+    }
+
+    #[repr(C)]
+    pub struct LLDivT {
+        quot: c_longlong,
+        rem: c_longlong,
+    }
+
+    fn divide_or_fault(site: &'static str, n: i64, d: i64) -> (i64, i64) {
+        super::divide(n, d).unwrap_or_else(|| {
+            crate::fatal::fatal_with(site, format_args!("integer division by zero"))
+        })
+    }
+
+    #[no_mangle]
+    pub extern "C" fn div(n: c_int, d: c_int) -> DivT {
+        // (32-bit int: MIN / -1 wraps in the 64-bit quotient's low half, as on the device.)
+        let (quot, rem) = divide_or_fault("div", n.into(), d.into());
+        DivT {
+            quot: quot as c_int,
+            rem: rem as c_int,
+        }
+    }
+
+    #[no_mangle]
+    pub extern "C" fn ldiv(n: c_long, d: c_long) -> LDivT {
+        let (quot, rem) = divide_or_fault("ldiv", n.into(), d.into());
+        LDivT {
+            quot: quot as c_long,
+            rem: rem as c_long,
+        }
+    }
+
+    #[no_mangle]
+    pub extern "C" fn lldiv(n: c_longlong, d: c_longlong) -> LLDivT {
+        let (quot, rem) = divide_or_fault("lldiv", n, d);
+        LLDivT { quot, rem }
+    }
+
+    /// The core's `rand` state; a core that never calls `srand` draws as after `srand(1)`.
+    static RAND: crate::global::Global<Option<super::Rand>> = crate::global::Global::new(None);
+
+    #[no_mangle]
+    pub extern "C" fn srand(seed: core::ffi::c_uint) {
+        RAND.with(|r| *r = Some(super::Rand::new(seed)));
+    }
+
+    #[no_mangle]
+    pub extern "C" fn rand() -> c_int {
+        RAND.with(|r| r.get_or_insert_with(|| super::Rand::new(1)).next_value())
+    }
+
+    /// A core has no environment: nothing is found.
+    #[no_mangle]
+    pub extern "C" fn getenv(_name: *const c_char) -> *mut c_char {
+        core::ptr::null_mut()
     }
 
     #[no_mangle]
@@ -339,5 +496,48 @@ mod tests {
             };
             assert_eq!(v, want, "n = {n}");
         }
+    }
+
+    extern "C" {
+        fn srand(seed: core::ffi::c_uint);
+        fn rand() -> core::ffi::c_int;
+    }
+
+    #[test]
+    fn rand_draws_what_glibc_draws() {
+        for seed in [1u32, 0, 2, 42, 2024, 0x7fff_ffff, 0x8000_0000, u32::MAX] {
+            let mut ours = Rand::new(seed);
+            // SAFETY: the test thread alone uses the C library's rand state here.
+            unsafe { srand(seed) };
+            for k in 0..1000 {
+                // SAFETY: as above.
+                let theirs = unsafe { rand() };
+                assert_eq!(ours.next_value(), theirs, "seed {seed}, draw {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn div_truncates_toward_zero() {
+        assert_eq!(divide(-17, 5), Some((-3, -2)));
+        assert_eq!(divide(17, -5), Some((-3, 2)));
+        assert_eq!(divide(i64::MIN, -1), Some((i64::MIN, 0)));
+        assert_eq!(divide(1, 0), None);
+    }
+
+    #[test]
+    fn range_checks_match_the_clamps() {
+        let p = |s: &str| parse_integer(s.as_bytes(), 10).unwrap();
+        assert!(in_range(&p("2147483647"), 32, true));
+        assert!(!in_range(&p("2147483648"), 32, true));
+        assert!(in_range(&p("-2147483648"), 32, true));
+        assert!(!in_range(&p("-2147483649"), 32, true));
+        assert!(in_range(&p("4294967295"), 32, false));
+        assert!(!in_range(&p("4294967296"), 32, false));
+        assert!(
+            in_range(&p("-1"), 64, false),
+            "strtoull(\"-1\") is ULLONG_MAX, no ERANGE"
+        );
+        assert!(!in_range(&p("99999999999999999999"), 64, false));
     }
 }

@@ -129,3 +129,85 @@ pub extern "C" fn __cxa_pure_virtual() -> ! {
         format_args!("a pure virtual function was called"),
     )
 }
+
+/// Over-aligned `new` (C++17 `std::align_val_t`, which libc++'s containers and `new` of an
+/// `alignas` type above 16 use): aligned on the libc heap, fatal when the heap is full.
+fn new_aligned(n: usize, align: usize) -> *mut c_void {
+    let p = crate::libc::memalign(align.max(1), n.max(1));
+    if p.is_null() {
+        crate::fatal::fatal_with(
+            "operator new",
+            format_args!("out of memory for {n} bytes aligned to {align}"),
+        );
+    }
+    p
+}
+
+/// `operator new(size_t, std::align_val_t)`.
+#[no_mangle]
+pub extern "C" fn _ZnwjSt11align_val_t(n: usize, align: usize) -> *mut c_void {
+    new_aligned(n, align)
+}
+
+/// `operator new[](size_t, std::align_val_t)`.
+#[no_mangle]
+pub extern "C" fn _ZnajSt11align_val_t(n: usize, align: usize) -> *mut c_void {
+    new_aligned(n, align)
+}
+
+/// `operator new(size_t, std::align_val_t, const std::nothrow_t &)`: NULL when full.
+#[no_mangle]
+pub extern "C" fn _ZnwjSt11align_val_tRKSt9nothrow_t(
+    n: usize,
+    align: usize,
+    _tag: *const u8,
+) -> *mut c_void {
+    crate::libc::memalign(align.max(1), n.max(1))
+}
+
+/// `operator new[](size_t, std::align_val_t, const std::nothrow_t &)`.
+#[no_mangle]
+pub extern "C" fn _ZnajSt11align_val_tRKSt9nothrow_t(
+    n: usize,
+    align: usize,
+    _tag: *const u8,
+) -> *mut c_void {
+    crate::libc::memalign(align.max(1), n.max(1))
+}
+
+/// `operator delete(void *, std::align_val_t)` (the heap knows every block's size and
+/// alignment, so each aligned and sized form is a plain free).
+#[no_mangle]
+pub extern "C" fn _ZdlPvSt11align_val_t(p: *mut c_void, _align: usize) {
+    free(p)
+}
+
+/// `operator delete[](void *, std::align_val_t)`.
+#[no_mangle]
+pub extern "C" fn _ZdaPvSt11align_val_t(p: *mut c_void, _align: usize) {
+    free(p)
+}
+
+/// `operator delete(void *, size_t, std::align_val_t)`.
+#[no_mangle]
+pub extern "C" fn _ZdlPvjSt11align_val_t(p: *mut c_void, _n: usize, _align: usize) {
+    free(p)
+}
+
+/// `operator delete[](void *, size_t, std::align_val_t)`.
+#[no_mangle]
+pub extern "C" fn _ZdaPvjSt11align_val_t(p: *mut c_void, _n: usize, _align: usize) {
+    free(p)
+}
+
+/// `operator delete(void *, std::align_val_t, const std::nothrow_t &)`.
+#[no_mangle]
+pub extern "C" fn _ZdlPvSt11align_val_tRKSt9nothrow_t(p: *mut c_void, _a: usize, _t: *const u8) {
+    free(p)
+}
+
+/// `operator delete[](void *, std::align_val_t, const std::nothrow_t &)`.
+#[no_mangle]
+pub extern "C" fn _ZdaPvSt11align_val_tRKSt9nothrow_t(p: *mut c_void, _a: usize, _t: *const u8) {
+    free(p)
+}

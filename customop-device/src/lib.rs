@@ -27,6 +27,9 @@ pub mod status;
 pub mod stdio;
 pub mod translate;
 
+#[cfg(all(feature = "archive", target_os = "none"))]
+pub mod cctype;
+pub mod cerrno;
 #[cfg(feature = "archive")]
 pub mod cmath;
 #[cfg(all(feature = "archive", target_os = "none"))]

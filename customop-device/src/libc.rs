@@ -45,6 +45,34 @@ pub extern "C" fn memalign(align: usize, n: usize) -> *mut c_void {
         .map_or(core::ptr::null_mut(), |a| a as usize as *mut c_void)
 }
 
+/// C11 `aligned_alloc`: NULL for an alignment that is not a power of two.
+#[no_mangle]
+pub extern "C" fn aligned_alloc(align: usize, n: usize) -> *mut c_void {
+    if !align.is_power_of_two() {
+        return core::ptr::null_mut();
+    }
+    memalign(align, n)
+}
+
+/// POSIX `posix_memalign`: EINVAL for an alignment that is not a power of two multiple
+/// of the pointer size, ENOMEM when the heap is full; `*out` is written only on success.
+///
+/// # Safety
+/// `out` is valid for a write (the C contract).
+#[no_mangle]
+pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, n: usize) -> c_int {
+    if !align.is_power_of_two() || align % core::mem::size_of::<*mut c_void>() != 0 {
+        return crate::cerrno::EINVAL;
+    }
+    let p = memalign(align, n);
+    if p.is_null() {
+        return crate::cerrno::ENOMEM;
+    }
+    // SAFETY: the caller's writable `out`.
+    unsafe { out.write(p) };
+    0
+}
+
 /// Freeing something malloc did not return (or twice) is fatal.
 #[no_mangle]
 pub extern "C" fn free(p: *mut c_void) {
@@ -127,6 +155,18 @@ pub extern "C" fn fsync(fd: c_int) -> c_int {
 #[no_mangle]
 pub extern "C" fn abort() -> ! {
     fault(b"customop: abort()")
+}
+
+/// What libc++ would throw in device builds (include/device/libcxx's support functions,
+/// customop-device/xtensa/libcxx.cpp): a device fault with `what` as its message.
+///
+/// # Safety
+/// `what` is NUL-terminated.
+#[cfg(target_os = "none")]
+#[no_mangle]
+pub unsafe extern "C" fn __neuron_cxx_fatal(what: *const core::ffi::c_char) -> ! {
+    // SAFETY: NUL-terminated (the contract).
+    fault(unsafe { core::ffi::CStr::from_ptr(what) }.to_bytes())
 }
 
 /// A failed `assert` (include/device/assert.h): a device fault whose message reads as

@@ -29,7 +29,8 @@ pub mod scratch {
     /// The dataram (TCM) heap's pool: 16 KiB.
     pub const DATARAM_POOL: usize = 0x3200;
     pub const DATARAM_POOL_SIZE: usize = 0x4000;
-    /// The device libc heap's pool (malloc/free): 8 KiB.
+    /// The device libc heap's pool (malloc/free, C++ new/delete): the rest of the area, at
+    /// least 8 KiB (D17).
     pub const LIBC_POOL: usize = 0x7200;
     pub const LIBC_POOL_SIZE: usize = 0x2000;
     /// The smallest data scratch area the runtime accepts (`start_exit.cpp:451`).
@@ -105,6 +106,11 @@ pub const MAX_METHODS: u32 = 3;
 /// The vendor's default method.
 pub const DEFAULT_METHOD: u32 = DMA;
 
+/// Block descriptors of the device libc heap: the most a `Heap` has, so that C++
+/// containers' many small nodes fit (the record gives 32 for the two Neuron heaps and
+/// nothing for this one; D17).
+pub const LIBC_BLOCKS: usize = 128;
+
 pub struct State {
     pub data_scratch: usize,
     pub data_scratch_size: usize,
@@ -114,7 +120,7 @@ pub struct State {
     pub translate: TranslationCtx,
     pub hbm_heap: Heap,
     pub dataram_heap: Heap,
-    pub libc_heap: Heap,
+    pub libc_heap: Heap<LIBC_BLOCKS>,
     pub memcpy_method: u32,
     pub curr_arg: usize,
     pub get_dst_tensor_called: bool,
@@ -174,7 +180,14 @@ pub fn set_scratch(data: usize, data_size: usize, hbm: u64, hbm_size: usize, dma
 /// What `switch_stack_or_call_wrapper` does before every launch: fresh heaps (the previous
 /// launch's allocations are forgotten) and a fresh translation table.
 pub fn init_for_launch() {
-    let (data, hbm, hbm_size) = STATE.with(|s| (s.data_scratch, s.hbm_scratch, s.hbm_scratch_size));
+    let (data, data_size, hbm, hbm_size) = STATE.with(|s| {
+        (
+            s.data_scratch,
+            s.data_scratch_size,
+            s.hbm_scratch,
+            s.hbm_scratch_size,
+        )
+    });
     let hbm_window = local_of_pinned(hbm);
     STATE.with(|s| {
         s.hbm_heap.init(hbm, hbm_size as u64);
@@ -184,7 +197,7 @@ pub fn init_for_launch() {
         );
         s.libc_heap.init(
             (data + scratch::LIBC_POOL) as u64,
-            scratch::LIBC_POOL_SIZE as u64,
+            data_size.saturating_sub(scratch::LIBC_POOL) as u64,
         );
         // SBUF is pinned once the launch's argument blob names its base (customop_setup).
         s.translate =

@@ -35,7 +35,19 @@ xtensa-lx106-elf-gcc -std=c11 -O2 -S -mabi=windowed -mlongcalls -ffreestanding \
 xtensa-lx106-elf-gcc -std=c11 -O2 -S -mabi=windowed -mlongcalls -ffreestanding \
     "$here/libgcc.c" -o "$objs/libgcc.s"
 "$here/windowed-as.sh" "$objs/libgcc.s" "$objs/customop_libgcc.o"
+# libc++'s functions that are not templates (D72), against the headers device builds use
+# (include/device/libcxx's configuration first, as nrt-pool build orders them).
+libcxx=${NRT_POOL_LIBCXX:-/usr/lib/llvm-14/include/c++/v1}
+if [ ! -f "$libcxx/vector" ]; then
+    echo "build-archive.sh: libc++ headers not found at $libcxx (make tools installs libc++-14-dev)" >&2
+    exit 1
+fi
+xtensa-lx106-elf-g++ -std=c++17 -O2 -S -mabi=windowed -mlongcalls -ffreestanding \
+    -fno-exceptions -fno-rtti -nostdinc++ -isystem "$root/include/device/libcxx" \
+    -isystem "$libcxx" -isystem "$root/include/device" "$here/libcxx.cpp" -o "$objs/libcxx.s"
+"$here/windowed-as.sh" "$objs/libcxx.s" "$objs/customop_libcxx.o"
 rm -f "$out.partial"
-(cd "$objs" && xtensa-lx106-elf-ar rcs "$out.partial" $members customop_cstdio.o customop_crt.o customop_libgcc.o)
+(cd "$objs" && xtensa-lx106-elf-ar rcs "$out.partial" $members customop_cstdio.o customop_crt.o \
+    customop_libgcc.o customop_libcxx.o)
 mv -f "$out.partial" "$out"
 rm -rf "$objs"

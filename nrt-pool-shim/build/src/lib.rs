@@ -716,7 +716,7 @@ pub fn xtensa_cxx_installed() -> bool {
 /// assembler lacks, and GNU as assembles it with its literals in the text section (D53).
 pub(crate) fn device_compile(include: &Path, src: &Path, obj: &Path) -> Result<(), BuildError> {
     let asm = obj.with_extension("s");
-    run(&mut device_cxx(include, src, &asm))?;
+    run(&mut device_cxx(include, &libcxx_headers()?, src, &asm))?;
     assemble_windowed(&asm, obj)?;
     std::fs::remove_file(&asm).map_err(io(&asm))
 }
@@ -758,8 +758,30 @@ pub(crate) fn host_cxx(cxx: &str, include: &Path, src: &Path, obj: &Path) -> Com
     c
 }
 
-/// The Xtensa g++ command for windowed-ABI assembly of `src`.
-pub(crate) fn device_cxx(include: &Path, src: &Path, asm: &Path) -> Command {
+/// Where device builds find the C++ library: LLVM's libc++ headers (the library the
+/// vendor's device toolchain ships, D72). `NRT_POOL_LIBCXX` names another copy.
+pub const LIBCXX_HEADERS: &str = "/usr/lib/llvm-14/include/c++/v1";
+
+/// The libc++ header folder device builds use, or what to install.
+pub fn libcxx_headers() -> Result<PathBuf, BuildError> {
+    let path = std::env::var_os("NRT_POOL_LIBCXX")
+        .map_or_else(|| PathBuf::from(LIBCXX_HEADERS), PathBuf::from);
+    if path.join("vector").is_file() && path.join("__config").is_file() {
+        Ok(path)
+    } else {
+        Err(BuildError::Missing {
+            what: "libc++ headers (the C++ library of device builds)",
+            path,
+            hint: "make tools installs them: apt-get install libc++-14-dev; NRT_POOL_LIBCXX names another folder",
+        })
+    }
+}
+
+/// The Xtensa g++ command for windowed-ABI assembly of `src`: include (the op API), then
+/// the system folders include/device/libcxx (libc++'s configuration for a core), libc++
+/// and include/device, in that order (libc++'s C header wrappers reach include/device's
+/// C headers by `#include_next`).
+pub(crate) fn device_cxx(include: &Path, libcxx: &Path, src: &Path, asm: &Path) -> Command {
     let mut c = Command::new(XTENSA_CXX);
     c.args([
         "-std=c++17",
@@ -775,8 +797,13 @@ pub(crate) fn device_cxx(include: &Path, src: &Path, asm: &Path) -> Command {
         // compiler-builtins division would return a number (D69).
         "-fsanitize=integer-divide-by-zero",
         "-fsanitize-undefined-trap-on-error",
+        "-nostdinc++",
     ])
-    .arg("-I")
+    .arg("-isystem")
+    .arg(include.join("device/libcxx"))
+    .arg("-isystem")
+    .arg(libcxx)
+    .arg("-isystem")
     .arg(include.join("device"))
     .arg("-I")
     .arg(include)

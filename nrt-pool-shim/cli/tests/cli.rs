@@ -1084,6 +1084,69 @@ fn a_device_image_beyond_its_slot_fails_the_build() {
     assert!(!so.exists() && !d.join("libbig.pool").exists());
 }
 
+/// What a core lacks (files, clocks: D72) is declared for the C++ library's <c*> headers,
+/// but a kernel that calls it fails its device build naming the function, before any link;
+/// and without libc++'s headers the build says what to install.
+#[test]
+fn a_device_build_names_what_a_core_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("files.schema"),
+        "files(tensor<f32> x) -> tensor<f32> like x\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("files.cpp"),
+        "#include <cstdio>\n#include <ctime>\n#include <vector>\n\
+         #include \"neuron_customop.hpp\"\n\
+         void files(const neuron::Tensor &x, neuron::Tensor &out) {\n\
+             std::vector<float> v(size_t(x.numel()));\n\
+             std::FILE *f = std::fopen(\"table.bin\", \"rb\");\n\
+             if (f) std::fclose(f);\n\
+             printf(\"%ld\\n\", long(std::clock()) + long(v.size()));\n\
+         }\n",
+    )
+    .unwrap();
+    let so = d.join("libfiles.so");
+    let build = |libcxx: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_nrt-pool"));
+        c.args(["build", "--schema"])
+            .arg(d.join("files.schema"))
+            .arg("--out")
+            .arg(&so)
+            .args(["--device-image", "--device-archive"])
+            .arg(common::xtensa_archive())
+            .arg("--device-link-script")
+            .arg(common::root().join("customop-device/xtensa/pool-core.ld"))
+            .arg(d.join("files.cpp"));
+        if let Some(dir) = libcxx {
+            c.env("NRT_POOL_LIBCXX", dir);
+        }
+        c.output().unwrap()
+    };
+    let b = build(None);
+    let (out, err) = text(&b);
+    assert!(!b.status.success(), "{out}{err}");
+    for f in ["fopen", "fclose", "clock"] {
+        assert!(
+            err.contains(&format!(
+                "{f} is not available in device builds (docs/decisions.md D72)"
+            )),
+            "{f}: {err}"
+        );
+    }
+    assert!(!so.exists() && !d.join("libfiles.pool").exists());
+
+    let b = build(Some(s(&d.join("no-libcxx-here"))));
+    let (out, err) = text(&b);
+    assert!(!b.status.success(), "{out}{err}");
+    assert!(
+        err.contains("libc++ headers") && err.contains("libc++-14-dev"),
+        "{err}"
+    );
+}
+
 /// Device memory on huge pages (D66) or in a memfd (`NRT_POOL_HUGE_PAGES=0`): the same
 /// output bytes. 3 MiB in and out, so the input's `sendfile`, the cores' writes across 2 MiB
 /// pages and the output's populated read (1 MiB and more) all run.

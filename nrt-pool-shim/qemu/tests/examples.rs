@@ -283,9 +283,9 @@ fn large_stack_frames_build_and_run_on_the_device() {
     same_on_both(&so, &pool, "big_frame", vec![LaunchArg::hbm(x)]);
 }
 
-/// Kernels using the C++ library headers build for the device against include/device's
-/// and give the host build's (libstdc++'s) bytes; a failed assert is a device fault that
-/// names the expression.
+/// Kernels using the C++ library headers build for the device (libc++ configured by
+/// include/device, D72) and give the host build's (libstdc++'s) bytes; a failed assert is
+/// a device fault that names the expression.
 #[test]
 fn cxx_library_headers_build_for_the_device_and_agree() {
     let dir = tempfile::tempdir().unwrap();
@@ -342,4 +342,26 @@ fn cxx_library_headers_build_for_the_device_and_agree() {
         err.contains("Assertion `v > 0.0f' failed.") && err.contains("stdcxx.cpp:"),
         "{err}"
     );
+}
+
+/// The C++ standard library's containers, strings, smart pointers and function objects on
+/// the device (libc++ headers, the archive's support functions), and C's string, ctype and
+/// stdlib functions beyond the basics, including `rand` drawing glibc's numbers: the host
+/// build's bytes and output on a QEMU core.
+#[test]
+fn the_cxx_standard_library_builds_for_the_device_and_agrees() {
+    let dir = tempfile::tempdir().unwrap();
+    let (so, pool) = test_op(dir.path(), "stdlibxx");
+    let x = f32s(&[200], |i| ((i * 37) % 101) as f32 * 0.61 - 20.0);
+    let out = same_on_both(&so, &pool, "containers", vec![LaunchArg::hbm(x.clone())]);
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        text.starts_with("containers: key:three | -2,-1,0,1,2,3,4,5 | first negative 0 |")
+            && text.ends_with("| order 199..184 | 2.500000 8\n"),
+        "{text}"
+    );
+    let out = same_on_both(&so, &pool, "text_mix", vec![LaunchArg::hbm(x)]);
+    let text = String::from_utf8_lossy(&out);
+    // srand(1) draws glibc's first number; the rest of the line is the host's.
+    assert!(text.contains(" 1804289383 aligned 0 1\n"), "{text}");
 }
