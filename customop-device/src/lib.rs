@@ -25,6 +25,7 @@ pub mod runtime;
 pub mod scalar;
 pub mod status;
 pub mod stdio;
+pub mod strtod;
 pub mod translate;
 
 #[cfg(all(feature = "archive", target_os = "none"))]

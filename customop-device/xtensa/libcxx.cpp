@@ -115,4 +115,26 @@ unsigned long long stoull(const string &s, size_t *idx, int base) {
                                       strtoull);
 }
 
+template <class T, class P> static T parsed_float(const char *what, const string &s, size_t *idx, P parse) {
+    const char *p = s.c_str();
+    char *end = nullptr;
+    int saved = errno;
+    errno = 0;
+    T v = parse(p, &end);
+    int e = errno;
+    errno = saved;
+    if (end == p || e == ERANGE) __neuron_cxx_fatal(what);
+    if (idx) *idx = size_t(end - p);
+    return v;
+}
+float stof(const string &s, size_t *idx) {
+    return parsed_float<float>("stof: no conversion or out of range", s, idx, strtof);
+}
+double stod(const string &s, size_t *idx) {
+    return parsed_float<double>("stod: no conversion or out of range", s, idx, strtod);
+}
+long double stold(const string &s, size_t *idx) {
+    return parsed_float<long double>("stold: no conversion or out of range", s, idx, strtold);
+}
+
 _LIBCPP_END_NAMESPACE_STD

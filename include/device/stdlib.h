@@ -1,6 +1,6 @@
 /* stdlib.h for device objects (freestanding Xtensa, no newlib): what the device
  * libneuroncustomop.a defines (malloc and friends on the libc heap in the data scratch
- * area; abort reports a device fault; integer parsing, qsort, bsearch, div, rand), and,
+ * area; abort reports a device fault; number parsing, qsort, bsearch, div, rand), and,
  * for the C++ library, the rest of C's list, unavailable (neuron_unavailable.h). */
 #pragma once
 #include <stddef.h>
@@ -36,6 +36,11 @@ unsigned long long strtoull(const char *s, char **end, int base);
 int atoi(const char *s);
 long atol(const char *s);
 long long atoll(const char *s);
+/* Correctly rounded, decimal and hexadecimal, inf and nan (long double is double here). */
+double strtod(const char *s, char **end);
+float strtof(const char *s, char **end);
+long double strtold(const char *s, char **end);
+double atof(const char *s);
 void qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 void *bsearch(const void *key, const void *base, size_t n, size_t size,
               int (*cmp)(const void *, const void *));
@@ -43,10 +48,6 @@ int rand(void);
 void srand(unsigned seed);
 /* A core has no environment: getenv finds nothing. */
 char *getenv(const char *name);
-__NEURON_UNAVAILABLE("strtod") double strtod(const char *s, char **end);
-__NEURON_UNAVAILABLE("strtof") float strtof(const char *s, char **end);
-__NEURON_UNAVAILABLE("strtold") long double strtold(const char *s, char **end);
-__NEURON_UNAVAILABLE("atof") double atof(const char *s);
 __NEURON_UNAVAILABLE("exit") __attribute__((noreturn)) void exit(int status);
 __NEURON_UNAVAILABLE("_Exit") __attribute__((noreturn)) void _Exit(int status);
 __NEURON_UNAVAILABLE("quick_exit") __attribute__((noreturn)) void quick_exit(int status);

@@ -364,4 +364,9 @@ fn the_cxx_standard_library_builds_for_the_device_and_agrees() {
     let text = String::from_utf8_lossy(&out);
     // srand(1) draws glibc's first number; the rest of the line is the host's.
     assert!(text.contains(" 1804289383 aligned 0 1\n"), "{text}");
+    let x = f32s(&[4], |i| i as f32);
+    let err = on_qemu(&pool, "bad_stoi", LaunchArg::hbm(x), 1)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("stoi: no conversion or out of range"), "{err}");
 }

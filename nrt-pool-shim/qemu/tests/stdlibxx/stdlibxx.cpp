@@ -4,6 +4,7 @@
 // blocks: docs/decisions.md D17).
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -73,6 +74,9 @@ void containers(const neuron::Tensor &x, neuron::Tensor &out) {
     std::string_view sv = "key=value;other=thing";
     std::string name = std::string(sv.substr(0, sv.find('='))) + ":" + std::get<1>(t);
     int parsed = std::stoi("  -123abc") + std::stoi("ff", nullptr, 16);
+    // (2.5e-3 + 12 + 1 + 100 + 1)
+    double real = std::stod(" 2.5e-3xyz") + std::stof("0x1.8p3") + (std::isinf(std::strtod("-inf", nullptr)) ? 1.0 : 0.0) +
+                  std::atof("1e2") + double(std::strtof("3.4028236e38", nullptr) > 1e38f);
 
     auto o = out.write_stream_accessor<float>();
     for (size_t i = 0; i < v.size(); i++) {
@@ -82,7 +86,8 @@ void containers(const neuron::Tensor &x, neuron::Tensor &out) {
                   float(counts["b" + std::to_string(bucket)]) + float(seen.count(bucket)) +
                   float(wide_keys.count((long long)bucket << 33)) + f(v[i], int(i % 5)) +
                   float(std::get<0>(t)) + unique[i % 4].lane[i % 8] + float(other->at(1)) +
-                  float(shared.use_count()) + float(name.size()) + float(parsed % 97);
+                  float(shared.use_count()) + float(name.size()) + float(parsed % 97) +
+                  float(real);
         o.write(r);
     }
     std::optional<size_t> neg = first_negative(v);
@@ -94,6 +99,13 @@ void containers(const neuron::Tensor &x, neuron::Tensor &out) {
     printf("containers: %s | %s | first negative %d | top %.3f | order %d..%d | %s %zu\n",
            name.c_str(), joined.c_str(), neg ? int(*neg) : -1, top.top(), order.front(),
            order.back(), std::to_string(2.5).c_str(), counts.size());
+}
+
+// What libc++ would throw is a device fault naming the function (no exceptions on a core).
+void bad_stoi(const neuron::Tensor &x, neuron::Tensor &out) {
+    auto in = x.read_stream_accessor<float>();
+    auto o = out.write_stream_accessor<float>();
+    for (int64_t i = 0; i < x.numel(); i++) o.write(in.read() + float(std::stoi("twelve")));
 }
 
 void text_mix(const neuron::Tensor &x, neuron::Tensor &out) {
