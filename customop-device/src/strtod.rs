@@ -145,7 +145,7 @@ fn run(s: &[u8], i: usize, is_digit: fn(&u8) -> bool) -> usize {
 
 /// An exponent's length at `s[i..]` (`e`/`p`, a sign, digits), 0 when there is none.
 fn exponent_len(s: &[u8], i: usize, marker: u8) -> usize {
-    if !s.get(i).is_some_and(|b| b.to_ascii_lowercase() == marker) {
+    if s.get(i).is_none_or(|b| b.to_ascii_lowercase() != marker) {
         return 0;
     }
     let sign = usize::from(matches!(s.get(i + 1), Some(b'+' | b'-')));
