@@ -114,6 +114,8 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p customop-device --all-targets --features exports -- -D warnings
+	RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=target/clippy-device $(CARGO) clippy -p customop-device \
+		--features archive --target riscv32imac-unknown-none-elf -- -D warnings
 	cd nrt-pool-shim/python && $(CARGO) fmt -- --check && $(CARGO) clippy --release -- -D warnings
 
 ## make headers: regenerate include/*.h with cbindgen (then commit them).

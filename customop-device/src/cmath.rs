@@ -127,23 +127,26 @@ pub extern "C" fn ldexp(x: f64, n: i32) -> f64 {
 /// `scalbln`: a long exponent beyond int's range over- or underflows as the clamped one.
 #[no_mangle]
 pub extern "C" fn scalblnf(x: f32, n: core::ffi::c_long) -> f32 {
-    libm::scalbnf(x, clamp_exponent(n.into()))
+    libm::scalbnf(x, clamp_exponent(n))
 }
 
 #[no_mangle]
 pub extern "C" fn scalbln(x: f64, n: core::ffi::c_long) -> f64 {
-    libm::scalbn(x, clamp_exponent(n.into()))
+    libm::scalbn(x, clamp_exponent(n))
 }
 
-fn clamp_exponent(n: i64) -> i32 {
-    n.clamp(i32::MIN.into(), i32::MAX.into()) as i32
+// (`long` is 32-bit on the device, where the conversion is the identity; 64-bit on hosts.)
+#[allow(clippy::useless_conversion)]
+fn clamp_exponent(n: core::ffi::c_long) -> i32 {
+    i32::try_from(n).unwrap_or(if n < 0 { i32::MIN } else { i32::MAX })
 }
 
 /// The integer C's `lrint`/`lround` family gives for `r` (already rounded): NaN and values
 /// the type cannot hold give the type's minimum, as x86's conversion does (C leaves them
 /// unspecified).
 fn to_integer<T: TryFrom<i64> + Copy>(r: f64, min: T) -> T {
-    if r.is_nan() || r < -9.223_372_036_854_775_808e18 || r >= 9.223_372_036_854_775_808e18 {
+    const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
+    if !(-TWO_POW_63..TWO_POW_63).contains(&r) {
         return min;
     }
     T::try_from(r as i64).unwrap_or(min)

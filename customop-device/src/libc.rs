@@ -61,7 +61,7 @@ pub extern "C" fn aligned_alloc(align: usize, n: usize) -> *mut c_void {
 /// `out` is valid for a write (the C contract).
 #[no_mangle]
 pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, n: usize) -> c_int {
-    if !align.is_power_of_two() || align % core::mem::size_of::<*mut c_void>() != 0 {
+    if !align.is_power_of_two() || !align.is_multiple_of(core::mem::size_of::<*mut c_void>()) {
         return crate::cerrno::EINVAL;
     }
     let p = memalign(align, n);
