@@ -49,14 +49,25 @@ binary!(
     remainder: f64, nextafter: f64, fdim: f64,
 );
 
-#[no_mangle]
-pub extern "C" fn fmaf(x: f32, y: f32, z: f32) -> f32 {
-    libm::fmaf(x, y, z)
+/// C names whose libm functions take other arguments than one or two floats.
+macro_rules! forward {
+    ($($name:ident($($a:ident: $t:ty),*) -> $r:ty;)*) => {$(
+        #[no_mangle]
+        pub extern "C" fn $name($($a: $t),*) -> $r {
+            libm::$name($($a),*)
+        }
+    )*};
 }
 
-#[no_mangle]
-pub extern "C" fn fma(x: f64, y: f64, z: f64) -> f64 {
-    libm::fma(x, y, z)
+forward! {
+    fmaf(x: f32, y: f32, z: f32) -> f32;
+    fma(x: f64, y: f64, z: f64) -> f64;
+    ilogbf(x: f32) -> i32;
+    ilogb(x: f64) -> i32;
+    scalbnf(x: f32, n: i32) -> f32;
+    scalbn(x: f64, n: i32) -> f64;
+    ldexpf(x: f32, n: i32) -> f32;
+    ldexp(x: f64, n: i32) -> f64;
 }
 
 /// `nearbyint`: `rint` without the inexact flag, which nothing on a core reads.
@@ -68,16 +79,6 @@ pub extern "C" fn nearbyintf(x: f32) -> f32 {
 #[no_mangle]
 pub extern "C" fn nearbyint(x: f64) -> f64 {
     libm::rint(x)
-}
-
-#[no_mangle]
-pub extern "C" fn ilogbf(x: f32) -> i32 {
-    libm::ilogbf(x)
-}
-
-#[no_mangle]
-pub extern "C" fn ilogb(x: f64) -> i32 {
-    libm::ilogb(x)
 }
 
 /// `logb`: the exponent as a float, with C's special cases (-inf for zero, inf for an
@@ -102,26 +103,6 @@ pub extern "C" fn logbf(x: f32) -> f32 {
 #[no_mangle]
 pub extern "C" fn logb(x: f64) -> f64 {
     logb_of(x, libm::ilogb(x))
-}
-
-#[no_mangle]
-pub extern "C" fn scalbnf(x: f32, n: i32) -> f32 {
-    libm::scalbnf(x, n)
-}
-
-#[no_mangle]
-pub extern "C" fn scalbn(x: f64, n: i32) -> f64 {
-    libm::scalbn(x, n)
-}
-
-#[no_mangle]
-pub extern "C" fn ldexpf(x: f32, n: i32) -> f32 {
-    libm::ldexpf(x, n)
-}
-
-#[no_mangle]
-pub extern "C" fn ldexp(x: f64, n: i32) -> f64 {
-    libm::ldexp(x, n)
 }
 
 /// `scalbln`: a long exponent beyond int's range over- or underflows as the clamped one.
@@ -184,65 +165,27 @@ pub extern "C" fn nan(_tag: *const core::ffi::c_char) -> f64 {
 }
 
 /// `frexp`, `modf` and `remquo` write a second result through a pointer.
-///
-/// # Safety
-/// `e` is valid for a write (the C contract).
-#[no_mangle]
-pub unsafe extern "C" fn frexpf(x: f32, e: *mut i32) -> f32 {
-    let (m, exp) = libm::frexpf(x);
-    // SAFETY: the caller's valid out pointer.
-    unsafe { e.write(exp) };
-    m
+macro_rules! with_out_pointer {
+    ($($name:ident($($a:ident: $t:ty),*; $out:ident: *mut $o:ty) -> $r:ty;)*) => {$(
+        /// # Safety
+        /// The out pointer is valid for a write (the C contract).
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($a: $t,)* $out: *mut $o) -> $r {
+            let (value, second) = libm::$name($($a),*);
+            // SAFETY: the caller's valid out pointer.
+            unsafe { $out.write(second) };
+            value
+        }
+    )*};
 }
 
-/// # Safety
-/// As [`frexpf`].
-#[no_mangle]
-pub unsafe extern "C" fn frexp(x: f64, e: *mut i32) -> f64 {
-    let (m, exp) = libm::frexp(x);
-    // SAFETY: the caller's valid out pointer.
-    unsafe { e.write(exp) };
-    m
-}
-
-/// # Safety
-/// `ip` is valid for a write.
-#[no_mangle]
-pub unsafe extern "C" fn modff(x: f32, ip: *mut f32) -> f32 {
-    let (frac, int) = libm::modff(x);
-    // SAFETY: the caller's valid out pointer.
-    unsafe { ip.write(int) };
-    frac
-}
-
-/// # Safety
-/// `ip` is valid for a write.
-#[no_mangle]
-pub unsafe extern "C" fn modf(x: f64, ip: *mut f64) -> f64 {
-    let (frac, int) = libm::modf(x);
-    // SAFETY: the caller's valid out pointer.
-    unsafe { ip.write(int) };
-    frac
-}
-
-/// # Safety
-/// `q` is valid for a write.
-#[no_mangle]
-pub unsafe extern "C" fn remquof(x: f32, y: f32, q: *mut i32) -> f32 {
-    let (r, quo) = libm::remquof(x, y);
-    // SAFETY: the caller's valid out pointer.
-    unsafe { q.write(quo) };
-    r
-}
-
-/// # Safety
-/// `q` is valid for a write.
-#[no_mangle]
-pub unsafe extern "C" fn remquo(x: f64, y: f64, q: *mut i32) -> f64 {
-    let (r, quo) = libm::remquo(x, y);
-    // SAFETY: the caller's valid out pointer.
-    unsafe { q.write(quo) };
-    r
+with_out_pointer! {
+    frexpf(x: f32; e: *mut i32) -> f32;
+    frexp(x: f64; e: *mut i32) -> f64;
+    modff(x: f32; ip: *mut f32) -> f32;
+    modf(x: f64; ip: *mut f64) -> f64;
+    remquof(x: f32, y: f32; q: *mut i32) -> f32;
+    remquo(x: f64, y: f64; q: *mut i32) -> f64;
 }
 
 /// `sincosf`: GCC turns `sinf(x)` and `cosf(x)` of one argument into this GNU call, so it

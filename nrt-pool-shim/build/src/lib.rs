@@ -336,6 +336,48 @@ extern "C" int fflush(FILE *f) {
     customop_stdio_write(fd ? fd : 1, nullptr, 0);
     return 0;
 }
+// std::cout, std::cerr and std::clog write through the stdio channel too (libstdc++ would
+// write them to the core process's descriptors, outside the launch's output), in order with
+// printf: their buffers are replaced before any other static constructor of the library
+// runs, and never freed (a core process ends without tearing them down).
+#include <iostream>
+#include <streambuf>
+namespace {
+class NeuronStdioBuf final : public std::streambuf {
+    int fd_;
+
+  public:
+    explicit NeuronStdioBuf(int fd) : fd_(fd) {}
+
+  protected:
+    std::streamsize xsputn(const char *s, std::streamsize n) override {
+        if (n > 0) customop_stdio_write(fd_, s, size_t(n));
+        return n;
+    }
+    int_type overflow(int_type c) override {
+        if (!traits_type::eq_int_type(c, traits_type::eof())) {
+            char ch = traits_type::to_char_type(c);
+            customop_stdio_write(fd_, &ch, 1);
+        }
+        return traits_type::not_eof(c);
+    }
+    int sync() override {
+        customop_stdio_write(fd_, nullptr, 0);
+        return 0;
+    }
+};
+struct NeuronStdStreams {
+    NeuronStdStreams() {
+        static std::ios_base::Init streams_exist;
+        auto *out = new NeuronStdioBuf(1);
+        auto *err = new NeuronStdioBuf(2);
+        std::cout.rdbuf(out);
+        std::cerr.rdbuf(err);
+        std::clog.rdbuf(err);
+    }
+};
+__attribute__((init_priority(101))) NeuronStdStreams neuron_std_streams;
+} // namespace
 #endif
 "#;
 

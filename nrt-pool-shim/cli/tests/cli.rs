@@ -1084,9 +1084,73 @@ fn a_device_image_beyond_its_slot_fails_the_build() {
     assert!(!so.exists() && !d.join("libbig.pool").exists());
 }
 
+/// A host build's `std::cout`/`std::cerr` go through the stdio channel in order with
+/// printf, and a raw write to fd 1 lands in the launch's stderr: nothing a kernel prints
+/// reaches `nrt-pool run --json`'s stdout, which stays one JSON document (D70).
+#[test]
+fn iostreams_and_raw_writes_stay_in_the_launch_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("talk.schema"),
+        "talk(tensor<f32> x) -> tensor<f32> like x\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("talk.cpp"),
+        "#include <iostream>\n#include <unistd.h>\n#include \"neuron_customop.hpp\"\n\
+         struct Early { Early() { std::cout << \"constructed\" << std::endl; } } early;\n\
+         void talk(const neuron::Tensor &x, neuron::Tensor &out) {\n\
+             auto in = x.read_stream_accessor<float>();\n\
+             auto o = out.write_stream_accessor<float>();\n\
+             for (int64_t i = 0; i < x.numel(); i++) o.write(in.read());\n\
+             printf(\"one\\n\");\n\
+             std::cout << \"two \" << x.numel() << std::endl;\n\
+             printf(\"three\\n\");\n\
+             std::cerr << \"to cerr\\n\";\n\
+             std::clog << \"to clog\" << std::flush;\n\
+             if (write(1, \"raw fd 1\\n\", 9) != 9) printf(\"short write\\n\");\n\
+         }\n",
+    )
+    .unwrap();
+    let so = d.join("libtalk.so");
+    let b = nrt_pool_build(s(&d.join("talk.schema")), s(&so), &[s(&d.join("talk.cpp"))]);
+    assert!(b.status.success(), "{:?}", text(&b));
+    let x = d.join("x.npy");
+    npy::write(
+        &x,
+        &HostTensor::from_f32(vec![3], &[1.0, 2.0, 3.0]).unwrap(),
+    )
+    .unwrap();
+    let r = nrt_pool(&[
+        "run",
+        s(&so),
+        "talk",
+        "--arg",
+        s(&x),
+        "--out",
+        s(&d.join("y.npy")),
+        "--json",
+    ]);
+    let (out, err) = text(&r);
+    assert!(r.status.success(), "{out}{err}");
+    assert!(
+        out.trim_start().starts_with('{') && out.lines().count() == 1,
+        "{out}"
+    );
+    assert!(
+        err.contains("constructed\none\ntwo 3\nthree\n"),
+        "the kernel's stdout, in order: {err}"
+    );
+    for line in ["to cerr", "to clog", "raw fd 1"] {
+        assert!(err.contains(line), "{line}: {err}");
+    }
+}
+
 /// What a core lacks (files, clocks: D72) is declared for the C++ library's <c*> headers,
 /// but a kernel that calls it fails its device build naming the function, before any link;
-/// and without libc++'s headers the build says what to install.
+/// a stream header fails saying why; and without libc++'s headers the build says what to
+/// install.
 #[test]
 fn a_device_build_names_what_a_core_lacks() {
     let dir = tempfile::tempdir().unwrap();
@@ -1137,6 +1201,24 @@ fn a_device_build_names_what_a_core_lacks() {
         );
     }
     assert!(!so.exists() && !d.join("libfiles.pool").exists());
+
+    // Streams need locales a core does not have: the header says so, and what to use.
+    std::fs::write(
+        d.join("files.cpp"),
+        "#include <sstream>\n#include \"neuron_customop.hpp\"\n\
+         void files(const neuron::Tensor &x, neuron::Tensor &out) {\n\
+             std::ostringstream s; s << x.numel();\n\
+         }\n",
+    )
+    .unwrap();
+    let b = build(None);
+    let (out, err) = text(&b);
+    assert!(!b.status.success(), "{out}{err}");
+    assert!(
+        err.contains("<sstream> is not available in device builds")
+            && err.contains("print with printf or snprintf"),
+        "{err}"
+    );
 
     let b = build(Some(s(&d.join("no-libcxx-here"))));
     let (out, err) = text(&b);

@@ -667,11 +667,17 @@ fn guard_pages(pages: &[u64], protect: bool) {
 }
 
 /// Points the core's fd 2 at the host's capture file for it (the host shows it once, with
-/// the fault or core 0's output, instead of each core writing to the terminal).
-fn capture_stderr(fd: i32) {
+/// the fault or core 0's output, instead of each core writing to the terminal), and fd 1
+/// too: op code writing to the descriptor directly, past the stdio channel, lands there
+/// rather than in the host process's stdout (where it would break `nrt-pool run --json`
+/// and escape the engine API and Python).
+fn capture_stdio_descriptors(fd: i32) {
     if fd >= 0 {
-        // SAFETY: dup2 onto fd 2 in this core process; the capture fd stays open.
-        unsafe { libc::dup2(fd, 2) };
+        // SAFETY: dup2 onto fds 1 and 2 in this core process; the capture fd stays open.
+        unsafe {
+            libc::dup2(fd, 1);
+            libc::dup2(fd, 2);
+        }
     }
 }
 
@@ -685,7 +691,7 @@ pub(super) const SHAPE_REQUEST: usize = 0;
 /// The load-time probe's core process: start code, then the names it registered (control
 /// block) and how many launchers `register_funcs` gave (`result`).
 pub(super) fn probe_child(p: &Program<'_>, stderr: i32) -> ! {
-    capture_stderr(stderr);
+    capture_stdio_descriptors(stderr);
     let funcs = start(0, p, true);
     let r = control();
     r.core(0)
@@ -698,7 +704,7 @@ pub(super) fn probe_child(p: &Program<'_>, stderr: i32) -> ! {
 /// A core process's life: start code once, then one launch per command the host rings in
 /// on the doorbell (see [`super::doorbell`]); the host kills the process to end it.
 pub(super) fn serve(core: usize, p: &Program<'_>, seen: u32, stderr: i32) -> ! {
-    capture_stderr(stderr);
+    capture_stdio_descriptors(stderr);
     let funcs = start(core, p, false);
     let ctl = control();
     let bell = ctl.doorbell(core);
