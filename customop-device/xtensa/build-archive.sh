@@ -35,6 +35,10 @@ xtensa-lx106-elf-gcc -std=c11 -O2 -S -mabi=windowed -mlongcalls -ffreestanding \
 xtensa-lx106-elf-gcc -std=c11 -O2 -S -mabi=windowed -mlongcalls -ffreestanding \
     "$here/libgcc.c" -o "$objs/libgcc.s"
 "$here/windowed-as.sh" "$objs/libgcc.s" "$objs/customop_libgcc.o"
+# The __atomic library calls (one thread per core: plain memory operations; D72).
+xtensa-lx106-elf-gcc -std=c11 -O2 -S -mabi=windowed -mlongcalls -ffreestanding \
+    "$here/atomic.c" -o "$objs/atomic.s"
+"$here/windowed-as.sh" "$objs/atomic.s" "$objs/customop_atomic.o"
 # libc++'s functions that are not templates (D72), against the headers device builds use
 # (include/device/libcxx's configuration first, as nrt-pool build orders them).
 libcxx=${NRT_POOL_LIBCXX:-/usr/lib/llvm-14/include/c++/v1}
@@ -48,6 +52,6 @@ xtensa-lx106-elf-g++ -std=c++17 -O2 -S -mabi=windowed -mlongcalls -ffreestanding
 "$here/windowed-as.sh" "$objs/libcxx.s" "$objs/customop_libcxx.o"
 rm -f "$out.partial"
 (cd "$objs" && xtensa-lx106-elf-ar rcs "$out.partial" $members customop_cstdio.o customop_crt.o \
-    customop_libgcc.o customop_libcxx.o)
+    customop_libgcc.o customop_atomic.o customop_libcxx.o)
 mv -f "$out.partial" "$out"
 rm -rf "$objs"

@@ -3,6 +3,7 @@
 // Their containers stay within a core's libc heap (the rest of the data scratch area, 128
 // blocks: docs/decisions.md D17).
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -74,6 +75,16 @@ void containers(const neuron::Tensor &x, neuron::Tensor &out) {
     std::string_view sv = "key=value;other=thing";
     std::string name = std::string(sv.substr(0, sv.find('='))) + ":" + std::get<1>(t);
     int parsed = std::stoi("  -123abc") + std::stoi("ff", nullptr, 16);
+    // Atomics (library calls on this core: __atomic_*, one thread per core).
+    std::atomic<int> hits{0};
+    std::atomic<long long> wide{1LL << 40};
+    struct Pair { int a, b; };
+    std::atomic<Pair> pair{Pair{1, 2}};
+    long long expect = 1LL << 40;
+    wide.compare_exchange_strong(expect, (1LL << 40) + 5);
+    Pair was = pair.exchange(Pair{3, 4});
+    hits.fetch_add(was.b);
+    hits ^= 7;
     // (2.5e-3 + 12 + 1 + 100 + 1)
     double real = std::stod(" 2.5e-3xyz") + std::stof("0x1.8p3") + (std::isinf(std::strtod("-inf", nullptr)) ? 1.0 : 0.0) +
                   std::atof("1e2") + double(std::strtof("3.4028236e38", nullptr) > 1e38f);
@@ -87,7 +98,7 @@ void containers(const neuron::Tensor &x, neuron::Tensor &out) {
                   float(wide_keys.count((long long)bucket << 33)) + f(v[i], int(i % 5)) +
                   float(std::get<0>(t)) + unique[i % 4].lane[i % 8] + float(other->at(1)) +
                   float(shared.use_count()) + float(name.size()) + float(parsed % 97) +
-                  float(real);
+                  float(real) + float(hits.load() + int(wide.load() % 1000) + pair.load().a);
         o.write(r);
     }
     std::optional<size_t> neg = first_negative(v);
