@@ -1,8 +1,9 @@
 /* The __atomic library calls GCC emits on this target, which has no atomic instructions
    in the lx106 configuration GCC targets (libc++'s std::atomic takes a lock through
    __atomic_exchange_1; C's __atomic built-ins call the sized functions). A Pool core runs
-   one kernel on one thread and nothing else touches its memory meanwhile, so plain loads
-   and stores are atomic here (D72). Defined under other C names and given the library
+   one kernel on one thread, so plain loads and stores are atomic within the core (a
+   kernel's own statics are its core's); not against other cores writing the same device
+   memory (D72). Defined under other C names and given the library
    names by asm labels (GCC reserves the __atomic names for its built-ins). */
 typedef unsigned char u8;
 typedef unsigned short u16;
