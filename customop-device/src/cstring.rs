@@ -149,8 +149,11 @@ pub extern "C" fn llabs(v: i64) -> i64 {
 
 #[no_mangle]
 pub unsafe extern "C" fn memchr(s: *const c_void, c: c_int, n: usize) -> *mut c_void {
+    if n == 0 {
+        return core::ptr::null_mut();
+    }
     let c = c as u8;
-    // SAFETY: the caller's `s` holds `n` bytes (C contract).
+    // SAFETY: the caller's `s` holds `n` bytes (C contract), so it is not NULL.
     let bytes = unsafe { core::slice::from_raw_parts(s.cast::<u8>(), n) };
     bytes
         .iter()
