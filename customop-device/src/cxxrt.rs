@@ -54,7 +54,7 @@ pub extern "C" fn _ZdaPvj(p: *mut c_void, _n: usize) {
     free(p)
 }
 
-/// `std::nothrow` (an empty tag object; include/device/new declares it).
+/// `std::nothrow` (an empty tag object; libc++'s `<new>` declares it, D72).
 #[allow(non_upper_case_globals)]
 #[no_mangle]
 pub static _ZSt7nothrow: u8 = 0;

@@ -21,7 +21,7 @@
 
 #include "neuron_customop.hpp"
 
-// Braced size lists need std::initializer_list (device builds: include/device's, D68).
+// Braced size lists need std::initializer_list (device builds: libc++'s, D72).
 #include <initializer_list>
 
 extern "C" {
