@@ -13,9 +13,36 @@ use crate::libc::{free, malloc};
 fn new(n: usize) -> *mut c_void {
     let p = malloc(n.max(1));
     if p.is_null() {
-        crate::fatal::fatal_with("operator new", format_args!("out of memory for {n} bytes"));
+        out_of_memory(n, None);
     }
     p
+}
+
+/// A failed `new`: fatal, saying how full the core's libc heap is (C++ containers live
+/// there on the device, where host builds use the C library's heap; D17).
+fn out_of_memory(n: usize, align: Option<usize>) -> ! {
+    let (size, free, live) = crate::runtime::STATE.with(|s| {
+        let h = &s.libc_heap;
+        (h.pool().1, h.free_bytes(), h.live_allocations())
+    });
+    struct Aligned(Option<usize>);
+    impl core::fmt::Display for Aligned {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            match self.0 {
+                Some(a) => write!(f, " aligned to {a}"),
+                None => Ok(()),
+            }
+        }
+    }
+    crate::fatal::fatal_with(
+        "operator new",
+        format_args!(
+            "out of memory for {n} bytes{}: the core's libc heap has {free} of {size} bytes \
+             free, {live} allocations live ({} descriptors; docs/decisions.md D17)",
+            Aligned(align),
+            crate::runtime::LIBC_BLOCKS
+        ),
+    )
 }
 
 /// `operator new(size_t)` (32-bit size_t: `unsigned int`).
@@ -135,10 +162,7 @@ pub extern "C" fn __cxa_pure_virtual() -> ! {
 fn new_aligned(n: usize, align: usize) -> *mut c_void {
     let p = crate::libc::memalign(align.max(1), n.max(1));
     if p.is_null() {
-        crate::fatal::fatal_with(
-            "operator new",
-            format_args!("out of memory for {n} bytes aligned to {align}"),
-        );
+        out_of_memory(n, Some(align));
     }
     p
 }

@@ -369,4 +369,13 @@ fn the_cxx_standard_library_builds_for_the_device_and_agrees() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("stoi: no conversion or out of range"), "{err}");
+    let x = f32s(&[64], |i| i as f32);
+    let err = on_qemu(&pool, "too_big", LaunchArg::hbm(x), 1)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("out of memory for 256000 bytes: the core's libc heap has")
+            && err.contains("docs/decisions.md D17"),
+        "{err}"
+    );
 }

@@ -119,6 +119,14 @@ void bad_stoi(const neuron::Tensor &x, neuron::Tensor &out) {
     for (int64_t i = 0; i < x.numel(); i++) o.write(in.read() + float(std::stoi("twelve")));
 }
 
+// A container beyond the core's libc heap: a fault saying how full the heap is.
+void too_big(const neuron::Tensor &x, neuron::Tensor &out) {
+    std::vector<float> all(size_t(x.numel()) * 1000);
+    auto in = x.read_stream_accessor<float>();
+    auto o = out.write_stream_accessor<float>();
+    for (int64_t i = 0; i < x.numel(); i++) o.write(in.read() + all[size_t(i)]);
+}
+
 void text_mix(const neuron::Tensor &x, neuron::Tensor &out) {
     char line[] = "alpha, Beta;gamma  42 DELTA\t7";
     char copy[sizeof line];
