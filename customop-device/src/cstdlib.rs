@@ -377,6 +377,38 @@ mod c {
         LLDivT { quot, rem }
     }
 
+    /// inttypes.h's intmax_t (long long on the device) helpers.
+    #[no_mangle]
+    pub extern "C" fn imaxabs(v: c_longlong) -> c_longlong {
+        v.wrapping_abs()
+    }
+
+    #[no_mangle]
+    pub extern "C" fn imaxdiv(n: c_longlong, d: c_longlong) -> LLDivT {
+        let (quot, rem) = divide_or_fault("imaxdiv", n, d);
+        LLDivT { quot, rem }
+    }
+
+    #[no_mangle]
+    pub unsafe extern "C" fn strtoimax(
+        s: *const c_char,
+        end: *mut *mut c_char,
+        base: c_int,
+    ) -> c_longlong {
+        // SAFETY: as strtoll.
+        unsafe { strtoll(s, end, base) }
+    }
+
+    #[no_mangle]
+    pub unsafe extern "C" fn strtoumax(
+        s: *const c_char,
+        end: *mut *mut c_char,
+        base: c_int,
+    ) -> c_ulonglong {
+        // SAFETY: as strtoull.
+        unsafe { strtoull(s, end, base) }
+    }
+
     /// The core's `rand` state; a core that never calls `srand` draws as after `srand(1)`.
     static RAND: crate::global::Global<Option<super::Rand>> = crate::global::Global::new(None);
 

@@ -356,8 +356,10 @@ fn the_cxx_standard_library_builds_for_the_device_and_agrees() {
     let out = same_on_both(&so, &pool, "containers", vec![LaunchArg::hbm(x.clone())]);
     let text = String::from_utf8_lossy(&out);
     assert!(
-        text.starts_with("containers: key:three | -2,-1,0,1,2,3,4,5 | first negative 0 |")
-            && text.ends_with("| order 199..184 | 2.500000 8\n"),
+        text.starts_with(
+            "wide: 1717986918400 200 19000000abc -123456789/-12 7\n\
+             containers: key:three | -2,-1,0,1,2,3,4,5 | first negative 0 |"
+        ) && text.ends_with("| order 199..184 | 2.500000 8\n"),
         "{text}"
     );
     let out = same_on_both(&so, &pool, "text_mix", vec![LaunchArg::hbm(x)]);

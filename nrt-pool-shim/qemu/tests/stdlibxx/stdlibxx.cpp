@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -107,6 +108,11 @@ void containers(const neuron::Tensor &x, neuron::Tensor &out) {
         if (!joined.empty()) joined += ',';
         joined += std::to_string(it->first);
     }
+    int64_t big = int64_t(v.size()) << 33;
+    std::imaxdiv_t qr = std::imaxdiv(std::strtoimax("-123456789012", nullptr, 10), 1000);
+    printf("wide: %" PRId64 " %" PRIu32 " %" PRIx64 " %" PRIdMAX "/%" PRIdMAX " %" PRIuPTR "\n",
+           big, uint32_t(v.size()), uint64_t(big) | 0xabcULL, qr.quot, qr.rem,
+           uintptr_t(sizeof(void *) * 0 + 7));
     printf("containers: %s | %s | first negative %d | top %.3f | order %d..%d | %s %zu\n",
            name.c_str(), joined.c_str(), neg ? int(*neg) : -1, top.top(), order.front(),
            order.back(), std::to_string(2.5).c_str(), counts.size());
