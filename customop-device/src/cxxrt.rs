@@ -57,30 +57,6 @@ pub extern "C" fn _Znaj(n: usize) -> *mut c_void {
     new(n)
 }
 
-/// `operator delete(void *)`.
-#[no_mangle]
-pub extern "C" fn _ZdlPv(p: *mut c_void) {
-    free(p)
-}
-
-/// `operator delete[](void *)`.
-#[no_mangle]
-pub extern "C" fn _ZdaPv(p: *mut c_void) {
-    free(p)
-}
-
-/// `operator delete(void *, size_t)` (sized deallocation).
-#[no_mangle]
-pub extern "C" fn _ZdlPvj(p: *mut c_void, _n: usize) {
-    free(p)
-}
-
-/// `operator delete[](void *, size_t)`.
-#[no_mangle]
-pub extern "C" fn _ZdaPvj(p: *mut c_void, _n: usize) {
-    free(p)
-}
-
 /// `std::nothrow` (an empty tag object; libc++'s `<new>` declares it, D72).
 #[allow(non_upper_case_globals)]
 #[no_mangle]
@@ -96,18 +72,6 @@ pub extern "C" fn _ZnwjRKSt9nothrow_t(n: usize, _tag: *const u8) -> *mut c_void 
 #[no_mangle]
 pub extern "C" fn _ZnajRKSt9nothrow_t(n: usize, _tag: *const u8) -> *mut c_void {
     malloc(n.max(1))
-}
-
-/// `operator delete(void *, const std::nothrow_t &)`.
-#[no_mangle]
-pub extern "C" fn _ZdlPvRKSt9nothrow_t(p: *mut c_void, _tag: *const u8) {
-    free(p)
-}
-
-/// `operator delete[](void *, const std::nothrow_t &)`.
-#[no_mangle]
-pub extern "C" fn _ZdaPvRKSt9nothrow_t(p: *mut c_void, _tag: *const u8) {
-    free(p)
 }
 
 /// `atexit`, which GCC calls to register a global object's destructor: accepted and never
@@ -199,39 +163,33 @@ pub extern "C" fn _ZnajSt11align_val_tRKSt9nothrow_t(
     crate::libc::memalign(align.max(1), n.max(1))
 }
 
-/// `operator delete(void *, std::align_val_t)` (the heap knows every block's size and
-/// alignment, so each aligned and sized form is a plain free).
-#[no_mangle]
-pub extern "C" fn _ZdlPvSt11align_val_t(p: *mut c_void, _align: usize) {
-    free(p)
+/// Every form of `operator delete` (plain, array, sized, aligned, nothrow): the heap knows
+/// each block's size and alignment, so each is a plain free.
+macro_rules! delete_forms {
+    ($($name:ident($($arg:ident: $t:ty),*) = $what:literal;)*) => {$(
+        #[doc = $what]
+        #[no_mangle]
+        pub extern "C" fn $name(p: *mut c_void $(, $arg: $t)*) {
+            free(p)
+        }
+    )*};
 }
 
-/// `operator delete[](void *, std::align_val_t)`.
-#[no_mangle]
-pub extern "C" fn _ZdaPvSt11align_val_t(p: *mut c_void, _align: usize) {
-    free(p)
-}
-
-/// `operator delete(void *, size_t, std::align_val_t)`.
-#[no_mangle]
-pub extern "C" fn _ZdlPvjSt11align_val_t(p: *mut c_void, _n: usize, _align: usize) {
-    free(p)
-}
-
-/// `operator delete[](void *, size_t, std::align_val_t)`.
-#[no_mangle]
-pub extern "C" fn _ZdaPvjSt11align_val_t(p: *mut c_void, _n: usize, _align: usize) {
-    free(p)
-}
-
-/// `operator delete(void *, std::align_val_t, const std::nothrow_t &)`.
-#[no_mangle]
-pub extern "C" fn _ZdlPvSt11align_val_tRKSt9nothrow_t(p: *mut c_void, _a: usize, _t: *const u8) {
-    free(p)
-}
-
-/// `operator delete[](void *, std::align_val_t, const std::nothrow_t &)`.
-#[no_mangle]
-pub extern "C" fn _ZdaPvSt11align_val_tRKSt9nothrow_t(p: *mut c_void, _a: usize, _t: *const u8) {
-    free(p)
+delete_forms! {
+    _ZdlPv() = "`operator delete(void *)`";
+    _ZdaPv() = "`operator delete[](void *)`";
+    _ZdlPvj(_n: usize) = "`operator delete(void *, size_t)`";
+    _ZdaPvj(_n: usize) = "`operator delete[](void *, size_t)`";
+    _ZdlPvRKSt9nothrow_t(_tag: *const u8) = "`operator delete(void *, const std::nothrow_t &)`";
+    _ZdaPvRKSt9nothrow_t(_tag: *const u8) = "`operator delete[](void *, const std::nothrow_t &)`";
+    _ZdlPvSt11align_val_t(_align: usize) = "`operator delete(void *, std::align_val_t)`";
+    _ZdaPvSt11align_val_t(_align: usize) = "`operator delete[](void *, std::align_val_t)`";
+    _ZdlPvjSt11align_val_t(_n: usize, _align: usize) =
+        "`operator delete(void *, size_t, std::align_val_t)`";
+    _ZdaPvjSt11align_val_t(_n: usize, _align: usize) =
+        "`operator delete[](void *, size_t, std::align_val_t)`";
+    _ZdlPvSt11align_val_tRKSt9nothrow_t(_align: usize, _tag: *const u8) =
+        "`operator delete(void *, std::align_val_t, const std::nothrow_t &)`";
+    _ZdaPvSt11align_val_tRKSt9nothrow_t(_align: usize, _tag: *const u8) =
+        "`operator delete[](void *, std::align_val_t, const std::nothrow_t &)`";
 }
