@@ -53,6 +53,8 @@ fn installed_tree_serves_pkg_config_and_cmake_consumers_and_uninstalls() {
         "include/nrt_pool.h",
         "include/gpsimd-open/torch/torch.h",
         "include/gpsimd-open/torchneuron/register.h",
+        "include/gpsimd-open/device/libcxx/__config_site",
+        "include/gpsimd-open/device/inttypes.h",
         "bin/nrt-pool",
         "bin/nrtucode-tool",
         "bin/nrtucode-conformance",
@@ -94,6 +96,27 @@ fn installed_tree_serves_pkg_config_and_cmake_consumers_and_uninstalls() {
             .args(["scale_add.cpp", "scale_add_mc.cpp", "hello.cpp"].map(|s| ex.join(s)))
             .output()
             .unwrap(),
+    );
+
+    // And a device image of kernels using the C++ standard library (libc++ configured by the
+    // installed include/gpsimd-open/device, linked with the installed Xtensa archive).
+    let stdlib = root().join("nrt-pool-shim/qemu/tests/stdlibxx");
+    let built = ok(
+        "installed nrt-pool build --device-image",
+        Command::new(&nrt_pool)
+            .args(["build", "--schema"])
+            .arg(stdlib.join("stdlibxx.schema"))
+            .arg("--out")
+            .arg(work.join("libstdlibxx.so"))
+            .arg("--device-image")
+            .arg(stdlib.join("stdlibxx.cpp"))
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        work.join("libstdlibxx.pool").is_file(),
+        "{}",
+        String::from_utf8_lossy(&built.stdout)
     );
 
     // pkg-config: a C consumer of the launch FFI, and a C++ op on the device runtime.
