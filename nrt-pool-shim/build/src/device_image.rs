@@ -57,6 +57,20 @@ impl DeviceImage {
 }
 
 /// Links `objs` for each core and writes the Pool image into `work`; its path there.
+/// The linker's words, with a line saying what an undefined libc++ symbol means: a part of
+/// the C++ library outside its headers that the device archive does not define (D72).
+fn explain_undefined(stderr: String) -> String {
+    if stderr.contains("undefined reference to `std::__1::") {
+        format!(
+            "{stderr}note: the undefined std:: functions are compiled parts of libc++ that the \
+             device runtime does not provide (clocks, random_device, floating-point to_chars, \
+             ...; docs/decisions.md D72)\n"
+        )
+    } else {
+        stderr
+    }
+}
+
 pub(crate) fn stage(objs: &[PathBuf], d: &DeviceImage, work: &Path) -> Result<PathBuf, BuildError> {
     let dir = work.join("pool");
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
@@ -81,7 +95,7 @@ pub(crate) fn stage(objs: &[PathBuf], d: &DeviceImage, work: &Path) -> Result<Pa
         run(&mut ld).map_err(|e| match e {
             BuildError::Compile { stderr, .. } => BuildError::Compile {
                 tool: format!("{XTENSA_LD} (the Pool image for core {core})"),
-                stderr,
+                stderr: explain_undefined(stderr),
             },
             e => e,
         })?;

@@ -1220,6 +1220,25 @@ fn a_device_build_names_what_a_core_lacks() {
         "{err}"
     );
 
+    // A compiled part of libc++ the device runtime lacks fails the link, explained.
+    std::fs::write(
+        d.join("files.cpp"),
+        "#include <chrono>\n#include <cstdio>\n#include \"neuron_customop.hpp\"\n\
+         void files(const neuron::Tensor &x, neuron::Tensor &out) {\n\
+             auto t = std::chrono::steady_clock::now();\n\
+             printf(\"%lld\\n\", (long long)t.time_since_epoch().count() + x.numel());\n\
+         }\n",
+    )
+    .unwrap();
+    let b = build(None);
+    let (out, err) = text(&b);
+    assert!(!b.status.success(), "{out}{err}");
+    assert!(
+        err.contains("undefined reference to `std::__1::chrono::steady_clock::now()'")
+            && err.contains("compiled parts of libc++ that the device runtime does not provide"),
+        "{err}"
+    );
+
     let b = build(Some(s(&d.join("no-libcxx-here"))));
     let (out, err) = text(&b);
     assert!(!b.status.success(), "{out}{err}");
