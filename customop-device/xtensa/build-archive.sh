@@ -23,22 +23,26 @@ members=$(xtensa-lx106-elf-ar t "$rel/libneuroncustomop.a")
 for m in $members; do
     "$here/windowed-as.sh" "$rel/deps/${m%.o}.s" "$objs/$m"
 done
+# The archive's C and C++ units: FILE compiled to windowed assembly by COMPILER (with the
+# common flags and any given), assembled by windowed-as.sh as customop_STEM.o.
+units=""
+unit() { # unit FILE COMPILER [FLAGS...]
+    file=$1 compiler=$2
+    shift 2
+    stem=${file%.*}
+    "$compiler" -O2 -S -mabi=windowed -mlongcalls -ffreestanding "$@" "$here/$file" \
+        -o "$objs/$stem.s"
+    "$here/windowed-as.sh" "$objs/$stem.s" "$objs/customop_$stem.o"
+    units="$units customop_$stem.o"
+}
 # The printf family's variadic entry points, in C (GCC's va_list; D54).
-xtensa-lx106-elf-gcc -std=c11 -O2 -S -mabi=windowed -mlongcalls -ffreestanding \
-    "$here/cstdio.c" -o "$objs/cstdio.s"
-"$here/windowed-as.sh" "$objs/cstdio.s" "$objs/customop_cstdio.o"
+unit cstdio.c xtensa-lx106-elf-gcc -std=c11
 # The image's global constructors, run by entry_func (crt.c).
-xtensa-lx106-elf-gcc -std=c11 -O2 -S -mabi=windowed -mlongcalls -ffreestanding \
-    "$here/crt.c" -o "$objs/crt.s"
-"$here/windowed-as.sh" "$objs/crt.s" "$objs/customop_crt.o"
+unit crt.c xtensa-lx106-elf-gcc -std=c11
 # libgcc helpers compiler-builtins lacks on this target (libgcc.c).
-xtensa-lx106-elf-gcc -std=c11 -O2 -S -mabi=windowed -mlongcalls -ffreestanding \
-    "$here/libgcc.c" -o "$objs/libgcc.s"
-"$here/windowed-as.sh" "$objs/libgcc.s" "$objs/customop_libgcc.o"
+unit libgcc.c xtensa-lx106-elf-gcc -std=c11
 # The __atomic library calls (one thread per core: plain memory operations; D72).
-xtensa-lx106-elf-gcc -std=c11 -O2 -S -mabi=windowed -mlongcalls -ffreestanding \
-    "$here/atomic.c" -o "$objs/atomic.s"
-"$here/windowed-as.sh" "$objs/atomic.s" "$objs/customop_atomic.o"
+unit atomic.c xtensa-lx106-elf-gcc -std=c11
 # libc++'s functions that are not templates (D72), against the headers device builds use
 # (include/device/libcxx's configuration first, as nrt-pool build orders them).
 libcxx=${NRT_POOL_LIBCXX:-/usr/lib/llvm-14/include/c++/v1}
@@ -46,12 +50,9 @@ if [ ! -f "$libcxx/vector" ]; then
     echo "build-archive.sh: libc++ headers not found at $libcxx (make tools installs libc++-14-dev)" >&2
     exit 1
 fi
-xtensa-lx106-elf-g++ -std=c++17 -O2 -S -mabi=windowed -mlongcalls -ffreestanding \
-    -fno-exceptions -fno-rtti -nostdinc++ -isystem "$root/include/device/libcxx" \
-    -isystem "$libcxx" -isystem "$root/include/device" "$here/libcxx.cpp" -o "$objs/libcxx.s"
-"$here/windowed-as.sh" "$objs/libcxx.s" "$objs/customop_libcxx.o"
+unit libcxx.cpp xtensa-lx106-elf-g++ -std=c++17 -fno-exceptions -fno-rtti -nostdinc++ \
+    -isystem "$root/include/device/libcxx" -isystem "$libcxx" -isystem "$root/include/device"
 rm -f "$out.partial"
-(cd "$objs" && xtensa-lx106-elf-ar rcs "$out.partial" $members customop_cstdio.o customop_crt.o \
-    customop_libgcc.o customop_atomic.o customop_libcxx.o)
+(cd "$objs" && xtensa-lx106-elf-ar rcs "$out.partial" $members $units)
 mv -f "$out.partial" "$out"
 rm -rf "$objs"
