@@ -191,33 +191,50 @@ pub unsafe extern "C" fn __assert_fail(
             unsafe { core::ffi::CStr::from_ptr(p) }.to_bytes()
         }
     };
-    let mut msg = [0u8; 255];
-    let mut n = 0;
-    let mut put = |b: &[u8]| {
-        let k = b.len().min(msg.len() - n);
-        msg[n..n + k].copy_from_slice(&b[..k]);
-        n += k;
-    };
-    let mut digits = [0u8; 10];
-    let mut d = digits.len();
-    let mut v = line;
-    loop {
-        d -= 1;
-        digits[d] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
+    let mut m = Message::<255>::new();
+    m.put(text(file));
+    let _ = core::fmt::Write::write_fmt(&mut m, format_args!(":{line}: "));
+    m.put(text(function));
+    m.put(b": Assertion `");
+    m.put(text(assertion));
+    m.put(b"' failed.");
+    fault(m.bytes())
+}
+
+/// A fault message of at most `N` bytes: bytes (kept as they are) and formatted text, cut
+/// at the end.
+#[cfg(any(not(test), target_os = "none"))]
+struct Message<const N: usize> {
+    buf: [u8; N],
+    len: usize,
+}
+
+#[cfg(any(not(test), target_os = "none"))]
+impl<const N: usize> Message<N> {
+    fn new() -> Self {
+        Message {
+            buf: [0; N],
+            len: 0,
         }
     }
-    put(text(file));
-    put(b":");
-    put(&digits[d..]);
-    put(b": ");
-    put(text(function));
-    put(b": Assertion `");
-    put(text(assertion));
-    put(b"' failed.");
-    fault(&msg[..n])
+
+    fn put(&mut self, b: &[u8]) {
+        let k = b.len().min(N - self.len);
+        self.buf[self.len..self.len + k].copy_from_slice(&b[..k]);
+        self.len += k;
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+#[cfg(any(not(test), target_os = "none"))]
+impl<const N: usize> core::fmt::Write for Message<N> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.put(s.as_bytes());
+        Ok(())
+    }
 }
 
 fn fault(msg: &[u8]) -> ! {
@@ -234,19 +251,7 @@ fn fault(msg: &[u8]) -> ! {
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     use core::fmt::Write;
-    struct Buf([u8; 256], usize);
-    impl Write for Buf {
-        fn write_str(&mut self, s: &str) -> core::fmt::Result {
-            for &b in s.as_bytes() {
-                if self.1 < self.0.len() {
-                    self.0[self.1] = b;
-                    self.1 += 1;
-                }
-            }
-            Ok(())
-        }
-    }
-    let mut b = Buf([0; 256], 0);
-    let _ = write!(b, "{}", info.message());
-    fault(&b.0[..b.1])
+    let mut m = Message::<256>::new();
+    let _ = write!(m, "{}", info.message());
+    fault(m.bytes())
 }
