@@ -56,7 +56,6 @@ impl DeviceImage {
     }
 }
 
-/// Links `objs` for each core and writes the Pool image into `work`; its path there.
 /// The linker's words, with a line saying what an undefined libc++ symbol means: a part of
 /// the C++ library outside its headers that the device archive does not define (D72).
 fn explain_undefined(stderr: String) -> String {
@@ -71,6 +70,7 @@ fn explain_undefined(stderr: String) -> String {
     }
 }
 
+/// Links `objs` for each core and writes the Pool image into `work`; its path there.
 pub(crate) fn stage(objs: &[PathBuf], d: &DeviceImage, work: &Path) -> Result<PathBuf, BuildError> {
     let dir = work.join("pool");
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
