@@ -328,53 +328,39 @@ mod c {
         unsafe { strtoll(s, core::ptr::null_mut(), 10) }
     }
 
+    /// `div_t`, `ldiv_t`, `lldiv_t` and `imaxdiv_t`: the quotient, then the remainder.
     #[repr(C)]
-    pub struct DivT {
-        quot: c_int,
-        rem: c_int,
+    pub struct QuotRem<T> {
+        quot: T,
+        rem: T,
     }
 
-    #[repr(C)]
-    pub struct LDivT {
-        quot: c_long,
-        rem: c_long,
-    }
-
-    #[repr(C)]
-    pub struct LLDivT {
-        quot: c_longlong,
-        rem: c_longlong,
-    }
-
-    fn divide_or_fault(site: &'static str, n: i64, d: i64) -> (i64, i64) {
-        super::divide(n, d).unwrap_or_else(|| {
+    /// The `div` family's result in the C type (`narrow` from the 64-bit quotient: for a
+    /// 32-bit int, MIN / -1 wraps in its low half, as on the device); a zero divisor is a
+    /// fault named after `site`.
+    fn quot_rem<T>(site: &'static str, n: i64, d: i64, narrow: fn(i64) -> T) -> QuotRem<T> {
+        let (quot, rem) = super::divide(n, d).unwrap_or_else(|| {
             crate::fatal::fatal_with(site, format_args!("integer division by zero"))
-        })
-    }
-
-    #[no_mangle]
-    pub extern "C" fn div(n: c_int, d: c_int) -> DivT {
-        // (32-bit int: MIN / -1 wraps in the 64-bit quotient's low half, as on the device.)
-        let (quot, rem) = divide_or_fault("div", n.into(), d.into());
-        DivT {
-            quot: quot as c_int,
-            rem: rem as c_int,
+        });
+        QuotRem {
+            quot: narrow(quot),
+            rem: narrow(rem),
         }
     }
 
     #[no_mangle]
-    pub extern "C" fn ldiv(n: c_long, d: c_long) -> LDivT {
-        let (quot, rem) = divide_or_fault("ldiv", n.into(), d.into());
-        LDivT {
-            quot: quot as c_long,
-            rem: rem as c_long,
-        }
+    pub extern "C" fn div(n: c_int, d: c_int) -> QuotRem<c_int> {
+        quot_rem("div", n.into(), d.into(), |v| v as c_int)
     }
 
     #[no_mangle]
-    pub extern "C" fn lldiv(n: c_longlong, d: c_longlong) -> LLDivT {
-        let (quot, rem) = divide_or_fault("lldiv", n, d);
-        LLDivT { quot, rem }
+    pub extern "C" fn ldiv(n: c_long, d: c_long) -> QuotRem<c_long> {
+        quot_rem("ldiv", n.into(), d.into(), |v| v as c_long)
+    }
+
+    #[no_mangle]
+    pub extern "C" fn lldiv(n: c_longlong, d: c_longlong) -> QuotRem<c_longlong> {
+        quot_rem("lldiv", n, d, |v| v)
     }
 
     /// inttypes.h's intmax_t (long long on the device) helpers.
@@ -384,9 +370,8 @@ mod c {
     }
 
     #[no_mangle]
-    pub extern "C" fn imaxdiv(n: c_longlong, d: c_longlong) -> LLDivT {
-        let (quot, rem) = divide_or_fault("imaxdiv", n, d);
-        LLDivT { quot, rem }
+    pub extern "C" fn imaxdiv(n: c_longlong, d: c_longlong) -> QuotRem<c_longlong> {
+        quot_rem("imaxdiv", n, d, |v| v)
     }
 
     #[no_mangle]
