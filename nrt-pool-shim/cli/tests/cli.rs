@@ -16,22 +16,36 @@ fn nrt_pool(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `nrt-pool build --schema SCHEMA --out OUT` with this checkout's archive and headers, to
+/// be given sources (and flags).
+fn nrt_pool_build_command(schema: &str, out: &str) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_nrt-pool"));
+    c.args(["build", "--schema", schema, "--out", out, "--archive"])
+        .arg(common::archive())
+        .arg("--include")
+        .arg(common::root().join("include"));
+    c
+}
+
 /// `nrt-pool build` with this checkout's archive and headers.
 fn nrt_pool_build(schema: &str, out: &str, rest: &[&str]) -> Output {
-    let (archive, include) = (common::archive(), common::root().join("include"));
-    let mut args = vec![
-        "build",
-        "--schema",
-        schema,
-        "--out",
-        out,
-        "--archive",
-        s(&archive),
-        "--include",
-        s(&include),
-    ];
-    args.extend_from_slice(rest);
-    nrt_pool(&args)
+    nrt_pool_build_command(schema, out)
+        .args(rest)
+        .output()
+        .unwrap()
+}
+
+/// `--device-image` with this checkout's Xtensa archive and core link script.
+fn device_image_flags() -> [std::ffi::OsString; 5] {
+    [
+        "--device-image".into(),
+        "--device-archive".into(),
+        common::xtensa_archive().into(),
+        "--device-link-script".into(),
+        common::root()
+            .join("customop-device/xtensa/pool-core.ld")
+            .into(),
+    ]
 }
 
 fn text(o: &Output) -> (String, String) {
@@ -947,24 +961,11 @@ fn pool_images_build_list_and_run_on_xtensa_cores() {
     let dir = tempfile::tempdir().unwrap();
     let ex = common::root().join("examples/ops");
     let so = dir.path().join("libops.so");
-    let (xa, script) = (
-        common::xtensa_archive(),
-        common::root().join("customop-device/xtensa/pool-core.ld"),
-    );
-    let b = nrt_pool_build(
-        s(&ex.join("ops.schema")),
-        s(&so),
-        &[
-            "--device-image",
-            "--device-archive",
-            s(&xa),
-            "--device-link-script",
-            s(&script),
-            s(&ex.join("scale_add.cpp")),
-            s(&ex.join("scale_add_mc.cpp")),
-            s(&ex.join("hello.cpp")),
-        ],
-    );
+    let b = nrt_pool_build_command(s(&ex.join("ops.schema")), s(&so))
+        .args(device_image_flags())
+        .args(["scale_add.cpp", "scale_add_mc.cpp", "hello.cpp"].map(|f| ex.join(f)))
+        .output()
+        .unwrap();
     let (out, err) = text(&b);
     assert!(b.status.success(), "{out}{err}");
     let pool = dir.path().join("libops.pool");
@@ -1066,18 +1067,11 @@ fn a_device_image_beyond_its_slot_fails_the_build() {
     )
     .unwrap();
     let so = d.join("libbig.so");
-    let b = nrt_pool_build(
-        s(&d.join("big.schema")),
-        s(&so),
-        &[
-            "--device-image",
-            "--device-archive",
-            s(&common::xtensa_archive()),
-            "--device-link-script",
-            s(&common::root().join("customop-device/xtensa/pool-core.ld")),
-            s(&d.join("big.cpp")),
-        ],
-    );
+    let b = nrt_pool_build_command(s(&d.join("big.schema")), s(&so))
+        .args(device_image_flags())
+        .arg(d.join("big.cpp"))
+        .output()
+        .unwrap();
     let (out, err) = text(&b);
     assert!(!b.status.success(), "{out}{err}");
     assert!(err.contains("exceeds its core's 2 MiB slot"), "{err}");
@@ -1174,16 +1168,8 @@ fn a_device_build_names_what_a_core_lacks() {
     .unwrap();
     let so = d.join("libfiles.so");
     let build = |libcxx: Option<&str>| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_nrt-pool"));
-        c.args(["build", "--schema"])
-            .arg(d.join("files.schema"))
-            .arg("--out")
-            .arg(&so)
-            .args(["--device-image", "--device-archive"])
-            .arg(common::xtensa_archive())
-            .arg("--device-link-script")
-            .arg(common::root().join("customop-device/xtensa/pool-core.ld"))
-            .arg(d.join("files.cpp"));
+        let mut c = nrt_pool_build_command(s(&d.join("files.schema")), s(&so));
+        c.args(device_image_flags()).arg(d.join("files.cpp"));
         if let Some(dir) = libcxx {
             c.env("NRT_POOL_LIBCXX", dir);
         }
