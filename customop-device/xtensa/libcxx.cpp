@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 extern "C" __attribute__((noreturn)) void __neuron_cxx_fatal(const char *what);
 
@@ -82,59 +83,53 @@ string to_string(float v) { return formatted("%f", double(v)); }
 string to_string(double v) { return formatted("%f", v); }
 string to_string(long double v) { return formatted("%Lf", v); }
 
-// sto*: the strto* functions, with C++'s failures (no conversion, out of range) as faults.
-template <class T, class P>
-static T parsed(const char *what, const string &s, size_t *idx, int base, P parse) {
+// sto*: the strto* functions, with C++'s failures (no conversion, out of range, or an
+// integer the narrower type cannot hold) as faults.
+template <class T, class P> static T parsed(const char *what, const string &s, size_t *idx, P parse) {
     const char *p = s.c_str();
     char *end = nullptr;
     int saved = errno;
     errno = 0;
-    auto v = parse(p, &end, base);
-    int e = errno;
-    errno = saved;
-    if (end == p) __neuron_cxx_fatal(what);
-    if (e == ERANGE || v < numeric_limits<T>::min() || v > numeric_limits<T>::max())
-        __neuron_cxx_fatal(what);
-    if (idx) *idx = size_t(end - p);
-    return T(v);
-}
-int stoi(const string &s, size_t *idx, int base) {
-    return parsed<int>("stoi: no conversion or out of range", s, idx, base, strtol);
-}
-long stol(const string &s, size_t *idx, int base) {
-    return parsed<long>("stol: no conversion or out of range", s, idx, base, strtol);
-}
-unsigned long stoul(const string &s, size_t *idx, int base) {
-    return parsed<unsigned long>("stoul: no conversion or out of range", s, idx, base, strtoul);
-}
-long long stoll(const string &s, size_t *idx, int base) {
-    return parsed<long long>("stoll: no conversion or out of range", s, idx, base, strtoll);
-}
-unsigned long long stoull(const string &s, size_t *idx, int base) {
-    return parsed<unsigned long long>("stoull: no conversion or out of range", s, idx, base,
-                                      strtoull);
-}
-
-template <class T, class P> static T parsed_float(const char *what, const string &s, size_t *idx, P parse) {
-    const char *p = s.c_str();
-    char *end = nullptr;
-    int saved = errno;
-    errno = 0;
-    T v = parse(p, &end);
+    auto v = parse(p, &end);
     int e = errno;
     errno = saved;
     if (end == p || e == ERANGE) __neuron_cxx_fatal(what);
+    if constexpr (is_integral<T>::value) {
+        if (v < numeric_limits<T>::min() || v > numeric_limits<T>::max()) __neuron_cxx_fatal(what);
+    }
     if (idx) *idx = size_t(end - p);
-    return v;
+    return T(v);
+}
+// The integer parsers with the base bound.
+template <class F> static auto in_base(F f, int base) {
+    return [f, base](const char *p, char **end) { return f(p, end, base); };
+}
+int stoi(const string &s, size_t *idx, int base) {
+    return parsed<int>("stoi: no conversion or out of range", s, idx, in_base(strtol, base));
+}
+long stol(const string &s, size_t *idx, int base) {
+    return parsed<long>("stol: no conversion or out of range", s, idx, in_base(strtol, base));
+}
+unsigned long stoul(const string &s, size_t *idx, int base) {
+    return parsed<unsigned long>("stoul: no conversion or out of range", s, idx,
+                                 in_base(strtoul, base));
+}
+long long stoll(const string &s, size_t *idx, int base) {
+    return parsed<long long>("stoll: no conversion or out of range", s, idx,
+                             in_base(strtoll, base));
+}
+unsigned long long stoull(const string &s, size_t *idx, int base) {
+    return parsed<unsigned long long>("stoull: no conversion or out of range", s, idx,
+                                      in_base(strtoull, base));
 }
 float stof(const string &s, size_t *idx) {
-    return parsed_float<float>("stof: no conversion or out of range", s, idx, strtof);
+    return parsed<float>("stof: no conversion or out of range", s, idx, strtof);
 }
 double stod(const string &s, size_t *idx) {
-    return parsed_float<double>("stod: no conversion or out of range", s, idx, strtod);
+    return parsed<double>("stod: no conversion or out of range", s, idx, strtod);
 }
 long double stold(const string &s, size_t *idx) {
-    return parsed_float<long double>("stold: no conversion or out of range", s, idx, strtold);
+    return parsed<long double>("stold: no conversion or out of range", s, idx, strtold);
 }
 
 _LIBCPP_END_NAMESPACE_STD
