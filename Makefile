@@ -8,7 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CUSTOMOP_TARGETS := x86_64-unknown-linux-gnu riscv32imac-unknown-none-elf xtensa-q7-none-elf
 CUSTOMOP_OUT := target/customop
 
-.PHONY: all build tools demo test lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch install install-files uninstall deb
+.PHONY: all build tools tools-build demo test lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch install install-files uninstall deb
 
 ## make install PREFIX=/usr/local DESTDIR=: libraries, archives, headers, tools, pkg-config and
 ## CMake files (install-files installs what is already built; uninstall removes them).
@@ -25,38 +25,26 @@ all: build
 build:
 	$(CARGO) build --release --workspace
 
-## make tools: what the tests need beyond Rust: the Xtensa gcc/binutils, libc++'s headers,
-## QEMU, cmake and pkg-config (Debian packages)
-## and rust-src (for -Zbuild-std of the Rust-built Xtensa test library), if missing.
-tools:
+## make tools: what the tests need beyond Rust (tools-build, then cmake, pkg-config, dpkg-deb
+## and cargo-deb for the install and package tests). make tools-build: what building and
+## make demo need: rust-src and the riscv32 target, the Xtensa gcc/binutils, libc++'s
+## headers and what builds QEMU from Debian's source (QEMU itself is built, not installed:
+## D73). Debian packages go through packaging/apt-install.sh, which runs apt only for what
+## is missing and never lets it remove or downgrade a package.
+APT_INSTALL := packaging/apt-install.sh
+BUILD_PACKAGES := gcc-xtensa-lx106 binutils-xtensa-lx106 libc++-14-dev \
+	ninja-build meson libglib2.0-dev libpixman-1-dev libfdt-dev flex bison xz-utils
+TEST_PACKAGES := cmake pkg-config dpkg
+tools-build:
 	@rustup component list --installed 2>/dev/null | grep -q '^rust-src' || rustup component add rust-src
 	@rustup target list --installed 2>/dev/null | grep -q '^riscv32imac-unknown-none-elf' || rustup target add riscv32imac-unknown-none-elf
-	@if ! command -v xtensa-lx106-elf-gcc >/dev/null || ! command -v xtensa-lx106-elf-ld >/dev/null \
-		|| ! command -v qemu-system-xtensa >/dev/null || ! command -v cmake >/dev/null \
-		|| ! command -v pkg-config >/dev/null || ! command -v dpkg-deb >/dev/null; then \
-		$(SUDO) apt-get update && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends \
-			gcc-xtensa-lx106 binutils-xtensa-lx106 qemu-system-misc cmake pkg-config dpkg; \
-	fi
-	@# libc++'s headers: the C++ standard library of device builds (D72).
-	@test -f /usr/lib/llvm-14/include/c++/v1/vector || { $(SUDO) apt-get update && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends libc++-14-dev; }
-	@command -v cargo-deb >/dev/null || $(CARGO) install cargo-deb --locked
-	@# QEMU with the nrt-pool machine (D63): Debian's QEMU source and what builds it.
-	@if ! command -v ninja >/dev/null || ! command -v meson >/dev/null || ! command -v flex >/dev/null \
-		|| ! command -v bison >/dev/null || ! pkg-config --exists glib-2.0 pixman-1 libfdt 2>/dev/null; then \
-		$(SUDO) apt-get update && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends \
-			ninja-build meson libglib2.0-dev libpixman-1-dev libfdt-dev flex bison; \
-	fi
-	@if ! ls $(CUSTOMOP_OUT)/xtensa-q7-none-elf/qemu-build/qemu_*.orig.tar.xz >/dev/null 2>&1 \
-		&& ! apt-get source --print-uris qemu 2>/dev/null | grep -q orig.tar; then \
-		. /etc/os-release && printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-			"$$VERSION_CODENAME" | $(SUDO) tee /etc/apt/sources.list.d/nrt-pool-qemu-src.sources >/dev/null \
-		&& $(SUDO) apt-get update; \
-	fi
+	@$(APT_INSTALL) $(BUILD_PACKAGES)
 
-$(XTENSA_OUT)/split.so: nrtucode-extisa/tests/xtensa/kernels.c nrtucode-extisa/tests/xtensa/split.ld | tools
+tools: tools-build
+	@$(APT_INSTALL) $(TEST_PACKAGES)
+	@command -v cargo-deb >/dev/null || $(CARGO) install cargo-deb --locked
+
+$(XTENSA_OUT)/split.so: nrtucode-extisa/tests/xtensa/kernels.c nrtucode-extisa/tests/xtensa/split.ld | tools-build
 	nrtucode-extisa/tests/xtensa/build.sh $(XTENSA_OUT)
 
 ## make demo: libnrt's microcode sequence on the simulated device, through our provider
@@ -74,7 +62,7 @@ demo: build customop-archives $(XTENSA_OUT)/split.so
 ## panic=abort: $(CUSTOMOP_OUT)/<target>/release/libneuroncustomop.a; and the board that
 ## runs Xtensa op images on QEMU cores: $(CUSTOMOP_OUT)/xtensa-q7-none-elf/pool-board.elf,
 ## beside QEMU with the nrt-pool machine (built from Debian's QEMU source; D63)
-customop-archives: tools
+customop-archives: tools-build
 	RUSTC_BOOTSTRAP=1 RUSTFLAGS="-C panic=abort" CARGO_TARGET_DIR=$(CUSTOMOP_OUT) $(CARGO) rustc -q \
 		-p customop-device --release --features archive --crate-type staticlib \
 		--target x86_64-unknown-linux-gnu -Zbuild-std=core

@@ -10,10 +10,17 @@ use std::process::Command;
 
 #[test]
 fn self_test_image_passes_under_qemu() {
+    let qemu = std::env::var_os("NRT_POOL_QEMU").map_or_else(
+        || {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../target/customop/xtensa-q7-none-elf/qemu-system-xtensa")
+        },
+        std::path::PathBuf::from,
+    );
     for tool in [
-        "qemu-system-xtensa",
-        "xtensa-lx106-elf-as",
-        "xtensa-lx106-elf-ld",
+        qemu.as_os_str(),
+        "xtensa-lx106-elf-as".as_ref(),
+        "xtensa-lx106-elf-ld".as_ref(),
     ] {
         let ok = Command::new(tool)
             .arg("--version")
@@ -21,7 +28,8 @@ fn self_test_image_passes_under_qemu() {
             .is_ok_and(|o| o.status.success());
         assert!(
             ok,
-            "{tool} not found: install qemu-system-misc and binutils-xtensa-lx106 (make tools)"
+            "{} not found: make customop-archives builds QEMU, make tools installs binutils-xtensa-lx106",
+            tool.to_string_lossy()
         );
     }
     for script in ["run-windowed.sh", "run.sh"] {

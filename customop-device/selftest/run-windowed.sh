@@ -25,6 +25,8 @@ xtensa-lx106-elf-as --text-section-literals -I "$x" "$x/sim-start.S" -o "$out/si
 xtensa-lx106-elf-ld -T "$x/sim.ld" --gc-sections -z noexecstack --no-warn-rwx-segments \
     -u selftest_main "$out/sim-start.o" "$out/windowed-helpers.o" $objs -o "$out/selftest-windowed.elf"
 set +e
-timeout 60 qemu-system-xtensa -M sim -cpu de212 -semihosting -display none -monitor none \
+# The QEMU built with the nrt-pool machine (make customop-archives; D73), or $NRT_POOL_QEMU.
+qemu="${NRT_POOL_QEMU:-$here/../../target/customop/xtensa-q7-none-elf/qemu-system-xtensa}"
+timeout 60 "$qemu" -M sim -cpu de212 -semihosting -display none -monitor none \
     -serial none -kernel "$out/selftest-windowed.elf"
 echo "exit status $?"

@@ -18,6 +18,8 @@ done
 xtensa-lx106-elf-as "$here/start.S" -o "$out/start.o"
 xtensa-lx106-elf-ld --gc-sections -T "$here/selftest.ld" -u selftest_main "$out/start.o" $objs -o "$out/selftest.elf"
 set +e
-timeout 60 qemu-system-xtensa -M sim -cpu de212 -semihosting -display none -monitor none \
+# The QEMU built with the nrt-pool machine (make customop-archives; D73), or $NRT_POOL_QEMU.
+qemu="${NRT_POOL_QEMU:-$here/../../target/customop/xtensa-q7-none-elf/qemu-system-xtensa}"
+timeout 60 "$qemu" -M sim -cpu de212 -semihosting -display none -monitor none \
     -serial none -kernel "$out/selftest.elf"
 echo "exit status $?"

@@ -21,8 +21,10 @@
 
 #include "neuron_customop.hpp"
 
-// Braced size lists need std::initializer_list (device builds: libc++'s, D72).
+// Braced size lists need std::initializer_list, IntArrayRef::vec() std::vector (device
+// builds: libc++'s, D72).
 #include <initializer_list>
+#include <vector>
 
 extern "C" {
 /// Ends the kernel as a device fault whose report carries `msg` (the runtime's rule path).
@@ -367,53 +369,131 @@ template <> struct CppTypeToScalarType<float> { static constexpr ScalarType valu
 template <> struct CppTypeToScalarType<BFloat16> { static constexpr ScalarType value = ScalarType::BFloat16; };
 template <typename T> struct CppTypeToScalarType<const T> : CppTypeToScalarType<T> {};
 
-/// A list of sizes: a copy of at most 8 values (a kernel tensor's rank limit).
+namespace detail {
+/// One entry of a braced size list: any integer expression (int, int64_t, size_t, ...), so
+/// that `{3, n}` with `int64_t n` or `{x.numel(), k}` with `size_t k` build, as in libtorch
+/// sizes are always int64_t. Floating-point entries do not convert (ambiguous on purpose).
+struct SizeEntry {
+    int64_t v;
+    SizeEntry(int x) : v(x) {}
+    SizeEntry(unsigned x) : v(int64_t(x)) {}
+    SizeEntry(long x) : v(int64_t(x)) {}
+    SizeEntry(unsigned long x) : v(int64_t(x)) {}
+    SizeEntry(long long x) : v(int64_t(x)) {}
+    SizeEntry(unsigned long long x) : v(int64_t(x)) {}
+};
+}  // namespace detail
+
+/// A list of sizes, as libtorch's `IntArrayRef` (`ArrayRef<int64_t>`) is used: built from
+/// a braced list of integers, a `std::vector<int64_t>` (or any contiguous container of
+/// int64_t: std::array, c10::SmallVector-like), a pointer and a length, a begin/end pair,
+/// a C array or one value. It holds a copy of at most 8 values (a tensor's rank limit), so
+/// it never dangles; `Tensor::sizes()` returns a reference to the tensor's own list, so
+/// `t.sizes().begin()` and `t.sizes().end()` belong to one list, as in libtorch.
 class IntArrayRef {
   public:
     IntArrayRef() = default;
-    template <typename T> IntArrayRef(std::initializer_list<T> l) {
-        for (T v : l) push(int64_t(v));
+    IntArrayRef(std::initializer_list<detail::SizeEntry> l) {
+        for (const detail::SizeEntry &e : l) push(e.v);
     }
     IntArrayRef(const int64_t *p, size_t n) {
         for (size_t k = 0; k < n; k++) push(p[k]);
     }
+    IntArrayRef(const int64_t *b, const int64_t *e) {
+        for (; b != e; ++b) push(*b);
+    }
+    template <size_t N> IntArrayRef(const int64_t (&a)[N]) : IntArrayRef(a, N) {}
+    /// Any container whose data() is int64_t and that has size(): std::vector<int64_t>,
+    /// std::array<int64_t, N>, ...
+    template <typename C, typename = decltype(static_cast<const int64_t *>(static_cast<const C *>(nullptr)->data())),
+              typename = decltype(size_t(static_cast<const C *>(nullptr)->size()))>
+    IntArrayRef(const C &c) : IntArrayRef(c.data(), size_t(c.size())) {}
     IntArrayRef(int64_t v) { push(v); }
+
     size_t size() const { return n_; }
     bool empty() const { return n_ == 0; }
-    int64_t operator[](size_t k) const { return k < n_ ? v_[k] : 0; }
+    const int64_t *data() const { return v_; }
     const int64_t *begin() const { return v_; }
     const int64_t *end() const { return v_ + n_; }
-    const int64_t *data() const { return v_; }
-    int64_t front() const { return v_[0]; }
-    int64_t back() const { return v_[n_ - 1]; }
+    const int64_t *cbegin() const { return v_; }
+    const int64_t *cend() const { return v_ + n_; }
+    int64_t front() const { return at(0); }
+    int64_t back() const { return at(n_ == 0 ? 0 : n_ - 1); }
+    /// Unchecked in libtorch; here an index past the end reads 0 rather than memory.
+    int64_t operator[](size_t k) const { return k < n_ ? v_[k] : 0; }
+    int64_t at(size_t k) const {
+        if (k >= n_) {
+            torch::neuron::detail::Msg m;
+            m.s("customop: IntArrayRef::at(").i((long long)k).s(") on a list of ").i((long long)n_).s(" values");
+            torch::neuron::detail::fail(m);
+        }
+        return v_[k];
+    }
+    /// Values [k, k + m) (and [k, size()) ): checked, as libtorch's slice is.
+    IntArrayRef slice(size_t k, size_t m) const {
+        if (k > n_ || m > n_ - k) {
+            torch::neuron::detail::Msg msg;
+            msg.s("customop: IntArrayRef::slice(").i((long long)k).s(", ").i((long long)m).s(") on a list of ").i((long long)n_).s(" values");
+            torch::neuron::detail::fail(msg);
+        }
+        return IntArrayRef(v_ + k, m);
+    }
+    IntArrayRef slice(size_t k) const { return slice(k, k <= n_ ? n_ - k : 0); }
+    std::vector<int64_t> vec() const { return std::vector<int64_t>(begin(), end()); }
+    operator std::vector<int64_t>() const { return vec(); }
     bool equals(const IntArrayRef &o) const {
         if (n_ != o.n_) return false;
         for (size_t k = 0; k < n_; k++)
             if (v_[k] != o.v_[k]) return false;
         return true;
     }
-    bool operator==(const IntArrayRef &o) const { return equals(o); }
-    bool operator!=(const IntArrayRef &o) const { return !equals(o); }
+    // Hidden friends: either side may be a std::vector<int64_t> or a single value.
+    friend bool operator==(const IntArrayRef &a, const IntArrayRef &b) { return a.equals(b); }
+    friend bool operator!=(const IntArrayRef &a, const IntArrayRef &b) { return !a.equals(b); }
+    /// `os << t.sizes()` prints "[2, 3]" (any stream with `<<` for int64_t and text).
+    template <typename OS>
+    friend auto operator<<(OS &os, const IntArrayRef &r) -> decltype(os << int64_t(0), os << "") {
+        os << "[";
+        for (size_t k = 0; k < r.n_; k++) {
+            if (k) os << ", ";
+            os << r.v_[k];
+        }
+        return os << "]";
+    }
 
   private:
     void push(int64_t v) {
-        if (n_ == 8) torch::neuron::detail::fail("customop: a tensor has at most 8 dimensions");
+        if (n_ == 8) torch::neuron::detail::fail("customop: a tensor has at most 8 dimensions (the guide's limit)");
         v_[n_++] = v;
     }
     int64_t v_[8] = {0};
     size_t n_ = 0;
 };
 
-/// Options of a factory function: only the dtype has an effect (and must be given).
+/// Options of a factory function: only the dtype has an effect (the guide: it must be
+/// given; a default-constructed TensorOptions means kFloat, libtorch's default dtype).
+/// The other properties libtorch's TensorOptions carries are accepted and ignored.
 class TensorOptions {
   public:
+    TensorOptions() : dtype_(ScalarType::Float) {}
     TensorOptions(ScalarType t) : dtype_(t) {}
     TensorOptions dtype(ScalarType t) const { return TensorOptions(t); }
+    template <typename T> TensorOptions dtype() const;
     ScalarType dtype() const { return dtype_; }
+    TensorOptions requires_grad(bool = true) const { return *this; }
+    bool requires_grad_opt() const { return false; }
 
   private:
     ScalarType dtype_;
 };
+
+template <typename T> inline TensorOptions TensorOptions::dtype() const {
+    return TensorOptions(CppTypeToScalarType<T>::value);
+}
+
+/// `torch::dtype(kInt)` and `torch::dtype<float>()`: TensorOptions with that dtype.
+inline TensorOptions dtype(ScalarType t) { return TensorOptions(t); }
+template <typename T> inline TensorOptions dtype() { return TensorOptions(CppTypeToScalarType<T>::value); }
 
 }  // namespace c10
 
@@ -425,6 +505,7 @@ using c10::IntArrayRef;
 using c10::Scalar;
 using c10::ScalarType;
 using c10::TensorOptions;
+using c10::dtype;
 
 constexpr ScalarType kFloat = ScalarType::Float;
 constexpr ScalarType kFloat32 = ScalarType::Float;
@@ -807,14 +888,15 @@ class Tensor {
 
     /// Internal: a tensor over `soc` (0 and `meta`: shape only), labelled for reports.
     Tensor(unsigned long long soc, ScalarType dtype, IntArrayRef sizes, bool meta, const char *label)
-        : soc_(soc), dtype_(dtype), meta_(meta), label_(label) {
+        : soc_(soc), dtype_(dtype), sizes_(sizes), meta_(meta), label_(label) {
         rank_ = sizes.size();
+        int64_t st[8] = {0};
         int64_t stride = 1;
-        for (size_t k = 0; k < rank_; k++) sizes_[k] = sizes[k];
         for (size_t k = rank_; k-- > 0;) {
-            strides_[k] = stride;
+            st[k] = stride;
             stride *= sizes_[k];
         }
+        strides_ = IntArrayRef(st, rank_);
         numel_ = stride;
     }
 
@@ -822,8 +904,9 @@ class Tensor {
     int64_t numel() const { return numel_; }
     int64_t dim() const { return int64_t(rank_); }
     int64_t ndimension() const { return dim(); }
-    IntArrayRef sizes() const { return IntArrayRef(sizes_, rank_); }
-    IntArrayRef strides() const { return IntArrayRef(strides_, rank_); }
+    /// The tensor's own lists (references, so begin() and end() of two calls agree).
+    const IntArrayRef &sizes() const { return sizes_; }
+    const IntArrayRef &strides() const { return strides_; }
     int64_t size(int64_t d) const { return sizes_[wrap(d)]; }
     int64_t stride(int64_t d) const { return strides_[wrap(d)]; }
     ScalarType scalar_type() const { return dtype_; }
@@ -835,11 +918,11 @@ class Tensor {
 
     template <typename T, size_t N> TensorAccessor<T, N, true> accessor() const & {
         standard_access<T>(N);
-        return TensorAccessor<T, N, true>(soc_, sizes_, strides_);
+        return TensorAccessor<T, N, true>(soc_, sizes_.data(), strides_.data());
     }
     template <typename T, size_t N> TensorAccessor<T, N, false> accessor() & {
         standard_access<T>(N);
-        return TensorAccessor<T, N, false>(soc_, sizes_, strides_);
+        return TensorAccessor<T, N, false>(soc_, sizes_.data(), strides_.data());
     }
     template <typename T, size_t N> TensorAccessor<T, N, false> accessor() && = delete;
 
@@ -931,8 +1014,9 @@ class Tensor {
 
     unsigned long long soc_ = 0;
     ScalarType dtype_ = ScalarType::Undefined;
+    IntArrayRef sizes_, strides_;
     size_t rank_ = 0;
-    int64_t sizes_[8] = {0}, strides_[8] = {0}, numel_ = 0;
+    int64_t numel_ = 0;
     bool meta_ = true;
     const char *label_ = "an undefined tensor";
 };
@@ -989,20 +1073,59 @@ inline NeuronArgTensor to_desc(const Tensor &t) {
     return d;
 }
 
-/// Device memory for a new tensor (freed when the launch ends).
-inline unsigned long long allocate(size_t bytes, const char *who) {
+/// Device memory for a new tensor, from the core's HBM heap (freed when the launch ends).
+inline unsigned long long allocate(uint64_t bytes, const char *who) {
     unsigned long long soc = 0;
     if (bytes == 0) bytes = 1;
     if (bytes > 0xffffffffu || neuron_hbm_allocate(unsigned(bytes), &soc, 64) != 0 || soc == 0) {
         Msg m;
-        m.s("customop: ").s(who).s(": cannot allocate ").i((long long)bytes).s(" bytes of device memory");
+        m.s("customop: ").s(who).s(": cannot allocate ").i((long long)bytes).s(" bytes from core ").i(get_cpu_id())
+            .s("'s HBM heap (").i((long long)extended_isa::sdk::hbm_scratch_size)
+            .s(" bytes per core, shared by every tensor this launch makes; docs/decisions.md D74): write the result into get_dst_tensor() instead of returning a new tensor, or make fewer or smaller tensors");
         fail(m);
     }
     return soc;
 }
 
+/// The guide's shape rule (developer guide, "Implementing an operator"; the descriptor's
+/// two inline forms): rank 1 to 8 with every dimension 1 to 65535, or rank 1 to 4 with
+/// every dimension 1 to 4294967295; the element count fits the descriptor's 32 bits.
+inline void check_shape(IntArrayRef sizes, const char *who) {
+    if (sizes.size() == 0) {
+        Msg m;
+        m.s("customop: ").s(who).s(": tensors need at least one dimension (the guide: rank 1 to 8)");
+        fail(m);
+    }
+    bool small = true, large = sizes.size() <= 4;
+    uint64_t numel = 1;
+    for (size_t k = 0; k < sizes.size(); k++) {
+        int64_t d = sizes[k];
+        if (d < 1) {
+            Msg m;
+            m.s("customop: ").s(who).s(": dimension ").i((long long)k).s(" is ").i(d).s("; every dimension is at least 1 (no empty tensors on the device)");
+            fail(m);
+        }
+        if (d > 65535) small = false;
+        if (d > 4294967295ll) large = false;
+        numel = numel > 0xffffffffull ? numel : numel * uint64_t(d > 4294967295ll ? 4294967296ll : d);
+    }
+    if (!small && !large) {
+        Msg m;
+        m.s("customop: ").s(who).s(": a shape of rank ").i((long long)sizes.size()).s(" with a dimension of ");
+        int64_t big = 0;
+        for (size_t k = 0; k < sizes.size(); k++) big = sizes[k] > big ? sizes[k] : big;
+        m.i(big).s(" breaks the guide's limit: up to 8 dimensions of at most 65535, or up to 4 of at most 4294967295 (developer guide, 'Implementing an operator')");
+        fail(m);
+    }
+    if (numel > 0xffffffffull) {
+        Msg m;
+        m.s("customop: ").s(who).s(": more than 4294967295 elements (a tensor descriptor counts them in 32 bits)");
+        fail(m);
+    }
+}
+
 /// A new tensor of `sizes` and `opts`: metadata in a shape function, device memory in a
-/// kernel. Sizes are checked (at most 8 dimensions, each 1 to 65535).
+/// kernel. Sizes are checked against the guide's shape rule.
 inline Tensor make(IntArrayRef sizes, TensorOptions opts, const char *who) {
     ScalarType t = opts.dtype();
     if (c10::elementSize(t) == 0) {
@@ -1010,16 +1133,10 @@ inline Tensor make(IntArrayRef sizes, TensorOptions opts, const char *who) {
         m.s("customop: ").s(who).s(": unsupported dtype");
         fail(m);
     }
-    for (size_t k = 0; k < sizes.size(); k++)
-        if (sizes[k] < 1 || sizes[k] > 65535) {
-            Msg m;
-            m.s("customop: ").s(who).s(": dimension ").i((long long)k).s(" is ").i(sizes[k]).s("; each must be 1 to 65535");
-            fail(m);
-        }
-    if (sizes.size() == 0) fail("customop: tensors need at least one dimension");
+    check_shape(sizes, who);
     if (shape_mode()) return Tensor(0, t, sizes, true, "a tensor from a factory function");
     Tensor probe(0, t, sizes, true, "");
-    unsigned long long soc = allocate(probe.nbytes(), who);
+    unsigned long long soc = allocate(uint64_t(probe.numel()) * c10::elementSize(t), who);
     return Tensor(soc, t, sizes, false, "a tensor from a factory function");
 }
 

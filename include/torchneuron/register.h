@@ -112,7 +112,7 @@ class Library {
                       "NEURON_LIBRARY: a shape function returns torch::Tensor");
         detail::Registry &r = detail::registry();
         if (r.count == 10) {
-            r.error = "more than 10 ops in one library (the Custom C++ Operators limit)";
+            r.error = "more than 10 ops in one library (developer guide, 'Building and executing operators': the library can have 10 functions registered)";
             return *this;
         }
         detail::Op &op = r.ops[r.count++];

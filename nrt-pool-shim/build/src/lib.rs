@@ -28,6 +28,44 @@ pub use neuron_ops::{build_op_library, OpBuildOptions, OpBuildReport};
 /// can show progress; `None` is quiet.
 pub type OnCompiled = Option<std::sync::Arc<dyn Fn(&Path) + Send + Sync>>;
 
+/// What an author adds to every compile of an op library, host and device alike
+/// (`custom_op.load(extra_cflags=..., extra_include_paths=...)`, `nrt-pool build -D -I
+/// --cflag`): include folders searched before the op headers, then the flags after the
+/// build's own (so `-O1` or `-DSTACK_SIZE=20000` take effect). D74.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CompileFlags {
+    pub extra_cflags: Vec<String>,
+    pub extra_include_paths: Vec<PathBuf>,
+}
+
+impl CompileFlags {
+    /// Adds the include folders (`-I DIR` each), for before the op headers' `-I`.
+    fn add_includes(&self, c: &mut Command) {
+        for dir in &self.extra_include_paths {
+            c.arg("-I").arg(dir);
+        }
+    }
+
+    /// Adds the flags, for after the build's own.
+    fn add_cflags(&self, c: &mut Command) {
+        c.args(&self.extra_cflags);
+    }
+
+    /// Refuses what would break the build's own command line (an empty flag, an output or
+    /// mode switch of its own), naming the flag.
+    pub fn check(&self) -> Result<(), BuildError> {
+        for f in &self.extra_cflags {
+            // "-o..." is an output name ("-O2" is not: options are case-sensitive).
+            let bad =
+                f.is_empty() || ["-c", "-S", "-E"].contains(&f.as_str()) || f.starts_with("-o");
+            if bad {
+                return Err(BuildError::Flag(f.clone()));
+            }
+        }
+        Ok(())
+    }
+}
+
 pub struct BuildOptions {
     pub schema: PathBuf,
     pub sources: Vec<PathBuf>,
@@ -41,6 +79,8 @@ pub struct BuildOptions {
     /// Also link the device objects into a Pool image.
     pub device_image: Option<DeviceImage>,
     pub cxx: String,
+    /// Extra include folders and compiler flags, host and device.
+    pub flags: CompileFlags,
     pub on_compiled: OnCompiled,
 }
 
@@ -78,6 +118,10 @@ pub enum BuildError {
     Compile { tool: String, stderr: String },
     #[error("source file {0} does not exist")]
     NoSource(PathBuf),
+    #[error(
+        "compiler flag {0:?} cannot be added: the build sets its own output and mode (-c/-S/-E/-o)"
+    )]
+    Flag(String),
     #[error("the generated wrapper does not compile (a schema name clashes with C++ or the runtime?):\n{0}")]
     Wrapper(String),
     #[error("kernel '{kernel}': the schema declares {schema}, but {}", match sources.as_slice() {
@@ -435,6 +479,7 @@ pub fn build(o: &BuildOptions) -> Result<BuildReport, BuildError> {
         }
     }
     check_device(&o.device_objects, &o.device_image)?;
+    o.flags.check()?;
     let work = tempfile::tempdir().map_err(io(Path::new("temporary directory")))?;
     let wrapper = work.path().join("nrt_pool_op_wrapper.cpp");
     std::fs::write(&wrapper, generate_wrapper(&kernels, &text)).map_err(io(&wrapper))?;
@@ -442,7 +487,7 @@ pub fn build(o: &BuildOptions) -> Result<BuildReport, BuildError> {
     std::fs::write(&map, VERSION_SCRIPT).map_err(io(&map))?;
     // Every source to an object first, so that the kernels can be checked against the
     // schema before anything is linked.
-    let host_cxx = |src: &Path, obj: &Path| host_cxx(&o.cxx, &o.include, src, obj);
+    let host_cxx = |src: &Path, obj: &Path| host_cxx(&o.cxx, &o.include, &o.flags, src, obj);
     let objs = compile_all(
         &o.sources,
         &work.path().join("host"),
@@ -472,6 +517,7 @@ pub fn build(o: &BuildOptions) -> Result<BuildReport, BuildError> {
         o.device_objects.as_deref(),
         o.device_image.as_ref(),
         &o.include,
+        &o.flags,
         &o.on_compiled,
     )?;
     put_in_place(&tmp_out, &o.out)?;
@@ -509,12 +555,13 @@ pub(crate) fn stage_device(
     objects: Option<&Path>,
     image: Option<&DeviceImage>,
     include: &Path,
+    flags: &CompileFlags,
     on_compiled: &OnCompiled,
 ) -> Result<(Option<StagedDevice>, Option<StagedImage>), BuildError> {
     if objects.is_none() && image.is_none() {
         return Ok((None, None));
     }
-    let device = StagedDevice::compile(&sources()?, work, objects, include, on_compiled)?;
+    let device = StagedDevice::compile(&sources()?, work, objects, include, flags, on_compiled)?;
     let staged = stage_image(Some(&device), image, work)?;
     Ok((Some(device), staged))
 }
@@ -574,11 +621,12 @@ impl StagedDevice {
         work: &Path,
         dir: Option<&Path>,
         include: &Path,
+        flags: &CompileFlags,
         on_compiled: &OnCompiled,
     ) -> Result<StagedDevice, BuildError> {
         let staged = work.join("device");
         let objs = compile_all(sources, &staged, on_compiled, |src, obj| {
-            device_compile(include, src, obj)
+            device_compile(include, flags, src, obj)
         })?;
         Ok(StagedDevice {
             staged,
@@ -756,9 +804,20 @@ pub fn xtensa_cxx_installed() -> bool {
 /// A windowed-ABI device object: the Xtensa g++ emits windowed assembly
 /// (`-mabi=windowed`), [`xtensa_asm::windowed`] encodes the windowed instructions the lx106
 /// assembler lacks, and GNU as assembles it with its literals in the text section (D53).
-pub(crate) fn device_compile(include: &Path, src: &Path, obj: &Path) -> Result<(), BuildError> {
+pub(crate) fn device_compile(
+    include: &Path,
+    flags: &CompileFlags,
+    src: &Path,
+    obj: &Path,
+) -> Result<(), BuildError> {
     let asm = obj.with_extension("s");
-    run(&mut device_cxx(include, &libcxx_headers()?, src, &asm))?;
+    run(&mut device_cxx(
+        include,
+        &libcxx_headers()?,
+        flags,
+        src,
+        &asm,
+    ))?;
     assemble_windowed(&asm, obj)?;
     std::fs::remove_file(&asm).map_err(io(&asm))
 }
@@ -789,14 +848,19 @@ pub fn assemble_windowed(asm: &Path, obj: &Path) -> Result<(), BuildError> {
 pub const XTENSA_AS: &str = "xtensa-lx106-elf-as";
 
 /// The host C++ compiler's command for an op library's object `obj` from `src`.
-pub(crate) fn host_cxx(cxx: &str, include: &Path, src: &Path, obj: &Path) -> Command {
+pub(crate) fn host_cxx(
+    cxx: &str,
+    include: &Path,
+    flags: &CompileFlags,
+    src: &Path,
+    obj: &Path,
+) -> Command {
     let mut c = Command::new(cxx);
-    c.args(["-std=c++17", "-O3", "-fPIC", "-Wall", "-c"])
-        .arg("-I")
-        .arg(include)
-        .arg(src)
-        .arg("-o")
-        .arg(obj);
+    c.args(["-std=c++17", "-O3", "-fPIC", "-Wall", "-c"]);
+    flags.add_includes(&mut c);
+    c.arg("-I").arg(include);
+    flags.add_cflags(&mut c);
+    c.arg(src).arg("-o").arg(obj);
     c
 }
 
@@ -823,7 +887,13 @@ pub fn libcxx_headers() -> Result<PathBuf, BuildError> {
 /// the system folders include/device/libcxx (libc++'s configuration for a core), libc++
 /// and include/device, in that order (libc++'s C header wrappers reach include/device's
 /// C headers by `#include_next`).
-pub(crate) fn device_cxx(include: &Path, libcxx: &Path, src: &Path, asm: &Path) -> Command {
+pub(crate) fn device_cxx(
+    include: &Path,
+    libcxx: &Path,
+    flags: &CompileFlags,
+    src: &Path,
+    asm: &Path,
+) -> Command {
     let mut c = Command::new(XTENSA_CXX);
     c.args([
         "-std=c++17",
@@ -846,11 +916,10 @@ pub(crate) fn device_cxx(include: &Path, libcxx: &Path, src: &Path, asm: &Path) 
     .arg("-isystem")
     .arg(libcxx)
     .arg("-isystem")
-    .arg(include.join("device"))
-    .arg("-I")
-    .arg(include)
-    .arg(src)
-    .arg("-o")
-    .arg(asm);
+    .arg(include.join("device"));
+    flags.add_includes(&mut c);
+    c.arg("-I").arg(include);
+    flags.add_cflags(&mut c);
+    c.arg(src).arg("-o").arg(asm);
     c
 }

@@ -37,6 +37,9 @@ pub struct OpBuildOptions {
     /// The include directory holding torch/, neuron/, torchneuron/.
     pub include: PathBuf,
     pub cxx: String,
+    /// `extra_cflags` and `extra_include_paths`, host and device (recorded in the
+    /// library's metadata).
+    pub flags: crate::CompileFlags,
     /// Also compile Xtensa device objects of the compute sources here.
     pub device_objects: Option<PathBuf>,
     /// Also link them into a Pool image (BUILD_DIRECTORY/libNAME.pool by the CLI).
@@ -112,9 +115,10 @@ pub fn build_op_library(o: &OpBuildOptions) -> Result<OpBuildReport, BuildError>
         }
     }
     check_device(&o.device_objects, &o.device_image)?;
+    o.flags.check()?;
     std::fs::create_dir_all(&o.build_directory).map_err(io(&o.build_directory))?;
     let work = tempfile::tempdir().map_err(io(Path::new("temporary directory")))?;
-    let host_cxx = |src: &Path, obj: &Path| crate::host_cxx(&o.cxx, &o.include, src, obj);
+    let host_cxx = |src: &Path, obj: &Path| crate::host_cxx(&o.cxx, &o.include, &o.flags, src, obj);
     let host = |s: &Path, d: &Path| run(&mut host_cxx(s, d));
     let compute_objs = compile_all(
         &o.compute,
@@ -126,7 +130,15 @@ pub fn build_op_library(o: &OpBuildOptions) -> Result<OpBuildReport, BuildError>
 
     let mut ops = registration(o, work.path(), &shape_objs, &host_cxx)?;
     ops.multicore = o.multicore;
+    ops.cflags = o
+        .flags
+        .extra_include_paths
+        .iter()
+        .map(|p| format!("-I{}", p.display()))
+        .chain(o.flags.extra_cflags.iter().cloned())
+        .collect();
     let kernels = check_kernels(&ops, &compute_objs)?;
+    check_returns(o, &ops, &kernels, work.path())?;
 
     let wrapper = work.path().join("nrt_pool_op_wrapper.cpp");
     std::fs::write(&wrapper, generate_wrapper(&ops, &kernels, true)).map_err(io(&wrapper))?;
@@ -159,6 +171,7 @@ pub fn build_op_library(o: &OpBuildOptions) -> Result<OpBuildReport, BuildError>
         o.device_objects.as_deref(),
         o.device_image.as_ref(),
         &o.include,
+        &o.flags,
         &o.on_compiled,
     )?;
     let library = o.build_directory.join(format!("lib{}.so", o.name));
@@ -226,10 +239,12 @@ fn registration(
     NeuronLibrary::parse(&text).map_err(|e| BuildError::Registration(e.why))
 }
 
-/// An op's kernel as the compute sources define it: its parameter list, demangled.
+/// An op's kernel as the compute sources define it: its parameter list, demangled, and
+/// the compute source (index) that defines it.
 #[derive(Clone, Debug)]
 pub(crate) struct Kernel {
     params: Vec<String>,
+    source: usize,
 }
 
 /// A global C++ function symbol's name and parameter types, if it is one.
@@ -285,16 +300,22 @@ fn kinds_text(kinds: &[ArgKind]) -> String {
 /// the shape function's; refuses compute functions no op names.
 fn check_kernels(ops: &NeuronLibrary, compute_objs: &[PathBuf]) -> Result<Vec<Kernel>, BuildError> {
     let mut defined: Vec<(String, Vec<String>)> = Vec::new();
-    for obj in compute_objs {
+    let mut source_of: Vec<usize> = Vec::new();
+    for (i, obj) in compute_objs.iter().enumerate() {
         for sym in object_symbols(obj, true)? {
             if let Some(f) = function_of(&sym) {
                 defined.push(f);
+                source_of.push(i);
             }
         }
     }
     let mut kernels = Vec::new();
     for op in &ops.ops {
-        kernels.push(kernel_of(ops, op, &defined)?);
+        let (at, params) = kernel_of(ops, op, &defined)?;
+        kernels.push(Kernel {
+            params,
+            source: source_of[at],
+        });
     }
     for (name, params) in &defined {
         let kinds: Option<Vec<ArgKind>> = params.iter().map(|p| kind_of(p)).collect();
@@ -309,16 +330,23 @@ fn check_kernels(ops: &NeuronLibrary, compute_objs: &[PathBuf]) -> Result<Vec<Ke
     Ok(kernels)
 }
 
+/// Where the guide states a kernel's parameter and return types.
+const KERNEL_TYPES_RULE: &str = "developer guide, 'Kernel Function': parameters are torch::Tensor, torch::Scalar, double or int64_t (not float, int or other integral types), and the return value is one torch::Tensor";
+
+/// The kernel of `op` among the defined functions: its index there and its parameters.
 fn kernel_of(
     lib: &NeuronLibrary,
     op: &OpSig,
     defined: &[(String, Vec<String>)],
-) -> Result<Kernel, BuildError> {
+) -> Result<(usize, Vec<String>), BuildError> {
     let qualified = format!("{}::{}", lib.namespace, op.name);
     let shape = format!("the shape function takes {}", kinds_text(&op.args));
-    let found: Vec<&(String, Vec<String>)> =
-        defined.iter().filter(|(n, _)| n == &op.kernel).collect();
-    let (_, params) = match found.as_slice() {
+    let found: Vec<(usize, &(String, Vec<String>))> = defined
+        .iter()
+        .enumerate()
+        .filter(|(_, (n, _))| n == &op.kernel)
+        .collect();
+    let (at, (_, params)) = match found.as_slice() {
         [] => {
             return Err(BuildError::Op {
                 op: qualified,
@@ -333,7 +361,7 @@ fn kernel_of(
         many => {
             let all: Vec<String> = many
                 .iter()
-                .map(|(n, p)| format!("{n}({})", p.join(", ")))
+                .map(|(_, (n, p))| format!("{n}({})", p.join(", ")))
                 .collect();
             return Err(BuildError::Op {
                 op: qualified,
@@ -346,6 +374,17 @@ fn kernel_of(
         }
     };
     let kinds: Vec<Option<ArgKind>> = params.iter().map(|p| kind_of(p)).collect();
+    if let Some(bad) = params.iter().zip(&kinds).find(|(_, k)| k.is_none()) {
+        return Err(BuildError::Op {
+            op: qualified,
+            why: format!(
+                "its kernel {}({}) takes a {} ({KERNEL_TYPES_RULE})",
+                op.kernel,
+                params.join(", "),
+                bad.0
+            ),
+        });
+    }
     let matches = kinds.len() == op.args.len()
         && kinds
             .iter()
@@ -361,9 +400,74 @@ fn kernel_of(
             ),
         });
     }
-    Ok(Kernel {
-        params: params.clone(),
-    })
+    Ok((at, params.clone()))
+}
+
+/// Checks that each kernel returns `torch::Tensor`: its symbol cannot say (return types
+/// are not mangled), and the generated wrapper declares it returning one, so a kernel
+/// returning anything else would link and misbehave. Each compute source that defines a
+/// kernel is compiled once more, syntax only, with a static_assert on the call's type.
+fn check_returns(
+    o: &OpBuildOptions,
+    lib: &NeuronLibrary,
+    kernels: &[Kernel],
+    work: &Path,
+) -> Result<(), BuildError> {
+    for (i, src) in o.compute.iter().enumerate() {
+        let mine: Vec<(&OpSig, &Kernel)> = lib
+            .ops
+            .iter()
+            .zip(kernels)
+            .filter(|(_, k)| k.source == i)
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let abs = std::fs::canonicalize(src).map_err(io(src))?;
+        let mut probe = format!(
+            "// Generated by `nrt-pool build`: the kernels' return types.\n#include \"{}\"\n#include <type_traits>\n#include <utility>\n",
+            abs.display().to_string().replace('\\', "\\\\").replace('"', "\\\"")
+        );
+        for (op, k) in &mine {
+            let args: Vec<String> = k
+                .params
+                .iter()
+                .map(|p| format!("std::declval<{p}>()"))
+                .collect();
+            let _ = writeln!(
+                probe,
+                "static_assert(std::is_same<decltype(::{}({})), torch::Tensor>::value, \"nrt-pool: kernel of op {}\");",
+                op.kernel,
+                args.join(", "),
+                op.name
+            );
+        }
+        let file = work.join(format!("nrt_pool_returns_{i}.cpp"));
+        std::fs::write(&file, probe).map_err(io(&file))?;
+        let mut c = crate::host_cxx(&o.cxx, &o.include, &o.flags, &file, &work.join("unused.o"));
+        c.arg("-fsyntax-only");
+        if let Err(BuildError::Compile { stderr, .. }) = run(&mut c) {
+            let op = mine
+                .iter()
+                .find(|(op, _)| stderr.contains(&format!("nrt-pool: kernel of op {}\"", op.name)))
+                .map(|(op, k)| (op, k));
+            let Some((op, k)) = op else {
+                return Err(BuildError::Compile {
+                    tool: format!("checking the kernels' return types in {}", src.display()),
+                    stderr,
+                });
+            };
+            return Err(BuildError::Op {
+                op: format!("{}::{}", lib.namespace, op.name),
+                why: format!(
+                    "its kernel {}({}) does not return torch::Tensor ({KERNEL_TYPES_RULE})",
+                    op.kernel,
+                    k.params.join(", ")
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The generated translation unit: launchers, table, op metadata and (host) shape entry.

@@ -173,6 +173,18 @@ pub struct BuildArgs {
     /// The Pool core link script for --device-image (default: the installed or repository one)
     #[arg(long, value_name = "LD")]
     pub device_link_script: Option<PathBuf>,
+    /// Define a macro in every compile, host and device: -D STACK_SIZE=20000 (as
+    /// custom_op.load's extra_cflags=['-DSTACK_SIZE=20000']); repeatable
+    #[arg(short = 'D', value_name = "NAME[=VALUE]")]
+    pub define: Vec<String>,
+    /// Search DIR for headers in every compile, before the op headers (extra_include_paths);
+    /// repeatable
+    #[arg(short = 'I', value_name = "DIR")]
+    pub include_path: Vec<PathBuf>,
+    /// Pass FLAG to every compile, host and device, after the build's own (extra_cflags):
+    /// --cflag=-O1; repeatable
+    #[arg(long = "cflag", value_name = "FLAG", allow_hyphen_values = true)]
+    pub cflag: Vec<String>,
     /// Say what is built
     #[arg(long)]
     pub verbose: bool,

@@ -108,6 +108,7 @@ pub fn run(o: &DemoOptions) -> Result<String, String> {
         device_objects: opbuild::xtensa_cxx_installed().then(|| work.path().join("device")),
         device_image: pool_image("example_ops"),
         cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
+        flags: Default::default(),
         on_compiled: None,
     })
     .map_err(|e| format!("building the examples: {e}"))?;
@@ -234,6 +235,7 @@ fn neuron_examples(
             archive: o.archive.clone(),
             include: o.include.clone(),
             cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
+            flags: Default::default(),
             device_objects: None,
             device_image: image(name),
             on_compiled: None,

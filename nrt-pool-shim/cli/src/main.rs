@@ -682,6 +682,19 @@ fn compiled_step(progress: &Progress) -> std::sync::Arc<dyn Fn(&Path) + Send + S
     })
 }
 
+/// The -D, -I and --cflag flags as the build takes them (-D's first, then --cflag's).
+fn compile_flags(a: &BuildArgs) -> opbuild::CompileFlags {
+    opbuild::CompileFlags {
+        extra_cflags: a
+            .define
+            .iter()
+            .map(|d| format!("-D{d}"))
+            .chain(a.cflag.iter().cloned())
+            .collect(),
+        extra_include_paths: a.include_path.clone(),
+    }
+}
+
 fn build(a: BuildArgs) -> Result<(), Failure> {
     if a.name.is_some() {
         return build_ops(a);
@@ -696,6 +709,7 @@ fn build(a: BuildArgs) -> Result<(), Failure> {
         return Err(Failure::Usage("build --schema needs kernel sources".into()));
     }
     let device_image = device_image(&a, out.with_extension("pool"));
+    let flags = compile_flags(&a);
     let o = opbuild::BuildOptions {
         schema,
         sources: a.sources,
@@ -706,6 +720,7 @@ fn build(a: BuildArgs) -> Result<(), Failure> {
         device_objects: a.device_objects.filter(|_| !a.no_device_objects),
         device_image,
         cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
+        flags,
         on_compiled: None,
     };
     let device = o.device_objects.is_some() || o.device_image.is_some();
@@ -737,6 +752,7 @@ fn build(a: BuildArgs) -> Result<(), Failure> {
 fn build_ops(a: BuildArgs) -> Result<(), Failure> {
     let name = a.name.clone().unwrap_or_default();
     let device_image = device_image(&a, a.build_directory.join(format!("lib{name}.pool")));
+    let flags = compile_flags(&a);
     let o = opbuild::OpBuildOptions {
         name: a.name.unwrap_or_default(),
         compute: a.compute,
@@ -746,6 +762,7 @@ fn build_ops(a: BuildArgs) -> Result<(), Failure> {
         archive: a.archive.unwrap_or_else(default_archive),
         include: a.include.unwrap_or_else(default_include),
         cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
+        flags,
         device_objects: a.device_objects,
         device_image,
         on_compiled: None,

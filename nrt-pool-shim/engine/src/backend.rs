@@ -4,9 +4,9 @@
 //! and control block.
 
 use std::ffi::CStr;
-use std::time::Instant;
 
 use super::core::Program;
+use super::deadline::Deadline;
 use super::library::OpLibrary;
 use super::memory::DeviceMemory;
 use super::pool::{self, CoreExit, CorePool};
@@ -32,7 +32,7 @@ pub trait IsaBackend: Send {
         &mut self,
         memory: &DeviceMemory,
         library: &OpLibrary,
-        deadline: Instant,
+        deadline: &Deadline,
     ) -> std::io::Result<CoreExit>;
 
     /// Runs `kernel` on cores `0..cores` (starting those not running) until each completes,
@@ -43,7 +43,7 @@ pub trait IsaBackend: Send {
         library: &OpLibrary,
         kernel: &CStr,
         cores: usize,
-        deadline: Instant,
+        deadline: &Deadline,
     ) -> std::io::Result<Vec<CoreExit>>;
 
     /// Runs op `op`'s shape function on core 0 over the argument blob the engine wrote in
@@ -53,7 +53,7 @@ pub trait IsaBackend: Send {
         memory: &DeviceMemory,
         library: &OpLibrary,
         op: &CStr,
-        deadline: Instant,
+        deadline: &Deadline,
     ) -> std::io::Result<CoreExit>;
 
     /// Stops every core (a new library, or the engine's end).
@@ -75,7 +75,7 @@ impl IsaBackend for HostBackend {
         &mut self,
         memory: &DeviceMemory,
         library: &OpLibrary,
-        deadline: Instant,
+        deadline: &Deadline,
     ) -> std::io::Result<CoreExit> {
         let program = Program {
             memory,
@@ -91,7 +91,7 @@ impl IsaBackend for HostBackend {
         library: &OpLibrary,
         kernel: &CStr,
         cores: usize,
-        deadline: Instant,
+        deadline: &Deadline,
     ) -> std::io::Result<Vec<CoreExit>> {
         let program = Program {
             memory,
@@ -105,7 +105,7 @@ impl IsaBackend for HostBackend {
         memory: &DeviceMemory,
         library: &OpLibrary,
         op: &CStr,
-        deadline: Instant,
+        deadline: &Deadline,
     ) -> std::io::Result<CoreExit> {
         let program = Program {
             memory,

@@ -139,4 +139,6 @@ pub enum EmuError {
     Shape { op: String, why: String },
     #[error("cannot start the cores: {0}")]
     Spawn(std::io::Error),
+    #[error("{what}: interrupted; the cores still running were stopped (fresh ones start at the next launch)")]
+    Interrupted { what: String },
 }

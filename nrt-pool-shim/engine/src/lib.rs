@@ -10,12 +10,14 @@ pub mod backend;
 pub mod backing;
 pub mod control;
 pub mod core;
+pub mod deadline;
 pub mod doorbell;
 mod error;
 mod launch;
 pub mod library;
 pub mod memory;
 pub mod pool;
+pub mod spawner;
 pub mod symbolize;
 pub mod tensor;
 
@@ -42,6 +44,7 @@ use self::pool::{CoreExit, Exit};
 use self::schema::KernelSig;
 use self::tensor::{DType, HostTensor, Location, TensorError};
 
+pub use self::deadline::{Deadline, Interrupt};
 pub use self::error::{status_name, DeviceFault, EmuError};
 use self::launch::device_descriptor;
 pub use self::launch::{
@@ -85,6 +88,8 @@ pub struct PoolEngine {
     kernels: Vec<String>,
     image: PoolImage,
     pub timeout: Duration,
+    /// Asked while waiting for the cores; `true` stops the wait (see `set_interrupt`).
+    interrupt: Option<Interrupt>,
     /// Place each tensor so that its first byte past the end is a guard page the cores
     /// protect: an out-of-bounds access is a reported fault naming the tensor (on by
     /// default; hardware would corrupt silently).
@@ -128,12 +133,26 @@ impl PoolEngine {
             kernels: Vec::new(),
             image,
             timeout: DEFAULT_TIMEOUT,
+            interrupt: None,
             guard_tensors: true,
             placed: Vec::new(),
             resident_guards: HashMap::new(),
             temporaries: None,
             kept_output: Default::default(),
         })
+    }
+
+    /// How long the next wait for the cores may last, and what may interrupt it.
+    fn deadline(&self) -> Deadline {
+        Deadline::after(self.timeout).with_interrupt(self.interrupt.clone())
+    }
+
+    /// Lets `interrupt` stop a launch (or a load, or a shape function) while it waits for
+    /// the cores: asked every few milliseconds from the waiting thread; `true` stops the
+    /// cores still running, as a timeout does, and the call returns
+    /// [`EmuError::Interrupted`]. The next launch starts fresh cores.
+    pub fn set_interrupt(&mut self, interrupt: Option<Interrupt>) {
+        self.interrupt = interrupt;
     }
 
     pub fn image(&self) -> &PoolImage {
@@ -186,10 +205,16 @@ impl PoolEngine {
         let shown = path.display().to_string();
         let ctl = self.control();
         ctl.reset();
+        let deadline = self.deadline();
         let CoreExit { exit, stderr } = self
             .backend
-            .probe(&self.memory, &lib, Instant::now() + self.timeout)
+            .probe(&self.memory, &lib, &deadline)
             .map_err(EmuError::Spawn)?;
+        if deadline.interrupted() {
+            return Err(EmuError::Interrupted {
+                what: format!("loading {shown}"),
+            });
+        }
         let rec = ctl.core(0);
         if rec.state.load(Ordering::Acquire) != CORE_DONE {
             let mut fault = self.fault_of(0, exit, "entry_func", &lib.file());
@@ -340,10 +365,16 @@ impl PoolEngine {
         ctl.reset();
         let lib = self.library.as_ref().ok_or(EmuError::NoLibrary)?;
         let c_op = CString::new(name.clone()).map_err(|_| EmuError::NoLibrary)?;
+        let deadline = self.deadline();
         let CoreExit { exit, stderr } = self
             .backend
-            .shape(&self.memory, lib, &c_op, Instant::now() + self.timeout)
+            .shape(&self.memory, lib, &c_op, &deadline)
             .map_err(EmuError::Spawn)?;
+        if deadline.interrupted() {
+            return Err(EmuError::Interrupted {
+                what: format!("the shape function of {name}"),
+            });
+        }
         let rec = ctl.core(0);
         if rec.state.load(Ordering::Acquire) != CORE_DONE || exit != Exit::Code(0) {
             let file = lib.file();
@@ -748,16 +779,19 @@ impl PoolEngine {
             kernel: kernel.into(),
             known: self.kernels.clone(),
         })?;
+        let deadline = self.deadline();
         let exits = self
             .backend
-            .launch(
-                &self.memory,
-                lib,
-                &name,
-                cores,
-                Instant::now() + self.timeout,
-            )
+            .launch(&self.memory, lib, &name, cores, &deadline)
             .map_err(EmuError::Spawn)?;
+        if deadline.interrupted() {
+            // The cores still running were stopped, as after a timeout; their output is
+            // dropped with them.
+            let _ = self.take_output(&ctl);
+            return Err(EmuError::Interrupted {
+                what: format!("kernel '{kernel}'"),
+            });
+        }
         let (stdout, mut stderr, dropped) = self.take_output(&ctl);
         let mut results = Vec::with_capacity(cores);
         for (c, CoreExit { exit, stderr: fd2 }) in exits.iter().enumerate() {

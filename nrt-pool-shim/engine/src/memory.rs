@@ -18,8 +18,10 @@ pub const SBUF_PARTITION_BYTES: u64 = 192 << 10;
 pub const SBUF_SIZE: u64 = SBUF_PARTITIONS * SBUF_PARTITION_BYTES;
 /// Each core's data scratch area (the runtime needs 0x9200 bytes; 64 KiB like the NX window).
 pub const SCRATCH_BYTES: u64 = 64 << 10;
-/// Each core's slice of HBM used as its hbm_scratch (heaps, stacks).
-pub const HBM_SCRATCH_BYTES: u64 = 2 << 20;
+/// Each core's slice of HBM used as its hbm_scratch (the HBM heap: tensors a kernel makes,
+/// HBM stacks): 6 MiB, the most eight slices can have beside the eight 2 MiB op images in
+/// the pinned 64 MiB hbm_scratch window (D74; the record gives no size).
+pub const HBM_SCRATCH_BYTES: u64 = 6 << 20;
 /// The shared status page: per-core completion and faults, and the stdio ring.
 pub const STATUS_BYTES: u64 = 512 << 10;
 pub const CORES: usize = 8;

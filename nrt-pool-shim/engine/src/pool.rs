@@ -13,7 +13,16 @@ use super::control::ControlBlock;
 use super::core::{
     probe_child, serve, Program, CMD_BYTES, FAULT_EXIT, MAX_KERNEL_NAME, SHAPE_REQUEST,
 };
+use super::deadline::Deadline;
 use super::doorbell;
+use super::spawner;
+
+/// A value that crosses to the spawner thread while its owner waits for the job to end
+/// (the program's references are only read, by the forked child).
+struct AssertSend<T>(T);
+// SAFETY: the owner is blocked in `spawner::run` until the job has ended, so the value is
+// never used from two threads at once; in the child it is a private copy.
+unsafe impl<T> Send for AssertSend<T> {}
 
 /// Empties the host's C stdio buffers before a fork: a core process flushes its streams
 /// after each kernel, and must not write a copy of what the host had buffered.
@@ -54,24 +63,33 @@ impl Capture {
 /// The load-time probe: one core process loads the library and runs the start code, and
 /// reports the names it registered (control block) and how many launchers
 /// `register_funcs` gave (`result`); with what it wrote to fd 2.
-pub fn probe(p: &Program<'_>, deadline: Instant) -> std::io::Result<(Exit, Vec<u8>)> {
+pub fn probe(p: &Program<'_>, deadline: &Deadline) -> std::io::Result<(Exit, Vec<u8>)> {
     let mut capture = Capture::new(0)?;
     flush_host_stdio();
-    // SAFETY: fork; the child only loads the library, runs its start code and ends in _exit.
-    let pid = unsafe { libc::fork() };
+    let fd = capture.file.as_raw_fd();
+    let shared = AssertSend(p);
+    // Forked on the spawner thread, so that PDEATHSIG ties the core to the process, not to
+    // the calling thread (spawner.rs).
+    let (pid, errno) = spawner::run(move || {
+        let p = shared;
+        // SAFETY: fork; the child only loads the library, runs its start code and ends in
+        // _exit.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: die with the host.
+            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+            probe_child(p.0, fd);
+        }
+        (pid, std::io::Error::last_os_error())
+    });
     if pid < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    if pid == 0 {
-        // SAFETY: die with the host.
-        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
-        probe_child(p, capture.file.as_raw_fd());
+        return Err(errno);
     }
     loop {
         if let Some(e) = try_reap(pid) {
             return Ok((e, capture.take()));
         }
-        if Instant::now() >= deadline {
+        if deadline.passed() {
             kill_and_reap(pid);
             return Ok((Exit::TimedOut, capture.take()));
         }
@@ -142,34 +160,41 @@ impl CorePool {
         flush_host_stdio();
         // The doorbell's sequence number now: the child waits for the next one.
         let seen = control(p).doorbell(core).cmd_seq.load(Ordering::SeqCst);
-        // SAFETY: fork; the child runs `serve`, which never returns, and touches no lock
-        // another host thread could hold (fresh statics, the shared mapping, libc).
-        let pid = unsafe { libc::fork() };
+        let others: Vec<i32> = self.workers.iter().flatten().map(|w| w.sock).collect();
+        let (shared, err_fd) = (AssertSend(p), stderr.file.as_raw_fd());
+        // Forked on the spawner thread (PDEATHSIG follows the forking thread: spawner.rs).
+        let (pid, errno) = spawner::run(move || {
+            let p = shared;
+            // SAFETY: fork; the child runs `serve`, which never returns, and touches no
+            // lock another host thread could hold (fresh statics, the shared mapping, libc).
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                // SAFETY: plain calls in the child: die with the host; drop the host's ends.
+                unsafe {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    if libc::getppid() != parent_pid {
+                        libc::_exit(FAULT_EXIT);
+                    }
+                    libc::close(fds[0]);
+                    for s in &others {
+                        libc::close(*s);
+                    }
+                }
+                // The socket's other end stays open in the child only so that the host
+                // sees the child's end (hang-up) when it dies.
+                let _keep = fds[1];
+                serve(core, p.0, seen, err_fd);
+            }
+            (pid, std::io::Error::last_os_error())
+        });
         if pid < 0 {
-            let e = std::io::Error::last_os_error();
+            let e = errno;
             // SAFETY: our own fds.
             unsafe {
                 libc::close(fds[0]);
                 libc::close(fds[1]);
             }
             return Err(e);
-        }
-        if pid == 0 {
-            // SAFETY: plain calls in the child: die with the host; drop the host's ends.
-            unsafe {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                if libc::getppid() != parent_pid {
-                    libc::_exit(FAULT_EXIT);
-                }
-                libc::close(fds[0]);
-                for w in self.workers.iter().flatten() {
-                    libc::close(w.sock);
-                }
-            }
-            // The socket's other end stays open in the child only so that the host sees
-            // the child's end (hang-up) when it dies.
-            let _keep = fds[1];
-            serve(core, p, seen, stderr.file.as_raw_fd());
         }
         // SAFETY: the child's end, no longer ours.
         unsafe { libc::close(fds[1]) };
@@ -187,7 +212,7 @@ impl CorePool {
         p: &Program<'_>,
         kernel: &CStr,
         cores: usize,
-        deadline: Instant,
+        deadline: &Deadline,
     ) -> std::io::Result<Vec<CoreExit>> {
         self.command(p, kernel, cores, cores as u32, deadline)
     }
@@ -198,7 +223,7 @@ impl CorePool {
         &mut self,
         p: &Program<'_>,
         op: &CStr,
-        deadline: Instant,
+        deadline: &Deadline,
     ) -> std::io::Result<CoreExit> {
         let mut exits = self.command(p, op, 1, SHAPE_REQUEST as u32, deadline)?;
         Ok(exits.remove(0))
@@ -211,7 +236,7 @@ impl CorePool {
         kernel: &CStr,
         cores: usize,
         field: u32,
-        deadline: Instant,
+        deadline: &Deadline,
     ) -> std::io::Result<Vec<CoreExit>> {
         if self.workers.len() < cores {
             self.workers.resize_with(cores, || None);
@@ -270,7 +295,7 @@ impl CorePool {
                 doorbell::pause(spins);
                 continue;
             }
-            if now >= deadline {
+            if deadline.passed() {
                 for c in pending {
                     let stderr = self.retire(c, Duration::ZERO).stderr;
                     exits[c] = Some(CoreExit {
@@ -288,7 +313,7 @@ impl CorePool {
                 .iter()
                 .any(|&c| ctl.doorbell(c).done_seq.load(Ordering::SeqCst) == want[c]);
             if !finished {
-                let slice = (deadline - now).min(Duration::from_millis(5));
+                let slice = deadline.slice(Duration::from_millis(5));
                 doorbell::wait(&host.done_events, ev, slice);
             }
             host.sleeping.store(0, Ordering::SeqCst);

@@ -63,6 +63,7 @@ fn host_op_library(dir: &std::path::Path, name: &str, compute: PathBuf, shape: P
         archive: common::archive(),
         include: root.join("include"),
         cxx: "g++".into(),
+        flags: Default::default(),
         device_objects: None,
         device_image: None,
         on_compiled: None,
@@ -247,6 +248,7 @@ fn a_registered_pool_image_runs_on_xtensa_cores() {
             link_script: root.join("customop-device/xtensa/pool-core.ld"),
         }),
         cxx: "g++".into(),
+        flags: Default::default(),
         on_compiled: None,
     })
     .unwrap();

@@ -6,9 +6,19 @@
 //! into device memory (the Python layer makes it C-contiguous and native-endian first), and
 //! freed when the call ends; outputs come back as a byte array the Python layer views with
 //! the right dtype and shape. Launches release the GIL.
+//!
+//! Threads (docs/decisions.md D75): every wait for a library's engine lock happens with
+//! the GIL released, so a thread holding the engine and wanting the GIL back (to echo
+//! stdio, build the result) never waits on a thread holding the GIL and wanting the
+//! engine. Calls on one library are serialised (one engine, one launch at a time, as the
+//! Pool engine runs one kernel at a time); calls on different libraries run in parallel.
+//! A long launch on the main thread looks for Ctrl-C every 20 ms: KeyboardInterrupt stops
+//! its cores (restarted at the next call, as after a timeout) and is raised.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard};
 
 use numpy::{PyArray1, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
@@ -144,7 +154,7 @@ enum Pending<'py> {
 }
 
 /// An op library loaded on its own emulated Pool engine.
-#[pyclass(module = "gpsimd_open._native")]
+#[pyclass(module = "gpsimd_open._native", frozen)]
 pub struct Library {
     device: Arc<Device>,
     path: String,
@@ -161,7 +171,7 @@ struct Device {
 
 /// A tensor kept in the engine's device memory across calls; its memory goes back to the
 /// engine when the array is dropped.
-#[pyclass(module = "gpsimd_open._native")]
+#[pyclass(module = "gpsimd_open._native", frozen)]
 pub struct DeviceArray {
     lib: Py<Library>,
     device: Arc<Device>,
@@ -175,61 +185,55 @@ impl Drop for DeviceArray {
 }
 
 impl Library {
-    fn engine(&self) -> PyResult<std::sync::MutexGuard<'_, PoolEngine>> {
-        self.device.engine()
+    fn engine(&self, py: Python<'_>) -> MutexGuard<'_, PoolEngine> {
+        self.device.engine(py)
     }
 
     /// A device array of this library holding `tensor`.
     fn array(slf: &Bound<'_, Self>, tensor: DeviceTensor) -> DeviceArray {
         DeviceArray {
             lib: slf.clone().unbind(),
-            device: slf.borrow().device.clone(),
+            device: slf.get().device.clone(),
             tensor,
         }
     }
 }
 
 impl Device {
-    fn engine(&self) -> PyResult<std::sync::MutexGuard<'_, PoolEngine>> {
-        let mut e = self
-            .engine
-            .lock()
-            .map_err(|_| PyRuntimeError::new_err("the engine was poisoned by an earlier panic"))?;
+    /// The engine, waited for with the GIL released (see the module's note on threads).
+    fn engine(&self, py: Python<'_>) -> MutexGuard<'_, PoolEngine> {
+        let mut e = match self.engine.try_lock() {
+            Some(e) => e,
+            None => py.detach(|| self.engine.lock()),
+        };
         self.free_dropped(&mut e);
-        Ok(e)
+        e
     }
 
     /// Frees the device arrays dropped while the engine was busy.
     fn free_dropped(&self, e: &mut PoolEngine) {
-        if let Ok(mut dropped) = self.dropped.lock() {
-            for d in dropped.drain(..) {
-                e.free_device(&d);
-            }
+        for d in self.dropped.lock().drain(..) {
+            e.free_device(&d);
         }
     }
 
     /// A dropped device array's memory back to the engine: now if the engine is free, else
-    /// when it is next taken (waiting here, with the GIL held, could deadlock against a
-    /// launch that released the GIL and will want it back).
+    /// when it is next taken (a drop may run with the GIL held, so it never waits).
     fn release(&self, d: DeviceTensor) {
         match self.engine.try_lock() {
-            Ok(mut e) => {
+            Some(mut e) => {
                 e.free_device(&d);
                 self.free_dropped(&mut e);
             }
-            Err(_) => {
-                if let Ok(mut dropped) = self.dropped.lock() {
-                    dropped.push(d);
-                }
-            }
+            None => self.dropped.lock().push(d),
         }
     }
 }
 
 impl Library {
     /// The op's argument kinds (NEURON_LIBRARY libraries).
-    fn kinds(&self, op: &str) -> PyResult<Vec<ArgKind>> {
-        let e = self.engine()?;
+    fn kinds(&self, py: Python<'_>, op: &str) -> PyResult<Vec<ArgKind>> {
+        let e = self.engine(py);
         let lib = e.neuron_library().ok_or_else(|| {
             PyTypeError::new_err(
                 "this library has no NEURON_LIBRARY ops (build it with custom_op.load)",
@@ -297,21 +301,30 @@ impl Library {
 
     /// The NEURON_LIBRARY namespace (None for libraries without one).
     #[getter]
-    fn namespace(&self) -> PyResult<Option<String>> {
-        Ok(self.engine()?.neuron_library().map(|l| l.namespace.clone()))
+    fn namespace(&self, py: Python<'_>) -> Option<String> {
+        self.engine(py).neuron_library().map(|l| l.namespace.clone())
+    }
+
+    /// The compiler flags the library was built with (extra_include_paths as -IDIR, then
+    /// extra_cflags; empty for libraries without NEURON_LIBRARY metadata).
+    #[getter]
+    fn cflags(&self, py: Python<'_>) -> Vec<String> {
+        self.engine(py)
+            .neuron_library()
+            .map(|l| l.cflags.clone())
+            .unwrap_or_default()
     }
 
     /// Whether the library was built for all cores (its default core count is then 8).
     #[getter]
-    fn multicore(&self) -> PyResult<bool> {
-        Ok(self.engine()?.neuron_library().is_some_and(|l| l.multicore))
+    fn multicore(&self, py: Python<'_>) -> bool {
+        self.engine(py).neuron_library().is_some_and(|l| l.multicore)
     }
 
     /// The ops: (name, argument kinds as C++ types).
     #[getter]
-    fn ops(&self) -> PyResult<Vec<(String, Vec<&'static str>)>> {
-        Ok(self
-            .engine()?
+    fn ops(&self, py: Python<'_>) -> Vec<(String, Vec<&'static str>)> {
+        self.engine(py)
             .neuron_library()
             .map(|l| {
                 l.ops
@@ -319,23 +332,23 @@ impl Library {
                     .map(|o| (o.name.clone(), o.args.iter().map(|a| a.cxx()).collect()))
                     .collect()
             })
-            .unwrap_or_default())
+            .unwrap_or_default()
     }
 
     /// The engine's launch timeout in seconds.
     #[getter]
-    fn get_timeout(&self) -> PyResult<f64> {
-        Ok(self.engine()?.timeout.as_secs_f64())
+    fn get_timeout(&self, py: Python<'_>) -> f64 {
+        self.engine(py).timeout.as_secs_f64()
     }
 
     #[setter]
-    fn set_timeout(&self, seconds: f64) -> PyResult<()> {
+    fn set_timeout(&self, py: Python<'_>, seconds: f64) -> PyResult<()> {
         if !(seconds > 0.0 && seconds <= 86_400.0) {
             return Err(PyValueError::new_err(
                 "timeout: seconds above 0 and at most 86400",
             ));
         }
-        self.engine()?.timeout = std::time::Duration::from_secs_f64(seconds);
+        self.engine(py).timeout = std::time::Duration::from_secs_f64(seconds);
         Ok(())
     }
 
@@ -351,13 +364,13 @@ impl Library {
         out: Option<&Bound<'py, DeviceArray>>,
     ) -> PyResult<Option<Bytes<'py>>> {
         let py = slf.py();
-        let me = slf.borrow();
+        let me = slf.get();
         let pending = {
             // Device arrays are checked to belong to this library by identity.
-            let kinds = me.kinds(op)?;
+            let kinds = me.kinds(py, op)?;
             for (i, a) in args.iter().enumerate() {
                 if let Ok(d) = a.cast::<DeviceArray>() {
-                    if !d.borrow().lib.bind(py).is(slf) {
+                    if !d.get().lib.bind(py).is(slf) {
                         return Err(PyValueError::new_err(format!(
                             "{op}(): argument {i} lives in another library's device memory"
                         )));
@@ -372,17 +385,37 @@ impl Library {
             me.launch_args_checked(py, op, &kinds, args)?
         };
         if let Some(out) = out {
-            if !out.borrow().lib.bind(py).is(slf) {
+            if !out.get().lib.bind(py).is(slf) {
                 return Err(PyValueError::new_err(
                     "out lives in another library's device memory",
                 ));
             }
         }
-        let mut guard = me.engine()?;
+        let mut guard = me.engine(py);
         let e: &mut PoolEngine = &mut guard;
+        // Ctrl-C on the main thread stops a launch (its signal handler runs on the main
+        // thread only; elsewhere the check finds nothing).
+        let signal: Arc<Mutex<Option<PyErr>>> = Arc::default();
+        let seen = signal.clone();
+        e.set_interrupt(Some(Arc::new(move || {
+            Python::attach(|py| match py.check_signals() {
+                Ok(()) => false,
+                Err(err) => {
+                    *seen.lock() = Some(err);
+                    true
+                }
+            })
+        })));
         // Array arguments go straight from their NumPy buffers into device memory (one copy
         // each, GIL held), as device tensors this call frees again when it ends.
-        e.with_temporaries(|e| Self::call_in(py, e, op, pending, cores, out))
+        let r = e.with_temporaries(|e| Self::call_in(py, e, op, pending, cores, out));
+        e.set_interrupt(None);
+        drop(guard);
+        let raised = signal.lock().take();
+        match raised {
+            Some(err) => Err(err),
+            None => r,
+        }
     }
 
     /// A device array holding a copy of `array` (("bf16", uint16 array) for bfloat16).
@@ -390,9 +423,9 @@ impl Library {
         let (a, bf16) = array_arg(array)
             .unwrap_or_else(|| Err(PyTypeError::new_err("upload() takes a NumPy array")))?;
         let (dtype, shape, bytes) = view_of(&a, bf16)?;
-        let me = slf.borrow();
-        let d = me
-            .engine()?
+        let d = slf
+            .get()
+            .engine(slf.py())
             .upload_bytes(dtype, shape, bytes)
             .map_err(|e| to_py(slf.py(), e))?;
         Ok(Library::array(slf, d))
@@ -402,9 +435,9 @@ impl Library {
     fn device_array(slf: &Bound<'_, Self>, shape: Vec<u64>, dtype: &str) -> PyResult<DeviceArray> {
         let dt = DType::from_name(dtype)
             .ok_or_else(|| PyValueError::new_err(format!("unknown dtype '{dtype}'")))?;
-        let me = slf.borrow();
-        let d = me
-            .engine()?
+        let d = slf
+            .get()
+            .engine(slf.py())
             .alloc_device(dt, shape)
             .map_err(|e| to_py(slf.py(), e))?;
         Ok(Library::array(slf, d))
@@ -439,7 +472,7 @@ impl Library {
             .detach(|| e.op_output(op, &launch_args))
             .map_err(|err| to_py(py, err))?;
         if let Some(out) = out {
-            let d = out.borrow();
+            let d = out.get();
             if (d.tensor.dtype, d.tensor.shape.as_slice()) != (spec.dtype, spec.shape.as_slice()) {
                 return Err(PyValueError::new_err(format!(
                     "out is {} {:?}; the shape function gives {} {:?}",
@@ -487,7 +520,7 @@ impl Library {
         let mut out = Vec::with_capacity(kinds.len());
         for (i, a) in args.iter().enumerate() {
             if let Ok(d) = a.cast::<DeviceArray>() {
-                out.push(Pending::Ready(LaunchArg::Device(d.borrow().tensor.clone())));
+                out.push(Pending::Ready(LaunchArg::Device(d.get().tensor.clone())));
                 continue;
             }
             out.push(self.launch_arg(py, op, i, kinds[i], &a)?);
@@ -595,9 +628,10 @@ impl DeviceArray {
 
     /// The array's contents as (uint8 bytes, dtype name, shape).
     fn download<'py>(&self, py: Python<'py>) -> PyResult<Bytes<'py>> {
-        let lib = self.lib.borrow(py);
-        let t = lib
-            .engine()?
+        let t = self
+            .lib
+            .get()
+            .engine(py)
             .download(&self.tensor)
             .map_err(|e| to_py(py, e))?;
         Ok(array_of(py, t))
@@ -608,7 +642,7 @@ impl DeviceArray {
 /// `isa="xtensa"` also its Pool image `lib{name}.pool` (returned then); the compiler's
 /// message is in the exception when a source does not build.
 #[pyfunction]
-#[pyo3(signature = (name, compute_srcs, shape_srcs, build_directory, multicore, include, archive, isa="host"))]
+#[pyo3(signature = (name, compute_srcs, shape_srcs, build_directory, multicore, include, archive, isa="host", extra_cflags=Vec::new(), extra_include_paths=Vec::new()))]
 #[allow(clippy::too_many_arguments)] // custom_op.load's arguments, and where the runtime is
 fn build(
     py: Python<'_>,
@@ -620,6 +654,8 @@ fn build(
     include: PathBuf,
     archive: PathBuf,
     isa: &str,
+    extra_cflags: Vec<String>,
+    extra_include_paths: Vec<PathBuf>,
 ) -> PyResult<String> {
     let device_image = match isa {
         "host" => None,
@@ -647,6 +683,10 @@ fn build(
         archive,
         include,
         cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
+        flags: nrt_pool_build::CompileFlags {
+            extra_cflags,
+            extra_include_paths,
+        },
         device_objects: None,
         device_image,
         on_compiled: None,

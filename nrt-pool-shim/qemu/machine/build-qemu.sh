@@ -6,8 +6,8 @@
 # usage: build-qemu.sh OUT [WORK]
 #   WORK (default: OUT's directory/qemu-build) keeps the source and the build between runs;
 #   a run with an unchanged nrt-pool.c and an existing OUT does nothing.
-# The source comes from `apt-get source --download-only qemu` (it needs a deb-src entry;
-# `make tools` adds one), or from $NRT_POOL_QEMU_SOURCE, a QEMU 7.2 .orig.tar.xz.
+# The source comes from Debian's source package (packaging/qemu-source.sh, a private apt
+# state under WORK), or from $NRT_POOL_QEMU_SOURCE, a QEMU 7.2 .orig.tar.xz.
 # Build dependencies (Debian): ninja-build meson libglib2.0-dev libpixman-1-dev libfdt-dev
 # flex bison.
 set -eu
@@ -28,10 +28,10 @@ if [ -z "$tarball" ]; then
     tarball=$(ls "$work"/qemu_*.orig.tar.xz 2>/dev/null | head -n1 || true)
 fi
 if [ -z "$tarball" ]; then
-    (cd "$work" && apt-get source --download-only qemu >"$work/apt-source.log" 2>&1) || {
+    "$here/../../../packaging/qemu-source.sh" "$work" >"$work/apt-source.log" 2>&1 || {
         cat "$work/apt-source.log" >&2
-        echo "build-qemu.sh: cannot fetch Debian's QEMU source: add a deb-src entry for" >&2
-        echo "  your Debian release (as make tools does) or set NRT_POOL_QEMU_SOURCE to a QEMU 7.2 tarball" >&2
+        echo "build-qemu.sh: cannot fetch Debian's QEMU source (packaging/qemu-source.sh);" >&2
+        echo "  set NRT_POOL_QEMU_SOURCE to a QEMU 7.2 tarball" >&2
         exit 1
     }
     tarball=$(ls "$work"/qemu_*.orig.tar.xz | head -n1)

@@ -12,13 +12,13 @@ use std::ffi::CStr;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 use nrt_pool_engine::backend::{HostBackend, IsaBackend};
 use nrt_pool_engine::control::{
     ControlBlock, FaultKind, ACCESS_READ, ACCESS_WRITE, CORE_DONE, PHASE_START,
 };
 use nrt_pool_engine::core::FAULT_EXIT;
+use nrt_pool_engine::deadline::Deadline;
 use nrt_pool_engine::library::OpLibrary;
 use nrt_pool_engine::memory::DeviceMemory;
 use nrt_pool_engine::pool::{CoreExit, Exit};
@@ -94,7 +94,7 @@ impl XtensaBackend {
         library: &OpLibrary,
         c: usize,
         cores: usize,
-        deadline: Instant,
+        deadline: &Deadline,
     ) -> Result<&mut XtensaCore, QemuError> {
         if self.cores[c].is_none() {
             let elf = self.images(library)?[c].clone();
@@ -184,7 +184,7 @@ impl IsaBackend for XtensaBackend {
         "xtensa"
     }
 
-    /// The op images and the cores' hbm_scratch take HBM's first 32 MiB; tensors beyond
+    /// The op images and the cores' hbm_scratch take HBM's first 64 MiB; tensors beyond
     /// the pinned window are reached through the dynamic windows, as on hardware.
     fn hbm_layout(&self) -> (u64, Option<u64>) {
         (layout::RESERVED_HBM, None)
@@ -194,7 +194,7 @@ impl IsaBackend for XtensaBackend {
         &mut self,
         memory: &DeviceMemory,
         library: &OpLibrary,
-        deadline: Instant,
+        deadline: &Deadline,
     ) -> io::Result<CoreExit> {
         self.stop_cores();
         self.images = None;
@@ -255,7 +255,7 @@ impl IsaBackend for XtensaBackend {
         library: &OpLibrary,
         kernel: &CStr,
         cores: usize,
-        deadline: Instant,
+        deadline: &Deadline,
     ) -> io::Result<Vec<CoreExit>> {
         let ctl = control(memory);
         let mut exits: Vec<CoreExit> = (0..cores)
@@ -326,7 +326,7 @@ impl IsaBackend for XtensaBackend {
         memory: &DeviceMemory,
         library: &OpLibrary,
         op: &CStr,
-        deadline: Instant,
+        deadline: &Deadline,
     ) -> io::Result<CoreExit> {
         let host = companion(&library.path).ok_or_else(|| {
             io::Error::other(format!(

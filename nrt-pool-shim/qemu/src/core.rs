@@ -11,6 +11,7 @@ use nrt_pool_schema::pool_image;
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
+use nrt_pool_engine::deadline::Deadline;
 use nrt_pool_engine::memory::DeviceMemory;
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};
 
@@ -204,7 +205,7 @@ impl XtensaCore {
         name: &Path,
         core: usize,
         cores: u32,
-        deadline: Instant,
+        deadline: &Deadline,
     ) -> Result<XtensaCore, QemuError> {
         let bad = |why: String| QemuError::Image {
             path: name.to_path_buf(),
@@ -418,7 +419,7 @@ impl XtensaCore {
         &mut self,
         kernel: usize,
         cores: u32,
-        deadline: Instant,
+        deadline: &Deadline,
     ) -> Result<Completion, QemuError> {
         self.begin(kernel, cores)?;
         self.finish(deadline)
@@ -440,7 +441,7 @@ impl XtensaCore {
     }
 
     /// Waits for the kernel [`XtensaCore::begin`] started.
-    pub fn finish(&mut self, deadline: Instant) -> Result<Completion, QemuError> {
+    pub fn finish(&mut self, deadline: &Deadline) -> Result<Completion, QemuError> {
         let (status, out) = self.expect(protocol::RSP_DONE, deadline)?;
         Ok(Completion {
             status: protocol::word(&status, 0).unwrap_or(u32::MAX),
@@ -453,12 +454,16 @@ impl XtensaCore {
         match protocol::send(&mut self.cmd, tag, parts) {
             Ok(()) => Ok(()),
             // The core ended: its report (or exit) says why.
-            Err(_) => Err(self.ended(Instant::now() + std::time::Duration::from_secs(2))),
+            Err(_) => Err(self.ended(&Deadline::after(std::time::Duration::from_secs(2)))),
         }
     }
 
     /// The next reply, which must be `tag`; stdio frames on the way are collected.
-    fn expect(&mut self, tag: u32, deadline: Instant) -> Result<(Vec<u8>, Completion), QemuError> {
+    fn expect(
+        &mut self,
+        tag: u32,
+        deadline: &Deadline,
+    ) -> Result<(Vec<u8>, Completion), QemuError> {
         let mut out = Completion::default();
         loop {
             match protocol::recv(&mut self.rsp, deadline) {
@@ -546,11 +551,11 @@ impl XtensaCore {
     }
 
     /// QEMU ended without a report: its status and stderr.
-    fn ended(&mut self, deadline: Instant) -> QemuError {
+    fn ended(&mut self, deadline: &Deadline) -> QemuError {
         let status = loop {
             match self.child.try_wait() {
                 Ok(Some(s)) => break s.code(),
-                Ok(None) if Instant::now() < deadline => {
+                Ok(None) if !deadline.passed() => {
                     std::thread::sleep(std::time::Duration::from_millis(5))
                 }
                 _ => {

@@ -26,17 +26,19 @@ pub const fn image_org(core: usize) -> u32 {
     HBM_WINDOW + (core as u32) * IMAGE_BYTES as u32
 }
 
-/// Each core's hbm_scratch (heaps): 2 MiB, after the eight images (where the engine puts
-/// its scratch slices: at the end of the bytes `RESERVED_HBM` keeps free).
-pub const HBM_SCRATCH_BYTES: u64 = 2 << 20;
+/// Each core's hbm_scratch (heaps): the engine's slice size, after the eight images (where
+/// the engine puts its scratch slices: at the end of the bytes `RESERVED_HBM` keeps free).
+pub const HBM_SCRATCH_BYTES: u64 = nrt_pool_engine::memory::HBM_SCRATCH_BYTES;
 
 /// Where core `core`'s op image lies in device memory (what `image_org` shows).
 pub const fn image_soc(core: usize) -> u64 {
     HBM_SOC + core as u64 * IMAGE_BYTES
 }
 
-/// HBM the images and the scratch slices take, from its start; tensors come after.
+/// HBM the images and the scratch slices take, from its start; tensors come after. Both
+/// lie in the pinned window (D74).
 pub const RESERVED_HBM: u64 = CORES as u64 * (IMAGE_BYTES + HBM_SCRATCH_BYTES);
+const _: () = assert!(RESERVED_HBM <= WINDOW_SPAN);
 
 /// The core-local address of SoC address `soc`, when a pinned window shows it.
 pub fn local_of(soc: u64) -> Option<u32> {
@@ -73,6 +75,8 @@ mod tests {
         assert_eq!(image_org(7), 0x84E0_0000);
         let first_scratch = HBM_SOC + RESERVED_HBM - CORES as u64 * HBM_SCRATCH_BYTES;
         assert_eq!(local_of(first_scratch), Some(0x8500_0000));
+        let last_scratch_end = HBM_SOC + RESERVED_HBM - 1;
+        assert_eq!(local_of(last_scratch_end), Some(0x87FF_FFFF));
         for soc in [
             first_scratch,
             image_soc(7) + 5,
@@ -83,7 +87,11 @@ mod tests {
         }
         assert_eq!(soc_of(0x0008_0000), None);
         assert_eq!(local_of(image_soc(3)), Some(image_org(3)));
-        assert_eq!(local_of(HBM_SOC + RESERVED_HBM), Some(0x8600_0000));
+        assert_eq!(
+            local_of(HBM_SOC + RESERVED_HBM),
+            None,
+            "tensors: dynamic windows"
+        );
         assert_eq!(local_of(HBM_SOC + WINDOW_SPAN - 1), Some(0x87FF_FFFF));
         assert_eq!(local_of(HBM_SOC + WINDOW_SPAN), None);
         assert_eq!(local_of(SBUF_SOC + 4), Some(0x8000_0004));

@@ -5,7 +5,9 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
-use std::time::Instant;
+use std::time::Duration;
+
+use nrt_pool_engine::deadline::Deadline;
 
 /// Host -> core.
 /// (2 and 4 were LOAD and DUMP, before device memory was shared: D63.)
@@ -117,13 +119,13 @@ pub enum RecvError {
 }
 
 /// Reads exactly `buf.len()` bytes before `deadline`.
-fn read_exact_until(from: &mut File, buf: &mut [u8], deadline: Instant) -> Result<(), RecvError> {
+fn read_exact_until(from: &mut File, buf: &mut [u8], deadline: &Deadline) -> Result<(), RecvError> {
     let mut done = 0;
     while done < buf.len() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
+        if deadline.passed() {
             return Err(RecvError::TimedOut);
         }
+        let left = deadline.slice(Duration::from_secs(3600));
         let mut pfd = libc::pollfd {
             fd: from.as_raw_fd(),
             events: libc::POLLIN,
@@ -153,7 +155,7 @@ fn read_exact_until(from: &mut File, buf: &mut [u8], deadline: Instant) -> Resul
 }
 
 /// The next frame from the core: its tag and payload.
-pub fn recv(from: &mut File, deadline: Instant) -> Result<(u32, Vec<u8>), RecvError> {
+pub fn recv(from: &mut File, deadline: &Deadline) -> Result<(u32, Vec<u8>), RecvError> {
     let mut head = [0u8; 8];
     read_exact_until(from, &mut head, deadline)?;
     let tag = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
@@ -212,7 +214,7 @@ mod tests {
         let (r, w) = pipe();
         let (mut r, mut w) = (r, w);
         send(&mut w, RSP_OUT, &[&1u32.to_le_bytes(), b"hi"]).unwrap();
-        let far = Instant::now() + std::time::Duration::from_secs(5);
+        let far = &Deadline::after(std::time::Duration::from_secs(5));
         let (tag, body) = recv(&mut r, far).unwrap();
         assert_eq!((tag, &body[..]), (RSP_OUT, &[1, 0, 0, 0, b'h', b'i'][..]));
         w.write_all(&[1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]).unwrap();
@@ -225,8 +227,20 @@ mod tests {
     #[test]
     fn a_silent_core_times_out() {
         let (mut r, _w) = pipe();
-        let soon = Instant::now() + std::time::Duration::from_millis(50);
-        assert!(matches!(recv(&mut r, soon), Err(RecvError::TimedOut)));
+        let soon = Deadline::after(std::time::Duration::from_millis(50));
+        assert!(matches!(recv(&mut r, &soon), Err(RecvError::TimedOut)));
+    }
+
+    #[test]
+    fn an_interrupt_ends_the_wait_long_before_the_deadline() {
+        let (mut r, _w) = pipe();
+        let asked = std::time::Instant::now();
+        let d = Deadline::after(std::time::Duration::from_secs(60)).with_interrupt(Some(
+            std::sync::Arc::new(move || asked.elapsed() > std::time::Duration::from_millis(100)),
+        ));
+        assert!(matches!(recv(&mut r, &d), Err(RecvError::TimedOut)));
+        assert!(d.interrupted());
+        assert!(asked.elapsed() < std::time::Duration::from_secs(2));
     }
 
     fn pipe() -> (File, File) {

@@ -78,10 +78,50 @@ pub struct NeuronLibrary {
     pub namespace: String,
     pub multicore: bool,
     pub ops: Vec<OpSig>,
+    /// The compiler flags the library was built with beyond the build's own
+    /// (`extra_include_paths` as `-IDIR`, then `extra_cflags`), in order.
+    pub cflags: Vec<String>,
 }
 
-/// Most ops one library registers (the guide's limit).
+/// Most ops one library registers: "the library can have 10 functions registered"
+/// (developer guide, "Building and executing operators").
 pub const MAX_OPS: usize = 10;
+
+/// Op names are shorter than this: the vendor's build flow refuses longer ones
+/// (device-customop.md 9.2: "the name must be < 32 characters, else the build raises").
+pub const MAX_OP_NAME: usize = 32;
+
+/// A flag as one word of the text form: bytes outside a safe set as %XX (so the text also
+/// sits in a C string literal unchanged).
+fn encode_flag(f: &str) -> String {
+    let mut out = String::new();
+    for b in f.bytes() {
+        if b.is_ascii_alphanumeric() || b"_.,=/+:-".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The inverse of [`encode_flag`] (None: a broken escape or bytes that are not UTF-8).
+fn decode_flag(w: &str) -> Option<String> {
+    let b = w.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
 
 impl NeuronLibrary {
     /// The op `NS::OP` or `OP` names (None: not in this library).
@@ -109,6 +149,9 @@ impl NeuronLibrary {
                 o.kernel,
                 if args.is_empty() { "-" } else { &args }
             ));
+        }
+        for f in &self.cflags {
+            s.push_str(&format!("cflag {}\n", encode_flag(f)));
         }
         s
     }
@@ -139,6 +182,7 @@ impl NeuronLibrary {
                         namespace: ns.to_string(),
                         multicore,
                         ops: Vec::new(),
+                        cflags: Vec::new(),
                     });
                 }
                 ["op", name, kernel, args] => {
@@ -151,6 +195,12 @@ impl NeuronLibrary {
                         if !is_ident(n) {
                             return Err(err(format!("{what} name '{n}' is not a C++ identifier")));
                         }
+                    }
+                    if name.len() >= MAX_OP_NAME {
+                        return Err(err(format!(
+                            "op name '{name}' has {} characters; the vendor's build refuses names of {MAX_OP_NAME} or more (docs/decisions.md D74)",
+                            name.len()
+                        )));
                     }
                     if l.ops.iter().any(|o| o.name == *name) {
                         return Err(err(format!("op '{name}' is registered twice")));
@@ -174,8 +224,15 @@ impl NeuronLibrary {
                         args,
                     });
                     if l.ops.len() > MAX_OPS {
-                        return Err(err(format!("more than {MAX_OPS} ops in one library")));
+                        return Err(err(format!("more than {MAX_OPS} ops in one library (developer guide, 'Building and executing operators': the library can have {MAX_OPS} functions registered)")));
                     }
+                }
+                ["cflag", flag] => {
+                    let l = lib
+                        .as_mut()
+                        .ok_or_else(|| err("'cflag' before 'library'".into()))?;
+                    l.cflags
+                        .push(decode_flag(flag).ok_or_else(|| err(format!("cflag '{flag}'")))?);
                 }
                 _ => return Err(err(format!("unexpected line '{}'", raw.trim()))),
             }
@@ -208,6 +265,32 @@ mod tests {
         assert_eq!(lib.op("f").unwrap().args.len(), 4);
         assert!(lib.op("other::f").is_none());
         assert!(lib.op("h").unwrap().args.is_empty());
+        assert!(lib.cflags.is_empty());
+    }
+
+    #[test]
+    fn build_flags_round_trip_byte_for_byte() {
+        let mut lib = NeuronLibrary::parse("library a\nop f kernel=f args=T\n").unwrap();
+        lib.cflags = vec![
+            "-DSTACK_SIZE=20000".into(),
+            "-I/x y/\"q\"".into(),
+            "-DMSG=\"a b%\"".into(),
+        ];
+        let text = lib.to_text();
+        assert!(!text.contains('"') && !text.contains('\\'), "{text}");
+        assert_eq!(NeuronLibrary::parse(&text).unwrap(), lib);
+    }
+
+    #[test]
+    fn op_names_of_32_characters_are_refused() {
+        let ok = format!("library a\nop {} kernel=k args=T\n", "n".repeat(31));
+        assert!(NeuronLibrary::parse(&ok).is_ok());
+        let long = format!("library a\nop {} kernel=k args=T\n", "n".repeat(32));
+        let e = NeuronLibrary::parse(&long).unwrap_err().to_string();
+        assert!(
+            e.contains("32 characters") && e.contains("32 or more"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -52,6 +52,7 @@ fn schema_library(
             None
         },
         cxx: "g++".into(),
+        flags: Default::default(),
         on_compiled: None,
     })
     .unwrap_or_else(|e| panic!("building {name}: {e}"))
@@ -178,6 +179,7 @@ pub fn build_example_with_image(
         archive: archive(),
         include: root().join("include"),
         cxx: "g++".into(),
+        flags: Default::default(),
         device_objects: None,
         device_image: device_image(dir.join(format!("lib{name}.pool"))),
         on_compiled: None,

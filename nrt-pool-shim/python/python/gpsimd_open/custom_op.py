@@ -16,7 +16,8 @@ def _home():
     return pathlib.Path(os.environ.get("GPSIMD_OPEN_HOME") or _native.source_root()).resolve()
 
 
-def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, verbose=False, isa="host"):
+def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, verbose=False, isa="host",
+         extra_cflags=None, extra_include_paths=None):
     """Builds a custom op library and loads it.
 
     Args:
@@ -28,6 +29,10 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
             Nothing is written there unless the whole build succeeds.
         multicore: run the library's ops on all 8 cores by default.
         verbose: print what is built.
+        extra_cflags: compiler flags added to every compile, host and device, after the
+            build's own (the guide's ``['-DSTACK_SIZE=20000']``); recorded in the library.
+        extra_include_paths: folders searched for headers before the op headers (as
+            ``torch.utils.cpp_extension.load`` has it).
         isa: where the ops run: ``"host"`` (the host build in emulated cores) or
             ``"xtensa"`` (also builds the Pool image ``lib{name}.pool`` and runs it on
             emulated Xtensa cores under QEMU; an extension of this package).
@@ -49,6 +54,8 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
         raise RuntimeError(f"the host runtime archive is missing: {archive} (run `make customop-archives`)")
     if verbose:
         print(f"gpsimd_open: building lib{name}.so in {build_directory} from {list(compute_srcs)} + {list(shape_srcs)}")
+    flags = _string_list("extra_cflags", extra_cflags)
+    includes = [os.fspath(p) for p in _string_list("extra_include_paths", extra_include_paths, paths=True)]
     path = _native.build(
         name,
         [str(s) for s in compute_srcs],
@@ -58,10 +65,26 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
         str(home / "include"),
         str(archive),
         str(isa),
+        flags,
+        includes,
     )
     if verbose:
         print(f"gpsimd_open: built {path}")
     return load_library(path)
+
+
+def _string_list(what, value, paths=False):
+    """A list argument of strings (or paths): None is empty; a lone string is refused, as
+    it would otherwise be split into characters."""
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes)) or (paths and isinstance(value, os.PathLike)):
+        raise TypeError(f"{what} takes a list, e.g. {what}=[{value!r}]")
+    out = list(value)
+    for v in out:
+        if not (isinstance(v, str) or (paths and isinstance(v, os.PathLike))):
+            raise TypeError(f"{what}: {v!r} is not a string")
+    return out
 
 
 def load_library(path):

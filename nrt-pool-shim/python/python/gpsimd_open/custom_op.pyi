@@ -11,6 +11,8 @@ def load(
     multicore: bool = ...,
     verbose: bool = ...,
     isa: str = ...,
+    extra_cflags: Iterable[str] | None = ...,
+    extra_include_paths: Iterable[str | PathLike[str]] | None = ...,
 ) -> Library: ...
 def load_library(path: str | PathLike[str]) -> Library: ...
 
