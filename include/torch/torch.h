@@ -60,7 +60,8 @@ template <> struct is_float<double> { static constexpr bool value = true; };
 // ---- faults and warnings (formatted without a C library: the device has none) ----
 
 struct Msg {
-    char buf[256];
+    // The engine's fault record holds 456 bytes of message.
+    char buf[448];
     size_t n = 0;
     Msg &s(const char *t) {
         while (t && *t && n < sizeof buf - 1) buf[n++] = *t++;
@@ -1081,7 +1082,7 @@ inline unsigned long long allocate(uint64_t bytes, const char *who) {
         Msg m;
         m.s("customop: ").s(who).s(": cannot allocate ").i((long long)bytes).s(" bytes from core ").i(get_cpu_id())
             .s("'s HBM heap (").i((long long)extended_isa::sdk::hbm_scratch_size)
-            .s(" bytes per core, shared by every tensor this launch makes; docs/decisions.md D74): write the result into get_dst_tensor() instead of returning a new tensor, or make fewer or smaller tensors");
+            .s(" bytes a core, for every tensor a launch makes; docs/decisions.md D74): write the result into get_dst_tensor() instead of returning a new tensor, or make fewer or smaller tensors");
         fail(m);
     }
     return soc;

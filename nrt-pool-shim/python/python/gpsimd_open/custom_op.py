@@ -171,6 +171,12 @@ class Library:
         return self._native.multicore
 
     @property
+    def cflags(self):
+        """The compiler flags the library was built with beyond the build's own:
+        ``extra_include_paths`` as ``-IDIR``, then ``extra_cflags``."""
+        return list(self._native.cflags)
+
+    @property
     def timeout(self):
         """Seconds a launch may run before its cores are stopped (a DeviceFault)."""
         return self._native.timeout
