@@ -132,39 +132,31 @@ pub struct CorePool {
 
 impl CorePool {
     fn spawn(&mut self, core: usize, p: &Program<'_>) -> std::io::Result<Worker> {
-        let mut fds = [0i32; 2];
-        // SAFETY: socketpair into a two-element array.
-        if unsafe {
-            libc::socketpair(
-                libc::AF_UNIX,
-                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-                0,
-                fds.as_mut_ptr(),
-            )
-        } != 0
-        {
-            return Err(std::io::Error::last_os_error());
-        }
         let parent_pid = std::process::id() as i32;
-        let stderr = match Capture::new(core) {
-            Ok(c) => c,
-            Err(e) => {
-                // SAFETY: our own fds.
-                unsafe {
-                    libc::close(fds[0]);
-                    libc::close(fds[1]);
-                }
-                return Err(e);
-            }
-        };
+        let stderr = Capture::new(core)?;
         flush_host_stdio();
         // The doorbell's sequence number now: the child waits for the next one.
         let seen = control(p).doorbell(core).cmd_seq.load(Ordering::SeqCst);
         let others: Vec<i32> = self.workers.iter().flatten().map(|w| w.sock).collect();
         let (shared, err_fd) = (AssertSend(p), stderr.file.as_raw_fd());
-        // Forked on the spawner thread (PDEATHSIG follows the forking thread: spawner.rs).
-        let (pid, errno) = spawner::run(move || {
+        // The socket pair is made and the child's end closed here on the spawner thread
+        // too, so no fork of another engine's core copies that end in between (a copy would
+        // hide this core's hang-up when it dies). PDEATHSIG follows the forking thread.
+        let made = spawner::run(move || -> std::io::Result<(i32, i32)> {
             let p = shared;
+            let mut fds = [0i32; 2];
+            // SAFETY: socketpair into a two-element array.
+            if unsafe {
+                libc::socketpair(
+                    libc::AF_UNIX,
+                    libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+                    0,
+                    fds.as_mut_ptr(),
+                )
+            } != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
             // SAFETY: fork; the child runs `serve`, which never returns, and touches no
             // lock another host thread could hold (fresh statics, the shared mapping, libc).
             let pid = unsafe { libc::fork() };
@@ -185,24 +177,21 @@ impl CorePool {
                 let _keep = fds[1];
                 serve(core, p.0, seen, err_fd);
             }
-            (pid, std::io::Error::last_os_error())
-        });
-        if pid < 0 {
-            let e = errno;
-            // SAFETY: our own fds.
+            let forked = std::io::Error::last_os_error();
+            // SAFETY: the child's end is no longer ours (and on failure neither end is).
             unsafe {
-                libc::close(fds[0]);
                 libc::close(fds[1]);
+                if pid < 0 {
+                    libc::close(fds[0]);
+                }
             }
-            return Err(e);
-        }
-        // SAFETY: the child's end, no longer ours.
-        unsafe { libc::close(fds[1]) };
-        Ok(Worker {
-            pid,
-            sock: fds[0],
-            stderr,
-        })
+            if pid < 0 {
+                return Err(forked);
+            }
+            Ok((pid, fds[0]))
+        });
+        let (pid, sock) = made?;
+        Ok(Worker { pid, sock, stderr })
     }
 
     /// Runs `kernel` on cores 0..cores, spawning the ones not running; each core's exit:

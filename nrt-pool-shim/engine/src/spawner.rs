@@ -7,6 +7,11 @@
 //! was killed mid-launch when that thread ended, a launch on another thread then failing
 //! with "killed by SIGKILL" (issue #31). Forking from one long-lived thread ties every
 //! core to the process's lifetime instead.
+//!
+//! Serialising the forks also keeps two engines of one process apart: a host core is a
+//! fork that never execs, so it keeps a copy of every descriptor open at the moment of its
+//! fork. Forked while another engine's QEMU spawn waited for its exec-status pipe, it kept
+//! that pipe's write end and the spawn waited forever. QEMU cores are spawned here too.
 
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::OnceLock;

@@ -36,7 +36,8 @@ fn c_program(dir: &std::path::Path, name: &str) -> PathBuf {
     common::cc(
         "gcc",
         &[
-            "-std=c11".as_ref(),
+            "-std=gnu11".as_ref(),
+            "-pthread".as_ref(),
             "-I".as_ref(),
             root.join("include").as_os_str(),
             root.join(format!("nrt-pool-shim/ffi/tests/c/{name}.c"))
@@ -86,7 +87,8 @@ fn the_seam_and_launch_ffi_work_linked_and_preloaded() {
         common::cc(
             "gcc",
             &[
-                "-std=c11".as_ref(),
+                "-std=gnu11".as_ref(),
+                "-pthread".as_ref(),
                 "-I".as_ref(),
                 include.as_os_str(),
                 src.join("seam.c").as_os_str(),
@@ -223,6 +225,35 @@ fn neuron_library_ops_launch_through_the_v2_entry_points() {
         .output()
         .unwrap();
     passed(&run);
+}
+
+/// 8 threads x 300 op-output + launch pairs on one engine, and the same in two processes
+/// at once (two engines): every call succeeds and is exact, and nothing is left after
+/// close (issue #31).
+#[test]
+fn eight_threads_share_an_engine_and_two_engines_run_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = common::root();
+    let library = host_op_library(
+        dir.path(),
+        "mlp_ops",
+        root.join("examples/mlp/relu.cpp"),
+        root.join("examples/mlp/shape.cpp"),
+    );
+    let exe = c_program(dir.path(), "threads_v2");
+    let spawn = || {
+        Command::new(&exe)
+            .arg(&library)
+            .env("LD_LIBRARY_PATH", shim_dir())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    passed(&spawn().wait_with_output().unwrap());
+    let (a, b) = (spawn(), spawn());
+    passed(&a.wait_with_output().unwrap());
+    passed(&b.wait_with_output().unwrap());
 }
 
 /// An Xtensa Pool image registered through the seam as its IRAM/DRAM pair runs on QEMU

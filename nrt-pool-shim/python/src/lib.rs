@@ -302,7 +302,9 @@ impl Library {
     /// The NEURON_LIBRARY namespace (None for libraries without one).
     #[getter]
     fn namespace(&self, py: Python<'_>) -> Option<String> {
-        self.engine(py).neuron_library().map(|l| l.namespace.clone())
+        self.engine(py)
+            .neuron_library()
+            .map(|l| l.namespace.clone())
     }
 
     /// The compiler flags the library was built with (extra_include_paths as -IDIR, then
@@ -318,7 +320,9 @@ impl Library {
     /// Whether the library was built for all cores (its default core count is then 8).
     #[getter]
     fn multicore(&self, py: Python<'_>) -> bool {
-        self.engine(py).neuron_library().is_some_and(|l| l.multicore)
+        self.engine(py)
+            .neuron_library()
+            .is_some_and(|l| l.multicore)
     }
 
     /// The ops: (name, argument kinds as C++ types).

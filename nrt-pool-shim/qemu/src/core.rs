@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use nrt_pool_engine::deadline::Deadline;
 use nrt_pool_engine::memory::DeviceMemory;
+use nrt_pool_engine::spawner;
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};
 
 use crate::fault::{self, CoreFault};
@@ -317,7 +318,10 @@ impl XtensaCore {
                 Ok(())
             });
         }
-        let child = qemu.spawn().map_err(|source| QemuError::Spawn {
+        // Spawned on the engine's spawner thread, where host cores are forked too: a plain
+        // fork on another thread while this spawn waits for exec would copy the spawn's
+        // status pipe into a long-lived core process, and the spawn would wait forever.
+        let child = spawner::run(|| qemu.spawn()).map_err(|source| QemuError::Spawn {
             path: qemu_path.to_path_buf(),
             source,
         })?;
