@@ -79,7 +79,7 @@ mod tests {
             .unwrap();
         assert_ne!(a, here);
         assert_eq!(a, b, "one spawner thread for every caller");
-        let local = vec![1, 2, 3];
+        let local = [1, 2, 3];
         assert_eq!(super::run(|| local.iter().sum::<i32>()), 6, "borrows work");
     }
 }
