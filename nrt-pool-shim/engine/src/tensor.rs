@@ -38,12 +38,12 @@ pub enum TensorError {
         got: u64,
     },
     #[error(
-        "rank {0} is not supported (1 to 8 dimensions, each below 65536, or up to 4 larger ones)"
+        "rank {0} is not supported (the guide's shapes: 1 to 8 dimensions of at most 65535, or 1 to 4 of at most 4294967295; docs/decisions.md D74)"
     )]
     Rank(usize),
     #[error("shape {0:?} has no elements; a kernel's tensors have at least one (the descriptor cannot carry a zero dimension)")]
     Empty(Vec<u64>),
-    #[error("shape {0:?} is too large")]
+    #[error("shape {0:?} is too large (a tensor descriptor counts at most 4294967295 elements)")]
     TooLarge(Vec<u64>),
 }
 
@@ -121,7 +121,8 @@ pub fn check_rank(shape: &[u64]) -> Result<(), TensorError> {
     if shape.contains(&0) {
         return Err(TensorError::Empty(shape.to_vec()));
     }
-    if byte_len(shape, DType::U64).is_none_or(|n| n > 1 << 48) {
+    // The descriptor's num_elem is 32 bits.
+    if byte_len(shape, DType::U8).is_none_or(|n| n > u64::from(u32::MAX)) {
         return Err(TensorError::TooLarge(shape.to_vec()));
     }
     Ok(())
@@ -141,6 +142,12 @@ mod tests {
         assert_eq!(check_rank(&[1; 9]), Err(TensorError::Rank(9)));
         assert!(check_rank(&[70000, 2]).is_ok());
         assert_eq!(check_rank(&[70000, 2, 1, 1, 1]), Err(TensorError::Rank(5)));
+        assert!(check_rank(&[65536, 65535]).is_ok());
+        assert_eq!(
+            check_rank(&[65536, 65536]),
+            Err(TensorError::TooLarge(vec![65536, 65536])),
+            "2^32 elements: more than the descriptor counts"
+        );
         assert_eq!(
             DType::I32.parse_scalar("-7"),
             Some((-7i32).to_le_bytes().to_vec())
