@@ -208,16 +208,21 @@ fn the_shim_exports_only_its_c_api() {
     );
 }
 
-#[test]
-fn neuron_library_ops_launch_through_the_v2_entry_points() {
-    let dir = tempfile::tempdir().unwrap();
+/// examples/mlp built for the host in `dir`.
+fn mlp_library(dir: &std::path::Path) -> PathBuf {
     let root = common::root();
-    let library = host_op_library(
-        dir.path(),
+    host_op_library(
+        dir,
         "mlp_ops",
         root.join("examples/mlp/relu.cpp"),
         root.join("examples/mlp/shape.cpp"),
-    );
+    )
+}
+
+#[test]
+fn neuron_library_ops_launch_through_the_v2_entry_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let library = mlp_library(dir.path());
     let exe = c_program(dir.path(), "ops_v2");
     let run = Command::new(&exe)
         .arg(&library)
@@ -233,13 +238,7 @@ fn neuron_library_ops_launch_through_the_v2_entry_points() {
 #[test]
 fn eight_threads_share_an_engine_and_two_engines_run_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let root = common::root();
-    let library = host_op_library(
-        dir.path(),
-        "mlp_ops",
-        root.join("examples/mlp/relu.cpp"),
-        root.join("examples/mlp/shape.cpp"),
-    );
+    let library = mlp_library(dir.path());
     let exe = c_program(dir.path(), "threads_v2");
     let spawn = || {
         Command::new(&exe)
