@@ -188,3 +188,7 @@ def test_the_cli_takes_defines_include_folders_and_flags(tmp_path):
         lib = d / ("libidiom_ops.so" if isa == "host" else "libidiom_ops.pool")
         run(NRT_POOL, "run", lib, "idiom_ops::flag_values", "--arg", tmp_path / "x.npy", "--out", tmp_path / "f.npy")
         np.testing.assert_array_equal(np.load(tmp_path / "f.npy"), [7, 5, 20000])
+        big = RNG.standard_normal(100_000).astype(np.float32)
+        np.save(tmp_path / "big.npy", big)
+        run(NRT_POOL, "run", lib, "idiom_ops::relu_big", "--arg", tmp_path / "big.npy", "--out", tmp_path / "r.npy")
+        np.testing.assert_array_equal(np.load(tmp_path / "r.npy"), np.maximum(big, 0))
