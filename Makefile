@@ -3,7 +3,6 @@ CARGO ?= cargo
 RELEASE := target/release
 XTENSA_OUT := target/xtensa
 FUZZ_SECONDS ?= 60
-SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 CUSTOMOP_TARGETS := x86_64-unknown-linux-gnu riscv32imac-unknown-none-elf xtensa-q7-none-elf
 CUSTOMOP_OUT := target/customop

@@ -46,13 +46,11 @@ fn fakes(
     (apt, query)
 }
 
-fn run(
-    dir: &Path,
-    sim: &str,
-    installed: &[&str],
-    pkgs: &[&str],
-    allow: bool,
-) -> (i32, String, String) {
+/// Runs apt-install.sh for `pkgs` against fresh fakes: its exit status, its stderr and the
+/// apt-get calls it made.
+fn run(sim: &str, installed: &[&str], pkgs: &[&str], allow: bool) -> (i32, String, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let (apt, query) = fakes(dir, sim, installed);
     let mut c = Command::new("sh");
     c.arg(script())
@@ -80,14 +78,7 @@ Conf qemu-system-misc (1:7.2+dfsg-7+deb12u7 Debian:12/stable [amd64])\n";
 
 #[test]
 fn a_removal_stops_the_install_naming_the_package_and_the_choices() {
-    let dir = tempfile::tempdir().unwrap();
-    let (code, stderr, calls) = run(
-        dir.path(),
-        REMOVES_QEMU_UTILS,
-        &[],
-        &["qemu-system-misc"],
-        false,
-    );
+    let (code, stderr, calls) = run(REMOVES_QEMU_UTILS, &[], &["qemu-system-misc"], false);
     assert_eq!(code, 3, "{stderr}");
     assert!(stderr.contains("remove: qemu-utils"), "{stderr}");
     assert!(
@@ -100,18 +91,16 @@ fn a_removal_stops_the_install_naming_the_package_and_the_choices() {
 
 #[test]
 fn a_downgrade_stops_it_too_and_an_upgrade_does_not() {
-    let dir = tempfile::tempdir().unwrap();
     let down = "Inst libfoo [2.0-1] (1.5-1 Debian:12/stable [amd64])\n";
-    let (code, stderr, calls) = run(dir.path(), down, &[], &["foo-dev"], false);
+    let (code, stderr, calls) = run(down, &[], &["foo-dev"], false);
     assert_eq!(code, 3, "{stderr}");
     assert!(
         stderr.contains("downgrade: libfoo (2.0-1 -> 1.5-1)"),
         "{stderr}"
     );
     assert!(!calls.contains("install -y"), "{calls}");
-    let dir = tempfile::tempdir().unwrap();
     let up = "Inst libfoo [1.5-1] (2.0-1 Debian:12/stable [amd64])\nInst foo-dev (2.0-1 Debian:12/stable [amd64])\n";
-    let (code, stderr, calls) = run(dir.path(), up, &[], &["foo-dev"], false);
+    let (code, stderr, calls) = run(up, &[], &["foo-dev"], false);
     assert_eq!(code, 0, "{stderr}");
     assert!(
         calls.contains("install -y -qq --no-install-recommends foo-dev"),
@@ -121,27 +110,17 @@ fn a_downgrade_stops_it_too_and_an_upgrade_does_not() {
 
 #[test]
 fn allowed_changes_go_ahead_and_installed_packages_run_no_apt() {
-    let dir = tempfile::tempdir().unwrap();
-    let (code, stderr, calls) = run(
-        dir.path(),
-        REMOVES_QEMU_UTILS,
-        &[],
-        &["qemu-system-misc"],
-        true,
-    );
+    let (code, stderr, calls) = run(REMOVES_QEMU_UTILS, &[], &["qemu-system-misc"], true);
     assert_eq!(code, 0, "{stderr}");
     assert!(calls.contains("install -y"), "{calls}");
-    let dir = tempfile::tempdir().unwrap();
     let (code, stderr, calls) = run(
-        dir.path(),
         REMOVES_QEMU_UTILS,
         &["cmake", "flex"],
         &["cmake", "flex"],
         false,
     );
     assert_eq!((code, calls.as_str()), (0, ""), "no apt at all: {stderr}");
-    let dir = tempfile::tempdir().unwrap();
-    let (_, _, calls) = run(dir.path(), "", &["cmake"], &["cmake", "flex"], false);
+    let (_, _, calls) = run("", &["cmake"], &["cmake", "flex"], false);
     assert!(
         calls.contains("--no-install-recommends flex") && !calls.contains("cmake"),
         "only the missing: {calls}"

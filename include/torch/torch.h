@@ -1091,14 +1091,16 @@ inline unsigned long long allocate(uint64_t bytes, const char *who) {
 /// The guide's shape rule (developer guide, "Implementing an operator"; the descriptor's
 /// two inline forms): rank 1 to 8 with every dimension 1 to 65535, or rank 1 to 4 with
 /// every dimension 1 to 4294967295; the element count fits the descriptor's 32 bits.
-inline void check_shape(IntArrayRef sizes, const char *who) {
+/// Returns the element count.
+inline uint64_t check_shape(IntArrayRef sizes, const char *who) {
     if (sizes.size() == 0) {
         Msg m;
         m.s("customop: ").s(who).s(": tensors need at least one dimension (the guide: rank 1 to 8)");
         fail(m);
     }
-    bool small = true, large = sizes.size() <= 4;
+    const uint64_t max_numel = 0xffffffffull;
     uint64_t numel = 1;
+    int64_t big = 0;
     for (size_t k = 0; k < sizes.size(); k++) {
         int64_t d = sizes[k];
         if (d < 1) {
@@ -1106,23 +1108,23 @@ inline void check_shape(IntArrayRef sizes, const char *who) {
             m.s("customop: ").s(who).s(": dimension ").i((long long)k).s(" is ").i(d).s("; every dimension is at least 1 (no empty tensors on the device)");
             fail(m);
         }
-        if (d > 65535) small = false;
-        if (d > 4294967295ll) large = false;
-        numel = numel > 0xffffffffull ? numel : numel * uint64_t(d > 4294967295ll ? 4294967296ll : d);
+        big = d > big ? d : big;
+        // Saturates just past the limit (both factors stay below 2^32, so no overflow).
+        numel = numel > max_numel || uint64_t(d) > max_numel ? max_numel + 1 : numel * uint64_t(d);
     }
+    bool small = big <= 65535, large = sizes.size() <= 4 && uint64_t(big) <= max_numel;
     if (!small && !large) {
         Msg m;
-        m.s("customop: ").s(who).s(": a shape of rank ").i((long long)sizes.size()).s(" with a dimension of ");
-        int64_t big = 0;
-        for (size_t k = 0; k < sizes.size(); k++) big = sizes[k] > big ? sizes[k] : big;
-        m.i(big).s(" breaks the guide's limit: up to 8 dimensions of at most 65535, or up to 4 of at most 4294967295 (developer guide, 'Implementing an operator')");
+        m.s("customop: ").s(who).s(": a shape of rank ").i((long long)sizes.size()).s(" with a dimension of ").i(big)
+            .s(" breaks the guide's limit: up to 8 dimensions of at most 65535, or up to 4 of at most 4294967295 (developer guide, 'Implementing an operator')");
         fail(m);
     }
-    if (numel > 0xffffffffull) {
+    if (numel > max_numel) {
         Msg m;
         m.s("customop: ").s(who).s(": more than 4294967295 elements (a tensor descriptor counts them in 32 bits)");
         fail(m);
     }
+    return numel;
 }
 
 /// A new tensor of `sizes` and `opts`: metadata in a shape function, device memory in a
@@ -1134,10 +1136,9 @@ inline Tensor make(IntArrayRef sizes, TensorOptions opts, const char *who) {
         m.s("customop: ").s(who).s(": unsupported dtype");
         fail(m);
     }
-    check_shape(sizes, who);
+    uint64_t numel = check_shape(sizes, who);
     if (shape_mode()) return Tensor(0, t, sizes, true, "a tensor from a factory function");
-    Tensor probe(0, t, sizes, true, "");
-    unsigned long long soc = allocate(uint64_t(probe.numel()) * c10::elementSize(t), who);
+    unsigned long long soc = allocate(numel * c10::elementSize(t), who);
     return Tensor(soc, t, sizes, false, "a tensor from a factory function");
 }
 

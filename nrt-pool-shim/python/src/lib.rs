@@ -397,19 +397,22 @@ impl Library {
         }
         let mut guard = me.engine(py);
         let e: &mut PoolEngine = &mut guard;
-        // Ctrl-C on the main thread stops a launch (its signal handler runs on the main
-        // thread only; elsewhere the check finds nothing).
+        // Ctrl-C on the main thread stops a launch. Python runs signal handlers on the main
+        // thread only, so other threads' launches ask nothing (asking takes the GIL, which
+        // would slow their waits for nothing).
         let signal: Arc<Mutex<Option<PyErr>>> = Arc::default();
-        let seen = signal.clone();
-        e.set_interrupt(Some(Arc::new(move || {
-            Python::attach(|py| match py.check_signals() {
-                Ok(()) => false,
-                Err(err) => {
-                    *seen.lock() = Some(err);
-                    true
-                }
-            })
-        })));
+        if on_main_thread(py)? {
+            let seen = signal.clone();
+            e.set_interrupt(Some(Arc::new(move || {
+                Python::attach(|py| match py.check_signals() {
+                    Ok(()) => false,
+                    Err(err) => {
+                        *seen.lock() = Some(err);
+                        true
+                    }
+                })
+            })));
+        }
         // Array arguments go straight from their NumPy buffers into device memory (one copy
         // each, GIL held), as device tensors this call frees again when it ends.
         let r = e.with_temporaries(|e| Self::call_in(py, e, op, pending, cores, out));
@@ -589,6 +592,13 @@ impl Library {
             }
         }))
     }
+}
+
+/// Whether this is Python's main thread (where its signal handlers run).
+fn on_main_thread(py: Python<'_>) -> PyResult<bool> {
+    let threading = py.import("threading")?;
+    let main = threading.call_method0("main_thread")?;
+    Ok(threading.call_method0("current_thread")?.is(&main))
 }
 
 /// What core 0 printed, to Python's streams: byte for byte through a stream's binary
