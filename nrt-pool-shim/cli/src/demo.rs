@@ -333,13 +333,16 @@ fn neuron_examples(
 /// What the device path needs that is not here (the Xtensa g++, QEMU, the Xtensa archive,
 /// the board); empty when it can run.
 fn device_missing(o: &DemoOptions) -> Vec<String> {
-    let qemu_ok = std::process::Command::new(nrt_pool_qemu::core::QEMU)
+    // The QEMU the Xtensa backend will start (beside the board, installed, or
+    // $NRT_POOL_QEMU), not whichever one is on PATH.
+    let qemu = nrt_pool_qemu::core::qemu_for(&o.device.board);
+    let qemu_ok = std::process::Command::new(&qemu)
         .arg("--version")
         .output()
         .is_ok_and(|r| r.status.success());
     [
         (!opbuild::xtensa_cxx_installed()).then(|| opbuild::XTENSA_CXX.to_string()),
-        (!qemu_ok).then(|| nrt_pool_qemu::core::QEMU.to_string()),
+        (!qemu_ok).then(|| qemu.display().to_string()),
         (!o.device.archive.is_file()).then(|| o.device.archive.display().to_string()),
         (!o.device.board.is_file()).then(|| o.device.board.display().to_string()),
     ]

@@ -1266,3 +1266,28 @@ fn both_device_memory_backings_give_the_same_output() {
         .collect();
     assert_eq!(y.data, want);
 }
+
+/// `make demo`'s chain runs its device part on this machine: the Xtensa images on the QEMU
+/// the backend starts (beside the board), not reported unsupported for want of a QEMU on
+/// PATH (the project builds its own and installs none: D73).
+#[test]
+fn the_demo_runs_the_examples_on_xtensa_cores_too() {
+    let root = common::root();
+    let out = Command::new(env!("CARGO_BIN_EXE_nrt-pool"))
+        .arg("demo")
+        .arg("--provider")
+        .arg(root.join("target/release/libnrtucode_extisa.so"))
+        .arg("--examples")
+        .arg(root.join("examples/ops"))
+        .env_remove("NRT_POOL_QEMU")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(!stdout.contains("UNSUPPORTED"), "{stdout}");
+    let agree = stdout
+        .lines()
+        .filter(|l| l.starts_with("xtensa ") && l.contains("agrees with the host backend"))
+        .count();
+    assert_eq!(agree, 7, "{stdout}");
+}
