@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 CUSTOMOP_TARGETS := x86_64-unknown-linux-gnu riscv32imac-unknown-none-elf xtensa-q7-none-elf
 CUSTOMOP_OUT := target/customop
 
-.PHONY: all build tools tools-build demo test lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch install install-files uninstall deb
+.PHONY: all build tools tools-build demo test lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch soak install install-files uninstall deb
 
 ## make install PREFIX=/usr/local DESTDIR=: libraries, archives, headers, tools, pkg-config and
 ## CMake files (install-files installs what is already built; uninstall removes them).
@@ -90,6 +90,16 @@ pyenv:
 test-python: pyenv customop-archives
 	$(PYVENV)/bin/pip install -q ./nrt-pool-shim/python
 	cd tests/python && ../../$(PYTHON) -m pytest -q -rs
+
+## make soak: the full soak (issue #31): 100,000 launches on host cores and 10,000 on Xtensa
+## cores in one process each, with memory, descriptors, threads and core processes counted
+## (tests/python/soak.py states the bounds), then a core killed mid-launch and twenty
+## concurrent `nrt-pool run`s on both backends. make test runs a bounded form.
+soak: build customop-archives pyenv
+	$(PYVENV)/bin/pip install -q ./nrt-pool-shim/python
+	$(PYTHON) tests/python/soak.py --isa host --launches 100000
+	$(PYTHON) tests/python/soak.py --isa xtensa --launches 10000
+	cd tests/python && ../../$(PYTHON) -m pytest -q test_soak.py -k "killed or twenty"
 
 ## make test-torch: installs torch (large) into target/venv and runs the torch tests too.
 test-torch: pyenv

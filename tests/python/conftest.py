@@ -11,6 +11,26 @@ NRT_POOL = RELEASE / "nrt-pool"
 OPS = pathlib.Path(__file__).resolve().parent / "ops"
 
 
+# An op library whose `spin` never returns (for interrupting and killing launches) and
+# whose `quick` is abs().
+SPIN = """
+#include <torch/torch.h>
+torch::Tensor spin(const torch::Tensor &x) {
+    volatile unsigned long n = 0;
+    while (x.numel() > 0) n = n + 1;
+    return torch::abs(x);
+}
+torch::Tensor quick(const torch::Tensor &x) { return torch::abs(x); }
+"""
+SPIN_SHAPE = """
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+torch::Tensor s(torch::Tensor x) { return torch::empty(x.sizes(), torch::kFloat); }
+NEURON_LIBRARY(spin_ops, m) { m.def("spin", &s, "spin"); m.def("quick", &s, "quick"); }
+"""
+
+
+
 def run(*args, check=True, **kw):
     """Runs a command; on failure the assertion shows its output."""
     p = subprocess.run([str(a) for a in args], capture_output=True, **kw)

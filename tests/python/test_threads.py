@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 
+from conftest import SPIN, SPIN_SHAPE
 from gpsimd_open import custom_op
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -103,23 +104,6 @@ def test_loading_from_threads(isa, tmp_path):
 
     errors = run_threads(4, body)
     assert errors == [None] * 4, errors
-
-
-SPIN = """
-#include <torch/torch.h>
-torch::Tensor spin(const torch::Tensor &x) {
-    volatile unsigned long n = 0;
-    while (x.numel() > 0) n = n + 1;
-    return torch::abs(x);
-}
-torch::Tensor quick(const torch::Tensor &x) { return torch::abs(x); }
-"""
-SPIN_SHAPE = """
-#include <torch/torch.h>
-#include "torchneuron/register.h"
-torch::Tensor s(torch::Tensor x) { return torch::empty(x.sizes(), torch::kFloat); }
-NEURON_LIBRARY(spin_ops, m) { m.def("spin", &s, "spin"); m.def("quick", &s, "quick"); }
-"""
 
 
 def test_ctrl_c_stops_a_long_kernel_and_the_next_call_works(isa, tmp_path):

@@ -155,6 +155,9 @@ fn report(memory: &DeviceMemory, c: usize, e: &QemuError) -> Exit {
             }
             CoreFault::Fatal { .. } => (FaultKind::Fatal, 0, Exit::Code(FAULT_EXIT)),
             CoreFault::Timeout { .. } => (FaultKind::Timeout, 0, Exit::TimedOut),
+            CoreFault::Exited {
+                signal: Some(s), ..
+            } => (FaultKind::Exited, 0, Exit::Signal(*s)),
             CoreFault::Exited { status, .. } => {
                 (FaultKind::Exited, 0, Exit::Code(status.unwrap_or(-1)))
             }

@@ -556,15 +556,16 @@ impl XtensaCore {
 
     /// QEMU ended without a report: its status and stderr.
     fn ended(&mut self, deadline: &Deadline) -> QemuError {
-        let status = loop {
+        use std::os::unix::process::ExitStatusExt;
+        let (status, signal) = loop {
             match self.child.try_wait() {
-                Ok(Some(s)) => break s.code(),
+                Ok(Some(s)) => break (s.code(), s.signal()),
                 Ok(None) if !deadline.passed() => {
                     std::thread::sleep(std::time::Duration::from_millis(5))
                 }
                 _ => {
                     self.reap();
-                    break None;
+                    break (None, None);
                 }
             }
         };
@@ -577,6 +578,7 @@ impl XtensaCore {
         QemuError::Fault(CoreFault::Exited {
             core: self.core,
             status,
+            signal,
             stderr,
         })
     }

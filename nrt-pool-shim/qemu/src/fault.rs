@@ -131,10 +131,12 @@ pub enum CoreFault {
         pc: Option<u32>,
         symbol: Option<String>,
     },
-    /// QEMU ended without a report (its stderr).
+    /// QEMU ended without a report: its exit status or the signal that killed it (when
+    /// known), and its stderr.
     Exited {
         core: usize,
         status: Option<i32>,
+        signal: Option<i32>,
         stderr: String,
     },
 }
@@ -194,11 +196,15 @@ impl fmt::Display for CoreFault {
             CoreFault::Exited {
                 core,
                 status,
+                signal,
                 stderr,
             } => {
                 write!(f, "core {core}: qemu-system-xtensa ended")?;
                 if let Some(s) = status {
                     write!(f, " with status {s}")?;
+                }
+                if let Some(s) = signal {
+                    write!(f, ", killed by {}", nrt_pool_engine::core::signal_name(*s))?;
                 }
                 if !stderr.trim().is_empty() {
                     write!(f, ": {}", stderr.trim())?;

@@ -10,4 +10,13 @@ class DeviceFault(RuntimeError):
     stdout: bytes
     stderr: bytes
 
+class set_cores:
+    """Sets the core count of op calls that give no ``cores=`` (None: each library's
+    default); a context manager restoring the previous count."""
+    def __init__(self, n: int | None) -> None: ...
+    def __enter__(self) -> set_cores: ...
+    def __exit__(self, *exc: object) -> bool: ...
+
+def get_cores() -> int | None: ...
+
 __version__: str

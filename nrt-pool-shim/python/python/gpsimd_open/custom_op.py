@@ -4,7 +4,9 @@ import os
 import pathlib
 import tempfile
 
-from . import _native
+import sys
+
+from . import _cores, _native
 from ._arrays import from_engine, to_engine
 
 __all__ = ["load", "load_library", "ops", "Library", "DeviceArray"]
@@ -16,7 +18,22 @@ def _home():
     return pathlib.Path(os.environ.get("GPSIMD_OPEN_HOME") or _native.source_root()).resolve()
 
 
-def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, verbose=False, isa="host",
+ISA_VARIABLE = "GPSIMD_OPEN_ISA"
+_ISAS = ("host", "xtensa")
+
+
+def _isa(isa):
+    """The backend asked for: the argument, else GPSIMD_OPEN_ISA, else None (no choice made)."""
+    where = "isa"
+    if isa is None:
+        isa = os.environ.get(ISA_VARIABLE) or None
+        where = ISA_VARIABLE
+    if isa is not None and isa not in _ISAS:
+        raise ValueError(f"{where}={isa!r}: 'host' or 'xtensa'")
+    return isa
+
+
+def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, verbose=False, isa=None,
          extra_cflags=None, extra_include_paths=None):
     """Builds a custom op library and loads it.
 
@@ -35,7 +52,8 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
             ``torch.utils.cpp_extension.load`` has it).
         isa: where the ops run: ``"host"`` (the host build in emulated cores) or
             ``"xtensa"`` (also builds the Pool image ``lib{name}.pool`` and runs it on
-            emulated Xtensa cores under QEMU; an extension of this package).
+            emulated Xtensa cores under QEMU; an extension of this package). Default:
+            the ``GPSIMD_OPEN_ISA`` environment variable, else ``"host"``.
 
     Returns:
         The loaded :class:`Library`; its ops are also at ``custom_op.ops.NS.OP`` (and at
@@ -45,6 +63,7 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
         RuntimeError: a source does not compile (the compiler's message is included), or a
             kernel does not match its shape registration.
     """
+    isa = _isa(isa) or "host"
     if build_directory is None:
         cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(pathlib.Path.home(), ".cache")
         build_directory = os.path.join(cache, "gpsimd_open", name)
@@ -73,6 +92,36 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
     return load_library(path)
 
 
+def _backend_file(path, isa, from_environment):
+    """The file of `path`'s library that runs on `isa` (None: `path` itself)."""
+    suffix = {"host": ".so", "xtensa": ".pool"}
+    if isa is None:
+        other = path.with_suffix(".pool")
+        if path.suffix == ".so" and other.exists() and not _told_once(str(path)):
+            print(f"gpsimd_open: {path.name} runs on host cores; {other.name} beside it runs on Xtensa cores with "
+                  f"{ISA_VARIABLE}=xtensa or load_library(..., isa='xtensa')", file=sys.stderr)
+        return path
+    if path.suffix not in suffix.values() or path.suffix == suffix[isa]:
+        return path
+    wanted = path.with_suffix(suffix[isa])
+    if not wanted.exists():
+        how = ("custom_op.load(..., isa='xtensa') or `nrt-pool build --device-image`" if isa == "xtensa"
+               else "custom_op.load(...) or `nrt-pool build`")
+        chosen = f"{ISA_VARIABLE}={isa}" if from_environment else f"isa={isa!r}"
+        raise RuntimeError(f"{chosen}: there is no {wanted.name} beside {path} to run on {isa} cores; build it with {how}")
+    return wanted
+
+
+_TOLD = set()
+
+
+def _told_once(key):
+    """Whether the note about `key` was printed before (and from now on it was)."""
+    told = key in _TOLD
+    _TOLD.add(key)
+    return told
+
+
 def _string_list(what, value, paths=False):
     """A list argument of strings (or paths): None is empty; a lone string is refused, as
     it would otherwise be split into characters."""
@@ -87,17 +136,26 @@ def _string_list(what, value, paths=False):
     return out
 
 
-def load_library(path):
+def load_library(path, isa=None):
     """Loads a built custom op library (``lib{name}.so``) on its own emulated engine and
     registers its ops at ``custom_op.ops.NS.OP`` (and ``torch.ops.NS.OP`` with torch).
     The library's static constructors run in the emulated cores, never in this process.
     A Pool image (``lib{name}.pool``, from ``load(..., isa="xtensa")``) runs on emulated
     Xtensa cores under QEMU, its shape functions in the host build beside it.
 
+    Args:
+        path: ``lib{name}.so`` or ``lib{name}.pool``.
+        isa: ``"host"`` or ``"xtensa"``: run the build of that backend, the file beside
+            ``path`` with the other suffix when ``path`` is the other's. Default: the
+            ``GPSIMD_OPEN_ISA`` environment variable, else the file's own backend.
+
     Raises:
-        RuntimeError: the file is missing or is not an op library.
+        RuntimeError: the file is missing or is not an op library, or the backend asked
+            for has no build beside it (the message says how to build one).
+        ValueError: ``isa`` (or GPSIMD_OPEN_ISA) is neither "host" nor "xtensa".
         DeviceFault: its static constructors or start code fault.
     """
+    path = _backend_file(pathlib.Path(os.fspath(path)), _isa(isa), isa is None)
     lib = Library(_native.Library(str(path)))
     if lib.namespace is None:
         raise RuntimeError(f"{path}: no NEURON_LIBRARY ops (build it with custom_op.load)")
@@ -131,8 +189,9 @@ class DeviceArray:
 
 class Op:
     """One op of a loaded library: call it with NumPy arrays, Python numbers or device
-    arrays; ``cores=N`` overrides the library's default core count, ``out=`` writes a
-    device array instead of returning a NumPy array."""
+    arrays; ``cores=N`` overrides the library's default core count (as does
+    :func:`gpsimd_open.set_cores` for calls without it), ``out=`` writes a device array
+    instead of returning a NumPy array."""
 
     def __init__(self, library, name, kinds):
         self._lib = library
@@ -142,7 +201,9 @@ class Op:
 
     def __call__(self, *args, cores=None, out=None):
         native_args = tuple(a._native if isinstance(a, DeviceArray) else to_engine(a) for a in args)
-        if cores is not None and not (isinstance(cores, int) and 1 <= cores <= 8):
+        if cores is None:
+            cores = _cores.current()
+        elif not (isinstance(cores, int) and not isinstance(cores, bool) and 1 <= cores <= 8):
             raise ValueError(f"cores={cores!r}: 1 to 8")
         r = self._lib._native.call(self.__name__, native_args, cores, out._native if out is not None else None)
         return out if r is None else from_engine(r)

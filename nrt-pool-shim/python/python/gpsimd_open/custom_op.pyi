@@ -10,11 +10,11 @@ def load(
     build_directory: str | PathLike[str] | None = ...,
     multicore: bool = ...,
     verbose: bool = ...,
-    isa: str = ...,
+    isa: str | None = ...,
     extra_cflags: Iterable[str] | None = ...,
     extra_include_paths: Iterable[str | PathLike[str]] | None = ...,
 ) -> Library: ...
-def load_library(path: str | PathLike[str]) -> Library: ...
+def load_library(path: str | PathLike[str], isa: str | None = ...) -> Library: ...
 
 class DeviceArray:
     @property
