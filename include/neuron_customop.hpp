@@ -145,6 +145,17 @@ unsigned long long allocate_hbm_stack(unsigned size, unsigned entry_pc, unsigned
 void deallocate_hbm_stack(unsigned long long addr);
 int switch_stack_or_call_wrapper(unsigned wrapper_fn_addr, unsigned stack_size);
 
+// The stack a kernel needs, in bytes: 4196 unless the build says `-DSTACK_SIZE=N` (the
+// vendor's header and guide). On a Pool core a kernel runs in local memory when STACK_SIZE
+// fits there (about 8 KiB) and on an HBM block of STACK_SIZE bytes otherwise; the guide
+// supports at most 400 KB (docs/decisions.md D79).
+#ifndef STACK_SIZE
+#define STACK_SIZE 4196
+#endif
+#define NRT_POOL_MAX_STACK_SIZE 409600
+static_assert(STACK_SIZE > 0 && STACK_SIZE <= NRT_POOL_MAX_STACK_SIZE,
+              "STACK_SIZE must be 1 to 409600 bytes (the guide supports at most 400 KB)");
+
 namespace at { namespace neuron {
 void *tcm_malloc(unsigned n);
 void tcm_free(void *p);
@@ -158,6 +169,18 @@ extern size_t hbm_scratch_size;
 extern uint32_t dma_queue_m2s_offset;
 extern uint32_t dma_queue_s2m_offset;
 }}  // namespace extended_isa::sdk
+
+/// A kernel's launcher (what the build generates for each kernel): on a 32-bit Pool core,
+/// switch_stack_or_call_wrapper with this translation unit's STACK_SIZE, as the vendor's
+/// generated launchers call it; on a 64-bit host, customop_call_wrapper (host cores have a
+/// stack of their own, D79).
+static inline int customop_launch(void (*wrapper)(void)) {
+#if __SIZEOF_POINTER__ == 4
+    return switch_stack_or_call_wrapper((unsigned)(uintptr_t)wrapper, STACK_SIZE);
+#else
+    return customop_call_wrapper(wrapper);
+#endif
+}
 
 // ---- the C++ layer ----
 

@@ -394,21 +394,26 @@ pub extern "C" fn deallocate_hbm_stack(addr: u64) {
     }
 }
 
-/// Prepares a launch (fresh heaps and translation table) and runs `fn_addr` on the current
-/// stack. `fn_addr` is a device (32-bit) code address; on 64-bit hosts use
-/// [`customop_call_wrapper`].
+/// Prepares a launch (fresh heaps and translation table) and runs `fn_addr` on a stack of
+/// `stack_size` bytes (the current one when that fits, else an HBM block: `stack`). `fn_addr`
+/// is a device (32-bit) code address; on 64-bit hosts use [`customop_call_wrapper`].
 #[export_name = "_Z28switch_stack_or_call_wrapperjj"]
-pub unsafe extern "C" fn switch_stack_or_call_wrapper(fn_addr: u32, _stack_size: u32) -> c_int {
+pub unsafe extern "C" fn switch_stack_or_call_wrapper(fn_addr: u32, stack_size: u32) -> c_int {
     if cfg!(target_pointer_width = "64") {
         fatal(rule!(
             "stack_switch.cpp",
             "a 32-bit wrapper address (64-bit hosts use customop_call_wrapper)"
         ));
     }
+    if fn_addr == 0 {
+        return 0;
+    }
     // SAFETY: on 32-bit targets the address is the generated wrapper (C contract).
     let f: unsafe extern "C" fn() = unsafe { core::mem::transmute(fn_addr as usize) };
+    runtime::init_for_launch();
     // SAFETY: as above.
-    unsafe { customop_call_wrapper(Some(f)) }
+    unsafe { crate::stack::run(f, stack_size) };
+    0
 }
 
 /// `switch_stack_or_call_wrapper` for any pointer width: prepares the launch, runs `f`.

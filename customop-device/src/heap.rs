@@ -107,7 +107,14 @@ impl<const N: usize> Heap<N> {
 
     /// `xmem_heap_init`: the whole pool is one free block; earlier contents are forgotten.
     pub fn init(&mut self, base: u64, size: u64) {
-        *self = Heap::empty();
+        // Field by field, not `*self = Heap::empty()`: that builds a whole heap (kilobytes)
+        // on the stack first, and a Pool core's local stack is 8 KiB (D79). The block
+        // arrays need no clearing: only the counts and the index say what is live.
+        self.nfree = 0;
+        self.nused = 0;
+        self.spare = Self::ALL_SPARE;
+        self.index.fill(0);
+        self.unused_bytes = 0;
         self.base = base;
         self.size = size;
         if size > 0 {

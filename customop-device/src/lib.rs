@@ -23,6 +23,7 @@ pub mod platform;
 pub mod printf;
 pub mod runtime;
 pub mod scalar;
+pub mod stack;
 pub mod status;
 pub mod stdio;
 pub mod strtod;

@@ -23,6 +23,10 @@ pub type DmaFn = unsafe extern "C" fn(local: *mut c_void, soc: u64, to_local: bo
 pub type FaultFn = unsafe extern "C" fn(msg: *const c_char, len: usize);
 /// "neuron_host_write": stdio output (fd 1/2) from the kernel; a zero-length write flushes.
 pub type WriteFn = unsafe extern "C" fn(fd: i32, buf: *const c_void, len: usize) -> isize;
+/// "neuron_host_stack": the stack the next kernel runs on: its STACK_SIZE, and the SoC page
+/// guarding an HBM stack (0: the local stack). The board guards that page and returns the
+/// local stack's limit (its lowest address).
+pub type StackFn = unsafe extern "C" fn(size: u32, guard_lo: u32, guard_hi: u32) -> u32;
 
 /// Host services, all optional. Names are what `get_libc_fn` is asked for.
 #[derive(Clone, Copy, Default)]
@@ -33,16 +37,18 @@ pub struct HostServices {
     pub dma: Option<DmaFn>,
     pub fault: Option<FaultFn>,
     pub write: Option<WriteFn>,
+    pub stack: Option<StackFn>,
 }
 
 /// The service names, in `HostServices` order.
-pub const SERVICE_NAMES: [&str; 6] = [
+pub const SERVICE_NAMES: [&str; 7] = [
     "neuron_host_map",
     "neuron_host_cpu_id",
     "neuron_host_cpu_count",
     "neuron_host_dma",
     "neuron_host_fault",
     "neuron_host_write",
+    "neuron_host_stack",
 ];
 
 static SERVICES: Global<HostServices> = Global::new(HostServices {
@@ -52,6 +58,7 @@ static SERVICES: Global<HostServices> = Global::new(HostServices {
     dma: None,
     fault: None,
     write: None,
+    stack: None,
 });
 
 /// Installs host services (the emulator via `entry_func`, or tests).
@@ -89,6 +96,7 @@ pub unsafe fn resolve(resolve: unsafe extern "C" fn(*const c_char) -> *mut c_voi
             dma: cast::<DmaFn>(get(b"neuron_host_dma\0")),
             fault: cast::<FaultFn>(get(b"neuron_host_fault\0")),
             write: cast::<WriteFn>(get(b"neuron_host_write\0")),
+            stack: cast::<StackFn>(get(b"neuron_host_stack\0")),
         }
     };
     install(s);

@@ -6,10 +6,9 @@
 //! Supported: flags `-+ #0`, width and precision (numbers or `*`), length modifiers
 //! `hh h l ll j z t L`, conversions `d i u o x X c s p f F e E g G %`. `%n` writes nothing
 //! (it is a classic format-string hole) and an unknown conversion is copied through as
-//! written. Floats are formatted by `core::fmt`, which rounds exactly (ties to even on the
-//! decimal value, as glibc does).
-
-use core::fmt::Write as _;
+//! written. Floats are formatted from their exact decimal value (a small bignum, no
+//! `core::fmt`: its float tables and algorithms would take a third of a lean device image),
+//! rounded ties-to-even on that value, as glibc does.
 
 /// The size of an integer argument, from its length modifier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -317,26 +316,267 @@ fn field(s: &Spec, out: &mut Sink<'_>, head: &[u8], body: &[u8], zeros: usize) {
     }
 }
 
-/// A fixed buffer `core::fmt` writes into (a float's digits: at most ~330 + precision).
-struct Buf {
-    b: [u8; 1400],
+/// The exact decimal value of a finite, non-negative `f64`: `0.d0 d1 d2 ... x 10^point`, the
+/// digits without leading or trailing zeros (none for zero). A double has at most 767
+/// significant decimal digits.
+struct Decimal {
+    d: [u8; 770],
     n: usize,
+    point: i32,
 }
 
-impl core::fmt::Write for Buf {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        let end = self.n.checked_add(s.len()).filter(|&e| e <= self.b.len());
-        let end = end.ok_or(core::fmt::Error)?;
-        self.b[self.n..end].copy_from_slice(s.as_bytes());
-        self.n = end;
-        Ok(())
+/// Little-endian 32-bit limbs: 2^1024 and the 1126-bit fractions of subnormals fit.
+const LIMBS: usize = 37;
+
+impl Decimal {
+    fn of(v: f64) -> Decimal {
+        let mut dec = Decimal {
+            d: [0; 770],
+            n: 0,
+            point: 1,
+        };
+        let bits = v.to_bits();
+        let (e, f) = (((bits >> 52) & 0x7ff) as i32, bits & ((1 << 52) - 1));
+        let (mut m, mut q) = if e == 0 {
+            (f, -1074)
+        } else {
+            (f | 1 << 52, e - 1075)
+        };
+        if m == 0 {
+            return dec;
+        }
+        while m & 1 == 0 {
+            m >>= 1;
+            q += 1;
+        }
+        if q >= 0 {
+            // m * 2^q: digits by repeated division by 10^9.
+            let mut big = [0u32; LIMBS];
+            big[0] = m as u32;
+            big[1] = (m >> 32) as u32;
+            shift_left(&mut big, q as usize);
+            let mut chunks = [0u32; 40];
+            let mut c = 0;
+            while big.iter().any(|&l| l != 0) {
+                chunks[c] = div_small(&mut big, 1_000_000_000);
+                c += 1;
+            }
+            for k in (0..c).rev() {
+                dec.push_chunk(chunks[k], k + 1 == c);
+            }
+            dec.point = dec.n as i32;
+        } else {
+            let k = (-q) as usize;
+            let int = if k >= 64 { 0 } else { m >> k };
+            let mut frac = [0u32; LIMBS];
+            frac[0] = m as u32;
+            frac[1] = (m >> 32) as u32;
+            keep_low(&mut frac, k);
+            if int != 0 {
+                let (mut chunks, mut c, mut i) = ([0u32; 3], 0, int);
+                while i != 0 {
+                    chunks[c] = (i % 1_000_000_000) as u32;
+                    i /= 1_000_000_000;
+                    c += 1;
+                }
+                for j in (0..c).rev() {
+                    dec.push_chunk(chunks[j], j + 1 == c);
+                }
+                dec.point = dec.n as i32;
+            } else {
+                dec.point = 0;
+            }
+            // The fraction's digits, 9 at a time: frac * 10^9, the bits above k.
+            while frac.iter().any(|&l| l != 0) {
+                let chunk = mul_small(&mut frac, 1_000_000_000, k);
+                for j in (0..9).rev() {
+                    let digit = (chunk / 10u32.pow(j)) % 10;
+                    if dec.n == 0 && digit == 0 {
+                        dec.point -= 1;
+                    } else if dec.n < dec.d.len() {
+                        dec.d[dec.n] = digit as u8;
+                        dec.n += 1;
+                    }
+                }
+            }
+        }
+        while dec.n > 0 && dec.d[dec.n - 1] == 0 {
+            dec.n -= 1;
+        }
+        dec
+    }
+
+    /// Appends a base-10^9 chunk (the first without its leading zeros).
+    fn push_chunk(&mut self, chunk: u32, first: bool) {
+        for j in (0..9).rev() {
+            let digit = (chunk / 10u32.pow(j)) % 10;
+            if !(first && self.n == 0 && digit == 0) {
+                self.d[self.n] = digit as u8;
+                self.n += 1;
+            }
+        }
+    }
+
+    fn digit(&self, i: i64) -> u8 {
+        if i >= 0 && (i as usize) < self.n {
+            self.d[i as usize]
+        } else {
+            0
+        }
+    }
+
+    /// Rounds to the first `keep` digits (ties to even, as glibc rounds the exact value);
+    /// `keep` may be 0 or negative (then the value rounds to zero or to one unit at
+    /// digit `keep - 1`).
+    fn round(&mut self, keep: i64) {
+        if keep >= self.n as i64 {
+            return;
+        }
+        let up = if keep < 0 {
+            false
+        } else {
+            let k = keep as usize;
+            let rest_nonzero = self.d[k + 1..self.n].iter().any(|&d| d != 0);
+            match self.d[k] {
+                6.. => true,
+                5 if rest_nonzero => true,
+                5 => k > 0 && self.d[k - 1] % 2 == 1,
+                _ => false,
+            }
+        };
+        let k = keep.max(0) as usize;
+        self.n = k;
+        if up {
+            let mut i = k;
+            loop {
+                if i == 0 {
+                    // 9...9 rounded up: 1 followed by zeros, one place higher.
+                    self.d[0] = 1;
+                    self.n = 1;
+                    self.point += 1;
+                    break;
+                }
+                i -= 1;
+                if self.d[i] == 9 {
+                    self.d[i] = 0;
+                } else {
+                    self.d[i] += 1;
+                    break;
+                }
+            }
+        }
+        while self.n > 0 && self.d[self.n - 1] == 0 {
+            self.n -= 1;
+        }
+        if self.n == 0 {
+            self.point = 1;
+        }
     }
 }
 
-impl Buf {
-    fn new() -> Buf {
-        Buf { b: [0; 1400], n: 0 }
+fn shift_left(big: &mut [u32; LIMBS], by: usize) {
+    let (limbs, bits) = (by / 32, by % 32);
+    for i in (0..LIMBS).rev() {
+        let lo = i.checked_sub(limbs).map_or(0, |j| big[j]);
+        let lower = i.checked_sub(limbs + 1).map_or(0, |j| big[j]);
+        big[i] = if bits == 0 {
+            lo
+        } else {
+            lo << bits | lower >> (32 - bits)
+        };
     }
+}
+
+/// Clears the bits at and above `k`.
+fn keep_low(big: &mut [u32; LIMBS], k: usize) {
+    for (i, l) in big.iter_mut().enumerate() {
+        let base = i * 32;
+        if base >= k {
+            *l = 0;
+        } else if k - base < 32 {
+            *l &= (1u32 << (k - base)) - 1;
+        }
+    }
+}
+
+fn div_small(big: &mut [u32; LIMBS], by: u32) -> u32 {
+    let mut rem = 0u64;
+    for l in big.iter_mut().rev() {
+        let cur = rem << 32 | u64::from(*l);
+        *l = (cur / u64::from(by)) as u32;
+        rem = cur % u64::from(by);
+    }
+    rem as u32
+}
+
+/// `big *= by` (big < 2^k), returning the part at and above bit `k` and keeping the rest.
+fn mul_small(big: &mut [u32; LIMBS], by: u32, k: usize) -> u32 {
+    let mut carry = 0u64;
+    for l in big.iter_mut() {
+        let cur = u64::from(*l) * u64::from(by) + carry;
+        *l = cur as u32;
+        carry = cur >> 32;
+    }
+    let (i, off) = (k / 32, k % 32);
+    let at = |j: usize| big.get(j).copied().unwrap_or(0);
+    let high = if off == 0 {
+        at(i)
+    } else {
+        at(i) >> off | at(i + 1) << (32 - off)
+    };
+    keep_low(big, k);
+    high
+}
+
+/// A float's text in parts, written by [`field_parts`]: digits, runs of zeros, marks.
+#[derive(Clone, Copy)]
+enum Part<'a> {
+    Bytes(&'a [u8]),
+    /// Decimal digit values (0-9), written as ASCII.
+    Digits(&'a [u8]),
+    Zeros(usize),
+}
+
+fn field_parts(s: &Spec, out: &mut Sink<'_>, head: &[u8], parts: &[Part<'_>]) {
+    let body: usize = parts
+        .iter()
+        .map(|p| match p {
+            Part::Bytes(b) | Part::Digits(b) => b.len(),
+            Part::Zeros(n) => *n,
+        })
+        .sum();
+    let fill = s.width.saturating_sub(head.len() + body);
+    if !s.left && !s.zero {
+        out.pad(b' ', fill);
+    }
+    out.put(head);
+    if !s.left && s.zero {
+        out.pad(b'0', fill);
+    }
+    for p in parts {
+        match p {
+            Part::Bytes(b) => out.put(b),
+            Part::Digits(d) => {
+                for chunk in d.chunks(16) {
+                    let mut text = [0u8; 16];
+                    for (t, &v) in text.iter_mut().zip(chunk) {
+                        *t = b'0' + v;
+                    }
+                    out.put(&text[..chunk.len()]);
+                }
+            }
+            Part::Zeros(n) => out.pad(b'0', *n),
+        }
+    }
+    if s.left {
+        out.pad(b' ', fill);
+    }
+}
+
+/// The digits of `dec` in `[from, to)` (indexes into its digit list; clipped to it).
+fn digits(dec: &Decimal, from: usize, to: usize) -> &[u8] {
+    let to = to.min(dec.n);
+    &dec.d[from.min(to)..to]
 }
 
 fn float(s: &Spec, out: &mut Sink<'_>, v: f64) {
@@ -352,98 +592,105 @@ fn float(s: &Spec, out: &mut Sink<'_>, v: f64) {
         let spec = Spec { zero: false, ..*s };
         return field(&spec, out, sign, text, 0);
     }
-    let a = v.abs();
     let p = s.precision.unwrap_or(6).min(MAX_FIELD.min(1000));
-    let mut buf = Buf::new();
-    match s.conv.to_ascii_lowercase() {
+    let mut dec = Decimal::of(v.abs());
+    let style_e = match s.conv.to_ascii_lowercase() {
         b'f' => {
-            let _ = write!(buf, "{a:.p$}");
-            if s.alt && p == 0 {
-                let _ = buf.write_str(".");
-            }
+            dec.round(i64::from(dec.point) + p as i64);
+            return fixed(s, out, sign, &dec, p, s.alt);
         }
-        b'e' => exp(&mut buf, a, p, s.alt, upper),
+        b'e' => {
+            dec.round(p as i64 + 1);
+            return scientific(s, out, sign, &dec, p, s.alt, upper);
+        }
+        // %g: P significant digits; style e when the exponent is < -4 or >= P.
         _ => {
-            // %g: P significant digits; style e when the exponent is < -4 or >= P.
-            let p = if p == 0 { 1 } else { p };
-            let mut probe = Buf::new();
-            let _ = write!(probe, "{a:.prec$e}", prec = p - 1);
-            let text = &probe.b[..probe.n];
-            let at = text.iter().position(|&c| c == b'e').unwrap_or(text.len());
-            let x: i64 = parse_exp(&text[at + 1..]);
-            if x < -4 || x >= p as i64 {
-                exp(&mut buf, a, p - 1, s.alt, upper);
-            } else {
-                let decimals = (p as i64 - 1 - x) as usize;
-                let _ = write!(buf, "{a:.decimals$}");
-                if s.alt && decimals == 0 {
-                    let _ = buf.write_str(".");
-                }
-            }
-            if !s.alt {
-                strip_zeros(&mut buf);
-            }
+            let p = p.max(1);
+            dec.round(p as i64);
+            let x = if dec.n == 0 { 0 } else { dec.point as i64 - 1 };
+            (x < -4 || x >= p as i64, p, x)
         }
+    };
+    let (e_style, p, x) = style_e;
+    // Without '#', trailing zeros go (the digit list has none): the precision shrinks to
+    // what the digits need.
+    let digits = if s.alt { p } else { dec.n.max(1) };
+    if e_style {
+        scientific(s, out, sign, &dec, digits - 1, s.alt, upper);
+    } else {
+        let decimals = (digits as i64 - 1 - x).max(0) as usize;
+        fixed(s, out, sign, &dec, decimals, s.alt);
     }
-    field(s, out, sign, &buf.b[..buf.n], 0);
 }
 
-/// `d.ddde±XX` (at least two exponent digits), from core's `{:e}`.
-fn exp(buf: &mut Buf, a: f64, p: usize, alt: bool, upper: bool) {
-    let mut raw = Buf::new();
-    let _ = write!(raw, "{a:.p$e}");
-    let text = &raw.b[..raw.n];
-    let at = text.iter().position(|&c| c == b'e').unwrap_or(text.len());
-    let _ = buf.write_str(core::str::from_utf8(&text[..at]).unwrap_or(""));
-    if alt && p == 0 {
-        let _ = buf.write_str(".");
-    }
-    let x = parse_exp(&text[at + 1..]);
-    let _ = write!(
-        buf,
-        "{}{}{:02}",
-        if upper { 'E' } else { 'e' },
-        if x < 0 { '-' } else { '+' },
-        x.unsigned_abs()
+/// `ddd.ddd` with `p` decimals of the rounded `dec`.
+fn fixed(s: &Spec, out: &mut Sink<'_>, sign: &[u8], dec: &Decimal, p: usize, alt: bool) {
+    let point = dec.point as i64;
+    let int_digits = point.max(0) as usize;
+    let int_part = digits(dec, 0, int_digits);
+    let int_zeros = int_digits - int_part.len();
+    // Fraction: `p` places starting at digit `point`; leading zeros while point < 0.
+    let lead = ((-point).max(0) as usize).min(p);
+    let from = point.max(0) as usize;
+    let frac = digits(dec, from, from + (p - lead));
+    let trail = p - lead - frac.len();
+    let zero_int: &[u8] = if int_digits == 0 { b"0" } else { b"" };
+    let dot: &[u8] = if p > 0 || alt { b"." } else { b"" };
+    field_parts(
+        s,
+        out,
+        sign,
+        &[
+            Part::Bytes(zero_int),
+            Part::Digits(int_part),
+            Part::Zeros(int_zeros),
+            Part::Bytes(dot),
+            Part::Zeros(lead),
+            Part::Digits(frac),
+            Part::Zeros(trail),
+        ],
     );
 }
 
-fn parse_exp(t: &[u8]) -> i64 {
-    let (neg, digits) = match t.first() {
-        Some(b'-') => (true, &t[1..]),
-        _ => (false, t),
-    };
-    let v = digits
-        .iter()
-        .take_while(|c| c.is_ascii_digit())
-        .fold(0i64, |v, &d| v * 10 + i64::from(d - b'0'));
-    if neg {
-        -v
-    } else {
-        v
+/// `d.ddde±XX` (at least two exponent digits) with `p` decimals of the rounded `dec`.
+fn scientific(
+    s: &Spec,
+    out: &mut Sink<'_>,
+    sign: &[u8],
+    dec: &Decimal,
+    p: usize,
+    alt: bool,
+    upper: bool,
+) {
+    let x = if dec.n == 0 { 0 } else { dec.point as i64 - 1 };
+    let first: &[u8] = &[b'0' + dec.digit(0)];
+    let rest = digits(dec, 1, 1 + p);
+    let trail = p - rest.len();
+    let dot: &[u8] = if p > 0 || alt { b"." } else { b"" };
+    let mut e = [0u8; 6];
+    e[0] = if upper { b'E' } else { b'e' };
+    e[1] = if x < 0 { b'-' } else { b'+' };
+    let mut n = 2;
+    let ax = x.unsigned_abs();
+    if ax >= 100 {
+        e[n] = b'0' + (ax / 100) as u8;
+        n += 1;
     }
-}
-
-/// %g without '#': trailing zeros of the fraction go, and a bare '.'.
-fn strip_zeros(buf: &mut Buf) {
-    let text = &buf.b[..buf.n];
-    let Some(dot) = text.iter().position(|&c| c == b'.') else {
-        return;
-    };
-    let end = text[dot..]
-        .iter()
-        .position(|&c| c == b'e' || c == b'E')
-        .map_or(text.len(), |k| dot + k);
-    let mut keep = end;
-    while keep > dot + 1 && text[keep - 1] == b'0' {
-        keep -= 1;
-    }
-    if keep == dot + 1 {
-        keep = dot;
-    }
-    let tail = end - keep;
-    buf.b.copy_within(end..buf.n, keep);
-    buf.n -= tail;
+    e[n] = b'0' + (ax / 10 % 10) as u8;
+    e[n + 1] = b'0' + (ax % 10) as u8;
+    n += 2;
+    field_parts(
+        s,
+        out,
+        sign,
+        &[
+            Part::Bytes(first),
+            Part::Bytes(dot),
+            Part::Digits(rest),
+            Part::Zeros(trail),
+            Part::Bytes(&e[..n]),
+        ],
+    );
 }
 
 #[cfg(test)]
@@ -522,7 +769,7 @@ mod tests {
     /// The host libc's snprintf of a format with one argument, as the oracle.
     fn theirs(f: &str, a: &A) -> Vec<u8> {
         let fmt = CString::new(f).unwrap();
-        let mut buf = [0u8; 512];
+        let mut buf = std::vec![0u8; 4096];
         let (p, n) = (buf.as_mut_ptr().cast::<core::ffi::c_char>(), buf.len());
         // SAFETY: a NUL-terminated format with one conversion of the argument's type.
         let len = unsafe {
@@ -540,6 +787,7 @@ mod tests {
                 A::P(v) => libc_snprintf(p, n, fmt.as_ptr(), *v as *const u8),
             }
         };
+        assert!((len as usize) < n, "{f}: the oracle's buffer is too small");
         buf[..len as usize].to_vec()
     }
 
@@ -628,6 +876,51 @@ mod tests {
         ];
         for f in formats {
             for &v in &values {
+                same(f, A::F(v));
+            }
+        }
+    }
+
+    #[test]
+    fn random_doubles_match_the_host_libc_in_every_float_conversion() {
+        // Random bit patterns (every exponent, subnormals included) and random decimals.
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let formats = [
+            "%f", "%.0f", "%.1f", "%.17f", "%.40f", "%e", "%.0e", "%.3e", "%.16e", "%.25e", "%g",
+            "%.1g", "%.5g", "%.17g", "%.30g", "%#g", "%#.0g", "%#.0f", "%#.0e", "%+12.4f",
+            "%-14.3e|", "%020.6g",
+        ];
+        for i in 0..4000 {
+            let v = match i % 4 {
+                0 => f64::from_bits(next()),
+                1 => (next() % 2_000_000) as f64 / 1000.0 - 1000.0,
+                2 => (next() % 100_000) as f64 / 8.0,
+                _ => f64::from_bits(next() & 0x000F_FFFF_FFFF_FFFF),
+            };
+            for f in formats {
+                same(f, A::F(v));
+            }
+        }
+        for v in [
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            5e-324,
+            0.5,
+            1.5,
+            2.5,
+            0.125,
+            0.375,
+            1e23,
+        ] {
+            for f in [
+                "%.400f", "%.1000f", "%.800e", "%.0f", "%.2f", "%.1e", "%.3g",
+            ] {
                 same(f, A::F(v));
             }
         }

@@ -221,6 +221,13 @@ fn local_of_pinned(soc: u64) -> usize {
     }
 }
 
+/// The local address of `soc` in the core's hbm_scratch, through the pinned window that
+/// shows it (unlike [`translate`], never a dynamic window a later translation remaps).
+pub fn local_of_hbm_scratch(soc: u64) -> usize {
+    let hbm = STATE.with(|s| s.hbm_scratch);
+    local_of_pinned(hbm) + (soc & (PINNED_SPAN - 1)) as usize
+}
+
 /// `neuron_translate`.
 pub fn translate(soc: u64) -> usize {
     STATE.with(|s| s.translate.translate(soc, &mut WindowHw))

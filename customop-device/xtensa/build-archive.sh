@@ -11,7 +11,7 @@ out=${1:?usage: build-archive.sh OUT.a}
 mkdir -p "$(dirname "$out")"
 out="$(cd "$(dirname "$out")" && pwd)/$(basename "$out")"
 work="$root/target/customop-asm"
-RUSTC_BOOTSTRAP=1 RUSTFLAGS="--emit=asm -Cembed-bitcode=no" CARGO_TARGET_DIR="$work" \
+RUSTC_BOOTSTRAP=1 RUSTFLAGS="--emit=asm -Cembed-bitcode=no -Copt-level=s" CARGO_TARGET_DIR="$work" \
     cargo rustc -q -p customop-device --release --features archive --crate-type staticlib \
     --target "$root/customop-device/targets/xtensa-q7-none-elf.json" \
     -Zbuild-std=core,compiler_builtins -Zjson-target-spec
@@ -41,6 +41,8 @@ unit cstdio.c xtensa-lx106-elf-gcc -std=c11
 unit crt.c xtensa-lx106-elf-gcc -std=c11
 # libgcc helpers compiler-builtins lacks on this target (libgcc.c).
 unit libgcc.c xtensa-lx106-elf-gcc -std=c11
+# The switch to an HBM stack (stack.c; D79).
+unit stack.c xtensa-lx106-elf-gcc -std=c11
 # The __atomic library calls (one thread per core: plain memory operations; D72).
 unit atomic.c xtensa-lx106-elf-gcc -std=c11
 # libc++'s functions that are not templates (D72), against the headers device builds use

@@ -7,8 +7,11 @@
    return address), so a call between the image and the board must not cross a 1 GiB
    boundary. An exception the board does not handle (anything but window
    overflow/underflow) writes a fault record to the host channel and ends the core:
-   [tag 5, len 40][kind, EXCCAUSE, EPC1, EXCVADDR, DEPC, PS, PRID, ACCESS, SOC lo, SOC hi],
-   then exit status 99. kind: 1 kernel, 2 user, 3 double exception; 4-9 a debug exception
+   [tag 5, len 56][kind, EXCCAUSE, EPC1, EXCVADDR, DEPC, PS, PRID, ACCESS, SOC lo, SOC hi,
+   STACK_SIZE, HBM stack guard SoC lo, hi, a1], then exit status 99. The last three are the
+   launch's stack (pool-board.c, board_stack: its STACK_SIZE and, when it runs on an HBM
+   stack, the SoC page guarding it; 0 on the local stack), so the host can tell a stack
+   overflow from another fault, with a1, the stack pointer of the code that faulted. kind: 1 kernel, 2 user, 3 double exception; 4-9 a debug exception
    or an interrupt of level kind - 2 (then EXCCAUSE's place holds DEBUGCAUSE and EPC1's the
    level's EPC). ACCESS and SOC are the machine's note of its last bus error (LAST_ACCESS:
    1 read, 2 write, bit 8 set when a window spans the address, then LAST_SOC is the SoC
@@ -76,6 +79,8 @@ _vectors:
     .word   board_fault_record
 .Lbus_error:
     .word   0x00100800              /* the machine's LAST_ACCESS register */
+.Lstack_info:
+    .word   board_stack
     /* A debug or high-priority interrupt: kind = level + 2, cause = DEBUGCAUSE, EPC1's
        place holds the level's EPC (in a3). */
 board_fault_high:
@@ -96,8 +101,9 @@ board_fault_vector:
 board_fault_common:
     movi    a4, TAG_FAULT
     s32i    a4, a3, 0
-    movi    a4, 40
+    movi    a4, 56
     s32i    a4, a3, 4
+    s32i    a1, a3, 60
     s32i    a2, a3, 8
     RSR 4, 238              /* EXCVADDR */
     s32i    a4, a3, 20
@@ -114,10 +120,17 @@ board_fault_common:
     s32i    a4, a3, 40
     l32i    a4, a5, 12              /* LAST_SOC hi */
     s32i    a4, a3, 44
+    l32r    a5, .Lstack_info
+    l32i    a4, a5, 0               /* STACK_SIZE */
+    s32i    a4, a3, 48
+    l32i    a4, a5, 4               /* HBM stack guard lo */
+    s32i    a4, a3, 52
+    l32i    a4, a5, 8               /* HBM stack guard hi */
+    s32i    a4, a3, 56
     movi    a2, SYS_write
     mov     a4, a3
     movi    a3, RSP_FD
-    movi    a5, 48
+    movi    a5, 64
     simcall
     movi    a2, SYS_exit
     movi    a3, 99
@@ -130,8 +143,10 @@ board_fault_common:
     .section .start, "ax"
     .align 4
     .literal_position
-    .literal .Lstack, 0x8bffffc0
-    .literal .Lcaller_sp, 0x8bfffff0
+    /* The local stack: the top of the machine's 8 KiB stack RAM (0x4FFFE000-0x50000000),
+       with no memory below it (nrt-pool.c). */
+    .literal .Lstack, 0x4fffffc0
+    .literal .Lcaller_sp, 0x4ffffff0
     .literal .Lmain, board_main
     .global _pool_start
 _pool_start:
@@ -150,4 +165,4 @@ _pool_start:
     .align 4
     .global board_fault_record
 board_fault_record:
-    .space 48
+    .space 64

@@ -17,7 +17,13 @@
    core -> host: READY {u32 entry status, u32 count, u32 metadata length; count
                         NUL-terminated names; the metadata text}
                  DONE {u32 status}  OUT {u32 fd; bytes}
-                 FAULT (pool-board.S)  FATAL {the runtime's message} */
+                 FAULT (pool-board.S)  FATAL {the runtime's message}
+
+   The board and the kernels it runs share the core's local stack: 8 KiB of RAM ending at
+   0x50000000 with no memory below it (nrt-pool.c), so a stack that outgrows it faults
+   instead of writing elsewhere. The runtime's stack switch (switch_stack_or_call_wrapper)
+   learns its limit from neuron_host_stack and moves a kernel whose STACK_SIZE does not
+   fit onto an HBM block, whose lowest page the board then guards (guard slot 31). */
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
@@ -51,6 +57,9 @@ struct boot {
 #define GUARD_HI(g) REG(0x404 + 8 * (g))
 #define SHOWN(w) REG(0x900 + 4 * (w))
 enum { GUARDS = 32, DMA_WINDOW = 7, PIN_SBUF = 0, PIN_HBM = 1, PIN_DATARAM = 2 };
+/* The host's tensor guards take slots 0-30; the HBM stack's guard page slot 31. */
+enum { HOST_GUARDS = GUARDS - 1, STACK_GUARD = GUARDS - 1 };
+#define LOCAL_STACK_LIMIT 0x4FFFE000u
 /* Where window 7 and the data scratch pin show memory. */
 #define DMA_LOCAL 0x0B000000u
 #define DATARAM_LOCAL 0x00080000u
@@ -155,6 +164,25 @@ static void svc_fault(const char *msg, usize len) {
 
 static u32 svc_cpu_count(void) { return boot.cores; }
 
+/* The launch's stack, for the fault record (pool-board.S reads it): STACK_SIZE and the SoC
+   page guarding an HBM stack (0: the kernel runs on the local stack). */
+struct stack_info {
+    u32 size, guard_lo, guard_hi;
+};
+struct stack_info board_stack;
+
+/* The runtime's stack switch says what stack a launch runs on: `size` (its STACK_SIZE) and
+   `guard`, the SoC page below an HBM stack (0: the local stack). The board guards that
+   page and returns the local stack's limit (its lowest address). */
+static u32 svc_stack(u32 size, u32 guard_lo, u32 guard_hi) {
+    board_stack.size = size;
+    board_stack.guard_lo = guard_lo;
+    board_stack.guard_hi = guard_hi;
+    GUARD_HI(STACK_GUARD) = guard_hi;
+    GUARD_LO(STACK_GUARD) = (guard_lo | guard_hi) ? (guard_lo & ~0xfffu) | 1 : 0;
+    return LOCAL_STACK_LIMIT;
+}
+
 /* DMA between local memory and SoC memory, as the host's engine serves it, through window
    7 one 16 MiB block at a time: 0, or -1 for an address no device memory backs. */
 static int svc_dma(void *local, u64 soc, _Bool to_local, u32 n) {
@@ -185,6 +213,7 @@ static void *get_libc_fn(const char *name) {
     if (same(name, "neuron_host_fault")) return (void *)svc_fault;
     if (same(name, "neuron_host_cpu_count")) return (void *)svc_cpu_count;
     if (same(name, "neuron_host_dma")) return (void *)svc_dma;
+    if (same(name, "neuron_host_stack")) return (void *)svc_stack;
     return 0;
 }
 
@@ -265,7 +294,9 @@ int board_main(void) {
             u32 k = read_u32();
             boot.cores = read_u32();
             if (k >= kernel_count) board_exit(EXIT_PROTOCOL);
-            int rc = ((int (*)(u32, u32))boot.call_wrapper)((u32)kernels[k].fn, 0);
+            /* The launcher calls switch_stack_or_call_wrapper itself with its STACK_SIZE, as
+               the vendor's generated launchers do. */
+            int rc = kernels[k].fn();
             u32 status = (u32)rc;
             send(RSP_DONE, &status, 4, 0, 0);
             break;
@@ -273,8 +304,8 @@ int board_main(void) {
         case CMD_GUARDS: {
             if (h[1] < 4) board_exit(EXIT_PROTOCOL);
             u32 n = read_u32();
-            if (n > GUARDS || h[1] != 4 + 8 * n) board_exit(EXIT_PROTOCOL);
-            for (u32 g = 0; g < GUARDS; g++) {
+            if (n > HOST_GUARDS || h[1] != 4 + 8 * n) board_exit(EXIT_PROTOCOL);
+            for (u32 g = 0; g < HOST_GUARDS; g++) {
                 u32 page[2] = {0, 0};
                 if (g < n) read_full(page, 8);
                 GUARD_HI(g) = page[1];

@@ -13,10 +13,13 @@ use crate::{io, run, BuildError};
 pub const XTENSA_LD: &str = "xtensa-lx106-elf-ld";
 
 /// The symbols the board (or the vendor's firmware) calls in an image besides its entry:
-/// the kernel roster and the launcher.
-pub const KEEP_SYMBOLS: [&str; 2] = [
+/// the kernel roster, the launcher and the op metadata the host reads (the schema or the
+/// op list: whichever the library defines). Everything else the link keeps only if used.
+pub const KEEP_SYMBOLS: [&str; 4] = [
     "_Z14register_funcsPF22SUNDA_UCODE_LIB_STATUSPvPKcPFivEE",
     "_Z28switch_stack_or_call_wrapperjj",
+    "nrt_pool_op_schema",
+    "nrt_pool_op_library",
 ];
 
 /// Where a Pool image goes and what it is linked with.

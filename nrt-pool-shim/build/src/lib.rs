@@ -28,6 +28,10 @@ pub use neuron_ops::{build_op_library, OpBuildOptions, OpBuildReport};
 /// can show progress; `None` is quiet.
 pub type OnCompiled = Option<std::sync::Arc<dyn Fn(&Path) + Send + Sync>>;
 
+/// The largest STACK_SIZE a build accepts: the guide's 400 KB (the vendor header's own
+/// assert allows 4 MiB; D79).
+pub const MAX_STACK_SIZE: u32 = 400 * 1024;
+
 /// What an author adds to every compile of an op library, host and device alike
 /// (`custom_op.load(extra_cflags=..., extra_include_paths=...)`, `nrt-pool build -D -I
 /// --cflag`): include folders searched before the op headers, then the flags after the
@@ -60,6 +64,21 @@ impl CompileFlags {
                 f.is_empty() || ["-c", "-S", "-E"].contains(&f.as_str()) || f.starts_with("-o");
             if bad {
                 return Err(BuildError::Flag(f.clone()));
+            }
+            // -DSTACK_SIZE=N with a number: its range (other spellings meet the header's
+            // static_assert).
+            if let Some(v) = f.strip_prefix("-DSTACK_SIZE=") {
+                let v = v.trim_end_matches(['u', 'U']);
+                let n = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+                    Some(hex) => u64::from_str_radix(hex, 16).ok(),
+                    None => v.parse::<u64>().ok(),
+                };
+                if n.is_some_and(|n| n == 0 || n > u64::from(MAX_STACK_SIZE)) {
+                    return Err(BuildError::StackSize {
+                        flag: f.clone(),
+                        max: MAX_STACK_SIZE,
+                    });
+                }
             }
         }
         Ok(())
@@ -122,6 +141,11 @@ pub enum BuildError {
         "compiler flag {0:?} cannot be added: the build sets its own output and mode (-c/-S/-E/-o)"
     )]
     Flag(String),
+    #[error(
+        "{flag}: STACK_SIZE must be 1 to {max} bytes (the guide supports at most 400 KB of \
+         kernel stack; docs/decisions.md D79)"
+    )]
+    StackSize { flag: String, max: u32 },
     #[error("the generated wrapper does not compile (a schema name clashes with C++ or the runtime?):\n{0}")]
     Wrapper(String),
     #[error("kernel '{kernel}': the schema declares {schema}, but {}", match sources.as_slice() {
@@ -216,7 +240,7 @@ pub fn generate_wrapper(kernels: &[KernelSig], schema_text: &str) -> String {
         let _ = writeln!(
             s,
             "    neuron::Tensor nrt_pool_out = neuron::get_dst_tensor();\n    NEURON_GUARDED(::{}({args}nrt_pool_out));\n    customop_cleanup();\n}}\n\
-             static int nrt_pool_launch_{i}() {{ return customop_call_wrapper(nrt_pool_wrapper_{i}); }}\n",
+             static int nrt_pool_launch_{i}() {{ return customop_launch(nrt_pool_wrapper_{i}); }}\n",
             k.name,
         );
     }
@@ -856,7 +880,17 @@ pub(crate) fn host_cxx(
     obj: &Path,
 ) -> Command {
     let mut c = Command::new(cxx);
-    c.args(["-std=c++17", "-O3", "-fPIC", "-Wall", "-c"]);
+    // Stack-clash probes: a frame larger than a page touches each page in turn, so a kernel
+    // that outgrows its host core's stack hits the guard below it (a reported stack
+    // overflow, D79) instead of jumping over it into other memory.
+    c.args([
+        "-std=c++17",
+        "-O3",
+        "-fPIC",
+        "-Wall",
+        "-fstack-clash-protection",
+        "-c",
+    ]);
     flags.add_includes(&mut c);
     c.arg("-I").arg(include);
     flags.add_cflags(&mut c);
@@ -897,7 +931,11 @@ pub(crate) fn device_cxx(
     let mut c = Command::new(XTENSA_CXX);
     c.args([
         "-std=c++17",
-        "-O2",
+        // As the vendor's device build: small code, each function and object in a section
+        // of its own so the link keeps only what the op uses (#25, D79).
+        "-Os",
+        "-ffunction-sections",
+        "-fdata-sections",
         "-S",
         "-mabi=windowed",
         "-mlongcalls",

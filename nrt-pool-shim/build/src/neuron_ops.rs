@@ -516,7 +516,7 @@ fn generate_wrapper(lib: &NeuronLibrary, kernels: &[Kernel], host: bool) -> Stri
         let _ = writeln!(
             s,
             "    NEURON_GUARDED(torch::neuron::detail::finish(::{}({})));\n    customop_cleanup();\n}}\n\
-             static int nrt_pool_launch_{i}() {{ return customop_call_wrapper(nrt_pool_wrapper_{i}); }}\n",
+             static int nrt_pool_launch_{i}() {{ return customop_launch(nrt_pool_wrapper_{i}); }}\n",
             op.kernel,
             args.join(", ")
         );

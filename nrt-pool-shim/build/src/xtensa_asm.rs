@@ -9,6 +9,12 @@
 //!   call8 sym     -> a literal of sym, `l32r a8` from it, callx8 a8 (as -mlongcalls)
 //!   movsp aT, aS  -> T << 4, 0x10 | S, 0x00   (GCC's frames beyond entry's 32760 bytes)
 //! Other windowed mnemonics are refused by name.
+//!
+//! LLVM writes a function's literal pool (`.literal_position`, `.literal`s) before the
+//! `.section .text.NAME` of the function, so with literals in the text section each pool
+//! would land in the previous function's section, every function referring to the next
+//! one's callees, and `--gc-sections` could drop nothing (#25: a ReLU image of 510 KB of
+//! text). The pool is moved after the text sections that follow it.
 
 /// Mnemonics of the windowed option this rewrite does not encode.
 const REFUSED: [&str; 9] = [
@@ -33,7 +39,25 @@ fn register(r: &str) -> Option<u8> {
 pub fn windowed(asm: &str) -> Result<String, AsmError> {
     let mut out = String::with_capacity(asm.len() + asm.len() / 8);
     let mut calls = 0usize;
+    // A literal pool waiting for the text section it belongs to.
+    let mut pool: Vec<&str> = Vec::new();
     for (i, text) in asm.lines().enumerate() {
+        let directive = text.split_whitespace().next().unwrap_or("");
+        if matches!(directive, ".literal_position" | ".literal") {
+            pool.push(text);
+            continue;
+        }
+        let text_section = directive == ".section"
+            && text
+                .split_whitespace()
+                .nth(1)
+                .is_some_and(|name| name.starts_with(".text"));
+        if !text_section {
+            for p in pool.drain(..) {
+                out.push_str(p);
+                out.push('\n');
+            }
+        }
         let bad = |why| AsmError {
             line: i + 1,
             why,
@@ -87,12 +111,31 @@ pub fn windowed(asm: &str) -> Result<String, AsmError> {
         out.push_str(&line);
         out.push('\n');
     }
+    for p in pool {
+        out.push_str(p);
+        out.push('\n');
+    }
     Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_literal_pool_moves_into_the_text_section_after_it() {
+        let asm = "\t.section\t.text.a,\"ax\",@progbits\na:\n\tretw.n\n\t.literal_position\n\
+                   \t.literal .LCPI1_0, g\n\t.section\t.text.a,\"ax\",@progbits\n\
+                   \t.section\t.text.b,\"ax\",@progbits\nb:\n\tl32r a8, .LCPI1_0\n\
+                   \t.literal .LC2, h\n\t.section\t.rodata.x,\"a\"\n";
+        let out = windowed(asm).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        let at = |s: &str| lines.iter().position(|l| l.contains(s)).unwrap();
+        assert!(at(".text.b") < at(".literal_position"), "{out}");
+        assert!(at(".literal .LCPI1_0") < at("b:"), "{out}");
+        // Before a section that is not text, the pool stays where it was.
+        assert!(at(".literal .LC2") < at(".rodata.x"), "{out}");
+    }
 
     #[test]
     fn windowed_instructions_become_their_encodings() {

@@ -37,6 +37,8 @@ pub enum FaultKind {
     NoKernel = 8,
     /// The op library cannot be loaded (dlopen failed, or a required symbol is missing).
     Load = 9,
+    /// The kernel's stack outgrew what it had (its guard was touched; D79).
+    StackOverflow = 10,
 }
 
 /// What a core was doing when it stopped (`CoreRecord::phase`).
@@ -50,7 +52,16 @@ impl FaultKind {
     pub fn from_u32(v: u32) -> Option<FaultKind> {
         use FaultKind::*;
         [
-            Memory, Abort, Fatal, Trap, Timeout, Exited, Entry, NoKernel, Load,
+            Memory,
+            Abort,
+            Fatal,
+            Trap,
+            Timeout,
+            Exited,
+            Entry,
+            NoKernel,
+            Load,
+            StackOverflow,
         ]
         .into_iter()
         .find(|k| *k as u32 == v)
@@ -67,6 +78,7 @@ impl FaultKind {
             FaultKind::Entry => "entry_func failed",
             FaultKind::NoKernel => "kernel not registered",
             FaultKind::Load => "cannot load the op library",
+            FaultKind::StackOverflow => "stack overflow",
         }
     }
 }

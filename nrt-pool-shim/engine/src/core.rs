@@ -61,6 +61,36 @@ static PROBE: AtomicBool = AtomicBool::new(false);
 static EARLY_FD: AtomicI32 = AtomicI32::new(-1);
 /// The op library's load base in this process (0 until loaded).
 static MODULE_BASE: AtomicU64 = AtomicU64::new(0);
+
+/// The stack a host core runs kernels on: the spawner thread's, which the core's process
+/// is forked from (D79). The device's own limit (STACK_SIZE, ~8 KiB local) is checked on
+/// Xtensa cores only: host code needs more.
+pub const HOST_CORE_STACK: usize = 8 << 20;
+/// The lowest address of this core's stack (0: unknown); a fault just below it is a stack
+/// overflow.
+static STACK_LO: AtomicU64 = AtomicU64::new(0);
+
+/// Notes the calling thread's stack bounds for the fault handler.
+fn note_stack() {
+    // SAFETY: pthread_getattr_np fills `attr` for the calling thread; it is destroyed after.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) == 0 {
+            let (mut addr, mut size) = (std::ptr::null_mut(), 0usize);
+            if libc::pthread_attr_getstack(&attr, &mut addr, &mut size) == 0 {
+                STACK_LO.store(addr as u64, Ordering::Relaxed);
+            }
+            libc::pthread_attr_destroy(&mut attr);
+        }
+    }
+}
+
+/// Whether a SIGSEGV at `addr` hit the guard below this core's stack (with stack-clash
+/// probes in op code, the first page below it; 1 MiB of slack for other code).
+fn is_stack_overflow(addr: u64) -> bool {
+    let lo = STACK_LO.load(Ordering::Relaxed);
+    lo != 0 && addr < lo + 4096 && addr >= lo.saturating_sub(1 << 20)
+}
 /// `nrt_pool_op_shape` of a NEURON_LIBRARY library (NULL: none).
 static SHAPE_FN: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 
@@ -334,16 +364,18 @@ fn fault_context(uctx: *mut c_void) -> (u64, u32) {
 }
 
 extern "C" fn on_signal(sig: i32, info: *mut libc::siginfo_t, uctx: *mut c_void) {
-    let kind = match sig {
-        libc::SIGSEGV | libc::SIGBUS => FaultKind::Memory,
-        libc::SIGABRT => FaultKind::Abort,
-        _ => FaultKind::Trap,
-    };
     // SAFETY: the kernel hands SA_SIGINFO handlers a valid siginfo.
     let (addr, code) = if info.is_null() {
         (0, 0)
     } else {
         unsafe { ((*info).si_addr() as u64, (*info).si_code) }
+    };
+    let overflow = sig == libc::SIGSEGV && is_stack_overflow(addr);
+    let kind = match sig {
+        _ if overflow => FaultKind::StackOverflow,
+        libc::SIGSEGV | libc::SIGBUS => FaultKind::Memory,
+        libc::SIGABRT => FaultKind::Abort,
+        _ => FaultKind::Trap,
     };
     let addr = if kind == FaultKind::Abort { 0 } else { addr };
     let (pc, access) = fault_context(uctx);
@@ -362,13 +394,12 @@ extern "C" fn on_signal(sig: i32, info: *mut libc::siginfo_t, uctx: *mut c_void)
     );
     r.phase
         .store(PHASE.load(Ordering::Relaxed), Ordering::Relaxed);
-    ctl.set_fault(
-        core(),
-        kind,
-        sig as u32,
-        addr,
-        signal_cause(sig, code).as_bytes(),
-    );
+    let why = if overflow {
+        HOST_STACK_OVERFLOW
+    } else {
+        signal_cause(sig, code)
+    };
+    ctl.set_fault(core(), kind, sig as u32, addr, why.as_bytes());
     drain_early_stdio();
     notify_exit();
     // SAFETY: async-signal-safe exit of this core's process.
@@ -462,7 +493,16 @@ pub fn signal_name(sig: i32) -> &'static str {
     }
 }
 
+const HOST_STACK_OVERFLOW: &str = "stack overflow: more than the host core's 8 MiB of stack \
+     (a Pool core has far less: run the device image, --isa xtensa, to check the kernel \
+     against STACK_SIZE; D79)";
+const _: () = assert!(
+    HOST_CORE_STACK == 8 << 20,
+    "HOST_STACK_OVERFLOW names the size"
+);
+
 fn install_fault_handlers() {
+    note_stack();
     const ALT_STACK: usize = 64 << 10;
     // SAFETY: a leaked buffer for the alternate stack (the process ends with the kernel),
     // and plain sigaction calls with a handler that only does async-signal-safe work.

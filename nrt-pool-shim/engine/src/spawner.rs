@@ -53,6 +53,8 @@ fn spawner() -> Option<&'static SyncSender<Job>> {
             let (tx, rx) = sync_channel::<Job>(0);
             std::thread::Builder::new()
                 .name("nrt-pool-spawner".into())
+                // Host cores are forked from this thread and run kernels on its stack.
+                .stack_size(crate::core::HOST_CORE_STACK)
                 .spawn(move || serve(rx))
                 .ok()
                 .map(|_| tx)

@@ -19,13 +19,21 @@
  *   0x00080000   64 KiB  pinned window 2: the core's data scratch area (the NX dataram)
  *   0x00100000    4 KiB  window registers (below)
  *   0x04000000 + n*16 MiB  window n (0-7), 16 MiB, programmed by MEM_WINDOWn_LO/HI
+ *   0x4FFFE000    8 KiB  private RAM: the core's local stack (the board's and the
+ *                        kernel's); the ~1 GiB below it is no memory, so a stack that
+ *                        outgrows it faults (a write below it is never a write elsewhere)
  *   0x50000000            the core configuration's system ROM (the reset vector)
- *   0x60000000    1 MiB  private RAM (the board's vectors)
+ *   0x60000000    1 MiB  the board's vectors: read-only (stores are bus errors)
  *   0x80000000   64 MiB  pinned window 0 (SBUF)
  *   0x84000000   64 MiB  pinned window 1 (hbm_scratch: the op image, the heaps, tensors)
- *   0x88000000   64 MiB  private RAM (the board's code, data and stack)
+ *   0x88000000   16 MiB  the board's code: read-only, a store there is a bus error (a kernel
+ *                        cannot change the board that runs the next launch)
+ *   0x89000000   16 MiB  private RAM (the board's data)
  * Every other address is a bus error: a load or store there raises
- * LoadStorePIFAddrError, a fetch InstrPIFAddrError.
+ * LoadStorePIFAddrError, a fetch InstrPIFAddrError. So is any SoC range the `hidden`
+ * property names ("SOC+SIZE;...", hexadecimal), in every window that spans it: the engine
+ * hides the other cores' op images and scratch areas, so no store of this core reaches
+ * them (issue #25).
  *
  * Window registers (offsets from 0x00100000, 32-bit accesses only):
  *   0x200 + 8n  MEM_WINDOWn_LO, +4 MEM_WINDOWn_HI (n 0-7): window n shows the 16 MiB of
@@ -65,8 +73,12 @@ enum {
     WINDOWS = DYNAMIC_WINDOWS + PINNED_WINDOWS,
     GUARDS = 32,
     MAX_REGIONS = 32,
+    MAX_HIDDEN = 24,
     GUARD_PAGE = 4096,
 };
+
+#define LOCAL_STACK_BASE 0x4FFFE000u
+#define LOCAL_STACK_SIZE 0x2000u
 
 #define REGS_BASE 0x00100000u
 #define REGS_SIZE 0x1000u
@@ -91,6 +103,7 @@ typedef struct {
     uint64_t base, shown;
     MemoryRegion alias;
     MemoryRegion holes[GUARDS];
+    MemoryRegion hidden[MAX_HIDDEN];
 } Window;
 
 struct NrtPoolMachineState {
@@ -99,11 +112,14 @@ struct NrtPoolMachineState {
     char *regions_text;
     Region regions[MAX_REGIONS];
     unsigned region_count;
+    char *hidden_text;
+    Region hidden[MAX_HIDDEN];
+    unsigned hidden_count;
     Window windows[WINDOWS];
     uint32_t guard_lo[GUARDS], guard_hi[GUARDS];
     uint32_t last_access, last_address;
     uint64_t last_soc;
-    MemoryRegion regs, bus_error, vectors, board;
+    MemoryRegion regs, bus_error, vectors, board_code, board, stack;
 };
 
 static const Region *region_of(NrtPoolMachineState *s, uint64_t soc)
@@ -144,6 +160,19 @@ static void window_update(NrtPoolMachineState *s, Window *w)
             memory_region_set_address(&w->holes[g], w->local + (page - base));
         }
         memory_region_set_enabled(&w->holes[g], on);
+    }
+    for (unsigned h = 0; h < MAX_HIDDEN; h++) {
+        bool on = false;
+        if (h < s->hidden_count && w->shown) {
+            uint64_t lo = MAX(s->hidden[h].soc, base);
+            uint64_t hi = MIN(s->hidden[h].soc + s->hidden[h].size, base + w->shown);
+            if (lo < hi) {
+                on = true;
+                memory_region_set_address(&w->hidden[h], w->local + (lo - base));
+                memory_region_set_size(&w->hidden[h], hi - lo);
+            }
+        }
+        memory_region_set_enabled(&w->hidden[h], on);
     }
     memory_region_transaction_commit();
 }
@@ -291,6 +320,32 @@ static bool parse_regions(NrtPoolMachineState *s, Error **errp)
     return true;
 }
 
+static bool parse_hidden(NrtPoolMachineState *s, Error **errp)
+{
+    const char *p = s->hidden_text ? s->hidden_text : "";
+
+    s->hidden_count = 0;
+    while (*p) {
+        uint64_t soc, size;
+        const char *end;
+
+        if (s->hidden_count == MAX_HIDDEN) {
+            error_setg(errp, "nrt-pool: more than %d hidden ranges", MAX_HIDDEN);
+            return false;
+        }
+        if (qemu_strtou64(p, &end, 16, &soc) || *end != '+' ||
+            qemu_strtou64(end + 1, &end, 16, &size) || (*end && *end != ';') ||
+            size == 0 || soc + size < soc) {
+            error_setg(errp, "nrt-pool: bad hidden entry at '%s' (want SOC+SIZE in "
+                       "hexadecimal, separated by semicolons)", p);
+            return false;
+        }
+        s->hidden[s->hidden_count++] = (Region){ soc, size, 0 };
+        p = *end ? end + 1 : end;
+    }
+    return true;
+}
+
 static void nrt_pool_reset(void *opaque)
 {
     cpu_reset(CPU(opaque));
@@ -315,6 +370,15 @@ static void window_init(NrtPoolMachineState *s, Window *w, const char *name, hwa
         memory_region_add_subregion_overlap(sysmem, local, &w->holes[g], 2);
         memory_region_set_enabled(&w->holes[g], false);
     }
+    for (unsigned h = 0; h < MAX_HIDDEN; h++) {
+        ErrorSite *e = g_new0(ErrorSite, 1);
+        e->s = s;
+        e->mr = &w->hidden[h];
+        memory_region_init_io(&w->hidden[h], OBJECT(s), &error_ops, e, "nrt-pool.hidden",
+                              GUARD_PAGE);
+        memory_region_add_subregion_overlap(sysmem, local, &w->hidden[h], 2);
+        memory_region_set_enabled(&w->hidden[h], false);
+    }
 }
 
 static void nrt_pool_init(MachineState *machine)
@@ -323,14 +387,14 @@ static void nrt_pool_init(MachineState *machine)
     MemoryRegion *sysmem = get_system_memory();
     XtensaCPU *cpu;
     CPUXtensaState *env;
-    ErrorSite *everywhere;
+    ErrorSite *everywhere, *board_code, *vectors;
     char name[32];
 
     if (!machine->ram) {
         error_report("nrt-pool: no device memory (-machine memory-backend=ID)");
         exit(EXIT_FAILURE);
     }
-    if (!parse_regions(s, &error_fatal)) {
+    if (!parse_regions(s, &error_fatal) || !parse_hidden(s, &error_fatal)) {
         exit(EXIT_FAILURE);
     }
     cpu = XTENSA_CPU(cpu_create(machine->cpu_type));
@@ -350,10 +414,25 @@ static void nrt_pool_init(MachineState *machine)
     /* Of the core configuration's memories only the ROM with the reset vector: a Pool core
        has nothing at the others' addresses. */
     xtensa_create_memory_regions(&env->config->sysrom, "xtensa.sysrom", sysmem);
-    memory_region_init_ram(&s->vectors, OBJECT(s), "nrt-pool.vectors", 1 << 20, &error_fatal);
+    /* The board's vectors and code are ROM devices: reads and fetches from their RAM,
+       stores through error_ops (a bus error noted like any other), so no kernel changes
+       the board that runs the next launch; the ELF loader writes them at reset. */
+    vectors = g_new0(ErrorSite, 1);
+    vectors->s = s;
+    vectors->mr = &s->vectors;
+    memory_region_init_rom_device(&s->vectors, OBJECT(s), &error_ops, vectors,
+                                  "nrt-pool.vectors", 1 << 20, &error_fatal);
     memory_region_add_subregion(sysmem, 0x60000000, &s->vectors);
-    memory_region_init_ram(&s->board, OBJECT(s), "nrt-pool.board", 64 << 20, &error_fatal);
-    memory_region_add_subregion(sysmem, 0x88000000, &s->board);
+    board_code = g_new0(ErrorSite, 1);
+    board_code->s = s;
+    board_code->mr = &s->board_code;
+    memory_region_init_rom_device(&s->board_code, OBJECT(s), &error_ops, board_code,
+                                  "nrt-pool.board-code", 16 << 20, &error_fatal);
+    memory_region_add_subregion(sysmem, 0x88000000, &s->board_code);
+    memory_region_init_ram(&s->board, OBJECT(s), "nrt-pool.board", 16 << 20, &error_fatal);
+    memory_region_add_subregion(sysmem, 0x89000000, &s->board);
+    memory_region_init_ram(&s->stack, OBJECT(s), "nrt-pool.stack", LOCAL_STACK_SIZE, &error_fatal);
+    memory_region_add_subregion(sysmem, LOCAL_STACK_BASE, &s->stack);
 
     memory_region_init_io(&s->regs, OBJECT(s), &regs_ops, s, "nrt-pool.windows", REGS_SIZE);
     memory_region_add_subregion(sysmem, REGS_BASE, &s->regs);
@@ -384,6 +463,19 @@ static void set_regions(Object *obj, const char *value, Error **errp)
     s->regions_text = g_strdup(value);
 }
 
+static char *get_hidden(Object *obj, Error **errp)
+{
+    return g_strdup(NRT_POOL_MACHINE(obj)->hidden_text);
+}
+
+static void set_hidden(Object *obj, const char *value, Error **errp)
+{
+    NrtPoolMachineState *s = NRT_POOL_MACHINE(obj);
+
+    g_free(s->hidden_text);
+    s->hidden_text = g_strdup(value);
+}
+
 static void nrt_pool_instance_init(Object *obj)
 {
     NrtPoolMachineState *s = NRT_POOL_MACHINE(obj);
@@ -403,6 +495,9 @@ static void nrt_pool_class_init(ObjectClass *oc, void *data)
     object_class_property_add_str(oc, "regions", get_regions, set_regions);
     object_class_property_set_description(oc, "regions",
         "where SoC ranges lie in the device memory: SOC+SIZE@OFFSET;... (hexadecimal)");
+    object_class_property_add_str(oc, "hidden", get_hidden, set_hidden);
+    object_class_property_set_description(oc, "hidden",
+        "SoC ranges no window of this core shows: SOC+SIZE;... (hexadecimal)");
 }
 
 static const TypeInfo nrt_pool_machine_info = {

@@ -154,6 +154,9 @@ fn report(memory: &DeviceMemory, c: usize, e: &QemuError) -> Exit {
                 (kind, host, Exit::Code(FAULT_EXIT))
             }
             CoreFault::Fatal { .. } => (FaultKind::Fatal, 0, Exit::Code(FAULT_EXIT)),
+            CoreFault::StackOverflow { .. } => {
+                (FaultKind::StackOverflow, 0, Exit::Code(FAULT_EXIT))
+            }
             CoreFault::Timeout { .. } => (FaultKind::Timeout, 0, Exit::TimedOut),
             CoreFault::Exited {
                 signal: Some(s), ..
@@ -175,6 +178,8 @@ fn report(memory: &DeviceMemory, c: usize, e: &QemuError) -> Exit {
                 Some(rest) => rest.split_once(": ").map_or(s.as_str(), |(_, r)| r),
                 None => s.as_str(),
             };
+            // The engine names the kind ("stack overflow: ...") itself.
+            let s = s.strip_prefix("stack overflow: ").unwrap_or(s);
             s.as_bytes().to_vec()
         }
     };

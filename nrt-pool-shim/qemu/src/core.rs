@@ -64,6 +64,26 @@ fn regions_property(memory: &DeviceMemory) -> String {
         .join(";")
 }
 
+/// What no window of core `core` shows (the machine's `hidden` property): the other cores'
+/// op images, hbm_scratch slices and data scratch areas, so that no store of this core
+/// reaches them (#25).
+fn hidden_property(memory: &DeviceMemory, core: usize) -> String {
+    (0..layout::CORES)
+        .filter(|&other| other != core)
+        .flat_map(|other| {
+            let (scratch, size) = memory.hbm_scratch(other);
+            let data = memory.scratch[other];
+            [
+                (layout::image_soc(other), layout::IMAGE_BYTES),
+                (scratch, size),
+                (data.soc, data.size),
+            ]
+        })
+        .map(|(soc, size)| format!("{soc:x}+{size:x}"))
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
 /// Copies the image's loadable segments into device memory, where core `core`'s pinned
 /// hbm_scratch window shows them (its 2 MiB slot, cleared first).
 fn place_image(memory: &DeviceMemory, file: &object::File<'_>, core: usize) -> Result<(), String> {
@@ -278,8 +298,9 @@ impl XtensaCore {
         let mut qemu = Command::new(qemu_path);
         qemu.arg("-M")
             .arg(format!(
-                "nrt-pool,core={core},memory-backend=device,regions={}",
-                regions_property(memory)
+                "nrt-pool,core={core},memory-backend=device,regions={},hidden={}",
+                regions_property(memory),
+                hidden_property(memory, core)
             ))
             .args(["-cpu", "de212", "-object"])
             .arg(format!(

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use crate::layout;
+
 /// Xtensa EXCCAUSE values (Xtensa ISA reference, exception causes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultCause {
@@ -123,6 +125,15 @@ pub enum CoreFault {
         write: Option<bool>,
         soc: Option<u64>,
     },
+    /// The kernel's stack outgrew what it had: the local stack (STACK_SIZE fitted there) or
+    /// its HBM stack of STACK_SIZE bytes.
+    StackOverflow {
+        core: usize,
+        stack_size: u32,
+        hbm: bool,
+        pc: u32,
+        symbol: Option<String>,
+    },
     /// The runtime's fatal error (a broken rule), with its message.
     Fatal { core: usize, message: Vec<u8> },
     /// The core did not finish before the deadline.
@@ -180,6 +191,35 @@ impl fmt::Display for CoreFault {
                 }
                 Ok(())
             }
+            CoreFault::StackOverflow {
+                core,
+                stack_size,
+                hbm,
+                pc,
+                symbol,
+            } => {
+                write!(f, "core {core}: stack overflow: ")?;
+                if *hbm {
+                    write!(f, "more than STACK_SIZE={stack_size} bytes (its HBM stack)")?;
+                } else {
+                    let local = layout::LOCAL_STACK_TOP - layout::LOCAL_STACK_BASE;
+                    write!(
+                        f,
+                        "more than the core's {} KiB of local stack (STACK_SIZE={stack_size} \
+                         fitted there)",
+                        local / 1024
+                    )?;
+                }
+                write!(f, " at pc {pc:#010x}")?;
+                if let Some(s) = symbol {
+                    write!(f, " ({s})")?;
+                }
+                write!(
+                    f,
+                    "; build with -DSTACK_SIZE=N for a larger stack (N at most {}, D79)",
+                    MAX_STACK_SIZE
+                )
+            }
             CoreFault::Fatal { core, message } => {
                 write!(f, "core {core}: {}", String::from_utf8_lossy(message))
             }
@@ -219,15 +259,46 @@ impl fmt::Display for CoreFault {
 const ACCESS_WRITE: u32 = 2;
 const ACCESS_SOC: u32 = 0x100;
 
+/// The largest STACK_SIZE the guide supports (400 KB; the build refuses more).
+pub const MAX_STACK_SIZE: u32 = 400 * 1024;
+
 /// Decodes the board's fault record (`[kind, EXCCAUSE, EPC1, EXCVADDR, DEPC, PS, PRID,
-/// ACCESS, SOC lo, SOC hi]`; kinds 4-9 carry DEBUGCAUSE and the level's EPC in the first two
-/// places; ACCESS and SOC describe PIF address errors).
+/// ACCESS, SOC lo, SOC hi, STACK_SIZE, guard lo, guard hi, a1]`; kinds 4-9 carry DEBUGCAUSE
+/// and the level's EPC in the first two places; ACCESS and SOC describe PIF address
+/// errors; the last four the launch's stack and the faulting code's stack pointer).
 pub fn decode(core: usize, body: &[u8], images: &[&[u8]]) -> Option<CoreFault> {
     let w = |i: usize| crate::protocol::word(body, i * 4);
     let (kind, cause, epc1, vaddr, depc) = (w(0)?, w(1)?, w(2)?, w(3)?, w(4)?);
     let (access, soc_lo, soc_hi) = (w(7).unwrap_or(0), w(8).unwrap_or(0), w(9).unwrap_or(0));
     let window = kind == 3;
     let pc = if window { depc } else { epc1 };
+    let soc = u64::from(soc_hi) << 32 | u64::from(soc_lo);
+    if let (Some(stack_size), Some(guard_lo), Some(guard_hi), Some(sp)) =
+        (w(10), w(11), w(12), w(13))
+    {
+        let guard = u64::from(guard_hi) << 32 | u64::from(guard_lo);
+        let pif = matches!(
+            FaultCause::from_exccause(cause),
+            FaultCause::LoadStorePifAddress
+        );
+        // The local stack: an access below it with the stack pointer there too (or while
+        // spilling registers); an HBM stack: an access to its guard page.
+        let local = (layout::STACK_GAP_LO..layout::LOCAL_STACK_BASE).contains(&vaddr)
+            && (window && (layout::STACK_GAP_LO..layout::LOCAL_STACK_TOP).contains(&sp)
+                || (layout::STACK_GAP_LO..layout::LOCAL_STACK_BASE + 256).contains(&sp));
+        let hbm = guard != 0
+            && access & ACCESS_SOC != 0
+            && (guard..guard + layout::STACK_GUARD_BYTES).contains(&soc);
+        if kind <= 3 && (pif || window) && (local || hbm) {
+            return Some(CoreFault::StackOverflow {
+                core,
+                stack_size,
+                hbm,
+                pc,
+                symbol: symbolize(images, pc),
+            });
+        }
+    }
     let cause = match kind {
         // DEBUGCAUSE bits 3 and 4: BREAK, BREAK.N.
         4.. if cause & 0x18 != 0 => FaultCause::Break,
@@ -250,8 +321,7 @@ pub fn decode(core: usize, body: &[u8], images: &[&[u8]]) -> Option<CoreFault> {
         symbol: symbolize(images, pc),
         write: (bus && cause == FaultCause::LoadStorePifAddress)
             .then_some(access & 3 == ACCESS_WRITE),
-        soc: (bus && access & ACCESS_SOC != 0)
-            .then_some(u64::from(soc_hi) << 32 | u64::from(soc_lo)),
+        soc: (bus && access & ACCESS_SOC != 0).then_some(soc),
     })
 }
 

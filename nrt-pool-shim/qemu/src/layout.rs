@@ -6,6 +6,16 @@
 /// Where the core's data scratch area (the NX dataram) is pinned.
 pub const DATARAM_LOCAL: u32 = 0x0008_0000;
 
+/// The core's local stack (the board's and the kernel's): 8 KiB of RAM ending at
+/// 0x50000000 (nrt-pool.c), and below it no memory down to the end of window 7. An access
+/// in the 16 MiB below it with the stack pointer there too is a stack overflow (D79); one
+/// further down is a stack pointer gone wild, reported as the memory fault it is.
+pub const LOCAL_STACK_BASE: u32 = 0x4FFF_E000;
+pub const LOCAL_STACK_TOP: u32 = 0x5000_0000;
+pub const STACK_GAP_LO: u32 = LOCAL_STACK_BASE - (16 << 20);
+/// The guard page below an HBM stack.
+pub const STACK_GUARD_BYTES: u64 = 4096;
+
 /// The pinned windows' local bases (the runtime's `SBUF_WINDOW`, `HBM_SCRATCH_WINDOW`) and
 /// their span.
 pub const SBUF_WINDOW: u32 = 0x8000_0000;

@@ -16,7 +16,7 @@ pub const CMD_RUN: u32 = 3;
 pub const CMD_QUIT: u32 = 5;
 pub const CMD_GUARDS: u32 = 6;
 /// Most guard pages the machine holds (its GUARDn registers).
-pub const MAX_GUARDS: usize = 32;
+pub const MAX_GUARDS: usize = 31;
 
 /// Core -> host.
 pub const RSP_READY: u32 = 1;

@@ -274,11 +274,19 @@ fn global_constructors_run_on_the_device_as_on_the_host() {
 }
 
 /// A kernel with a stack frame beyond `entry`'s reach (GCC's `movsp`) builds for the device
-/// and gives the host build's bytes.
+/// and, given the stack it needs (`-DSTACK_SIZE`: an HBM stack, D79), gives the host
+/// build's bytes.
 #[test]
 fn large_stack_frames_build_and_run_on_the_device() {
     let dir = tempfile::tempdir().unwrap();
-    let (so, pool) = test_op(dir.path(), "bigframe");
+    let t = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bigframe");
+    let (so, pool) = testkit::build_with_image_flags(
+        dir.path(),
+        "bigframe",
+        &t.join("bigframe.schema"),
+        &[t.join("bigframe.cpp")],
+        &["-DSTACK_SIZE=81920"],
+    );
     let x = f32s(&[300], |i| i as f32 * 0.25);
     same_on_both(&so, &pool, "big_frame", vec![LaunchArg::hbm(x)]);
 }

@@ -28,7 +28,7 @@ pub fn archive() -> PathBuf {
 
 /// Builds an op library with the op build helper.
 pub fn build_ops(dir: &Path, name: &str, schema: &Path, sources: &[PathBuf]) -> PathBuf {
-    schema_library(dir, name, schema, sources, false).library
+    schema_library(dir, name, schema, sources, false, Default::default()).library
 }
 
 /// A schema-flow library in `dir`, with its Pool image when `image`.
@@ -38,6 +38,7 @@ fn schema_library(
     schema: &Path,
     sources: &[PathBuf],
     image: bool,
+    flags: opbuild::CompileFlags,
 ) -> opbuild::BuildReport {
     opbuild::build(&BuildOptions {
         schema: schema.into(),
@@ -52,7 +53,7 @@ fn schema_library(
             None
         },
         cxx: "g++".into(),
-        flags: Default::default(),
+        flags,
         on_compiled: None,
     })
     .unwrap_or_else(|e| panic!("building {name}: {e}"))
@@ -157,7 +158,22 @@ pub fn build_with_image(
     schema: &Path,
     sources: &[PathBuf],
 ) -> (PathBuf, PathBuf) {
-    let r = schema_library(dir, name, schema, sources, true);
+    build_with_image_flags(dir, name, schema, sources, &[])
+}
+
+/// [`build_with_image`] with extra compiler flags (`-DSTACK_SIZE=...`).
+pub fn build_with_image_flags(
+    dir: &Path,
+    name: &str,
+    schema: &Path,
+    sources: &[PathBuf],
+    cflags: &[&str],
+) -> (PathBuf, PathBuf) {
+    let flags = opbuild::CompileFlags {
+        extra_cflags: cflags.iter().map(|f| f.to_string()).collect(),
+        ..Default::default()
+    };
+    let r = schema_library(dir, name, schema, sources, true, flags);
     (r.library, r.device_image.expect("a Pool image"))
 }
 

@@ -1,0 +1,87 @@
+//! The stack a kernel runs on, as the vendor's `switch_stack_or_call_wrapper` chooses it
+//! (../shared/spec/device-customop.md §8.1; docs/decisions.md D79): the current (local)
+//! stack when the room left on it, from the stack pointer down to the local stack's limit,
+//! holds STACK_SIZE bytes; otherwise an HBM block of STACK_SIZE bytes from the core's HBM
+//! heap, aborting when there is none. The board names the limit and guards the page below
+//! an HBM stack (the `neuron_host_stack` service); without that service (host cores, tests)
+//! the kernel runs on the current stack.
+
+use crate::fatal::fatal_with;
+use crate::platform;
+use crate::runtime;
+
+/// The largest STACK_SIZE the guide supports (400 KB); builds refuse more.
+pub const MAX_STACK_SIZE: u32 = 400 * 1024;
+/// The machine's guard granularity: the page below an HBM stack faults when touched.
+const PAGE: u32 = 4096;
+
+#[cfg(all(target_arch = "xtensa", feature = "archive"))]
+extern "C" {
+    /// `f()` with the stack pointer at `top` (customop-device/xtensa/stack.c).
+    fn __neuron_call_on_stack(f: unsafe extern "C" fn(), top: usize);
+}
+
+/// Runs `f` on a stack of at least `stack_size` bytes.
+///
+/// # Safety
+/// `f` is a kernel wrapper (C contract).
+pub unsafe fn run(f: unsafe extern "C" fn(), stack_size: u32) {
+    let Some(stack) = platform::services().stack else {
+        // SAFETY: the caller's contract.
+        return unsafe { f() };
+    };
+    let here = 0u8;
+    let sp = core::hint::black_box(&here) as *const u8 as usize;
+    // SAFETY: the board's service (platform contract): records the launch's stack.
+    let limit = unsafe { stack(stack_size, 0, 0) } as usize;
+    if sp.saturating_sub(limit) >= stack_size as usize {
+        // SAFETY: as above.
+        return unsafe { f() };
+    }
+    // SAFETY: as above.
+    unsafe { on_hbm(f, stack_size, stack) }
+}
+
+/// `f` on an HBM stack: a block of a guard page and STACK_SIZE bytes (16-aligned), from the
+/// core's HBM heap, page-aligned so the guard is exactly its first page.
+unsafe fn on_hbm(f: unsafe extern "C" fn(), stack_size: u32, stack: platform::StackFn) {
+    let size = stack_size.saturating_add(15) & !15;
+    let Some(total) = size.checked_add(PAGE) else {
+        fatal_with(
+            "stack_switch.cpp",
+            format_args!("STACK_SIZE={stack_size} is more than a core can hold"),
+        )
+    };
+    let Ok(block) = runtime::hbm_allocate(total, PAGE) else {
+        fatal_with(
+            "stack_switch.cpp",
+            format_args!(
+                "the HBM stack of STACK_SIZE={stack_size} bytes cannot be allocated from the \
+                 core's HBM heap (the vendor's runtime aborts here)"
+            ),
+        )
+    };
+    let top = runtime::local_of_hbm_scratch(block + u64::from(total));
+    // SAFETY: the board's service, as in `run`: guards the block's first page.
+    unsafe { stack(stack_size, block as u32, (block >> 32) as u32) };
+    #[cfg(all(target_arch = "xtensa", feature = "archive"))]
+    // SAFETY: `top` ends `size` writable bytes above the guard page (the block is this
+    // launch's, shown by the pinned hbm_scratch window); `f` per the caller's contract.
+    unsafe {
+        __neuron_call_on_stack(f, top)
+    };
+    #[cfg(not(all(target_arch = "xtensa", feature = "archive")))]
+    {
+        let _ = top;
+        // SAFETY: the caller's contract (no stack switch off the device).
+        unsafe { f() };
+    }
+    // SAFETY: as above: the launch's stack is the local one again.
+    unsafe { stack(stack_size, 0, 0) };
+    if runtime::hbm_deallocate(block).is_err() {
+        fatal_with(
+            "stack_switch.cpp",
+            format_args!("the HBM stack was freed during the launch"),
+        );
+    }
+}
