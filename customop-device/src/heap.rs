@@ -52,16 +52,19 @@ const INDEX_SLOTS: usize = 256;
 pub struct Heap<const N: usize = DEFAULT_BLOCKS> {
     base: u64,
     size: u64,
-    /// Free blocks (start, size), sorted by address. Pairs rather than two arrays: a block
-    /// added or removed shifts one array (one move), and first fit reads both anyway.
-    free: [(u64, u64); N],
+    /// Free blocks (start, size), sorted by address, as 32-bit offsets from `base` (a heap
+    /// spans at most 4 GiB; half the bytes of addresses, and a Pool core's image counts
+    /// every one: D79). Pairs rather than two arrays: a block added or removed shifts one
+    /// array (one move), and first fit reads both anyway.
+    free: [(u32, u32); N],
     nfree: usize,
-    /// Allocated blocks, in descriptor slots: user address, block start, block size. A free
+    /// Allocated blocks, in descriptor slots: user address and block start (offsets from
+    /// `base`), block size. A free
     /// empties its slot and nothing moves (so no index entry needs repointing); an
     /// allocation takes the slot freed last (`spare`, a stack of empty slots).
-    used_user: [u64; N],
-    used_start: [u64; N],
-    used_size: [u64; N],
+    used_user: [u32; N],
+    used_start: [u32; N],
+    used_size: [u32; N],
     /// Empty slots, the next one to take last (`spare[..N - nused]`).
     spare: [u8; N],
     nused: usize,
@@ -115,10 +118,11 @@ impl<const N: usize> Heap<N> {
         self.spare = Self::ALL_SPARE;
         self.index.fill(0);
         self.unused_bytes = 0;
+        let size = size.min(u64::from(u32::MAX));
         self.base = base;
         self.size = size;
         if size > 0 {
-            self.free[0] = (base, size);
+            self.free[0] = (0, size as u32);
             self.nfree = 1;
         }
     }
@@ -147,7 +151,9 @@ impl<const N: usize> Heap<N> {
         }
         // Whether block j holds the request once its start is aligned (the slack is the
         // distance to the next multiple of align, a power of two).
-        let fits = |&(start, bsize): &(u64, u64)| {
+        let base = self.base;
+        let fits = |&(off, bsize): &(u32, u32)| {
+            let (start, bsize) = (base + u64::from(off), u64::from(bsize));
             bsize >= size && size + (start.wrapping_neg() & mask) <= bsize
         };
         // The first WIDE blocks at once: a mask of those big enough, computed without a
@@ -161,7 +167,7 @@ impl<const N: usize> Heap<N> {
                 .iter()
                 .enumerate()
                 .fold(0u32, |m, (j, &(_, bsize))| {
-                    m | (u32::from(bsize >= size) << j)
+                    m | (u32::from(u64::from(bsize) >= size) << j)
                 });
             big &= (1u32 << n.min(WIDE)) - 1;
             while big != 0 {
@@ -184,23 +190,24 @@ impl<const N: usize> Heap<N> {
                     + from
             }
         };
-        let (start, bsize) = self.free[i];
+        let (off, bsize) = self.free[i];
+        let (start, bsize) = (base + u64::from(off), u64::from(bsize));
         let slack = start.wrapping_neg() & mask;
         let need = size + slack;
         let user = start + slack;
         let remainder = bsize - need;
         let taken = if remainder > MIN_SPLIT && self.descriptors() < N {
             // The remainder takes the block's place in the free list.
-            self.free[i] = (start + need, remainder);
+            self.free[i] = ((start + need - base) as u32, remainder as u32);
             need
         } else {
             self.remove_free(i);
             bsize
         };
         let k = usize::from(self.spare[N - 1 - self.nused]);
-        self.used_user[k] = user;
-        self.used_start[k] = start;
-        self.used_size[k] = taken;
+        self.used_user[k] = (user - base) as u32;
+        self.used_start[k] = off;
+        self.used_size[k] = taken as u32;
         self.nused += 1;
         self.index_put(user, k);
         self.unused_bytes += slack;
@@ -218,7 +225,7 @@ impl<const N: usize> Heap<N> {
         let (start, size) = (self.used_start[i], self.used_size[i]);
         self.nused -= 1;
         self.spare[N - 1 - self.nused] = i as u8;
-        self.unused_bytes -= user - start;
+        self.unused_bytes -= user - (self.base + u64::from(start));
         // The first free block above this one (free blocks never overlap live ones).
         // The list is sorted, so that is how many free blocks start at or below `start`: a
         // count, which compiles to straight-line compares where a binary search waits on
@@ -248,7 +255,8 @@ impl<const N: usize> Heap<N> {
     /// Bytes of the allocation at `user` (including its alignment slack), if live.
     pub fn alloc_size(&self, user: u64) -> Option<u64> {
         let i = usize::from(self.index[self.index_find(user)?]) - 1;
-        Some(self.used_size[i] - (user - self.used_start[i]))
+        let start = self.base + u64::from(self.used_start[i]);
+        Some(u64::from(self.used_size[i]) - (user - start))
     }
 
     /// The index slot `user` hashes to (Fibonacci hashing of the address).
@@ -264,7 +272,7 @@ impl<const N: usize> Heap<N> {
             if e == 0 {
                 return None;
             }
-            if self.used_user[usize::from(e) - 1] == user {
+            if self.base + u64::from(self.used_user[usize::from(e) - 1]) == user {
                 return Some(s);
             }
             s = (s + 1) % INDEX_SLOTS;
@@ -286,7 +294,7 @@ impl<const N: usize> Heap<N> {
         let mut s = (hole + 1) % INDEX_SLOTS;
         while self.index[s] != 0 {
             let e = self.index[s];
-            let home = Self::home(self.used_user[usize::from(e) - 1]);
+            let home = Self::home(self.base + u64::from(self.used_user[usize::from(e) - 1]));
             // The entry may fill the hole unless its home lies cyclically in (hole, s].
             let stays = if hole <= s {
                 hole < home && home <= s
@@ -307,13 +315,19 @@ impl<const N: usize> Heap<N> {
         let align = u64::from(if align == 0 { DEFAULT_ALIGN } else { align });
         self.free[..self.nfree]
             .iter()
-            .map(|&(start, size)| size.saturating_sub(start.next_multiple_of(align) - start))
+            .map(|&(off, size)| {
+                let start = self.base + u64::from(off);
+                u64::from(size).saturating_sub(start.next_multiple_of(align) - start)
+            })
             .max()
             .unwrap_or(0)
     }
 
     pub fn free_bytes(&self) -> u64 {
-        self.free[..self.nfree].iter().map(|&(_, size)| size).sum()
+        self.free[..self.nfree]
+            .iter()
+            .map(|&(_, size)| u64::from(size))
+            .sum()
     }
 
     pub fn live_allocations(&self) -> usize {
@@ -325,7 +339,7 @@ impl<const N: usize> Heap<N> {
         self.nfree -= 1;
     }
 
-    fn insert_free(&mut self, i: usize, start: u64, size: u64) {
+    fn insert_free(&mut self, i: usize, start: u32, size: u32) {
         self.free.copy_within(i..self.nfree, i + 1);
         self.free[i] = (start, size);
         self.nfree += 1;
@@ -468,7 +482,7 @@ mod tests {
                 let spare = &h.spare[..DEFAULT_BLOCKS - h.nused];
                 let held: u64 = (0..DEFAULT_BLOCKS)
                     .filter(|&i| !spare.contains(&(i as u8)))
-                    .map(|i| h.used_size[i])
+                    .map(|i| u64::from(h.used_size[i]))
                     .sum();
                 assert_eq!(held + h.free_bytes(), 0x4000, "bytes conserved");
             }

@@ -30,7 +30,7 @@ unit() { # unit FILE COMPILER [FLAGS...]
     file=$1 compiler=$2
     shift 2
     stem=${file%.*}
-    "$compiler" -O2 -S -mabi=windowed -mlongcalls -ffreestanding "$@" "$here/$file" \
+    "$compiler" -Os -ffunction-sections -fdata-sections -S -mabi=windowed -mlongcalls -ffreestanding "$@" "$here/$file" \
         -o "$objs/$stem.s"
     "$here/windowed-as.sh" "$objs/$stem.s" "$objs/customop_$stem.o"
     units="$units customop_$stem.o"

@@ -177,3 +177,38 @@ def test_stores_outside_the_core_are_faults_and_every_later_launch_is_exact(xten
     for i in range(100):
         y = rng.standard_normal(4096).astype(np.float32)
         np.testing.assert_array_equal(xtensa.ops["vandal"](y, 0, cores=8), np.abs(y), err_msg=f"launch {i}")
+
+
+def image_size(stdout):
+    m = re.search(rb"core images: (\d+) bytes loaded \(text (\d+), data (\d+), bss (\d+)\) each", stdout)
+    assert m, stdout
+    total, *parts = map(int, m.groups())
+    assert total == sum(parts)
+    return total
+
+
+def test_the_build_prints_each_core_images_loaded_size_and_warns_above_64_kib(tmp_path):
+    from conftest import NRT_POOL, ROOT, run
+
+    mlp = ROOT / "examples" / "mlp"
+    p = run(NRT_POOL, "build", "--name", "mlp_ops", "--compute", mlp / "relu.cpp", "--shape", mlp / "shape.cpp",
+            "--build-directory", tmp_path / "relu", "--device-image")
+    relu = image_size(p.stdout)
+    assert relu <= 64 << 10, "the examples' ReLU fits the vendor's 64 KiB staged-library limit"
+    assert b"above the 65536 (64 KiB)" not in p.stderr, p.stderr
+    # A 256 KiB table: loads, with the warning; a 3 MiB one does not fit a core's 2 MiB slot.
+    for kib, ok in ((256, True), (3072, False)):
+        src = tmp_path / f"t{kib}.cpp"
+        src.write_text(KERNELS.replace("// 16 KiB of locals", f"float table[{kib} * 256] = {{1.0f}};\n// 16 KiB of locals")
+                       .replace("float s = 0;", "float s = table[x.numel() % 7] - 1.0f;"))
+        (tmp_path / "s.cpp").write_text(SHAPES)
+        p = run(NRT_POOL, "build", "--name", "stack_ops", "--compute", src, "--shape", tmp_path / "s.cpp",
+                "--build-directory", tmp_path / f"b{kib}", "--device-image", check=False)
+        if ok:
+            assert p.returncode == 0, p.stderr
+            assert image_size(p.stdout) > kib << 10
+            assert b"would not load on the device" in p.stderr, p.stderr
+        else:
+            assert p.returncode != 0
+            assert b"exceeds its core's 2 MiB slot" in p.stderr, p.stderr
+            assert not (tmp_path / f"b{kib}" / "libstack_ops.pool").exists()

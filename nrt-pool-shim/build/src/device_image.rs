@@ -108,3 +108,93 @@ pub(crate) fn stage(objs: &[PathBuf], d: &DeviceImage, work: &Path) -> Result<Pa
     std::fs::write(&pool, pool_image::write_file(&images)).map_err(io(&pool))?;
     Ok(pool)
 }
+
+/// What a core's image loads into device memory (its allocated sections).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoadedSize {
+    pub core: u32,
+    /// Code and read-only data (literal pools included).
+    pub text: u64,
+    /// Initialised data.
+    pub data: u64,
+    /// Zeroed data.
+    pub bss: u64,
+}
+
+impl LoadedSize {
+    pub fn total(&self) -> u64 {
+        self.text + self.data + self.bss
+    }
+}
+
+/// The vendor's loader refuses a staged library above 64 KiB (host digest, `ll_create`
+/// code 7): an image above it would not load on the device (D79).
+pub const VENDOR_STAGED_LIMIT: u64 = 64 << 10;
+
+/// Each core image's loaded bytes, from a built `libNAME.pool`.
+pub fn loaded_sizes(pool: &[u8]) -> Result<Vec<LoadedSize>, String> {
+    use object::{Object, ObjectSection, SectionFlags, SectionKind};
+    let (iram, dram) = pool_image::parse_file(pool).map_err(|e| e.to_string())?;
+    let cores = pool_image::parse_pair(iram, dram).map_err(|e| e.to_string())?;
+    cores
+        .iter()
+        .map(|c| {
+            let file = object::File::parse(c.elf).map_err(|e| format!("core {}: {e}", c.core))?;
+            let mut s = LoadedSize {
+                core: c.core,
+                ..Default::default()
+            };
+            for sec in file.sections() {
+                // SHF_ALLOC (2): what the loader places.
+                let alloc =
+                    matches!(sec.flags(), SectionFlags::Elf { sh_flags } if sh_flags & 2 != 0);
+                if !alloc || sec.size() == 0 {
+                    continue;
+                }
+                match sec.kind() {
+                    SectionKind::UninitializedData | SectionKind::UninitializedTls => {
+                        s.bss += sec.size()
+                    }
+                    SectionKind::Text | SectionKind::ReadOnlyData | SectionKind::ReadOnlyString => {
+                        s.text += sec.size()
+                    }
+                    _ => s.data += sec.size(),
+                }
+            }
+            Ok(s)
+        })
+        .collect()
+}
+
+/// Lines for `nrt-pool build`: each core image's loaded size (one line when all agree),
+/// and a warning when one is above the vendor's staged-library limit.
+pub fn size_report(sizes: &[LoadedSize]) -> (Vec<String>, Option<String>) {
+    let mut lines = Vec::new();
+    let same = sizes.windows(2).all(|w| w[0].total() == w[1].total());
+    let describe = |s: &LoadedSize| {
+        format!(
+            "{} bytes loaded (text {}, data {}, bss {})",
+            s.total(),
+            s.text,
+            s.data,
+            s.bss
+        )
+    };
+    match (same, sizes.first()) {
+        (true, Some(s)) => lines.push(format!("core images: {} each", describe(s))),
+        _ => {
+            for s in sizes {
+                lines.push(format!("core {} image: {}", s.core, describe(s)));
+            }
+        }
+    }
+    let largest = sizes.iter().map(LoadedSize::total).max().unwrap_or(0);
+    let warning = (largest > VENDOR_STAGED_LIMIT).then(|| {
+        format!(
+            "warning: a core image loads {largest} bytes, above the 65536 (64 KiB) the vendor's \
+             loader accepts for a staged library (ll_create refuses it with code 7): it runs \
+             here, but would not load on the device (D79)"
+        )
+    });
+    (lines, warning)
+}

@@ -245,6 +245,29 @@ fn default_board() -> PathBuf {
     beside_exe("../customop/xtensa-q7-none-elf/pool-board.elf")
 }
 
+/// Each core image's loaded size, and the warning above the vendor's staged-library limit.
+fn report_image_sizes(pool: &Path) {
+    use nrt_pool_build::device_image::{loaded_sizes, size_report};
+    match std::fs::read(pool)
+        .map_err(|e| e.to_string())
+        .and_then(|b| loaded_sizes(&b))
+    {
+        Ok(sizes) => {
+            let (lines, warning) = size_report(&sizes);
+            for l in lines {
+                println!("{l}");
+            }
+            if let Some(w) = warning {
+                eprintln!("{w}");
+            }
+        }
+        Err(e) => eprintln!(
+            "warning: {}: cannot read the image sizes: {e}",
+            pool.display()
+        ),
+    }
+}
+
 /// An engine with `lib` loaded on the backend `isa` asks for (by default the file's: a
 /// Pool image runs on Xtensa cores); asked for the other, the build beside `lib` is used.
 fn engine_with(lib: &Path, isa: Option<Isa>) -> Result<PoolEngine, Failure> {
@@ -741,6 +764,7 @@ fn build(a: BuildArgs) -> Result<(), Failure> {
     }
     if let Some(p) = &r.device_image {
         println!("built {} (8 Xtensa cores)", p.display());
+        report_image_sizes(p);
     }
     println!("built {}", r.library.display());
     Ok(())
@@ -801,6 +825,7 @@ fn build_ops(a: BuildArgs) -> Result<(), Failure> {
     }
     if let Some(p) = &r.device_image {
         println!("built {} (8 Xtensa cores)", p.display());
+        report_image_sizes(p);
     }
     println!(
         "built {}{}",

@@ -36,6 +36,19 @@ fn main() {
     let mut report = Report::new("xtensa");
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
 
+    // The examples' ReLU library (examples/mlp): each core image's loaded bytes against the
+    // vendor's 64 KiB staged-library limit (#25, D79).
+    let (_, relu_pool) =
+        testkit::build_example_with_image(dir.path(), "mlp_ops", "mlp", "relu.cpp", false);
+    let sizes =
+        nrt_pool_build::device_image::loaded_sizes(&std::fs::read(&relu_pool).unwrap()).unwrap();
+    let largest = sizes.iter().map(|s| s.total()).max().unwrap_or(0);
+    report.size_row(
+        "examples/mlp ReLU: loaded bytes per core image (text+data+bss)",
+        largest,
+        nrt_pool_build::device_image::VENDOR_STAGED_LIMIT,
+    );
+
     let b = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/ops");
     let (so, pool) = testkit::build_with_image(
         dir.path(),

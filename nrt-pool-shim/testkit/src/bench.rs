@@ -133,6 +133,33 @@ impl Report {
     }
 }
 
+impl Report {
+    /// A size row: `bytes` against a limit (met when at most the limit); the ratio is
+    /// limit / bytes, so above 1 means under the limit.
+    pub fn size_row(&mut self, name: &str, bytes: u64, limit: u64) {
+        let ratio = limit as f64 / (bytes.max(1)) as f64;
+        let met = bytes <= limit;
+        println!(
+            "{:<56} {:>24} {:>24} {:>7.3}x {:>12} {}",
+            name,
+            format!("{bytes} B"),
+            format!("limit {limit} B"),
+            ratio,
+            format!("<= {limit} B"),
+            if met { "met" } else { "MISSED" }
+        );
+        self.rows.push(serde_json::json!({
+            "suite": self.suite,
+            "row": name,
+            "ours_bytes": bytes,
+            "limit_bytes": limit,
+            "ratio": ratio,
+            "goal": format!("<= {limit} B"),
+            "met": met,
+        }));
+    }
+}
+
 impl Drop for Report {
     fn drop(&mut self) {
         let dir = crate::root().join("target/bench");
