@@ -82,14 +82,17 @@ test: tools build customop-archives pyenv
 ## make pyenv: target/venv with NumPy and pytest (created once, then only checked).
 pyenv:
 	@test -x $(PYTHON) || python3 -m venv $(PYVENV)
-	@$(PYTHON) -c "import numpy, pytest, maturin" 2>/dev/null || $(PYVENV)/bin/pip install -q numpy pytest maturin
+	@$(PYTHON) -c "import numpy, pytest, maturin, xdist" 2>/dev/null || $(PYVENV)/bin/pip install -q numpy pytest pytest-xdist maturin
 
+## The Python suite's parallel workers (pytest-xdist; each test file stays on one worker, so
+## its module fixtures are built once): PYTEST_WORKERS=1 runs it in one process.
+PYTEST_WORKERS ?= auto
 ## make test-python: the op-author tests in Python: the gpsimd_open package (installed into
 ## target/venv from nrt-pool-shim/python), AWS API ops against NumPy (torch tests skip
 ## unless torch is installed: make test-torch).
 test-python: pyenv customop-archives
 	$(PYVENV)/bin/pip install -q ./nrt-pool-shim/python
-	cd tests/python && ../../$(PYTHON) -m pytest -q -rs
+	cd tests/python && ../../$(PYTHON) -m pytest -q -rs -n $(PYTEST_WORKERS) --dist loadfile
 
 ## make soak: the full soak (issue #31): 100,000 launches on host cores and 10,000 on Xtensa
 ## cores in one process each, with memory, descriptors, threads and core processes counted

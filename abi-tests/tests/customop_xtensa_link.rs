@@ -65,6 +65,10 @@ fn link(objs: &[PathBuf], org: u64, out: &Path) -> Output {
             "--no-warn-rwx-segments",
             "-z",
             "noexecstack",
+            // What the board calls besides entry_func, as nrt-pool build keeps it (the
+            // kernels are reached through the roster).
+            "-u",
+            "_Z14register_funcsPF22SUNDA_UCODE_LIB_STATUSPvPKcPFivEE",
         ])
         .args(objs)
         .arg(&archive)
