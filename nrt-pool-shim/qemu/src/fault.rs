@@ -259,8 +259,8 @@ impl fmt::Display for CoreFault {
 const ACCESS_WRITE: u32 = 2;
 const ACCESS_SOC: u32 = 0x100;
 
-/// The largest STACK_SIZE the guide supports (400 KB; the build refuses more).
-pub const MAX_STACK_SIZE: u32 = 400 * 1024;
+/// The largest STACK_SIZE the guide supports (the runtime's; the build refuses more).
+use neuroncustomop::stack::MAX_STACK_SIZE;
 
 /// Decodes the board's fault record (`[kind, EXCCAUSE, EPC1, EXCVADDR, DEPC, PS, PRID,
 /// ACCESS, SOC lo, SOC hi, STACK_SIZE, guard lo, guard hi, a1]`; kinds 4-9 carry DEBUGCAUSE
