@@ -69,7 +69,7 @@ customop-archives: tools-build
 		-p customop-device --release --features archive --crate-type staticlib \
 		--target riscv32imac-unknown-none-elf
 	customop-device/xtensa/build-archive.sh $(CUSTOMOP_OUT)/xtensa-q7-none-elf/release/libneuroncustomop.a
-	customop-device/xtensa/board/build-board.sh $(CUSTOMOP_OUT)/xtensa-q7-none-elf/pool-board.elf
+	nrt-pool-shim/qemu/board/build-board.sh $(CUSTOMOP_OUT)/xtensa-q7-none-elf/pool-board.elf
 	nrt-pool-shim/qemu/machine/build-qemu.sh $(CUSTOMOP_OUT)/xtensa-q7-none-elf/qemu-system-xtensa
 
 ## make test: unit, C-API, ABI, loader (GNU ld oracle), device-archive and C-consumer tests,

@@ -30,9 +30,9 @@ subst() { # subst SRC DST: @VERSION@ filled in
 for f in nrtucode_extisa.h nrt_pool.h nrt_sim_device.h; do
     put "$ROOT/include/$f" "$DEST/include/$f" 644
 done
-# The op author's headers under their own directory: include/gpsimd-open/{torch,neuron,...}
+# The op author's headers under their own directory: include/gpsimd-open/{torch,c10,ATen,neuron,...}
 # (never next to a real libtorch's include/torch).
-(cd "$ROOT/include" && find neuron_customop.hpp torch neuron torchneuron device -type f) | while read -r f; do
+(cd "$ROOT/include" && find neuron_customop.hpp torch c10 ATen neuron torchneuron device -type f) | while read -r f; do
     put "$ROOT/include/$f" "$DEST/include/gpsimd-open/$f" 644
 done
 for lib in libnrtucode_extisa.so libnrt_pool_shim.so libnrt_sim_device.so; do
@@ -41,7 +41,7 @@ done
 for t in x86_64-unknown-linux-gnu riscv32imac-unknown-none-elf xtensa-q7-none-elf; do
     put "$ARCH/$t/release/libneuroncustomop.a" "$DEST/lib/gpsimd-open/$t/libneuroncustomop.a" 644
 done
-# The board that runs Xtensa Pool images on QEMU cores (customop-device/xtensa/board/).
+# The board that runs Xtensa Pool images on QEMU cores (nrt-pool-shim/qemu/board/).
 put "$ARCH/xtensa-q7-none-elf/pool-board.elf" "$DEST/lib/gpsimd-open/xtensa-q7-none-elf/pool-board.elf" 644
 # QEMU with the nrt-pool machine, which the cores run on (D63; GPL-2.0-or-later).
 put "$ARCH/xtensa-q7-none-elf/qemu-system-xtensa" "$DEST/libexec/gpsimd-open/qemu-system-xtensa" 755

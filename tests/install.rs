@@ -52,6 +52,11 @@ fn installed_tree_serves_pkg_config_and_cmake_consumers_and_uninstalls() {
         "lib/gpsimd-open/xtensa-q7-none-elf/pool-board.elf",
         "include/nrt_pool.h",
         "include/gpsimd-open/torch/torch.h",
+        "include/gpsimd-open/torch/extension.h",
+        "include/gpsimd-open/c10/util/Half.h",
+        "include/gpsimd-open/c10/util/BFloat16.h",
+        "include/gpsimd-open/c10/core/Scalar.h",
+        "include/gpsimd-open/ATen/ATen.h",
         "include/gpsimd-open/torchneuron/register.h",
         "include/gpsimd-open/device/libcxx/__config_site",
         "include/gpsimd-open/device/inttypes.h",
@@ -78,7 +83,12 @@ fn installed_tree_serves_pkg_config_and_cmake_consumers_and_uninstalls() {
             .unwrap(),
     );
     assert!(String::from_utf8_lossy(&readelf.stdout).contains("[libnrtucode_extisa.so]"));
-    assert!(!prefix.join("include/torch").exists());
+    for real in ["include/torch", "include/c10", "include/ATen"] {
+        assert!(
+            !prefix.join(real).exists(),
+            "{real} would shadow a real libtorch's"
+        );
+    }
 
     // The installed nrt-pool builds an op from the installed headers and archive.
     let work = tmp.path().join("work");

@@ -9,8 +9,8 @@
 use std::alloc::Layout;
 use std::hint::black_box;
 
-use neuroncustomop::heap::Heap;
-use neuroncustomop::mem;
+use neuroncustomop::runtime::heap::Heap;
+use neuroncustomop::runtime::mem;
 use nrt_pool_testkit::bench::{Goal, Report, Sample};
 
 const POOL: usize = 64 << 20;

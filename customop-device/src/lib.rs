@@ -14,38 +14,14 @@
 #[cfg(test)]
 extern crate std;
 
-pub mod descriptor;
-pub mod fatal;
-pub mod global;
-pub mod heap;
-pub mod mem;
-pub mod platform;
-pub mod printf;
-pub mod runtime;
-pub mod scalar;
-pub mod stack;
-pub mod status;
-pub mod stdio;
-pub mod strtod;
-pub mod translate;
+// The wire layouts this runtime shares with the engine and the board (customop-abi).
+pub use customop_abi::rule;
+pub use customop_abi::{blob, descriptor, status};
 
-#[cfg(all(feature = "archive", target_os = "none"))]
-pub mod cctype;
-pub mod cerrno;
-#[cfg(feature = "archive")]
-pub mod cmath;
-#[cfg(all(feature = "archive", target_os = "none"))]
-pub mod cstdio;
-pub mod cstdlib;
-#[cfg(all(feature = "archive", target_os = "none"))]
-pub mod cstring;
-#[cfg(all(feature = "archive", target_os = "none"))]
-pub mod cxxrt;
-#[cfg(feature = "exports")]
-pub mod exports;
-#[cfg(all(feature = "exports", test))]
-mod exports_tests;
-#[cfg(feature = "archive")]
+/// The runtime: entry_func and the launch protocol, argument marshalling, translation, the
+/// heaps, memcpy, SPMD ids, the stack switch and the stdio channels. Uses nothing of libc.
+pub mod runtime;
+
+/// The device C library (stdio, stdlib, string, ctype, math, errno) and the C++ runtime
+/// pieces, on the runtime's services.
 pub mod libc;
-#[cfg(all(target_arch = "xtensa", feature = "archive"))]
-pub mod xtensa;

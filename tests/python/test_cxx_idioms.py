@@ -192,3 +192,21 @@ def test_the_cli_takes_defines_include_folders_and_flags(tmp_path):
         np.save(tmp_path / "big.npy", big)
         run(NRT_POOL, "run", lib, "idiom_ops::relu_big", "--arg", tmp_path / "big.npy", "--out", tmp_path / "r.npy")
         np.testing.assert_array_equal(np.load(tmp_path / "r.npy"), np.maximum(big, 0))
+
+
+@pytest.mark.parametrize("isa", ["host", "xtensa"])
+def test_libtorch_header_paths_build_and_run(tmp_path, isa):
+    """An op that includes <ATen/ATen.h>, <c10/util/Half.h>, ... (not torch/torch.h) and a
+    shape function through <torch/extension.h> build and run on both backends (#26)."""
+    custom_op.load("libtorch_layout", [OPS / "libtorch_layout_ops.cpp"], [OPS / "libtorch_layout_shape.cpp"],
+                   build_directory=tmp_path, isa=isa, extra_cflags=["-DSTACK_SIZE=16384"])
+    x = np.concatenate([RNG.standard_normal(61).astype(np.float32) * 1000,
+                        np.array([0.0, -0.0, 65504.0, 70000.0, 1e-7, np.inf, 3.0e38], np.float32)])
+    got = custom_op.ops.libtorch_layout.rounded(x, 3)
+    assert got.shape == (3, x.size) and got.dtype == np.float32
+    bits = x.view(np.uint32).astype(np.uint64)
+    bf16 = (((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16).astype(np.uint32).view(np.float32)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(got[0], x.astype(np.float16).astype(np.float32))
+    np.testing.assert_array_equal(got[1], bf16)
+    np.testing.assert_array_equal(got[2], x * np.float32(3))

@@ -5,9 +5,9 @@
 #![no_std]
 
 use neuroncustomop::descriptor::*;
-use neuroncustomop::heap::{Heap, HeapError};
+use neuroncustomop::runtime::heap::{Heap, HeapError};
 use neuroncustomop::runtime::{self, scratch, ArgBlob, ARG_BLOB_MAGIC, ARG_TYPE_TENSOR};
-use neuroncustomop::translate::{TranslationCtx, Windows};
+use neuroncustomop::runtime::translate::{TranslationCtx, Windows};
 
 pub const PASS: u32 = 42;
 
@@ -117,8 +117,8 @@ pub extern "C" fn selftest_main() -> u32 {
     for off in 0..4 {
         // SAFETY: in-bounds, disjoint buffers.
         unsafe {
-            neuroncustomop::mem::copy_vector(dst.as_mut_ptr().add(off), src.as_ptr().add(3), 257);
-            check!(60, neuroncustomop::mem::compare_bytes(dst.as_ptr().add(off), src.as_ptr().add(3), 257) == 0);
+            neuroncustomop::runtime::mem::copy_vector(dst.as_mut_ptr().add(off), src.as_ptr().add(3), 257);
+            check!(60, neuroncustomop::runtime::mem::compare_bytes(dst.as_ptr().add(off), src.as_ptr().add(3), 257) == 0);
         }
     }
 
@@ -144,17 +144,17 @@ impl List<'_> {
     }
 }
 
-impl neuroncustomop::printf::Args for List<'_> {
-    fn signed(&mut self, size: neuroncustomop::printf::IntSize) -> i64 {
-        use neuroncustomop::printf::IntSize;
+impl neuroncustomop::libc::printf::Args for List<'_> {
+    fn signed(&mut self, size: neuroncustomop::libc::printf::IntSize) -> i64 {
+        use neuroncustomop::libc::printf::IntSize;
         match (self.next(), size) {
             (Some(Arg::I(v)), IntSize::Int) => *v as i32 as i64,
             (Some(Arg::I(v)), _) => *v,
             _ => 0,
         }
     }
-    fn unsigned(&mut self, size: neuroncustomop::printf::IntSize) -> u64 {
-        use neuroncustomop::printf::IntSize;
+    fn unsigned(&mut self, size: neuroncustomop::libc::printf::IntSize) -> u64 {
+        use neuroncustomop::libc::printf::IntSize;
         match (self.next(), size) {
             (Some(Arg::I(v)), IntSize::Int) => *v as u32 as u64,
             (Some(Arg::I(v)), _) => *v as u64,
@@ -183,7 +183,7 @@ fn formats(format: &[u8], args: &[Arg], want: &[u8]) -> bool {
     let mut out = [0u8; 128];
     let mut n = 0;
     let mut over = false;
-    let count = neuroncustomop::printf::format(format, &mut List(args, 0), &mut |b| {
+    let count = neuroncustomop::libc::printf::format(format, &mut List(args, 0), &mut |b| {
         if n + b.len() <= out.len() {
             out[n..n + b.len()].copy_from_slice(b);
             n += b.len();

@@ -29,8 +29,8 @@ pub use neuron_ops::{build_op_library, OpBuildOptions, OpBuildReport};
 pub type OnCompiled = Option<std::sync::Arc<dyn Fn(&Path) + Send + Sync>>;
 
 /// The largest STACK_SIZE a build accepts: the guide's 400 KB (the vendor header's own
-/// assert allows 4 MiB; D79).
-pub const MAX_STACK_SIZE: u32 = 400 * 1024;
+/// assert allows 4 MiB; D79), as the runtime and the header's NRT_POOL_MAX_STACK_SIZE say.
+pub use customop_abi::MAX_STACK_SIZE;
 
 /// What an author adds to every compile of an op library, host and device alike
 /// (`custom_op.load(extra_cflags=..., extra_include_paths=...)`, `nrt-pool build -D -I

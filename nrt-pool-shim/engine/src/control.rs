@@ -4,151 +4,18 @@
 //! fields are written with atomic or volatile stores and read by the host after the cores
 //! have exited.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use super::doorbell::{Doorbell, HostBell};
 use super::memory::{CORES, STATUS_BYTES};
 
-/// Core states.
-pub const CORE_IDLE: u32 = 0;
-pub const CORE_RUNNING: u32 = 1;
-pub const CORE_DONE: u32 = 2;
-pub const CORE_FAULT: u32 = 3;
+pub use customop_abi::control::*;
 
-/// What ended a core that did not complete.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u32)]
-pub enum FaultKind {
-    /// SIGSEGV/SIGBUS: a bad or guard-page address.
-    Memory = 1,
-    /// abort(), a failed assert (SIGABRT).
-    Abort = 2,
-    /// A runtime rule broke or a Rust panic: the device runtime's fault hook.
-    Fatal = 3,
-    /// SIGFPE, SIGILL, SIGTRAP.
-    Trap = 4,
-    /// Still running at the launch's deadline.
-    Timeout = 5,
-    /// The core's process ended without reporting (exit(), killed from outside).
-    Exited = 6,
-    /// entry_func refused the library (its STATUS in `result`).
-    Entry = 7,
-    /// The kernel is not registered on this core.
-    NoKernel = 8,
-    /// The op library cannot be loaded (dlopen failed, or a required symbol is missing).
-    Load = 9,
-    /// The kernel's stack outgrew what it had (its guard was touched; D79).
-    StackOverflow = 10,
-}
-
-/// What a core was doing when it stopped (`CoreRecord::phase`).
-pub const PHASE_KERNEL: u32 = 0;
-/// dlopen: the library's static constructors.
-pub const PHASE_LOAD: u32 = 1;
-/// entry_func and register_funcs.
-pub const PHASE_START: u32 = 2;
-
-impl FaultKind {
-    pub fn from_u32(v: u32) -> Option<FaultKind> {
-        use FaultKind::*;
-        [
-            Memory,
-            Abort,
-            Fatal,
-            Trap,
-            Timeout,
-            Exited,
-            Entry,
-            NoKernel,
-            Load,
-            StackOverflow,
-        ]
-        .into_iter()
-        .find(|k| *k as u32 == v)
-    }
-
-    pub fn describe(self) -> &'static str {
-        match self {
-            FaultKind::Memory => "memory fault",
-            FaultKind::Abort => "abort",
-            FaultKind::Fatal => "fatal error",
-            FaultKind::Trap => "trap",
-            FaultKind::Timeout => "timeout",
-            FaultKind::Exited => "exited",
-            FaultKind::Entry => "entry_func failed",
-            FaultKind::NoKernel => "kernel not registered",
-            FaultKind::Load => "cannot load the op library",
-            FaultKind::StackOverflow => "stack overflow",
-        }
-    }
-}
-
-/// One core's report (512 bytes).
-#[repr(C)]
-pub struct CoreRecord {
-    pub state: AtomicU32,
-    pub kind: AtomicU32,
-    /// The launcher's return value, or entry_func's STATUS.
-    pub result: AtomicU32,
-    pub signal: AtomicU32,
-    /// Faulting host address (0: unknown): the data address of a memory fault, the
-    /// instruction of a trap.
-    pub addr: AtomicU64,
-    pub msg_len: AtomicU32,
-    /// `PHASE_*`: loading, start code or a kernel.
-    pub phase: AtomicU32,
-    /// The faulting instruction's host address (0: unknown).
-    pub pc: AtomicU64,
-    /// Load base of the op library in the core (0: unknown), to symbolize `pc`.
-    pub module_base: AtomicU64,
-    /// `ACCESS_*` of a memory fault.
-    pub access: AtomicU32,
-    pub _pad: u32,
-    pub msg: [u8; 456],
-}
-
-/// A memory fault's access, where the processor says (x86-64 page-fault error code).
-pub const ACCESS_UNKNOWN: u32 = 0;
-pub const ACCESS_READ: u32 = 1;
-pub const ACCESS_WRITE: u32 = 2;
-
-/// The block's header.
-#[repr(C)]
-pub struct Header {
-    /// Entries written to the stdio ring this launch.
-    pub stdio_count: AtomicU32,
-    /// Bytes that did not fit in the ring (reported, never silently lost).
-    pub stdio_dropped: AtomicU32,
-    /// Registration names from the load-time probe: count and bytes used.
-    pub names_count: AtomicU32,
-    pub names_len: AtomicU32,
-    /// The op library's schema text from the probe (bytes used; 0: none).
-    pub schema_len: AtomicU32,
-    /// Guard pages the cores protect for this launch (SoC addresses at GUARDS_OFFSET).
-    pub guard_count: AtomicU32,
-}
-
-pub const RECORDS_OFFSET: usize = 0x100;
-pub const RING_OFFSET: usize = 0x2000;
-pub const RING_ENTRY: usize = 256;
-/// Payload bytes per ring entry (a 4-byte entry header: length u16, fd u8, core u8).
-pub const RING_PAYLOAD: usize = RING_ENTRY - 4;
-pub const NAMES_OFFSET: usize = 0x30000;
-pub const NAMES_BYTES: usize = SCHEMA_OFFSET - NAMES_OFFSET;
-pub const SCHEMA_OFFSET: usize = 0x40000;
+/// Bytes of the schema area (up to the doorbells).
 pub const SCHEMA_BYTES: usize = DOORBELL_OFFSET - SCHEMA_OFFSET;
 /// The launch doorbells, at the block's end: the host's, then one per core.
 pub const DOORBELL_OFFSET: usize = STATUS_BYTES as usize - DOORBELL_BYTES;
 pub const DOORBELL_BYTES: usize = 64 + CORES * std::mem::size_of::<Doorbell>();
-pub const RING_ENTRIES: usize = (NAMES_OFFSET - RING_OFFSET) / RING_ENTRY;
-/// The guard list: SoC addresses of pages, after the records.
-pub const GUARDS_OFFSET: usize = RECORDS_OFFSET + CORES * 512;
-/// Most guard pages one launch protects (one after each tensor: 10 arguments and the output).
-pub const MAX_GUARDS: usize = 16;
-
-const _: () = assert!(std::mem::size_of::<CoreRecord>() == 512);
-const _: () = assert!(std::mem::size_of::<Header>() <= RECORDS_OFFSET);
-const _: () = assert!(GUARDS_OFFSET + MAX_GUARDS * 8 <= RING_OFFSET);
 const _: () = assert!(SCHEMA_OFFSET < DOORBELL_OFFSET);
 const _: () = assert!(DOORBELL_OFFSET & 63 == 0);
 

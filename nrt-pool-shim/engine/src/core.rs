@@ -9,7 +9,8 @@ use std::sync::atomic::{
     AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
 };
 
-use neuroncustomop::stdio;
+use customop_abi::handoff::{Service, SundaUcodeLib};
+use customop_abi::stdio;
 
 use super::control::{
     ControlBlock, FaultKind, ACCESS_READ, ACCESS_UNKNOWN, ACCESS_WRITE, CORE_DONE, CORE_RUNNING,
@@ -21,21 +22,7 @@ use super::library::{
 use super::memory::{DeviceMemory, PAGE};
 
 /// `SUNDA_UCODE_LIB` as a 64-bit host lays it out (nine pointer-sized fields).
-#[repr(C)]
-pub struct Handoff {
-    pub sizeof_ncore_ucode_lib: usize,
-    pub library_handle: *mut c_void,
-    pub register_ext_isa_fn: Option<unsafe extern "C" fn(*mut c_void, *const c_char) -> u32>,
-    pub get_libc_fn: Option<unsafe extern "C" fn(*const c_char) -> *mut c_void>,
-    pub get_data_scratch: Option<unsafe extern "C" fn(*mut *mut c_void, *mut usize) -> *mut c_void>,
-    pub get_hbm_scratch: Option<unsafe extern "C" fn(*mut u64, *mut usize) -> *mut c_void>,
-    pub get_dma_queue: Option<unsafe extern "C" fn(*mut u32, *mut u32) -> *mut c_void>,
-    pub register_ext_isa_fn_v2: Option<unsafe extern "C" fn(*mut c_void, *const c_char, u8) -> u32>,
-    pub register_ext_isa_fn_v3: Option<unsafe extern "C" fn()>,
-}
-
-const _: () = assert!(std::mem::size_of::<Handoff>() == 72);
-const _: () = assert!(std::mem::offset_of!(Handoff, get_libc_fn) == 24);
+pub type Handoff = SundaUcodeLib;
 
 pub type EntryFn = unsafe extern "C" fn(*const Handoff) -> u32;
 pub type WrapperFn = unsafe extern "C" fn() -> i32;
@@ -98,8 +85,8 @@ static SHAPE_FN: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 /// char *why, size_t cap)`.
 type ShapeFn = unsafe extern "C" fn(
     *const c_char,
-    *const neuroncustomop::descriptor::ArgTensor,
-    *mut neuroncustomop::descriptor::ArgTensor,
+    *const customop_abi::descriptor::ArgTensor,
+    *mut customop_abi::descriptor::ArgTensor,
     *mut c_char,
     usize,
 ) -> i32;
@@ -129,8 +116,8 @@ fn shape_request(core: usize, name: &[u8]) {
     // region) before the request; the shape entry reads its args and writes its output.
     let blob = unsafe {
         &mut *scratch
-            .add(neuroncustomop::runtime::scratch::ARG_BLOB)
-            .cast::<neuroncustomop::runtime::ArgBlob>()
+            .add(customop_abi::blob::scratch::ARG_BLOB)
+            .cast::<customop_abi::blob::ArgBlob>()
     };
     let mut why = [0u8; 448];
     // SAFETY: the library's shape entry with its documented signature.
@@ -287,14 +274,15 @@ unsafe extern "C" fn get_libc_fn(name: *const c_char) -> *mut c_void {
     drain_early_stdio();
     // SAFETY: the runtime asks with NUL-terminated names.
     let name = unsafe { CStr::from_ptr(name) }.to_bytes();
-    match name {
-        b"neuron_host_map" => svc_map as *mut c_void,
-        b"neuron_host_cpu_id" => svc_cpu_id as *mut c_void,
-        b"neuron_host_cpu_count" => svc_cpu_count as *mut c_void,
-        b"neuron_host_dma" => svc_dma as *mut c_void,
-        b"neuron_host_fault" => svc_fault as *mut c_void,
-        b"neuron_host_write" => svc_write as *mut c_void,
-        _ => std::ptr::null_mut(),
+    // Host cores offer every service but the stack (host kernels run on the core's own).
+    match Service::from_name(name) {
+        Some(Service::Map) => svc_map as *mut c_void,
+        Some(Service::CpuId) => svc_cpu_id as *mut c_void,
+        Some(Service::CpuCount) => svc_cpu_count as *mut c_void,
+        Some(Service::Dma) => svc_dma as *mut c_void,
+        Some(Service::Fault) => svc_fault as *mut c_void,
+        Some(Service::Write) => svc_write as *mut c_void,
+        Some(Service::Stack) | None => std::ptr::null_mut(),
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use neuroncustomop::descriptor::ArgTensor;
+use customop_abi::descriptor::ArgTensor;
 
 use super::error::EmuError;
 use super::schema::{KernelSig, ParamKind, ResultShape};

@@ -30,8 +30,8 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use neuroncustomop::descriptor::ArgTensor;
-use neuroncustomop::runtime::{scratch, ArgBlob, ARG_BLOB_MAGIC, ARG_TYPE_TENSOR};
+use customop_abi::blob::{scratch, ArgBlob, ARG_TYPE_TENSOR};
+use customop_abi::descriptor::ArgTensor;
 
 use self::backend::{HostBackend, IsaBackend};
 use self::control::{
@@ -980,15 +980,7 @@ fn drain_stdio(ctl: &ControlBlock, out: &mut Vec<u8>, err: &mut Vec<u8>, cap: us
 
 /// An argument blob for `n` arguments, nothing placed yet.
 fn empty_blob(n: usize) -> ArgBlob {
-    ArgBlob {
-        magic: ARG_BLOB_MAGIC,
-        num_args: n as u32,
-        sbuf_base: memory::SBUF_BASE,
-        args: [ArgTensor::zeroed(); MAX_ARGS],
-        types: [0; MAX_ARGS],
-        reserved: [0; 6],
-        output: ArgTensor::zeroed(),
-    }
+    ArgBlob::empty(n as u32, memory::SBUF_BASE)
 }
 
 /// A NEURON_LIBRARY op's arguments: their number, and tensors where it takes tensors.

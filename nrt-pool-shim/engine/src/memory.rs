@@ -24,7 +24,7 @@ pub const SCRATCH_BYTES: u64 = 64 << 10;
 pub const HBM_SCRATCH_BYTES: u64 = 6 << 20;
 /// The shared status page: per-core completion and faults, and the stdio ring.
 pub const STATUS_BYTES: u64 = 512 << 10;
-pub const CORES: usize = 8;
+pub use customop_abi::CORES;
 pub const PAGE: u64 = 4096;
 /// A translation window spans 16 MiB (dynamic) or 64 MiB (pinned): mapped regions are
 /// padded so every window the runtime maps lies inside the mapping.

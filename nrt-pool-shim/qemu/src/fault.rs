@@ -260,7 +260,7 @@ const ACCESS_WRITE: u32 = 2;
 const ACCESS_SOC: u32 = 0x100;
 
 /// The largest STACK_SIZE the guide supports (the runtime's; the build refuses more).
-use neuroncustomop::stack::MAX_STACK_SIZE;
+use customop_abi::MAX_STACK_SIZE;
 
 /// Decodes the board's fault record (`[kind, EXCCAUSE, EPC1, EXCVADDR, DEPC, PS, PRID,
 /// ACCESS, SOC lo, SOC hi, STACK_SIZE, guard lo, guard hi, a1]`; kinds 4-9 carry DEBUGCAUSE

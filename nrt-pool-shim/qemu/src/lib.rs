@@ -1,6 +1,6 @@
 //! Pool cores on `qemu-system-xtensa`: an op image linked for a core (windowed ABI,
 //! `customop-device/xtensa/pool-core.ld`) runs under the open board
-//! (`customop-device/xtensa/board/`, docs/decisions.md D56), one QEMU process per core, on
+//! (`nrt-pool-shim/qemu/board/`, docs/decisions.md D56), one QEMU process per core, on
 //! QEMU's `nrt-pool` machine (`machine/nrt-pool.c`, D63), which maps the engine's device
 //! memory into the core through translation windows.
 //!

@@ -1,4 +1,4 @@
-//! The host-core channel of the board (`customop-device/xtensa/board/pool-board.c`): frames
+//! The host-core channel of the board (`board/pool-board.c`): frames
 //! `{u32 tag, u32 len}` + `len` bytes, little-endian, commands on the core's fd 3 and
 //! replies on its fd 4, which QEMU's semihosting reads and writes for the core.
 

@@ -1,7 +1,7 @@
 //! The element types a launch marshals (`NEURON_ISA_TPB_DTYPE`), with their schema, NumPy
 //! and scalar spellings.
 
-use neuroncustomop::descriptor as d;
+use customop_abi::descriptor as d;
 
 /// The element types a launch marshals. FP8 and FP32R have no NumPy type and are not offered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

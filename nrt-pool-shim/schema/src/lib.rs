@@ -12,7 +12,7 @@ pub use ops::{ArgKind, NeuronLibrary, OpSig};
 pub use signature::{fuzz_one, parse, KernelSig, Param, ParamKind, ResultShape, SchemaError};
 
 /// Most arguments a kernel takes (the launch protocol's argument blob).
-pub const MAX_ARGS: usize = neuroncustomop::runtime::MAX_ARGS;
+pub const MAX_ARGS: usize = customop_abi::blob::MAX_ARGS;
 
 /// A C++ symbol's readable name (the raw bytes, escaped, when it is not a mangled name).
 pub fn demangle(raw: &[u8]) -> String {

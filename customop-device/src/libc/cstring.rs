@@ -223,7 +223,7 @@ pub unsafe extern "C" fn strpbrk(s: *const c_char, accept: *const c_char) -> *mu
 }
 
 /// Where `strtok` goes on (NULL: nothing left); one per core, as C's one per program.
-static STRTOK_NEXT: crate::global::Global<usize> = crate::global::Global::new(0);
+static STRTOK_NEXT: crate::runtime::global::Global<usize> = crate::runtime::global::Global::new(0);
 
 #[no_mangle]
 pub unsafe extern "C" fn strtok(s: *mut c_char, delim: *const c_char) -> *mut c_char {
@@ -258,7 +258,7 @@ pub unsafe extern "C" fn strtok(s: *mut c_char, delim: *const c_char) -> *mut c_
 /// glibc's wording for the numbers the device libc reports; others are unknown.
 #[no_mangle]
 pub extern "C" fn strerror(e: c_int) -> *mut c_char {
-    use crate::cerrno::{EDOM, EILSEQ, EINVAL, ENOMEM, ERANGE};
+    use crate::libc::cerrno::{EDOM, EILSEQ, EINVAL, ENOMEM, ERANGE};
     let text: &'static core::ffi::CStr = match e {
         0 => c"Success",
         ENOMEM => c"Cannot allocate memory",

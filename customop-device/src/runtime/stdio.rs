@@ -12,7 +12,7 @@
 
 /// Writes to fd 1 or 2 through the host's `neuron_host_write`; the bytes written, or -1.
 pub fn write(fd: i32, bytes: &[u8]) -> isize {
-    match crate::platform::services().write {
+    match crate::runtime::platform::services().write {
         // SAFETY: the service has the documented signature; `bytes` is readable.
         Some(w) => unsafe { w(fd, bytes.as_ptr().cast(), bytes.len()) },
         #[cfg(not(target_os = "none"))]
@@ -24,40 +24,14 @@ pub fn write(fd: i32, bytes: &[u8]) -> isize {
 
 /// `fsync(fd)`: a zero-length write asks the host to flush the channel.
 pub fn flush(fd: i32) -> i32 {
-    if let Some(w) = crate::platform::services().write {
+    if let Some(w) = crate::runtime::platform::services().write {
         // SAFETY: as above; a zero-length write reads nothing.
         unsafe { w(fd, core::ptr::null(), 0) };
     }
     0
 }
 
-/// The descriptor an emulator core puts its early-output file on, and the file's (memfd)
-/// name: the runtime writes there only when the descriptor is that file.
-pub const EARLY_STDIO_FD: i32 = 1000;
-pub const EARLY_STDIO_NAME: &core::ffi::CStr = c"pool-early-stdio";
-
-/// Early output records: fd (1 byte), length (2 bytes, little-endian), the bytes. Written
-/// by the runtime (its buffer, the emulator core's file) and read back by the runtime's
-/// replay and the engine's core.
-pub mod record {
-    /// A record's head before its bytes.
-    pub const HEAD: usize = 3;
-
-    /// The head of a record of `len` bytes for `fd`.
-    pub fn head(fd: u8, len: u16) -> [u8; HEAD] {
-        let n = len.to_le_bytes();
-        [fd, n[0], n[1]]
-    }
-
-    /// The record at the start of `buf`: (fd, bytes, its whole size), or None when `buf`
-    /// does not hold a whole one.
-    pub fn first(buf: &[u8]) -> Option<(u8, &[u8], usize)> {
-        let (&fd, rest) = buf.split_first()?;
-        let n = usize::from(u16::from_le_bytes([*rest.first()?, *rest.get(1)?]));
-        let bytes = buf.get(HEAD..HEAD + n)?;
-        Some((fd, bytes, HEAD + n))
-    }
-}
+pub use customop_abi::stdio::{record, EARLY_STDIO_FD, EARLY_STDIO_NAME};
 
 /// Bytes of early output (records included) a host build keeps.
 #[cfg(not(target_os = "none"))]
@@ -65,7 +39,7 @@ pub const EARLY_BYTES: usize = 4096;
 
 /// Passes the output kept before the services were known to `write` (when it is one).
 #[cfg_attr(target_os = "none", allow(unused_variables))]
-pub fn replay_early(write: Option<crate::platform::WriteFn>) {
+pub fn replay_early(write: Option<crate::runtime::platform::WriteFn>) {
     #[cfg(not(target_os = "none"))]
     if let Some(w) = write {
         early::replay(w);
@@ -78,8 +52,8 @@ pub fn replay_early(write: Option<crate::platform::WriteFn>) {
 mod early {
     use super::record::{self, HEAD};
     use super::{EARLY_BYTES, EARLY_STDIO_FD, EARLY_STDIO_NAME};
-    use crate::global::Global;
-    use crate::platform::WriteFn;
+    use crate::runtime::global::Global;
+    use crate::runtime::platform::WriteFn;
 
     struct Early {
         buf: [u8; EARLY_BYTES],

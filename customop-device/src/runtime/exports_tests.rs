@@ -9,8 +9,8 @@ use std::sync::{Mutex, MutexGuard};
 use std::vec::Vec;
 
 use crate::descriptor::*;
-use crate::exports::*;
-use crate::platform::{self, HostServices};
+use crate::runtime::exports::*;
+use crate::runtime::platform::{self, HostServices};
 use crate::runtime::{self, scratch, ArgBlob, ARG_BLOB_MAGIC, ARG_TYPE_TENSOR};
 use crate::status::*;
 
@@ -528,7 +528,7 @@ fn stdio_write_goes_through_the_host_service() {
         write: None,
         ..saved
     });
-    let big = [b'z'; crate::stdio::EARLY_BYTES];
+    let big = [b'z'; crate::runtime::stdio::EARLY_BYTES];
     // SAFETY: as above.
     unsafe {
         assert_eq!(customop_stdio_write(1, b"early ".as_ptr().cast(), 6), 6);

@@ -1,6 +1,8 @@
-//! Fatal errors: a broken invariant ends the kernel, naming the rule, as the vendor's
-//! `_Assert("file:line expr")` does. The message goes to the platform's fault hook (the
-//! emulator reports it as a device fault) and then the process of the kernel stops.
+//! Vendor rules and fatal errors: a broken invariant ends the kernel, naming the rule, as
+//! the vendor's `_Assert("file:line expr")` does. `fatal` panics; the device runtime's panic
+//! handler passes the message to the platform's fault hook (the emulator reports it as a
+//! device fault) and then the kernel's core stops. Host programs (the engine) use the
+//! `try_` forms of the descriptor checks and never reach `fatal`.
 
 use core::fmt;
 
@@ -39,12 +41,13 @@ pub fn require(cond: bool, rule: Rule) {
     }
 }
 
+/// A [`Rule`] from its vendor site and condition text.
+#[macro_export]
 macro_rules! rule {
     ($site:literal, $expr:literal) => {
-        $crate::fatal::Rule {
+        $crate::rule::Rule {
             site: $site,
             expr: $expr,
         }
     };
 }
-pub(crate) use rule;

@@ -7,34 +7,13 @@
 use core::ffi::{c_char, c_int, c_longlong, c_void};
 
 use crate::descriptor::ArgTensor;
-use crate::fatal::{fatal, rule};
-use crate::heap::HeapError;
+use crate::rule;
+use crate::rule::fatal;
+use crate::runtime::heap::HeapError;
 use crate::runtime::{self, scratch};
 use crate::status::*;
 
-/// `SUNDA_UCODE_LIB`: the handoff block `entry_func` receives (36 bytes on the device).
-#[repr(C)]
-pub struct SundaUcodeLib {
-    pub sizeof_ncore_ucode_lib: usize,
-    pub library_handle: *mut c_void,
-    pub register_ext_isa_fn: Option<unsafe extern "C" fn(*mut c_void, *const c_char) -> Status>,
-    /// On the host: `void *get_libc_fn(const char *name)`, the emulator's service resolver.
-    pub get_libc_fn: Option<unsafe extern "C" fn(*const c_char) -> *mut c_void>,
-    pub get_data_scratch: Option<unsafe extern "C" fn(*mut *mut c_void, *mut usize) -> *mut c_void>,
-    pub get_hbm_scratch: Option<unsafe extern "C" fn(*mut u64, *mut usize) -> *mut c_void>,
-    pub get_dma_queue: Option<unsafe extern "C" fn(*mut u32, *mut u32) -> *mut c_void>,
-    pub register_ext_isa_fn_v2:
-        Option<unsafe extern "C" fn(*mut c_void, *const c_char, u8) -> Status>,
-    pub register_ext_isa_fn_v3: Option<unsafe extern "C" fn()>,
-}
-
-#[cfg(target_pointer_width = "32")]
-const _: () = assert!(core::mem::size_of::<SundaUcodeLib>() == 36);
-
-/// The smallest handoff block `entry_func` accepts (36 on the device).
-pub const MIN_HANDOFF_SIZE: usize = core::mem::size_of::<SundaUcodeLib>();
-/// Kernel counts from this on are refused.
-pub const MAX_KERNELS: c_int = 0x8000;
+pub use customop_abi::handoff::{SundaUcodeLib, MAX_KERNELS, MIN_HANDOFF_SIZE};
 
 /// A kernel launcher the op author's table returns (`typedef int (*wrapper_fn)();`).
 pub type WrapperFn = unsafe extern "C" fn() -> c_int;
@@ -83,7 +62,7 @@ pub unsafe extern "C" fn entry_func(host: *const SundaUcodeLib) -> Status {
     unsafe {
         my_handle = host;
         if let Some(r) = h.get_libc_fn {
-            crate::platform::resolve(r);
+            crate::runtime::platform::resolve(r);
         }
         let (mut ds, mut dss) = (core::ptr::null_mut(), 0usize);
         if let Some(f) = h.get_data_scratch {
@@ -213,7 +192,7 @@ pub extern "C" fn customop_next_float() -> f32 {
 #[no_mangle]
 pub extern "C" fn customop_next_scalar_f64() -> f64 {
     let t = runtime::next_arg();
-    crate::fatal::require(
+    crate::rule::require(
         t.num_elem() == 1,
         rule!(
             "utypes.hpp:172",
@@ -222,7 +201,7 @@ pub extern "C" fn customop_next_scalar_f64() -> f64 {
     );
     let p = runtime::translate(runtime::tensor_soc_addr(t)) as *const u8;
     // SAFETY: one element of the tensor's dtype at a mapped address.
-    unsafe { crate::scalar::to_f64(t.dtype, p) }
+    unsafe { crate::runtime::scalar::to_f64(t.dtype, p) }
 }
 
 /// The destination descriptor (the descriptor-level `get_dst_tensor`): what the kernel
@@ -243,8 +222,8 @@ pub unsafe extern "C" fn customop_return_tensor_desc(src: *const ArgTensor) {
 /// `customop_cleanup`: flushes stderr, then stdout.
 #[export_name = "_Z16customop_cleanupv"]
 pub extern "C" fn customop_cleanup() {
-    crate::stdio::flush(2);
-    crate::stdio::flush(1);
+    crate::runtime::stdio::flush(2);
+    crate::runtime::stdio::flush(1);
 }
 
 // ---- translation ----
@@ -412,7 +391,7 @@ pub unsafe extern "C" fn switch_stack_or_call_wrapper(fn_addr: u32, stack_size: 
     let f: unsafe extern "C" fn() = unsafe { core::mem::transmute(fn_addr as usize) };
     runtime::init_for_launch();
     // SAFETY: as above.
-    unsafe { crate::stack::run(f, stack_size) };
+    unsafe { crate::runtime::stack::run(f, stack_size) };
     0
 }
 
@@ -455,13 +434,13 @@ pub extern "C" fn init_dma_queue() {}
 
 #[export_name = "_Z10get_cpu_idv"]
 pub extern "C" fn get_cpu_id() -> u32 {
-    crate::platform::cpu_id()
+    crate::runtime::platform::cpu_id()
 }
 
 /// The Pool engine's cores: 8 on the device; under the emulator, the launch's core count.
 #[export_name = "_Z13get_cpu_countv"]
 pub extern "C" fn get_cpu_count() -> u32 {
-    crate::platform::cpu_count()
+    crate::runtime::platform::cpu_count()
 }
 
 /// Ends the kernel as a device fault whose report carries `msg` (the C++ layer's rule
@@ -474,7 +453,7 @@ pub unsafe extern "C" fn customop_fatal(msg: *const c_char, len: usize) -> ! {
         // SAFETY: the caller passes `len` readable bytes (C contract).
         unsafe { core::slice::from_raw_parts(msg.cast::<u8>(), len) }
     };
-    if let Some(f) = crate::platform::services().fault {
+    if let Some(f) = crate::runtime::platform::services().fault {
         // SAFETY: the service has the documented signature; `bytes` is readable.
         unsafe { f(bytes.as_ptr().cast(), bytes.len()) };
     }
@@ -495,5 +474,5 @@ pub unsafe extern "C" fn customop_stdio_write(fd: c_int, buf: *const c_void, len
     } else {
         unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), len) }
     };
-    crate::stdio::write(fd, bytes)
+    crate::runtime::stdio::write(fd, bytes)
 }

@@ -4,7 +4,8 @@
 
 use core::mem::{offset_of, size_of};
 
-use crate::fatal::{fatal, require, rule, Rule};
+use crate::rule;
+use crate::rule::{fatal, require, Rule};
 
 /// `NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION`
 pub type Location = u8;

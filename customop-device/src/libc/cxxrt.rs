@@ -34,7 +34,7 @@ fn out_of_memory(n: usize, align: Option<usize>) -> ! {
             }
         }
     }
-    crate::fatal::fatal_with(
+    crate::rule::fatal_with(
         "operator new",
         format_args!(
             "out of memory for {n} bytes{}: the core's libc heap has {free} of {size} bytes \
@@ -115,7 +115,7 @@ pub extern "C" fn __cxa_guard_abort(_guard: *mut u8) {}
 
 #[no_mangle]
 pub extern "C" fn __cxa_pure_virtual() -> ! {
-    crate::fatal::fatal_with(
+    crate::rule::fatal_with(
         "__cxa_pure_virtual",
         format_args!("a pure virtual function was called"),
     )

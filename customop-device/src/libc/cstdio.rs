@@ -1,5 +1,5 @@
 //! The device's C `printf` family (device builds of the archive): formatting by
-//! [`crate::printf`], output to the Pool stdio ring through the runtime's write service
+//! [`crate::libc::printf`], output to the Pool stdio ring through the runtime's write service
 //! (fd 1), as the vendor's printf reaches the host. `snprintf` and friends format into the
 //! caller's buffer with C's truncation rules.
 //!
@@ -13,7 +13,7 @@ use core::ffi::{c_char, c_int};
 #[cfg(not(target_arch = "xtensa"))]
 use core::ffi::{c_long, VaList};
 
-use crate::printf::{self, Args, IntSize};
+use crate::libc::printf::{self, Args, IntSize};
 
 /// Arguments from a C `va_list`.
 #[cfg(not(target_arch = "xtensa"))]
@@ -91,7 +91,7 @@ impl Stdout {
 
     fn flush(&mut self) {
         if self.n > 0 {
-            crate::stdio::write(1, &self.buf[..self.n]);
+            crate::runtime::stdio::write(1, &self.buf[..self.n]);
             self.n = 0;
         }
     }
@@ -283,13 +283,13 @@ pub unsafe extern "C" fn sprintf(buf: *mut c_char, format: *const c_char, args: 
 pub unsafe extern "C" fn puts(s: *const c_char) -> c_int {
     // SAFETY: a NUL-terminated string.
     let b = unsafe { c_bytes(s) };
-    crate::stdio::write(1, b);
-    crate::stdio::write(1, b"\n");
+    crate::runtime::stdio::write(1, b);
+    crate::runtime::stdio::write(1, b"\n");
     clamp(b.len() + 1)
 }
 
 #[no_mangle]
 pub extern "C" fn putchar(c: c_int) -> c_int {
-    crate::stdio::write(1, &[c as u8]);
+    crate::runtime::stdio::write(1, &[c as u8]);
     c & 0xff
 }

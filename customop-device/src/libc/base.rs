@@ -5,7 +5,8 @@
 
 use core::ffi::{c_int, c_void};
 
-use crate::fatal::{fatal, rule};
+use crate::rule;
+use crate::rule::fatal;
 use crate::runtime::STATE;
 
 /// malloc's alignment (max_align_t on the targets).
@@ -62,11 +63,11 @@ pub extern "C" fn aligned_alloc(align: usize, n: usize) -> *mut c_void {
 #[no_mangle]
 pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, n: usize) -> c_int {
     if !align.is_power_of_two() || !align.is_multiple_of(core::mem::size_of::<*mut c_void>()) {
-        return crate::cerrno::EINVAL;
+        return crate::libc::cerrno::EINVAL;
     }
     let p = memalign(align, n);
     if p.is_null() {
-        return crate::cerrno::ENOMEM;
+        return crate::libc::cerrno::ENOMEM;
     }
     // SAFETY: the caller's writable `out`.
     unsafe { out.write(p) };
@@ -105,7 +106,7 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, n: usize) -> *mut c_void {
     let q = malloc(n);
     if !q.is_null() {
         // SAFETY: both blocks are live heap blocks at least min(old, n) bytes long.
-        unsafe { crate::mem::copy_bytes(q.cast(), p.cast(), (old as usize).min(n)) };
+        unsafe { crate::runtime::mem::copy_bytes(q.cast(), p.cast(), (old as usize).min(n)) };
         free(p);
     }
     q
@@ -114,28 +115,28 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, n: usize) -> *mut c_void {
 #[no_mangle]
 pub unsafe extern "C" fn memcpy(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void {
     // SAFETY: the C contract of memcpy.
-    unsafe { crate::mem::copy_bytes(dst.cast(), src.cast(), n) };
+    unsafe { crate::runtime::mem::copy_bytes(dst.cast(), src.cast(), n) };
     dst
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn memmove(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void {
     // SAFETY: the C contract of memmove.
-    unsafe { crate::mem::move_bytes(dst.cast(), src.cast(), n) };
+    unsafe { crate::runtime::mem::move_bytes(dst.cast(), src.cast(), n) };
     dst
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn memset(dst: *mut c_void, c: c_int, n: usize) -> *mut c_void {
     // SAFETY: the C contract of memset.
-    unsafe { crate::mem::set_bytes(dst.cast(), c as u8, n) };
+    unsafe { crate::runtime::mem::set_bytes(dst.cast(), c as u8, n) };
     dst
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn memcmp(a: *const c_void, b: *const c_void, n: usize) -> c_int {
     // SAFETY: the C contract of memcmp.
-    unsafe { crate::mem::compare_bytes(a.cast(), b.cast(), n) }
+    unsafe { crate::runtime::mem::compare_bytes(a.cast(), b.cast(), n) }
 }
 
 /// LLVM lowers `memcmp(..) == 0` to `bcmp` on some targets.
@@ -148,7 +149,7 @@ pub unsafe extern "C" fn bcmp(a: *const c_void, b: *const c_void, n: usize) -> c
 /// `fsync(fd)`: flushes the stdio channel `fd` (see `customop_cleanup`).
 #[no_mangle]
 pub extern "C" fn fsync(fd: c_int) -> c_int {
-    crate::stdio::flush(fd)
+    crate::runtime::stdio::flush(fd)
 }
 
 /// Stops the kernel: reported to the host as a fault, then the core waits forever.
@@ -238,7 +239,7 @@ impl<const N: usize> core::fmt::Write for Message<N> {
 }
 
 fn fault(msg: &[u8]) -> ! {
-    if let Some(f) = crate::platform::services().fault {
+    if let Some(f) = crate::runtime::platform::services().fault {
         // SAFETY: the service has the documented signature; `msg` is readable.
         unsafe { f(msg.as_ptr().cast(), msg.len()) };
     }

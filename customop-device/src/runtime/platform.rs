@@ -8,25 +8,11 @@
 
 use core::ffi::{c_char, c_void};
 
-use crate::global::Global;
+use crate::runtime::global::Global;
 
-/// "neuron_host_map": the local address of `len` bytes of SoC memory at `soc` (the
-/// emulator's HBM or SBUF), or NULL.
-pub type MapFn = unsafe extern "C" fn(soc: u64, len: u64) -> *mut c_void;
-/// "neuron_host_cpu_id": the emulated core running this kernel (0-7).
-pub type CpuIdFn = unsafe extern "C" fn() -> u32;
-/// "neuron_host_cpu_count": how many cores run this launch (1-8; 8 when absent).
-pub type CpuCountFn = unsafe extern "C" fn() -> u32;
-/// "neuron_host_dma": a DMA transfer between local memory and SoC memory; 0 on success.
-pub type DmaFn = unsafe extern "C" fn(local: *mut c_void, soc: u64, to_local: bool, n: u32) -> i32;
-/// "neuron_host_fault": a fatal error in the kernel (does not return if it can stop it).
-pub type FaultFn = unsafe extern "C" fn(msg: *const c_char, len: usize);
-/// "neuron_host_write": stdio output (fd 1/2) from the kernel; a zero-length write flushes.
-pub type WriteFn = unsafe extern "C" fn(fd: i32, buf: *const c_void, len: usize) -> isize;
-/// "neuron_host_stack": the stack the next kernel runs on: its STACK_SIZE, and the SoC page
-/// guarding an HBM stack (0: the local stack). The board guards that page and returns the
-/// local stack's limit (its lowest address).
-pub type StackFn = unsafe extern "C" fn(size: u32, guard_lo: u32, guard_hi: u32) -> u32;
+pub use customop_abi::handoff::{
+    CpuCountFn, CpuIdFn, DmaFn, FaultFn, MapFn, StackFn, WriteFn, SERVICE_NAMES,
+};
 
 /// Host services, all optional. Names are what `get_libc_fn` is asked for.
 #[derive(Clone, Copy, Default)]
@@ -39,17 +25,6 @@ pub struct HostServices {
     pub write: Option<WriteFn>,
     pub stack: Option<StackFn>,
 }
-
-/// The service names, in `HostServices` order.
-pub const SERVICE_NAMES: [&str; 7] = [
-    "neuron_host_map",
-    "neuron_host_cpu_id",
-    "neuron_host_cpu_count",
-    "neuron_host_dma",
-    "neuron_host_fault",
-    "neuron_host_write",
-    "neuron_host_stack",
-];
 
 static SERVICES: Global<HostServices> = Global::new(HostServices {
     map: None,
@@ -65,7 +40,7 @@ static SERVICES: Global<HostServices> = Global::new(HostServices {
 pub fn install(s: HostServices) {
     SERVICES.with(|g| *g = s);
     // What static constructors printed before the services were known.
-    crate::stdio::replay_early(s.write);
+    crate::runtime::stdio::replay_early(s.write);
 }
 
 pub fn services() -> HostServices {
@@ -112,7 +87,7 @@ pub fn cpu_id() -> u32 {
     #[cfg(all(target_arch = "xtensa", target_os = "none"))]
     {
         extern "C" {
-            /// `rsr.prid` (`crate::xtensa`).
+            /// `rsr.prid` (`crate::runtime::xtensa`).
             fn __neuron_read_prid() -> u32;
         }
         // SAFETY: reads a special register; no memory effects.
@@ -136,7 +111,7 @@ pub fn cpu_count() -> u32 {
 /// Maps SoC memory for the translation table's windows.
 pub struct WindowHw;
 
-impl crate::translate::Windows for WindowHw {
+impl crate::runtime::translate::Windows for WindowHw {
     #[allow(unused_variables)]
     fn program(&mut self, record: usize, reg_location: u64, soc_base: u64) -> usize {
         #[cfg(target_os = "none")]
@@ -163,7 +138,7 @@ impl crate::translate::Windows for WindowHw {
 #[cfg(not(target_os = "none"))]
 pub fn host_map(soc: u64, len: u64) -> usize {
     let f = services().map.unwrap_or_else(|| {
-        crate::fatal::fatal(crate::fatal::rule!(
+        crate::rule::fatal(customop_abi::rule!(
             "translation.cpp",
             "a host platform (neuron_host_map) is installed"
         ))
@@ -171,7 +146,7 @@ pub fn host_map(soc: u64, len: u64) -> usize {
     // SAFETY: the installed service has the documented signature.
     let p = unsafe { f(soc, len) } as usize;
     if p == 0 {
-        crate::fatal::fatal_with(
+        crate::rule::fatal_with(
             "translation.cpp",
             format_args!(
                 "no device memory backs the window at SoC address {soc:#x} (+{len:#x} bytes)"

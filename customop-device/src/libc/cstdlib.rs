@@ -224,7 +224,7 @@ mod c {
     use core::ffi::{c_char, c_int, c_long, c_longlong, c_ulong, c_ulonglong, c_void, CStr};
 
     use super::{heap_sort, in_range, parse_integer, to_signed, to_unsigned, Parsed};
-    use crate::cerrno::{set as set_errno, EINVAL, ERANGE};
+    use crate::libc::cerrno::{set as set_errno, EINVAL, ERANGE};
 
     type Compare = unsafe extern "C" fn(*const c_void, *const c_void) -> c_int;
 
@@ -340,7 +340,7 @@ mod c {
     /// fault named after `site`.
     fn quot_rem<T>(site: &'static str, n: i64, d: i64, narrow: fn(i64) -> T) -> QuotRem<T> {
         let (quot, rem) = super::divide(n, d).unwrap_or_else(|| {
-            crate::fatal::fatal_with(site, format_args!("integer division by zero"))
+            crate::rule::fatal_with(site, format_args!("integer division by zero"))
         });
         QuotRem {
             quot: narrow(quot),
@@ -395,7 +395,8 @@ mod c {
     }
 
     /// The core's `rand` state; a core that never calls `srand` draws as after `srand(1)`.
-    static RAND: crate::global::Global<Option<super::Rand>> = crate::global::Global::new(None);
+    static RAND: crate::runtime::global::Global<Option<super::Rand>> =
+        crate::runtime::global::Global::new(None);
 
     #[no_mangle]
     pub extern "C" fn srand(seed: core::ffi::c_uint) {

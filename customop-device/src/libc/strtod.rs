@@ -306,7 +306,7 @@ mod c {
             unsafe { *end = s.add(p.end).cast_mut() };
         }
         if p.range_error {
-            crate::cerrno::set(crate::cerrno::ERANGE);
+            crate::libc::cerrno::set(crate::libc::cerrno::ERANGE);
         }
         p.value
     }

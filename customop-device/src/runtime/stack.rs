@@ -6,12 +6,11 @@
 //! an HBM stack (the `neuron_host_stack` service); without that service (host cores, tests)
 //! the kernel runs on the current stack.
 
-use crate::fatal::fatal_with;
-use crate::platform;
+use crate::rule::fatal_with;
 use crate::runtime;
+use crate::runtime::platform;
 
-/// The largest STACK_SIZE the guide supports (400 KB); builds refuse more.
-pub const MAX_STACK_SIZE: u32 = 400 * 1024;
+pub use customop_abi::MAX_STACK_SIZE;
 /// The machine's guard granularity: the page below an HBM stack faults when touched.
 const PAGE: u32 = 4096;
 

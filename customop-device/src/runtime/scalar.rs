@@ -1,7 +1,8 @@
 //! Reading one element of any supported dtype as a double (`c10::Scalar`'s widening).
 
 use crate::descriptor::*;
-use crate::fatal::{fatal, rule};
+use crate::rule;
+use crate::rule::fatal;
 
 /// IEEE half to f32.
 pub fn f16_to_f32(h: u16) -> f32 {

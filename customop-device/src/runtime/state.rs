@@ -4,11 +4,12 @@
 use core::mem::{offset_of, size_of};
 
 use crate::descriptor::{ArgTensor, LOCATION_SBUF};
-use crate::fatal::{fatal, require, rule};
-use crate::global::Global;
-use crate::heap::{Heap, HeapError};
-use crate::platform::{self, WindowHw};
-use crate::translate::{TranslationCtx, PINNED_MASK, SBUF_RECORD};
+use crate::rule;
+use crate::rule::{fatal, require};
+use crate::runtime::global::Global;
+use crate::runtime::heap::{Heap, HeapError};
+use crate::runtime::platform::{self, WindowHw};
+use crate::runtime::translate::{TranslationCtx, PINNED_MASK, SBUF_RECORD};
 
 /// The dynamic windows' local bases and MEM_WINDOWn_LO registers (windows 3, 5, 6).
 pub const DYNAMIC_WINDOWS: [(usize, u64); 3] = [
@@ -22,47 +23,7 @@ pub const HBM_SCRATCH_WINDOW: usize = 0x8400_0000;
 /// Bytes each pinned window spans.
 pub const PINNED_SPAN: u64 = 1 << 26;
 
-/// The layout of `data_scratch_map` (docs/decisions.md, "Data scratch map").
-pub mod scratch {
-    /// The argument blob the host writes before each launch ([`super::ArgBlob`]).
-    pub const ARG_BLOB: usize = 0x800;
-    /// The dataram (TCM) heap's pool: 16 KiB.
-    pub const DATARAM_POOL: usize = 0x3200;
-    pub const DATARAM_POOL_SIZE: usize = 0x4000;
-    /// The device libc heap's pool (malloc/free, C++ new/delete): the rest of the area, at
-    /// least 8 KiB (D17).
-    pub const LIBC_POOL: usize = 0x7200;
-    pub const LIBC_POOL_SIZE: usize = 0x2000;
-    /// The smallest data scratch area the runtime accepts (`start_exit.cpp:451`).
-    pub const MIN_SIZE: usize = LIBC_POOL + LIBC_POOL_SIZE;
-}
-
-/// Most arguments a kernel takes.
-pub const MAX_ARGS: usize = 10;
-/// `ARG_TYPE` value of a tensor argument (the only kind; scalars are 1-element tensors).
-pub const ARG_TYPE_TENSOR: u8 = 1;
-/// "CARG": a blob the host has written.
-pub const ARG_BLOB_MAGIC: u32 = 0x4752_4143;
-
-/// What the host writes at `data_scratch_map + scratch::ARG_BLOB` before a launch.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct ArgBlob {
-    pub magic: u32,
-    pub num_args: u32,
-    /// SoC address SBUF tensor addresses are relative to (LOAD_POOL_ARGUMENT's sbuf base).
-    pub sbuf_base: u64,
-    pub args: [ArgTensor; MAX_ARGS],
-    pub types: [u8; MAX_ARGS],
-    pub reserved: [u8; 6],
-    /// The destination (output) tensor.
-    pub output: ArgTensor,
-}
-
-const _: () = assert!(size_of::<ArgBlob>() == 560);
-const _: () = assert!(offset_of!(ArgBlob, args) == 16);
-const _: () = assert!(offset_of!(ArgBlob, types) == 496);
-const _: () = assert!(offset_of!(ArgBlob, output) == 512);
+pub use customop_abi::blob::{scratch, ArgBlob, ARG_BLOB_MAGIC, ARG_TYPE_TENSOR, MAX_ARGS};
 
 /// `ArgExtractor` (504 bytes on 32-bit targets): the vendor's argument container.
 #[repr(C)]
@@ -133,7 +94,7 @@ pub static STATE: Global<State> = Global::new(State {
     hbm_scratch_size: 0,
     dma_queue: (0, 0),
     translate: TranslationCtx {
-        records: [crate::translate::MapRecord {
+        records: [crate::runtime::translate::MapRecord {
             ptr: u64::MAX,
             window: 0,
             mask: u64::MAX,
@@ -473,9 +434,9 @@ fn windowed_copy(local: usize, soc: u64, to_local: bool, n: u32, vector: bool) {
         // `chunk` bytes (the window's remaining span bounds the chunk).
         unsafe {
             if vector {
-                crate::mem::copy_vector(dst as *mut u8, src as *const u8, chunk)
+                crate::runtime::mem::copy_vector(dst as *mut u8, src as *const u8, chunk)
             } else {
-                crate::mem::copy_bytes(dst as *mut u8, src as *const u8, chunk)
+                crate::runtime::mem::copy_bytes(dst as *mut u8, src as *const u8, chunk)
             }
         }
         l += chunk;

@@ -12,7 +12,7 @@ pub const EILSEQ: core::ffi::c_int = 84;
 mod c {
     use core::ffi::c_int;
 
-    use crate::global::Global;
+    use crate::runtime::global::Global;
 
     static ERRNO: Global<c_int> = Global::new(0);
 

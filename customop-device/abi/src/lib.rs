@@ -1,0 +1,35 @@
+//! The wire layouts the GPSIMD device runtime and the emulated Pool engine share, in one
+//! `no_std` leaf crate (issue #26): what crosses between the host and a core, byte for
+//! byte. Each layout is pinned by `const` asserts (size and offsets) on every target it is
+//! built for: the device's 32-bit ones and the host's 64-bit one.
+//!
+//! - [`descriptor`]: the 48-byte tensor descriptor and its enums (vendor layout).
+//! - [`blob`]: the argument blob the host writes for a launch and the data scratch map.
+//! - [`handoff`]: `SUNDA_UCODE_LIB`, the block `entry_func` receives, and the host services
+//!   its `get_libc_fn` resolves by name.
+//! - [`status`]: `SUNDA_UCODE_LIB_STATUS` codes.
+//! - [`control`]: the Pool control block cores report into (states, fault kinds, records).
+//! - [`stdio`]: early-output records and the descriptor they travel on.
+//! - [`rule`]: the vendor rules the checks cite.
+//!
+//! The C side: `include/neuron_customop.hpp` declares the same handoff and blob offsets,
+//! and the Xtensa board (`nrt-pool-shim/qemu/board/pool-board.c`) lays out the handoff for
+//! a 32-bit core; `tests/c_layouts.rs` compiles both against these values.
+#![no_std]
+
+#[cfg(test)]
+extern crate std;
+
+pub mod blob;
+pub mod control;
+pub mod descriptor;
+pub mod handoff;
+pub mod rule;
+pub mod status;
+pub mod stdio;
+
+/// Cores of the Pool engine (NeuronCore-v2: 8 Vision-Q7 cores).
+pub const CORES: usize = 8;
+
+/// The largest STACK_SIZE the guide supports (400 KB); builds refuse more (D79).
+pub const MAX_STACK_SIZE: u32 = 400 * 1024;

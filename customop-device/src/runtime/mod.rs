@@ -1,0 +1,27 @@
+//! The device runtime proper: what `entry_func` and a launch need. Arrows run one way: the
+//! device libc (`src/libc/`) may use these services; nothing here uses the libc.
+//!
+//! - [`state`]: the runtime's state and operations (scratch areas, heaps, argument cursor),
+//!   re-exported here as `runtime::*`.
+//! - [`exports`]: the vendor roster's C ABI over it.
+//! - [`platform`]: what differs between device and host (windows, core id, DMA, faults).
+//! - [`translate`], [`heap`], [`mem`], [`stack`], [`scalar`], [`stdio`], [`global`].
+
+pub mod global;
+pub mod heap;
+pub mod mem;
+pub mod platform;
+pub mod scalar;
+pub mod stack;
+pub mod state;
+pub mod stdio;
+pub mod translate;
+
+#[cfg(feature = "exports")]
+pub mod exports;
+#[cfg(all(feature = "exports", test))]
+mod exports_tests;
+#[cfg(all(target_arch = "xtensa", feature = "archive"))]
+pub mod xtensa;
+
+pub use state::*;
