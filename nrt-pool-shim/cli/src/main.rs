@@ -20,7 +20,7 @@ use nrt_pool_cli::npy;
 use nrt_pool_cli::progress::Progress;
 use nrt_pool_engine::tensor::{DType, HostTensor, Location};
 use nrt_pool_engine::{
-    EmuError, Launch, LaunchArg, LaunchPhases, OutputSpec, PoolEngine, PoolImage,
+    ArgValue, Call, Destination, EmuError, LaunchPhases, Output, OutputSpec, PoolEngine, PoolImage,
 };
 use nrt_pool_schema::{ArgKind, ParamKind};
 use nrt_sim_device::bringup;
@@ -432,19 +432,43 @@ fn run(a: RunArgs) -> Result<(), Failure> {
         })?);
     }
     clock.lap("input read (.npy)");
-    let output = match (out_dtype, out_shape) {
-        (Some(dtype), Some(shape)) => OutputSpec {
+    let given = match (out_dtype, out_shape) {
+        (Some(dtype), Some(shape)) => Some(OutputSpec {
             dtype,
             shape,
             location: Location::Hbm,
-        },
-        (None, None) if op.is_some() => e.op_output(kernel, &launch_args)?,
-        (None, None) => e.output_for(kernel, &launch_args)?,
+        }),
+        (None, None) => None,
         _ => {
             return Err(Failure::Usage(
                 "give both --out-dtype and --out-shape".into(),
             ))
         }
+    };
+    // The output, found once (the op's shape function or the kernel's schema); every launch
+    // then passes it as known.
+    let output = match given {
+        Some(g)
+            if e.neuron_library().is_none()
+                && e.library().and_then(|l| l.signature(kernel)).is_none() =>
+        {
+            g
+        }
+        Some(g) => {
+            let found = e.output(kernel, launch_args.clone())?;
+            if (found.dtype, &found.shape) != (g.dtype, &g.shape) {
+                return Err(EmuError::Output {
+                    target: kernel.clone(),
+                    why: format!(
+                        "--out-dtype/--out-shape give {} {:?}; the library gives {:?} ({})",
+                        g.dtype, g.shape, found.shape, found.dtype
+                    ),
+                }
+                .into());
+            }
+            found
+        }
+        None => e.output(kernel, launch_args.clone())?,
     };
     let cores = cores.unwrap_or_else(|| e.default_cores());
     clock.lap("output shape");
@@ -453,46 +477,32 @@ fn run(a: RunArgs) -> Result<(), Failure> {
     let on_device = output.location == Location::Hbm
         && !launch_args
             .iter()
-            .any(|a| matches!(a, LaunchArg::Tensor(..)));
+            .any(|a| matches!(a, ArgValue::Tensor(..)));
     let (out_dtype, out_shape) = (output.dtype, output.shape.clone());
     let device_out = if on_device {
         Some(e.alloc_device(output.dtype, output.shape.clone())?)
     } else {
         None
     };
-    let launch = Launch {
-        kernel: kernel.clone(),
-        args: launch_args,
-        output,
-        cores,
-    };
     let launch_once = |e: &mut PoolEngine| -> Result<Done, EmuError> {
-        Ok(match &device_out {
-            Some(d) => {
-                let r = e.launch_into(kernel, &launch.args, d, cores)?;
-                Done {
-                    phases: LaunchPhases {
-                        run: r.elapsed,
-                        ..LaunchPhases::default()
-                    },
-                    stdout: r.stdout,
-                    stderr: r.stderr,
-                    stdio_dropped: r.stdio_dropped,
-                    elapsed: r.elapsed,
-                    output: None,
-                }
-            }
-            None => {
-                let c = e.launch(&launch)?;
-                Done {
-                    phases: c.phases,
-                    stdout: c.stdout,
-                    stderr: c.stderr,
-                    stdio_dropped: c.stdio_dropped,
-                    elapsed: c.elapsed,
-                    output: Some(c.output),
-                }
-            }
+        let to = match &device_out {
+            Some(d) => Destination::Device(d.clone()),
+            None => Destination::Host,
+        };
+        let c = e.call(Call {
+            target: kernel,
+            args: launch_args.clone(),
+            output: Output::Known(output.clone()),
+            to,
+            cores: Some(cores),
+        })?;
+        Ok(Done {
+            phases: c.phases,
+            stdout: c.run.stdout,
+            stderr: c.run.stderr,
+            stdio_dropped: c.run.stdio_dropped,
+            elapsed: c.run.elapsed,
+            output: c.output,
         })
     };
     let progress = (repeat > 1).then(|| Progress::start("launches", Some(repeat)));
@@ -616,7 +626,7 @@ enum Want {
     OpScalar(ArgKind),
 }
 
-fn parse_arg(v: &str, want: Want, engine: &mut PoolEngine) -> Result<LaunchArg, Failure> {
+fn parse_arg(v: &str, want: Want, engine: &mut PoolEngine) -> Result<ArgValue<'static>, Failure> {
     // TYPE:FILE.npy reads a tensor as TYPE (bf16 travels in .npy files as raw uint16).
     let (want, v) = match v.split_once(':') {
         Some((t, f)) if f.contains(".npy") => match DType::from_name(t) {
@@ -643,7 +653,7 @@ fn parse_arg(v: &str, want: Want, engine: &mut PoolEngine) -> Result<LaunchArg, 
             if let Some(d) = npy::read_into_device(Path::new(path), hint, engine)
                 .map_err(|e| Failure::Error(e.to_string()))?
             {
-                return Ok(LaunchArg::Device(d));
+                return Ok(ArgValue::Device(d));
             }
         }
         let t = npy::read(Path::new(path), hint).map_err(|e| match (e, hint) {
@@ -665,7 +675,7 @@ fn parse_arg(v: &str, want: Want, engine: &mut PoolEngine) -> Result<LaunchArg, 
                 )));
             }
         }
-        return Ok(LaunchArg::Tensor(t, loc));
+        return Ok(ArgValue::Tensor(t, loc));
     }
     let (dtype, text) = match (v.split_once(':'), want) {
         (Some((t, x)), _) => (
@@ -673,10 +683,20 @@ fn parse_arg(v: &str, want: Want, engine: &mut PoolEngine) -> Result<LaunchArg, 
             x,
         ),
         (None, Want::Scalar(dt)) => (dt, v),
-        (None, Want::OpScalar(ArgKind::Double)) => (DType::F32, v),
-        (None, Want::OpScalar(ArgKind::Long)) => (DType::I64, v),
-        (None, Want::OpScalar(_)) if v.trim().parse::<i64>().is_ok() => (DType::I64, v),
-        (None, Want::OpScalar(_)) => (DType::F32, v),
+        // An op's double (or a floating torch::Scalar) and int64_t (or an integral one): the
+        // engine applies the device's rule (doubles as f32, D44).
+        (None, Want::OpScalar(kind)) => {
+            let integral = v.trim().parse::<i64>();
+            return match (kind, integral) {
+                (ArgKind::Long, Ok(n)) | (ArgKind::Scalar, Ok(n)) => Ok(ArgValue::Long(n)),
+                (ArgKind::Long, Err(_)) => Err(Failure::Error(format!("{v}: not a i64 value"))),
+                _ => v
+                    .trim()
+                    .parse::<f64>()
+                    .map(ArgValue::Double)
+                    .map_err(|_| Failure::Error(format!("{v}: not a f32 value"))),
+            };
+        }
         (None, Want::Tensor(_)) => {
             return Err(Failure::Error(format!(
                 "{v}: this parameter is a tensor; pass a .npy file"
@@ -691,7 +711,7 @@ fn parse_arg(v: &str, want: Want, engine: &mut PoolEngine) -> Result<LaunchArg, 
     let bytes = dtype
         .parse_scalar(text)
         .ok_or_else(|| Failure::Error(format!("{v}: not a {dtype} value")))?;
-    Ok(LaunchArg::Scalar(dtype, bytes))
+    Ok(ArgValue::Scalar(dtype, bytes))
 }
 
 /// The build's per-source callback, stepping `progress` with the source's file name.

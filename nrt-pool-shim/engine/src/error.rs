@@ -137,6 +137,10 @@ pub enum EmuError {
     Fault(Box<DeviceFault>),
     #[error("op {op}: {why}")]
     Shape { op: String, why: String },
+    /// The output the caller gave (a device tensor, a buffer, a dtype and shape) is not the
+    /// one the op's shape function or the kernel's schema gives.
+    #[error("{target}: {why}")]
+    Output { target: String, why: String },
     #[error("cannot start the cores: {0}")]
     Spawn(std::io::Error),
     #[error("{what}: interrupted; the cores still running were stopped (fresh ones start at the next launch)")]

@@ -15,8 +15,8 @@ use parking_lot::Mutex;
 use super::{guard, last_error_ptr, set_error, Lifecycle, STATE};
 use nrt_pool_engine::control::PHASE_KERNEL;
 use nrt_pool_engine::schema::{ArgKind, ParamKind};
-use nrt_pool_engine::tensor::{DType, HostTensor, Location};
-use nrt_pool_engine::{EmuError, Launch, LaunchArg, OutputSpec, PoolEngine};
+use nrt_pool_engine::tensor::{DType, Location};
+use nrt_pool_engine::{ArgValue, Call, Destination, EmuError, Output, OutputSpec, PoolEngine};
 
 /// The contract version compiled into this library. History: 1, the register + launch
 /// trio with `nrt_pool_launch_v1`; 2, `nrt_pool_op_output_v2` and `nrt_pool_launch_v2`
@@ -320,13 +320,19 @@ pub unsafe extern "C" fn nrt_pool_launch_v1(
             if argv.is_null() {
                 return Err((NRT_POOL_ERR_ARGUMENT, "argv is NULL".into()));
             }
-            let args = |e: &mut PoolEngine| {
-                // SAFETY: one slot per registered parameter (C contract).
-                let (args, out_slot, output) = unsafe { read_argv(argv, &params, name, e) }?;
-                Ok((args, output, out_slot.data.cast::<u8>()))
-            };
+            // SAFETY: one slot per registered parameter (C contract).
+            let (args, out_slot, output) = unsafe { read_argv(argv, &params, name) }?;
             // SAFETY: the OUTPUT slot's data spans the output's bytes (C contract).
-            unsafe { launch_out(e, name, cores as usize, args) }
+            unsafe {
+                call_into(
+                    e,
+                    name,
+                    args,
+                    output,
+                    out_slot.data.cast::<u8>(),
+                    Some(cores as usize),
+                )
+            }
         }))
     })
 }
@@ -359,16 +365,16 @@ fn launch_target(e: &PoolEngine, name: &str, stream: i64) -> Result<Vec<(u8, u8)
     ))
 }
 
-/// The launch arguments and the output slot from the caller's argv.
+/// The launch arguments and the output slot from the caller's argv (the tensors' bytes
+/// borrowed from the caller for the call).
 ///
 /// # Safety
 /// `argv` holds one valid slot per parameter in `params` (the launch FFI's contract).
-unsafe fn read_argv(
+unsafe fn read_argv<'a>(
     argv: *const *mut c_void,
     params: &[(u8, u8)],
     name: &str,
-    e: &mut PoolEngine,
-) -> Result<(Vec<LaunchArg>, &'static nrt_pool_tensor, OutputSpec), Failed> {
+) -> Result<(Vec<ArgValue<'a>>, &'a nrt_pool_tensor, OutputSpec), Failed> {
     let arg = |m: String| (NRT_POOL_ERR_ARGUMENT, format!("{name}: {m}"));
     let mut args = Vec::new();
     let mut output = None;
@@ -382,7 +388,7 @@ unsafe fn read_argv(
         if kind == NRT_POOL_PARAM_SCALAR {
             // SAFETY: the slot holds one value of the dtype (C contract).
             let b = unsafe { std::slice::from_raw_parts(slot as *const u8, dtype.size()) };
-            args.push(LaunchArg::Scalar(dtype, b.to_vec()));
+            args.push(ArgValue::Scalar(dtype, b.to_vec()));
             continue;
         }
         // SAFETY: a tensor slot (C contract).
@@ -398,81 +404,74 @@ unsafe fn read_argv(
             ));
             continue;
         }
-        let n = nrt_pool_engine::tensor::byte_len(&shape, dtype)
-            .and_then(|n| usize::try_from(n).ok())
-            .ok_or_else(|| arg(format!("shape {shape:?} is too large")))?;
-        // SAFETY: the tensor's bytes (C contract; the shape was checked above).
-        let data = unsafe { std::slice::from_raw_parts(t.data as *const u8, n) };
-        args.push(tensor_arg(Some(&mut *e), dtype, shape, data, loc).map_err(arg)?);
+        // SAFETY: the tensor's bytes (C contract; the shape was checked by read_tensor_slot).
+        args.push(unsafe { tensor_bytes(t, dtype, shape, loc) }.map_err(arg)?);
     }
     let (slot, spec) = output.ok_or_else(|| arg("no OUTPUT parameter".into()))?;
     Ok((args, slot, spec))
 }
 
-/// A tensor argument from the caller's bytes: an HBM tensor goes straight into device
-/// memory (one copy, as a device tensor freed after the launch: `launch_out`); an SBUF
-/// one, placed per launch, and any argument of a shape query (no `e`) as a host tensor.
-fn tensor_arg(
-    e: Option<&mut PoolEngine>,
+/// A tensor slot's bytes as a call argument, borrowed from the caller.
+///
+/// # Safety
+/// `t.data` spans the tensor's bytes (the launch FFI's contract).
+unsafe fn tensor_bytes<'a>(
+    t: &nrt_pool_tensor,
     dtype: DType,
     shape: Vec<u64>,
-    data: &[u8],
-    loc: Location,
-) -> Result<LaunchArg, String> {
-    match (e, loc) {
-        (Some(e), Location::Hbm) => e
-            .upload_bytes(dtype, shape, data)
-            .map(LaunchArg::Device)
-            .map_err(|x| x.to_string()),
-        _ => HostTensor::new(dtype, shape, data.to_vec())
-            .map(|h| LaunchArg::Tensor(h, loc))
-            .map_err(|x| x.to_string()),
-    }
+    location: Location,
+) -> Result<ArgValue<'a>, String> {
+    let n = nrt_pool_engine::tensor::byte_len(&shape, dtype)
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| format!("shape {shape:?} is too large"))?;
+    // SAFETY: the function's contract.
+    let data = unsafe { std::slice::from_raw_parts(t.data as *const u8, n) };
+    Ok(ArgValue::Bytes {
+        dtype,
+        shape,
+        data,
+        location,
+    })
 }
 
-/// Runs `args()` (which may place arguments in device memory) and then the launch, the
-/// output landing in the caller's `out` (an HBM output through a device tensor and one
-/// copy); the arguments' device tensors are freed afterwards, whatever happened. What core
-/// 0 printed reaches the process's stdout and stderr, also when the launch faults.
+/// Calls `target` through the engine's one call path, the output landing in the caller's
+/// `out`. What core 0 printed reaches the process's stdout and stderr, also when the launch
+/// faults.
 ///
 /// # Safety
 /// `out` is writable for the output's bytes (the launch FFI's contract).
-unsafe fn launch_out(
+unsafe fn call_into(
     e: &mut PoolEngine,
-    kernel: &str,
-    cores: usize,
-    args: impl FnOnce(&mut PoolEngine) -> Result<(Vec<LaunchArg>, OutputSpec, *mut u8), Failed>,
+    target: &str,
+    args: Vec<ArgValue<'_>>,
+    output: OutputSpec,
+    out: *mut u8,
+    cores: Option<usize>,
 ) -> Result<(), Failed> {
-    e.with_temporaries(|e| {
-        let (args, spec, out) = args(e)?;
-        let n = nrt_pool_engine::tensor::byte_len(&spec.shape, spec.dtype)
-            .and_then(|n| usize::try_from(n).ok())
-            .ok_or_else(|| {
-                (
-                    NRT_POOL_ERR_ARGUMENT,
-                    format!("{kernel}: the output's shape {:?} is too large", spec.shape),
-                )
-            })?;
-        // SAFETY: the caller's contract: `out` spans the output's bytes.
-        let dst = unsafe { std::slice::from_raw_parts_mut(out, n) };
-        if spec.location == Location::Hbm {
-            let d = e.alloc_device(spec.dtype, spec.shape).map_err(failed)?;
-            let run = e.launch_into(kernel, &args, &d, cores).map_err(failed)?;
-            echo(&run.stdout, &run.stderr);
-            e.download_into(&d, dst).map_err(failed)
-        } else {
-            let l = Launch {
-                kernel: kernel.into(),
-                args,
-                output: spec,
-                cores,
-            };
-            let done = e.launch(&l).map_err(failed)?;
-            echo(&done.stdout, &done.stderr);
-            dst.copy_from_slice(&done.output.data);
-            Ok(())
-        }
-    })
+    let n = nrt_pool_engine::tensor::byte_len(&output.shape, output.dtype)
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| {
+            (
+                NRT_POOL_ERR_ARGUMENT,
+                format!(
+                    "{target}: the output's shape {:?} is too large",
+                    output.shape
+                ),
+            )
+        })?;
+    // SAFETY: the caller's contract: `out` spans the output's bytes.
+    let dst = unsafe { std::slice::from_raw_parts_mut(out, n) };
+    let called = e
+        .call(Call {
+            target,
+            args,
+            output: Output::Check(output),
+            to: Destination::Buffer(dst),
+            cores,
+        })
+        .map_err(failed)?;
+    echo(&called.run.stdout, &called.run.stderr);
+    Ok(())
 }
 
 /// The launch FFI's code and message for a launch that failed (a fault's output echoed).
@@ -491,18 +490,17 @@ fn echo(stdout: &[u8], stderr: &[u8]) {
     let _ = std::io::stderr().write_all(stderr);
 }
 
-/// The launch arguments of a NEURON_LIBRARY op from its argv (inputs only): tensor slots
+/// The call arguments of a NEURON_LIBRARY op from its argv (inputs only): tensor slots
 /// point at `nrt_pool_tensor`, `double` slots at a double, `int64_t` slots at an int64_t,
 /// `torch::Scalar` slots at an `nrt_pool_scalar`.
 ///
 /// # Safety
 /// `argv` holds one valid slot per op argument (the launch FFI's contract).
-unsafe fn read_op_argv(
+unsafe fn read_op_argv<'a>(
     argv: *const *mut c_void,
     kinds: &[ArgKind],
     name: &str,
-    mut e: Option<&mut PoolEngine>,
-) -> Result<Vec<LaunchArg>, Failed> {
+) -> Result<Vec<ArgValue<'a>>, Failed> {
     let arg = |m: String| (NRT_POOL_ERR_ARGUMENT, format!("{name}: {m}"));
     let mut args = Vec::with_capacity(kinds.len());
     for (i, kind) in kinds.iter().enumerate() {
@@ -519,28 +517,20 @@ unsafe fn read_op_argv(
                     .ok_or_else(|| arg(format!("argument {i}: dtype code {}", t.dtype)))?;
                 // SAFETY: as above; the slot's shape and data are checked there.
                 let (t, shape, loc) = unsafe { read_tensor_slot(slot, dtype, i) }.map_err(arg)?;
-                let n = nrt_pool_engine::tensor::byte_len(&shape, dtype)
-                    .and_then(|n| usize::try_from(n).ok())
-                    .ok_or_else(|| arg(format!("shape {shape:?} is too large")))?;
                 // SAFETY: the tensor's bytes (C contract; the shape was checked).
-                let data = unsafe { std::slice::from_raw_parts(t.data as *const u8, n) };
-                tensor_arg(e.as_deref_mut(), dtype, shape, data, loc).map_err(arg)?
+                unsafe { tensor_bytes(t, dtype, shape, loc) }.map_err(arg)?
             }
-            // The device has no 64-bit float: doubles travel as f32 (D44).
             // SAFETY: a double slot (C contract).
-            ArgKind::Double => LaunchArg::f32(unsafe { *(slot as *const f64) } as f32),
-            ArgKind::Long => LaunchArg::Scalar(
-                DType::I64,
-                // SAFETY: an int64_t slot (C contract).
-                unsafe { *(slot as *const i64) }.to_le_bytes().to_vec(),
-            ),
+            ArgKind::Double => ArgValue::Double(unsafe { *(slot as *const f64) }),
+            // SAFETY: an int64_t slot (C contract).
+            ArgKind::Long => ArgValue::Long(unsafe { *(slot as *const i64) }),
             ArgKind::Scalar => {
                 // SAFETY: an nrt_pool_scalar slot (C contract).
                 let s = unsafe { &*(slot as *const nrt_pool_scalar) };
                 if s.is_integral != 0 {
-                    LaunchArg::Scalar(DType::I64, s.integer.to_le_bytes().to_vec())
+                    ArgValue::Long(s.integer)
                 } else {
-                    LaunchArg::f32(s.floating as f32)
+                    ArgValue::Double(s.floating)
                 }
             }
         });
@@ -602,8 +592,8 @@ pub unsafe extern "C" fn nrt_pool_op_output_v2(
                 return Err((NRT_POOL_ERR_ARGUMENT, "out is NULL".into()));
             }
             // SAFETY: one slot per op argument (C contract).
-            let args = unsafe { read_op_argv(argv, &kinds, name, None) }?;
-            let spec = e.op_output(name, &args).map_err(failed)?;
+            let args = unsafe { read_op_argv(argv, &kinds, name) }?;
+            let spec = e.output(name, args).map_err(failed)?;
             // SAFETY: `out` is a writable nrt_pool_tensor (C contract).
             let o = unsafe { &mut *out };
             o.dtype = spec.dtype.isa();
@@ -639,55 +629,36 @@ pub unsafe extern "C" fn nrt_pool_launch_v2(
             if argv.is_null() {
                 return Err((NRT_POOL_ERR_ARGUMENT, "argv is NULL".into()));
             }
-            let cores = if cores == 0 {
-                e.default_cores()
-            } else {
-                cores as usize
+            // SAFETY: one slot per op argument, then the output's (C contract).
+            let args = unsafe { read_op_argv(argv, &kinds, name) }?;
+            // SAFETY: as above.
+            let out_slot = unsafe { *argv.add(kinds.len()) };
+            if out_slot.is_null() {
+                return Err((
+                    NRT_POOL_ERR_ARGUMENT,
+                    format!("{name}: the output slot is NULL"),
+                ));
+            }
+            // SAFETY: a tensor slot (C contract).
+            let code = unsafe { (*(out_slot as *const nrt_pool_tensor)).dtype };
+            let dtype = DType::from_isa(code).ok_or_else(|| {
+                (
+                    NRT_POOL_ERR_ARGUMENT,
+                    format!("{name}: the output: dtype code {code}"),
+                )
+            })?;
+            // SAFETY: as above.
+            let (t, shape, location) = unsafe { read_tensor_slot(out_slot, dtype, kinds.len()) }
+                .map_err(|m| (NRT_POOL_ERR_ARGUMENT, format!("{name}: the output: {m}")))?;
+            let output = OutputSpec {
+                dtype,
+                shape,
+                location,
             };
-            let args = |e: &mut PoolEngine| {
-                // SAFETY: one slot per op argument, then the output's (C contract).
-                let args = unsafe { read_op_argv(argv, &kinds, name, Some(&mut *e)) }?;
-                // SAFETY: as above.
-                let out_slot = unsafe { *argv.add(kinds.len()) };
-                if out_slot.is_null() {
-                    return Err((
-                        NRT_POOL_ERR_ARGUMENT,
-                        format!("{name}: the output slot is NULL"),
-                    ));
-                }
-                let want = e.op_output(name, &args).map_err(failed)?;
-                // SAFETY: a tensor slot (C contract).
-                let (t, shape, loc) =
-                    unsafe { read_tensor_slot(out_slot, want.dtype, kinds.len()) }.map_err(
-                        |m| {
-                            (
-                                NRT_POOL_ERR_ARGUMENT,
-                                format!(
-                                    "{name}: the output: {m} (the shape function gives {} {:?})",
-                                    want.dtype, want.shape
-                                ),
-                            )
-                        },
-                    )?;
-                if shape != want.shape {
-                    return Err((
-                            NRT_POOL_ERR_ARGUMENT,
-                            format!(
-                                "{name}: the output slot has shape {shape:?}; the shape function gives {:?}",
-                                want.shape
-                            ),
-                        ));
-                }
-                let spec = OutputSpec {
-                    dtype: want.dtype,
-                    shape,
-                    location: loc,
-                };
-                Ok((args, spec, t.data.cast::<u8>()))
-            };
-            // SAFETY: the output slot's data spans the output's bytes (C contract, checked
-            // against the shape function in `args`).
-            unsafe { launch_out(e, name, cores, args) }
+            let cores = (cores != 0).then_some(cores as usize);
+            // SAFETY: the output slot's data spans the output's bytes (C contract; its dtype
+            // and shape are checked against the shape function's by the engine).
+            unsafe { call_into(e, name, args, output, t.data.cast::<u8>(), cores) }
         }))
     })
 }

@@ -25,9 +25,9 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyFloat, PyInt, PyTuple};
 
-use nrt_pool_engine::tensor::{DType, HostTensor};
+use nrt_pool_engine::tensor::{DType, HostTensor, Location};
 use nrt_pool_engine::{
-    DeviceTensor, EmuError, Launch, LaunchArg, OutputSpec, PoolEngine, PoolImage,
+    ArgValue, Call, Destination, DeviceTensor, EmuError, Output, PoolEngine, PoolImage,
 };
 use nrt_pool_schema::ArgKind;
 
@@ -60,6 +60,7 @@ fn to_py(py: Python<'_>, e: EmuError) -> PyErr {
             pyo3::exceptions::PyAttributeError::new_err(e.to_string())
         }
         EmuError::Argument { .. }
+        | EmuError::Output { .. }
         | EmuError::Tensor(_)
         | EmuError::Cores(_)
         | EmuError::Shape { .. } => PyValueError::new_err(e.to_string()),
@@ -149,7 +150,7 @@ fn array_of<'py>(py: Python<'py>, t: HostTensor) -> Bytes<'py> {
 /// A checked launch argument: ready, or a NumPy array still to be copied into device
 /// memory (`bf16`: its uint16 words are bfloat16 bits).
 enum Pending<'py> {
-    Ready(LaunchArg),
+    Ready(ArgValue<'static>),
     Array(Bound<'py, PyUntypedArray>, bool),
 }
 
@@ -452,7 +453,8 @@ impl Library {
 }
 
 impl Library {
-    /// `call` once the arguments are checked and the engine is locked.
+    /// `call` once the arguments are checked and the engine is locked: one call through
+    /// the engine's call path, array arguments read straight from their NumPy buffers.
     fn call_in<'py>(
         py: Python<'py>,
         e: &mut PoolEngine,
@@ -461,50 +463,38 @@ impl Library {
         cores: Option<usize>,
         out: Option<&Bound<'py, DeviceArray>>,
     ) -> PyResult<Option<Bytes<'py>>> {
-        let mut launch_args = Vec::with_capacity(pending.len());
-        for p in pending {
-            launch_args.push(match p {
-                Pending::Ready(a) => a,
+        let mut args = Vec::with_capacity(pending.len());
+        for p in &pending {
+            args.push(match p {
+                Pending::Ready(a) => a.clone(),
                 Pending::Array(a, bf16) => {
-                    let (dtype, shape, bytes) = view_of(&a, bf16)?;
-                    let d = e
-                        .upload_bytes(dtype, shape, bytes)
-                        .map_err(|err| to_py(py, err))?;
-                    LaunchArg::Device(d)
+                    let (dtype, shape, data) = view_of(a, *bf16)?;
+                    ArgValue::Bytes {
+                        dtype,
+                        shape,
+                        data,
+                        location: Location::Hbm,
+                    }
                 }
             });
         }
-        let cores = cores.unwrap_or_else(|| e.default_cores());
-        let spec: OutputSpec = py
-            .detach(|| e.op_output(op, &launch_args))
-            .map_err(|err| to_py(py, err))?;
-        if let Some(out) = out {
-            let d = out.get();
-            if (d.tensor.dtype, d.tensor.shape.as_slice()) != (spec.dtype, spec.shape.as_slice()) {
-                return Err(PyValueError::new_err(format!(
-                    "out is {} {:?}; the shape function gives {} {:?}",
-                    d.tensor.dtype, d.tensor.shape, spec.dtype, spec.shape
-                )));
-            }
-            let target = d.tensor.clone();
-            let run = py
-                .detach(|| e.launch_into(op, &launch_args, &target, cores))
-                .map_err(|err| to_py(py, err))?;
-            echo(py, &run.stdout, &run.stderr)?;
-            return Ok(None);
-        }
-        let done = py
+        let to = match out {
+            Some(out) => Destination::Device(out.get().tensor.clone()),
+            None => Destination::Host,
+        };
+        let called = py
             .detach(|| {
-                e.launch(&Launch {
-                    kernel: op.to_string(),
-                    args: launch_args,
-                    output: spec,
+                e.call(Call {
+                    target: op,
+                    args,
+                    output: Output::Find,
+                    to,
                     cores,
                 })
             })
             .map_err(|err| to_py(py, err))?;
-        echo(py, &done.stdout, &done.stderr)?;
-        Ok(Some(array_of(py, done.output)))
+        echo(py, &called.run.stdout, &called.run.stderr)?;
+        Ok(called.output.map(|t| array_of(py, t)))
     }
 
     fn launch_args_checked<'py>(
@@ -527,7 +517,7 @@ impl Library {
         let mut out = Vec::with_capacity(kinds.len());
         for (i, a) in args.iter().enumerate() {
             if let Ok(d) = a.cast::<DeviceArray>() {
-                out.push(Pending::Ready(LaunchArg::Device(d.get().tensor.clone())));
+                out.push(Pending::Ready(ArgValue::Device(d.get().tensor.clone())));
                 continue;
             }
             out.push(self.launch_arg(py, op, i, kinds[i], &a)?);
@@ -570,24 +560,23 @@ impl Library {
                     return Err(bad("an array".into()));
                 }
                 let x: f64 = v.extract().map_err(|_| bad(format!("a {}", type_name())))?;
-                LaunchArg::f32(x as f32)
+                ArgValue::Double(x)
             }
             ArgKind::Long => {
                 if v.is_instance_of::<PyFloat>() || v.cast::<PyUntypedArray>().is_ok() {
                     return Err(bad(format!("a {}", type_name())));
                 }
                 let x: i64 = v.extract().map_err(|_| bad(format!("a {}", type_name())))?;
-                LaunchArg::Scalar(DType::I64, x.to_le_bytes().to_vec())
+                ArgValue::Long(x)
             }
             ArgKind::Scalar => {
                 if v.is_instance_of::<PyInt>() {
-                    let x: i64 = v.extract()?;
-                    LaunchArg::Scalar(DType::I64, x.to_le_bytes().to_vec())
+                    ArgValue::Long(v.extract()?)
                 } else if v.cast::<PyUntypedArray>().is_ok() {
                     return Err(bad("an array".into()));
                 } else {
                     let x: f64 = v.extract().map_err(|_| bad(format!("a {}", type_name())))?;
-                    LaunchArg::f32(x as f32)
+                    ArgValue::Double(x)
                 }
             }
         }))

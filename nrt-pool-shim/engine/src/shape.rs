@@ -1,0 +1,143 @@
+//! A NEURON_LIBRARY op's shape function, run on core 0 over the arguments' dtypes and
+//! shapes, and the check of an op's arguments against its registration.
+
+use super::*;
+
+impl PoolEngine {
+    /// The output a NEURON_LIBRARY op gives these arguments: its shape function, run on
+    /// core 0 over the arguments' dtypes and shapes (scalars with their values).
+    pub fn op_output(&mut self, op: &str, args: &[LaunchArg]) -> Result<OutputSpec, EmuError> {
+        let name = self.kernel_name(op)?;
+        let lib = self.neuron_library().ok_or_else(|| EmuError::Signature {
+            kernel: op.into(),
+            why: "the library has no NEURON_LIBRARY registration (no shape functions)".into(),
+        })?;
+        let qualified = format!("{}::{name}", lib.namespace);
+        let sig = lib.op(&name).expect("resolved").clone();
+        check_op_args(&qualified, &sig, args)?;
+        self.run_shape(&name, &qualified, args)
+    }
+
+    /// Runs op `name`'s shape function (`qualified` in reports) over checked arguments.
+    pub(crate) fn run_shape(
+        &mut self,
+        name: &str,
+        qualified: &str,
+        args: &[LaunchArg],
+    ) -> Result<OutputSpec, EmuError> {
+        let qualified = qualified.to_string();
+        self.memory.reset_hbm();
+        self.placed.clear();
+        let mut blob = empty_blob(args.len());
+        let mut sbuf_next = 0;
+        for (i, a) in args.iter().enumerate() {
+            let label = format!("argument {i}");
+            blob.types[i] = ARG_TYPE_TENSOR;
+            blob.args[i] = match a {
+                // A shape function sees dtypes and shapes only: no data is placed.
+                LaunchArg::Tensor(t, _) => {
+                    tensor::check_rank(&t.shape).map_err(|e| named(&label, e.into()))?;
+                    let dims: Vec<u32> = t.shape.iter().map(|&d| d as u32).collect();
+                    ArgTensor::hbm(t.dtype.isa(), 0, &dims)
+                }
+                LaunchArg::Device(d) => {
+                    tensor::check_rank(&d.shape).map_err(|e| named(&label, e.into()))?;
+                    device_descriptor(d)
+                }
+                LaunchArg::Scalar(dt, bytes) => {
+                    let mut padded = bytes.clone();
+                    padded.resize(SCALAR_ROOM, 0);
+                    self.place(
+                        &label,
+                        *dt,
+                        &[1],
+                        Some(&padded),
+                        Location::Hbm,
+                        &mut sbuf_next,
+                    )
+                    .map_err(|e| named(&label, e))?
+                }
+            };
+        }
+        self.write_blob(0, &blob);
+        let ctl = self.control();
+        ctl.reset();
+        let lib = self.library.as_ref().ok_or(EmuError::NoLibrary)?;
+        let c_op = CString::new(name).map_err(|_| EmuError::NoLibrary)?;
+        let deadline = self.deadline();
+        let CoreExit { exit, stderr } = self
+            .backend
+            .shape(&self.memory, lib, &c_op, &deadline)
+            .map_err(EmuError::Spawn)?;
+        if deadline.interrupted() {
+            return Err(EmuError::Interrupted {
+                what: format!("the shape function of {name}"),
+            });
+        }
+        let rec = ctl.core(0);
+        if rec.state.load(Ordering::Acquire) != CORE_DONE || exit != Exit::Code(0) {
+            let file = lib.file();
+            let mut fault =
+                self.fault_of(0, exit, &format!("shape function of {qualified}"), &file);
+            // What it printed before the fault, as a kernel's.
+            (fault.stdout, fault.stderr, _) = self.take_output(&ctl);
+            fault.stderr.extend_from_slice(&stderr);
+            return Err(EmuError::Fault(Box::new(fault)));
+        }
+        self.keep_output(&ctl);
+        if rec.result.load(Ordering::Acquire) != 0 {
+            return Err(EmuError::Shape {
+                op: qualified,
+                why: ctl.message(0),
+            });
+        }
+        let out = self.read_blob(0).output;
+        let dtype = DType::from_isa(out.dtype).ok_or_else(|| EmuError::Shape {
+            op: qualified.clone(),
+            why: format!(
+                "its output has dtype code {}, which no launch can carry",
+                out.dtype
+            ),
+        })?;
+        let (dims, rank) = out.try_dims().map_err(|r| EmuError::Shape {
+            op: qualified.clone(),
+            why: format!("its output's shape breaks {r}"),
+        })?;
+        Ok(OutputSpec {
+            dtype,
+            shape: dims[..rank].iter().map(|&d| u64::from(d)).collect(),
+            location: Location::Hbm,
+        })
+    }
+}
+
+/// A NEURON_LIBRARY op's arguments: their number, and tensors where it takes tensors.
+pub(crate) fn check_op_args(
+    op: &str,
+    sig: &schema::OpSig,
+    args: &[LaunchArg],
+) -> Result<(), EmuError> {
+    let bad = |why: String| EmuError::Signature {
+        kernel: op.into(),
+        why,
+    };
+    let kinds: Vec<String> = sig.args.iter().map(|k| k.to_string()).collect();
+    if args.len() != sig.args.len() {
+        return Err(bad(format!(
+            "takes {} argument(s) ({}), got {}",
+            sig.args.len(),
+            kinds.join(", "),
+            args.len()
+        )));
+    }
+    for (i, (kind, a)) in sig.args.iter().zip(args).enumerate() {
+        let tensor = matches!(a, LaunchArg::Tensor(..) | LaunchArg::Device(_));
+        if tensor != (*kind == schema::ArgKind::Tensor) {
+            return Err(bad(format!(
+                "argument {i} is a {kind}, got a {}",
+                if tensor { "tensor" } else { "scalar" }
+            )));
+        }
+    }
+    Ok(())
+}
