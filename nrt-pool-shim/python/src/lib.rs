@@ -15,6 +15,9 @@
 //! A long launch on the main thread looks for Ctrl-C every 20 ms: KeyboardInterrupt stops
 //! its cores (restarted at the next call, as after a timeout) and is raised.
 
+mod errors;
+use errors::to_py;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -37,36 +40,6 @@ pyo3::create_exception!(
     PyRuntimeError,
     "A kernel (or an op library's loading or shape function) faulted on the emulated Pool engine."
 );
-
-/// An engine error as the Python exception an op author expects.
-fn to_py(py: Python<'_>, e: EmuError) -> PyErr {
-    match e {
-        EmuError::Fault(f) => {
-            let err = DeviceFault::new_err(f.to_string());
-            let v = err.value(py);
-            let _ = v.setattr("kernel", f.kernel.clone());
-            let _ = v.setattr("core", f.core);
-            let _ = v.setattr("kind", f.kind.describe());
-            let _ = v.setattr("address", f.soc_addr.or(f.host_addr));
-            let _ = v.setattr("stdout", pyo3::types::PyBytes::new(py, &f.stdout));
-            let _ = v.setattr("stderr", pyo3::types::PyBytes::new(py, &f.stderr));
-            err
-        }
-        EmuError::StartFault { .. } => DeviceFault::new_err(e.to_string()),
-        EmuError::Signature { .. } | EmuError::TooManyArgs { .. } => {
-            PyTypeError::new_err(e.to_string())
-        }
-        EmuError::UnknownKernel { .. } => {
-            pyo3::exceptions::PyAttributeError::new_err(e.to_string())
-        }
-        EmuError::Argument { .. }
-        | EmuError::Output { .. }
-        | EmuError::Tensor(_)
-        | EmuError::Cores(_)
-        | EmuError::Shape { .. } => PyValueError::new_err(e.to_string()),
-        other => PyRuntimeError::new_err(other.to_string()),
-    }
-}
 
 /// The dtype of a NumPy array by kind and item size.
 fn dtype_of(kind: u8, size: usize) -> Option<DType> {

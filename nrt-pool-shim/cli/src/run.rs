@@ -1,0 +1,430 @@
+//! `nrt-pool run`: arguments from `.npy` files and TYPE:VALUE texts, one call through the
+//! engine's call path per launch (`--repeat`), the output to a `.npy` file, the report and
+//! `--timings`.
+
+use super::*;
+
+/// `run --timings`: wall time from start to output file, by phase.
+struct Timings {
+    started: Instant,
+    last: Instant,
+    /// Time already attributed inside the current lap (the launch's own phases).
+    inside: Duration,
+    rows: Vec<(&'static str, Duration)>,
+}
+
+impl Timings {
+    fn new(started: Instant) -> Timings {
+        Timings {
+            started,
+            last: started,
+            inside: Duration::ZERO,
+            rows: Vec::new(),
+        }
+    }
+
+    /// A phase measured elsewhere, inside the current lap.
+    fn add(&mut self, what: &'static str, d: Duration) {
+        self.inside += d;
+        self.rows.push((what, d));
+    }
+
+    /// The time since the last lap (less what `add` attributed) is `what`'s.
+    fn lap(&mut self, what: &'static str) {
+        let now = Instant::now();
+        let d = (now - self.last).saturating_sub(self.inside);
+        self.rows.push((what, d));
+        self.last = now;
+        self.inside = Duration::ZERO;
+    }
+
+    fn total(&self) -> Duration {
+        self.last - self.started
+    }
+
+    fn print(&self) {
+        let total = self.total().as_secs_f64().max(1e-9);
+        for (what, d) in &self.rows {
+            eprintln!(
+                "{what:<48} {:>10.3} ms {:>5.1}%",
+                d.as_secs_f64() * 1e3,
+                100.0 * d.as_secs_f64() / total
+            );
+        }
+        eprintln!("{:<48} {:>10.3} ms", "total", total * 1e3);
+    }
+
+    /// The phases in order, then the total.
+    fn json(&self) -> serde_json::Value {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let rows = self
+            .rows
+            .iter()
+            .map(|(what, d)| json!({"phase": what, "ms": ms(*d)}));
+        json!({"phases": rows.collect::<Vec<_>>(), "total": ms(self.total())})
+    }
+}
+
+pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
+    let RunArgs {
+        lib,
+        isa,
+        kernel,
+        args: values,
+        out,
+        cores,
+        timeout,
+        out_dtype,
+        out_shape,
+        json,
+        repeat,
+        timings,
+    } = a;
+    let started = Instant::now();
+    let mut clock = Timings::new(started);
+    let out_dtype = match out_dtype {
+        Some(t) => Some(DType::from_name(&t).ok_or_else(|| {
+            Failure::Usage(format!(
+                "--out-dtype {t}: one of {}",
+                DType::ALL.map(DType::name).join(" ")
+            ))
+        })?),
+        None => None,
+    };
+    let out_shape = out_shape.map(|s| s.0);
+    let cores = cores.map(usize::from);
+    let kernel = &kernel;
+    let mut e = engine_with(&lib, isa)?;
+    clock.lap("library load (probed in a core process)");
+    if let Some(t) = timeout {
+        e.timeout = Duration::from_secs_f64(t);
+    }
+    let op = e
+        .neuron_library()
+        .map(|l| (l.namespace.clone(), l.op(kernel).cloned()));
+    match &op {
+        Some((ns, None)) => {
+            let known = e.kernels().iter().map(|k| format!("{ns}::{k}")).collect();
+            return Err(EmuError::UnknownKernel {
+                kernel: kernel.clone(),
+                known,
+            }
+            .into());
+        }
+        None if !e.kernels().iter().any(|k| k == kernel) => {
+            return Err(EmuError::UnknownKernel {
+                kernel: kernel.clone(),
+                known: e.kernels().to_vec(),
+            }
+            .into());
+        }
+        _ => {}
+    }
+    let op = op.and_then(|(_, o)| o);
+    let sig = e.library().and_then(|l| l.signature(kernel)).cloned();
+    let mut launch_args = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        let (want, what) = match (&op, sig.as_ref().and_then(|s| s.params.get(i))) {
+            (Some(op), _) => match op.args.get(i) {
+                Some(ArgKind::Tensor) => {
+                    (Want::Tensor(None), format!("argument {i} (torch::Tensor)"))
+                }
+                Some(k) => (Want::OpScalar(*k), format!("argument {i} ({k})")),
+                None => (Want::Any, format!("argument {i}")),
+            },
+            (None, Some(p)) => (
+                match &p.kind {
+                    ParamKind::Tensor { dtype, .. } => Want::Tensor(Some(*dtype)),
+                    ParamKind::Scalar(dt) => Want::Scalar(*dt),
+                },
+                format!("argument {i} ({} {})", p.kind, p.name),
+            ),
+            (None, None) => (Want::Any, format!("argument {i}")),
+        };
+        launch_args.push(parse_arg(v, want, &mut e).map_err(|f| match f {
+            Failure::Error(m) => Failure::Error(format!("{what}: {m}")),
+            other => other,
+        })?);
+    }
+    clock.lap("input read (.npy)");
+    let given = match (out_dtype, out_shape) {
+        (Some(dtype), Some(shape)) => Some(OutputSpec {
+            dtype,
+            shape,
+            location: Location::Hbm,
+        }),
+        (None, None) => None,
+        _ => {
+            return Err(Failure::Usage(
+                "give both --out-dtype and --out-shape".into(),
+            ))
+        }
+    };
+    // The output, found once (the op's shape function or the kernel's schema); every launch
+    // then passes it as known.
+    let output = match given {
+        Some(g)
+            if e.neuron_library().is_none()
+                && e.library().and_then(|l| l.signature(kernel)).is_none() =>
+        {
+            g
+        }
+        Some(g) => {
+            let found = e.output(kernel, launch_args.clone())?;
+            if (found.dtype, &found.shape) != (g.dtype, &g.shape) {
+                return Err(EmuError::Output {
+                    target: kernel.clone(),
+                    why: format!(
+                        "--out-dtype/--out-shape give {} {:?}; the library gives {:?} ({})",
+                        g.dtype, g.shape, found.shape, found.dtype
+                    ),
+                }
+                .into());
+            }
+            found
+        }
+        None => e.output(kernel, launch_args.clone())?,
+    };
+    let cores = cores.unwrap_or_else(|| e.default_cores());
+    clock.lap("output shape");
+    // Inputs read straight into device memory make the output a device tensor too, written
+    // to its file from there: no host copy of either (nothing to copy in or out).
+    let on_device = output.location == Location::Hbm
+        && !launch_args
+            .iter()
+            .any(|a| matches!(a, ArgValue::Tensor(..)));
+    let (out_dtype, out_shape) = (output.dtype, output.shape.clone());
+    let device_out = if on_device {
+        Some(e.alloc_device(output.dtype, output.shape.clone())?)
+    } else {
+        None
+    };
+    let launch_once = |e: &mut PoolEngine| -> Result<Done, EmuError> {
+        let to = match &device_out {
+            Some(d) => Destination::Device(d.clone()),
+            None => Destination::Host,
+        };
+        let c = e.call(Call {
+            target: kernel,
+            args: launch_args.clone(),
+            output: Output::Known(output.clone()),
+            to,
+            cores: Some(cores),
+        })?;
+        Ok(Done {
+            phases: c.phases,
+            stdout: c.run.stdout,
+            stderr: c.run.stderr,
+            stdio_dropped: c.run.stdio_dropped,
+            elapsed: c.run.elapsed,
+            output: c.output,
+        })
+    };
+    let progress = (repeat > 1).then(|| Progress::start("launches", Some(repeat)));
+    let mut elapsed = Vec::with_capacity(usize::try_from(repeat).unwrap_or(0).min(1 << 16));
+    let mut done = launch_once(&mut e)?;
+    let mut phases = done.phases;
+    elapsed.push(done.elapsed);
+    for i in 1..repeat {
+        if let Some(p) = &progress {
+            p.step(format!("{:.3} ms", done.elapsed.as_secs_f64() * 1e3));
+        }
+        // Each launch's kernel output is shown; the output file holds the last launch's.
+        echo_launch(&done, json);
+        done = launch_once(&mut e)
+            .map_err(|err| Failure::from(err).context(&format!("launch {} of {repeat}", i + 1)))?;
+        elapsed.push(done.elapsed);
+        phases.place += done.phases.place;
+        phases.run += done.phases.run;
+        phases.read += done.phases.read;
+    }
+    drop(progress);
+    elapsed.sort();
+    let median = elapsed[elapsed.len() / 2];
+    echo_launch(&done, json);
+    clock.add("launch: inputs into device memory", phases.place);
+    clock.add("launch: run on the cores (core start included)", phases.run);
+    clock.add("launch: output out of device memory", phases.read);
+    clock.lap("launch: other (checks, reports, kernel output)");
+    let written = match (&done.output, &device_out) {
+        (Some(t), _) => npy::write(&out, t),
+        (None, Some(d)) => npy::write_device(&out, &e, d),
+        (None, None) => unreachable!("a launch gives a host output or writes a device one"),
+    };
+    written.map_err(|e| Failure::Error(e.to_string()))?;
+    clock.lap(if device_out.is_some() {
+        "output write (.npy) from device memory"
+    } else {
+        "output write (.npy)"
+    });
+    // The output is in place and the process ends after the report, so the engine is not
+    // torn down core by core (each waited for in turn): host cores die with this process
+    // (PDEATHSIG), QEMU cores end when their channel closes, and the kernel frees device
+    // memory.
+    std::mem::forget(e);
+    if timings && !json {
+        clock.print();
+    }
+    if json {
+        let doc = json!({
+            "op": kernel,
+            "cores": cores,
+            "elapsed_ms": done.elapsed.as_secs_f64() * 1e3,
+            "launches": repeat,
+            "timings_ms": timings.then(|| clock.json()),
+            "median_ms": median.as_secs_f64() * 1e3,
+            "stdio_dropped": done.stdio_dropped,
+            "output": {
+                "path": out.display().to_string(),
+                "dtype": out_dtype.name(),
+                "shape": out_shape,
+            },
+        });
+        println!("{doc}");
+        return Ok(());
+    }
+    let timing = match repeat {
+        1 => format!("{:.3} ms", done.elapsed.as_secs_f64() * 1e3),
+        n => format!(
+            "{n} launches, median {:.3} ms (min {:.3}, max {:.3})",
+            median.as_secs_f64() * 1e3,
+            elapsed[0].as_secs_f64() * 1e3,
+            elapsed[elapsed.len() - 1].as_secs_f64() * 1e3
+        ),
+    };
+    eprintln!(
+        "ok: {kernel} on {cores} core(s) in {timing} -> {} ({out_dtype} {out_shape:?})",
+        out.display(),
+    );
+    Ok(())
+}
+
+/// A finished launch as `run` reports it: the output is the host tensor, or None when the
+/// launch wrote a device tensor.
+struct Done {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    stdio_dropped: u32,
+    elapsed: Duration,
+    phases: LaunchPhases,
+    output: Option<HostTensor>,
+}
+
+/// A launch's kernel output (stdout, stderr) and any stdio-ring loss. With `--json`,
+/// stdout carries the JSON document, so the kernel's output goes to stderr.
+fn echo_launch(done: &Done, json: bool) {
+    if json {
+        let _ = std::io::stderr().write_all(&done.stdout);
+        let _ = std::io::stderr().write_all(&done.stderr);
+    } else {
+        echo(&done.stdout, &done.stderr);
+    }
+    if done.stdio_dropped > 0 {
+        eprintln!(
+            "nrt-pool: {} bytes of kernel output did not fit the stdio ring",
+            done.stdio_dropped
+        );
+    }
+}
+
+/// What a parameter takes, as far as the library says.
+#[derive(Clone, Copy)]
+enum Want {
+    /// Nothing known: tensors from .npy files, scalars as TYPE:VALUE.
+    Any,
+    /// A tensor (of this dtype, when the schema says).
+    Tensor(Option<DType>),
+    /// A scalar of this dtype (schema libraries).
+    Scalar(DType),
+    /// A NEURON_LIBRARY op's scalar: double (passed as f32: the device has no f64),
+    /// int64_t (i64), or torch::Scalar (i64 for a whole number, else f32).
+    OpScalar(ArgKind),
+}
+
+fn parse_arg(v: &str, want: Want, engine: &mut PoolEngine) -> Result<ArgValue<'static>, Failure> {
+    // TYPE:FILE.npy reads a tensor as TYPE (bf16 travels in .npy files as raw uint16).
+    let (want, v) = match v.split_once(':') {
+        Some((t, f)) if f.contains(".npy") => match DType::from_name(t) {
+            Some(dt) => (Want::Tensor(Some(dt)), f),
+            None => return Err(Failure::Usage(format!("{v}: unknown dtype {t}"))),
+        },
+        _ => (want, v),
+    };
+    let (path, loc) = match v.rsplit_once('@') {
+        Some((p, l)) if p.ends_with(".npy") => (
+            p,
+            Location::from_name(l)
+                .ok_or_else(|| Failure::Usage(format!("{v}: location is hbm or sbuf")))?,
+        ),
+        _ => (v, Location::Hbm),
+    };
+    if path.ends_with(".npy") {
+        let hint = match want {
+            Want::Tensor(dtype) => dtype,
+            _ => None,
+        };
+        // Into HBM straight from the file where the bytes need no reordering.
+        if loc == Location::Hbm {
+            if let Some(d) = npy::read_into_device(Path::new(path), hint, engine)
+                .map_err(|e| Failure::Error(e.to_string()))?
+            {
+                return Ok(ArgValue::Device(d));
+            }
+        }
+        let t = npy::read(Path::new(path), hint).map_err(|e| match (e, hint) {
+            (npy::NpyError::Dtype { path, descr, .. }, Some(want)) => Failure::Error(format!(
+                "{path} holds '{descr}' elements, the parameter is {want} ('{}' in a .npy file); convert it, e.g. x.astype(np.{})",
+                want.npy_descr(),
+                want.numpy_name()
+            )),
+            (e, _) => Failure::Error(e.to_string()),
+        })?;
+        if let Some(want) = hint {
+            if t.dtype != want {
+                return Err(Failure::Error(format!(
+                    "{path} holds {} ('{}') elements, the parameter is {want} ('{}'); convert it, e.g. x.astype(np.{})",
+                    t.dtype,
+                    t.dtype.npy_descr(),
+                    want.npy_descr(),
+                    want.numpy_name()
+                )));
+            }
+        }
+        return Ok(ArgValue::Tensor(t, loc));
+    }
+    let (dtype, text) = match (v.split_once(':'), want) {
+        (Some((t, x)), _) => (
+            DType::from_name(t).ok_or_else(|| Failure::Usage(format!("{v}: unknown dtype {t}")))?,
+            x,
+        ),
+        (None, Want::Scalar(dt)) => (dt, v),
+        // An op's double (or a floating torch::Scalar) and int64_t (or an integral one): the
+        // engine applies the device's rule (doubles as f32, D44).
+        (None, Want::OpScalar(kind)) => {
+            let integral = v.trim().parse::<i64>();
+            return match (kind, integral) {
+                (ArgKind::Long, Ok(n)) | (ArgKind::Scalar, Ok(n)) => Ok(ArgValue::Long(n)),
+                (ArgKind::Long, Err(_)) => Err(Failure::Error(format!("{v}: not a i64 value"))),
+                _ => v
+                    .trim()
+                    .parse::<f64>()
+                    .map(ArgValue::Double)
+                    .map_err(|_| Failure::Error(format!("{v}: not a f32 value"))),
+            };
+        }
+        (None, Want::Tensor(_)) => {
+            return Err(Failure::Error(format!(
+                "{v}: this parameter is a tensor; pass a .npy file"
+            )))
+        }
+        (None, Want::Any) => {
+            return Err(Failure::Usage(format!(
+                "{v}: the library has no schema for this argument; write TYPE:VALUE"
+            )))
+        }
+    };
+    let bytes = dtype
+        .parse_scalar(text)
+        .ok_or_else(|| Failure::Error(format!("{v}: not a {dtype} value")))?;
+    Ok(ArgValue::Scalar(dtype, bytes))
+}

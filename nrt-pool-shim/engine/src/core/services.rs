@@ -1,0 +1,143 @@
+//! The host services a core offers the device runtime (resolved through the handoff's
+//! `get_libc_fn`), the handoff's scratch and queue callbacks, and the registration
+//! callbacks `register_funcs` calls.
+
+use super::*;
+
+pub(super) unsafe extern "C" fn on_register_name(_handle: *mut c_void, name: *const c_char) -> u32 {
+    if let (Some(c), false) = (collector(), name.is_null()) {
+        if c.probe {
+            // SAFETY: a C string from the library's table.
+            let _ = control().push_name(unsafe { CStr::from_ptr(name) }.to_bytes());
+        }
+    }
+    0
+}
+
+pub(super) unsafe extern "C" fn on_register_func(
+    _handle: *mut c_void,
+    name: *const c_char,
+    f: Option<WrapperFn>,
+) -> u32 {
+    let Some(c) = collector() else { return 1 };
+    let name = if name.is_null() {
+        CString::default()
+    } else {
+        // SAFETY: a C string from the library's table.
+        unsafe { CStr::from_ptr(name) }.into()
+    };
+    c.funcs.push((name, f));
+    0
+}
+
+// ---- the services get_libc_fn resolves ----
+
+pub(super) unsafe extern "C" fn svc_map(soc: u64, len: u64) -> *mut c_void {
+    memory()
+        .host(soc, len)
+        .map_or(std::ptr::null_mut(), |p| p.cast())
+}
+
+pub(super) unsafe extern "C" fn svc_cpu_id() -> u32 {
+    core() as u32
+}
+
+pub(super) unsafe extern "C" fn svc_cpu_count() -> u32 {
+    CORE_COUNT.load(Ordering::Relaxed) as u32
+}
+
+pub(super) unsafe extern "C" fn svc_dma(
+    local: *mut c_void,
+    soc: u64,
+    to_local: bool,
+    n: u32,
+) -> i32 {
+    let Some(p) = memory().host(soc, u64::from(n)) else {
+        return -1;
+    };
+    // SAFETY: `p` spans n bytes of the mapping (guard bytes fault like the hardware would);
+    // `local` is the kernel's buffer of n bytes (service contract).
+    unsafe {
+        if to_local {
+            std::ptr::copy(p, local.cast(), n as usize);
+        } else {
+            std::ptr::copy(local.cast::<u8>(), p, n as usize);
+        }
+    }
+    0
+}
+
+pub(super) unsafe extern "C" fn svc_fault(msg: *const c_char, len: usize) {
+    // SAFETY: the runtime passes `len` readable bytes.
+    let m = unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) };
+    drain_early_stdio();
+    control().set_fault(core(), FaultKind::Fatal, 0, 0, m);
+    finish_stdio();
+    notify_exit();
+    // SAFETY: ends this core's process, as a fault halts the core.
+    unsafe { libc::_exit(FAULT_EXIT) }
+}
+
+pub(super) unsafe extern "C" fn svc_write(fd: i32, buf: *const c_void, len: usize) -> isize {
+    if len == 0 || !(1..=2).contains(&fd) {
+        return if len == 0 { 0 } else { -1 };
+    }
+    // printf reaches the host from core 0, as the firmware's stdio does; start code's once.
+    if core() == 0
+        && (PHASE.load(Ordering::Relaxed) == PHASE_KERNEL || PROBE.load(Ordering::Relaxed))
+    {
+        // SAFETY: the runtime passes `len` readable bytes.
+        let b = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) };
+        control().stdio_append(fd as u8, 0, b);
+    }
+    len as isize
+}
+
+pub(super) unsafe extern "C" fn get_libc_fn(name: *const c_char) -> *mut c_void {
+    // The runtime is taking its services: what it printed before them comes first.
+    drain_early_stdio();
+    // SAFETY: the runtime asks with NUL-terminated names.
+    let name = unsafe { CStr::from_ptr(name) }.to_bytes();
+    // Host cores offer every service but the stack (host kernels run on the core's own).
+    match Service::from_name(name) {
+        Some(Service::Map) => svc_map as *mut c_void,
+        Some(Service::CpuId) => svc_cpu_id as *mut c_void,
+        Some(Service::CpuCount) => svc_cpu_count as *mut c_void,
+        Some(Service::Dma) => svc_dma as *mut c_void,
+        Some(Service::Fault) => svc_fault as *mut c_void,
+        Some(Service::Write) => svc_write as *mut c_void,
+        Some(Service::Stack) | None => std::ptr::null_mut(),
+    }
+}
+
+pub(super) unsafe extern "C" fn get_data_scratch(
+    addr: *mut *mut c_void,
+    size: *mut usize,
+) -> *mut c_void {
+    let (p, n) = memory().scratch_host(core());
+    // SAFETY: out pointers from the runtime's start code.
+    unsafe {
+        *addr = p.cast();
+        *size = n;
+    }
+    std::ptr::null_mut()
+}
+
+pub(super) unsafe extern "C" fn get_hbm_scratch(addr: *mut u64, size: *mut usize) -> *mut c_void {
+    let (a, n) = memory().hbm_scratch(core());
+    // SAFETY: as above.
+    unsafe {
+        *addr = a;
+        *size = n as usize;
+    }
+    std::ptr::null_mut()
+}
+
+pub(super) unsafe extern "C" fn get_dma_queue(m2s: *mut u32, s2m: *mut u32) -> *mut c_void {
+    // SAFETY: as above. Queue 16 is the custom-op bundle; offsets per core.
+    unsafe {
+        *m2s = (core() as u32) * 0x100;
+        *s2m = (core() as u32) * 0x100 + 0x80;
+    }
+    std::ptr::null_mut()
+}

@@ -1,0 +1,153 @@
+//! A core's fault handlers: what a signal means, where it hit, and its report in the
+//! control block.
+
+use super::*;
+
+// ---- faults ----
+
+/// The faulting instruction and, for a memory fault, whether it wrote, from the signal's
+/// machine context.
+pub(super) fn fault_context(uctx: *mut c_void) -> (u64, u32) {
+    if uctx.is_null() {
+        return (0, ACCESS_UNKNOWN);
+    }
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        // SAFETY: SA_SIGINFO handlers get the interrupted context as a ucontext_t.
+        let g = unsafe { &(*uctx.cast::<libc::ucontext_t>()).uc_mcontext.gregs };
+        let pc = g[libc::REG_RIP as usize] as u64;
+        // Page-fault error code: bit 1 set for a write.
+        let access = if g[libc::REG_ERR as usize] & 2 != 0 {
+            ACCESS_WRITE
+        } else {
+            ACCESS_READ
+        };
+        (pc, access)
+    }
+    #[cfg(all(target_arch = "aarch64", target_os = "linux"))]
+    {
+        // SAFETY: as above.
+        let pc = unsafe { (*uctx.cast::<libc::ucontext_t>()).uc_mcontext.pc };
+        (pc, ACCESS_UNKNOWN)
+    }
+    #[cfg(not(any(
+        all(target_arch = "x86_64", target_os = "linux"),
+        all(target_arch = "aarch64", target_os = "linux")
+    )))]
+    {
+        (0, ACCESS_UNKNOWN)
+    }
+}
+
+pub(super) extern "C" fn on_signal(sig: i32, info: *mut libc::siginfo_t, uctx: *mut c_void) {
+    // SAFETY: the kernel hands SA_SIGINFO handlers a valid siginfo.
+    let (addr, code) = if info.is_null() {
+        (0, 0)
+    } else {
+        unsafe { ((*info).si_addr() as u64, (*info).si_code) }
+    };
+    let overflow = sig == libc::SIGSEGV && is_stack_overflow(addr);
+    let kind = match sig {
+        _ if overflow => FaultKind::StackOverflow,
+        libc::SIGSEGV | libc::SIGBUS => FaultKind::Memory,
+        libc::SIGABRT => FaultKind::Abort,
+        _ => FaultKind::Trap,
+    };
+    let addr = if kind == FaultKind::Abort { 0 } else { addr };
+    let (pc, access) = fault_context(uctx);
+    let ctl = control();
+    let r = ctl.core(core());
+    r.pc.store(pc, Ordering::Relaxed);
+    r.module_base
+        .store(MODULE_BASE.load(Ordering::Relaxed), Ordering::Relaxed);
+    r.access.store(
+        if kind == FaultKind::Memory {
+            access
+        } else {
+            ACCESS_UNKNOWN
+        },
+        Ordering::Relaxed,
+    );
+    r.phase
+        .store(PHASE.load(Ordering::Relaxed), Ordering::Relaxed);
+    let why = if overflow {
+        HOST_STACK_OVERFLOW
+    } else {
+        signal_cause(sig, code)
+    };
+    ctl.set_fault(core(), kind, sig as u32, addr, why.as_bytes());
+    drain_early_stdio();
+    notify_exit();
+    // SAFETY: async-signal-safe exit of this core's process.
+    unsafe { libc::_exit(FAULT_EXIT) }
+}
+
+/// The signal, and what the processor said about it (`si_code`).
+pub fn signal_cause(sig: i32, code: i32) -> &'static str {
+    match (sig, code) {
+        (libc::SIGFPE, 1) => "SIGFPE: integer division by zero",
+        (libc::SIGFPE, 2) => "SIGFPE: integer overflow",
+        (libc::SIGFPE, 3) => "SIGFPE: floating-point division by zero",
+        (libc::SIGFPE, 4) => "SIGFPE: floating-point overflow",
+        (libc::SIGFPE, 5) => "SIGFPE: floating-point underflow",
+        (libc::SIGFPE, 6) => "SIGFPE: floating-point inexact result",
+        (libc::SIGFPE, 7) => "SIGFPE: invalid floating-point operation",
+        (libc::SIGILL, _) => "SIGILL: illegal instruction",
+        (libc::SIGTRAP, _) => "SIGTRAP: breakpoint or trap instruction",
+        (libc::SIGBUS, _) => "SIGBUS: bus error",
+        (s, _) => signal_name(s),
+    }
+}
+
+pub fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGKILL => "SIGKILL",
+        _ => "signal",
+    }
+}
+
+pub(super) const HOST_STACK_OVERFLOW: &str =
+    "stack overflow: more than the host core's 8 MiB of stack \
+     (a Pool core has far less: run the device image, --isa xtensa, to check the kernel \
+     against STACK_SIZE; D79)";
+const _: () = assert!(
+    HOST_CORE_STACK == 8 << 20,
+    "HOST_STACK_OVERFLOW names the size"
+);
+
+pub(super) fn install_fault_handlers() {
+    note_stack();
+    const ALT_STACK: usize = 64 << 10;
+    // SAFETY: a leaked buffer for the alternate stack (the process ends with the kernel),
+    // and plain sigaction calls with a handler that only does async-signal-safe work.
+    unsafe {
+        let stack = Box::leak(vec![0u8; ALT_STACK].into_boxed_slice());
+        let ss = libc::stack_t {
+            ss_sp: stack.as_mut_ptr().cast(),
+            ss_flags: 0,
+            ss_size: ALT_STACK,
+        };
+        libc::sigaltstack(&ss, std::ptr::null_mut());
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction =
+            on_signal as extern "C" fn(i32, *mut libc::siginfo_t, *mut c_void) as usize;
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_RESETHAND;
+        libc::sigemptyset(&mut sa.sa_mask);
+        for s in [
+            libc::SIGSEGV,
+            libc::SIGBUS,
+            libc::SIGABRT,
+            libc::SIGFPE,
+            libc::SIGILL,
+            libc::SIGTRAP,
+        ] {
+            libc::sigaction(s, &sa, std::ptr::null_mut());
+        }
+    }
+}
