@@ -148,43 +148,25 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
     }
     clock.lap("input read (.npy)");
     let given = match (out_dtype, out_shape) {
-        (Some(dtype), Some(shape)) => Some(OutputSpec {
+        (Some(dtype), Some(shape)) => Output::Check(OutputSpec {
             dtype,
             shape,
             location: Location::Hbm,
         }),
-        (None, None) => None,
+        (None, None) => Output::Find,
         _ => {
             return Err(Failure::Usage(
                 "give both --out-dtype and --out-shape".into(),
             ))
         }
     };
-    // The output, found once (the op's shape function or the kernel's schema); every launch
-    // then passes it as known.
-    let output = match given {
-        Some(g)
-            if e.neuron_library().is_none()
-                && e.library().and_then(|l| l.signature(kernel)).is_none() =>
-        {
-            g
-        }
-        Some(g) => {
-            let found = e.output(kernel, launch_args.clone())?;
-            if (found.dtype, &found.shape) != (g.dtype, &g.shape) {
-                return Err(EmuError::Output {
-                    target: kernel.clone(),
-                    why: format!(
-                        "--out-dtype/--out-shape give {} {:?}; the library gives {:?} ({})",
-                        g.dtype, g.shape, found.shape, found.dtype
-                    ),
-                }
-                .into());
-            }
-            found
-        }
-        None => e.output(kernel, launch_args.clone())?,
-    };
+    // The output, found once (the op's shape function or the kernel's schema, checked
+    // against --out-dtype/--out-shape where given); every launch then passes it as known.
+    let output = e.output(
+        kernel,
+        launch_args.iter().map(ArgValue::view).collect(),
+        given,
+    )?;
     let cores = cores.unwrap_or_else(|| e.default_cores());
     clock.lap("output shape");
     // Inputs read straight into device memory make the output a device tensor too, written
@@ -206,13 +188,23 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
         };
         let c = e.call(Call {
             target: kernel,
-            args: launch_args.clone(),
+            args: launch_args.iter().map(ArgValue::view).collect(),
             output: Output::Known(output.clone()),
             to,
             cores: Some(cores),
         })?;
+        // With inputs and output in device memory nothing is copied in or out: the whole
+        // launch is its run on the cores (as --timings has always reported it).
+        let phases = if device_out.is_some() {
+            LaunchPhases {
+                run: c.run.elapsed,
+                ..LaunchPhases::default()
+            }
+        } else {
+            c.phases
+        };
         Ok(Done {
-            phases: c.phases,
+            phases,
             stdout: c.run.stdout,
             stderr: c.run.stderr,
             stdio_dropped: c.run.stdio_dropped,

@@ -5,7 +5,6 @@
 //! the output (the op's shape function, run once; the kernel's schema; or the caller's
 //! word for a library that carries neither), places everything and runs the launch.
 
-use super::run::Sink;
 use super::*;
 
 /// One argument, as a front end holds it.
@@ -77,11 +76,37 @@ pub struct Called {
     /// Core 0's output, each core's result, the time taken.
     pub run: Run,
     pub phases: LaunchPhases,
-    /// The cores it ran on.
-    pub cores: usize,
 }
 
 impl ArgValue<'_> {
+    /// The same argument, its host tensor's data borrowed instead of copied (a value passed
+    /// to several calls: `PoolEngine::output`, then repeated launches).
+    pub fn view(&self) -> ArgValue<'_> {
+        match self {
+            ArgValue::Tensor(t, location) => ArgValue::Bytes {
+                dtype: t.dtype,
+                shape: t.shape.clone(),
+                data: &t.data,
+                location: *location,
+            },
+            ArgValue::Bytes {
+                dtype,
+                shape,
+                data,
+                location,
+            } => ArgValue::Bytes {
+                dtype: *dtype,
+                shape: shape.clone(),
+                data,
+                location: *location,
+            },
+            ArgValue::Device(d) => ArgValue::Device(d.clone()),
+            ArgValue::Scalar(dt, b) => ArgValue::Scalar(*dt, b.clone()),
+            ArgValue::Double(v) => ArgValue::Double(*v),
+            ArgValue::Long(v) => ArgValue::Long(*v),
+        }
+    }
+
     /// A scalar value as the device receives it: the one place the f32 rule is applied.
     fn scalar(self) -> Result<LaunchArg, Self> {
         match self {
@@ -101,37 +126,19 @@ impl PoolEngine {
         self.with_temporaries(|e| e.call_in(call, start))
     }
 
-    /// The output a call of `target` with these arguments would give (the op's shape
-    /// function, or the kernel's schema), without running it; no tensor data is placed.
+    /// The output a call of `target` with these arguments gives (the op's shape function,
+    /// the kernel's schema, or `given` for a library with neither; `given` is checked
+    /// against the first two), without running it: no tensor data is placed.
     pub fn output(
         &mut self,
         target: &str,
         args: Vec<ArgValue<'_>>,
+        given: Output,
     ) -> Result<OutputSpec, EmuError> {
         let kernel = self.kernel_name(target)?;
-        if args.len() > MAX_ARGS {
-            return Err(EmuError::TooManyArgs { n: args.len() });
-        }
-        let args: Vec<LaunchArg> = args
-            .into_iter()
-            .map(|a| match a.scalar() {
-                Ok(s) => s,
-                // A shape function sees dtypes and shapes only.
-                Err(ArgValue::Bytes { dtype, shape, .. }) => LaunchArg::Device(DeviceTensor {
-                    dtype,
-                    shape,
-                    soc: 0,
-                }),
-                Err(ArgValue::Tensor(t, _)) => LaunchArg::Device(DeviceTensor {
-                    dtype: t.dtype,
-                    shape: t.shape,
-                    soc: 0,
-                }),
-                Err(ArgValue::Device(d)) => LaunchArg::Device(d),
-                Err(_) => unreachable!("scalars converted above"),
-            })
-            .collect();
-        self.output_of(&kernel, &args, Output::Find)
+        check_counts(1, args.len())?;
+        let args: Vec<LaunchArg> = args.into_iter().map(shape_arg).collect();
+        self.output_of(&kernel, &args, given)
     }
 
     fn call_in(&mut self, call: Call<'_>, start: Instant) -> Result<Called, EmuError> {
@@ -144,61 +151,37 @@ impl PoolEngine {
         } = call;
         let kernel = self.kernel_name(target)?;
         let cores = cores.unwrap_or_else(|| self.default_cores());
-        if !(1..=CORES).contains(&cores) {
-            return Err(EmuError::Cores(cores));
-        }
-        if args.len() > MAX_ARGS {
-            return Err(EmuError::TooManyArgs { n: args.len() });
-        }
+        check_counts(cores, args.len())?;
         let mut launch_args = Vec::with_capacity(args.len());
         for (i, a) in args.into_iter().enumerate() {
             launch_args.push(self.launch_arg(&kernel, i, a)?);
         }
-        let spec_source = if self.neuron_library().is_some() {
-            "shape function"
-        } else {
-            "schema"
-        };
         let spec = self.output_of(&kernel, &launch_args, output)?;
         tensor::check_rank(&spec.shape).map_err(|e| named("the output", e.into()))?;
-        let sink = match to {
-            Destination::Host => Sink::Host,
-            Destination::Device(ref d) => {
-                if (d.dtype, d.shape.as_slice()) != (spec.dtype, spec.shape.as_slice()) {
-                    return Err(EmuError::Output {
-                        target: target.into(),
-                        why: format!(
-                            "the destination is {} {:?}; the {} gives {:?} ({})",
-                            d.dtype, d.shape, spec_source, spec.shape, spec.dtype
-                        ),
-                    });
-                }
-                Sink::Device(d)
+        if let Destination::Device(d) = &to {
+            self.check_output(&kernel, &spec, d.dtype, &d.shape)?;
+        }
+        if let Destination::Buffer(dst) = &to {
+            let want = tensor::byte_len(&spec.shape, spec.dtype);
+            if want != Some(dst.len() as u64) {
+                return Err(EmuError::Argument {
+                    what: "the output buffer".into(),
+                    source: TensorError::Size {
+                        dtype: spec.dtype,
+                        shape: spec.shape.clone(),
+                        want: want.unwrap_or(u64::MAX),
+                        got: dst.len() as u64,
+                    },
+                });
             }
-            Destination::Buffer(dst) => {
-                let want = tensor::byte_len(&spec.shape, spec.dtype);
-                if want != Some(dst.len() as u64) {
-                    return Err(EmuError::Argument {
-                        what: "the output buffer".into(),
-                        source: TensorError::Size {
-                            dtype: spec.dtype,
-                            shape: spec.shape.clone(),
-                            want: want.unwrap_or(u64::MAX),
-                            got: dst.len() as u64,
-                        },
-                    });
-                }
-                Sink::Buffer(dst)
-            }
-        };
+        }
         let (output, run, phases) =
-            self.run_checked(&kernel, &launch_args, &spec, cores, sink, start)?;
+            self.run_checked(&kernel, &launch_args, &spec, cores, to, start)?;
         Ok(Called {
             spec,
             output,
             run,
             phases,
-            cores,
         })
     }
 
@@ -209,83 +192,132 @@ impl PoolEngine {
         i: usize,
         a: ArgValue<'_>,
     ) -> Result<LaunchArg, EmuError> {
-        Ok(match a.scalar() {
-            Ok(s) => s,
-            Err(ArgValue::Bytes {
+        let a = match a.scalar() {
+            Ok(s) => return Ok(s),
+            Err(a) => a,
+        };
+        let label = self.arg_label(kernel, i);
+        Ok(match a {
+            ArgValue::Bytes {
                 dtype,
                 shape,
                 data,
                 location: Location::Hbm,
-            }) => {
-                let label = self.arg_label(kernel, i);
-                LaunchArg::Device(
-                    self.upload_bytes(dtype, shape, data)
-                        .map_err(|e| named(&label, e))?,
-                )
-            }
-            Err(ArgValue::Bytes {
+            } => LaunchArg::Device(
+                self.upload_bytes(dtype, shape, data)
+                    .map_err(|e| named(&label, e))?,
+            ),
+            ArgValue::Bytes {
                 dtype,
                 shape,
                 data,
                 location,
-            }) => LaunchArg::Tensor(HostTensor::new(dtype, shape, data.to_vec())?, location),
-            Err(ArgValue::Tensor(t, loc)) => LaunchArg::Tensor(t, loc),
-            Err(ArgValue::Device(d)) => LaunchArg::Device(d),
-            Err(_) => unreachable!("scalars converted above"),
+            } => LaunchArg::Tensor(
+                HostTensor::new(dtype, shape, data.to_vec())
+                    .map_err(|e| named(&label, e.into()))?,
+                location,
+            ),
+            ArgValue::Tensor(t, loc) => LaunchArg::Tensor(t, loc),
+            ArgValue::Device(d) => LaunchArg::Device(d),
+            ArgValue::Scalar(..) | ArgValue::Double(_) | ArgValue::Long(_) => {
+                unreachable!("scalars converted above")
+            }
         })
     }
 
-    /// The call's output, from the op's shape function (run once), the kernel's schema, or
-    /// the caller; the arguments are checked against the op or schema on the way (once).
-    fn output_of(
+    /// The call's output, from the op's shape function (run once, unless the caller knows
+    /// it from an earlier [`PoolEngine::output`]), the kernel's schema, or the caller; the
+    /// arguments are checked against the op or schema on the way (once).
+    pub(crate) fn output_of(
         &mut self,
         kernel: &str,
         args: &[LaunchArg],
         given: Output,
     ) -> Result<OutputSpec, EmuError> {
-        let (given, trusted) = match given {
-            Output::Find => (None, false),
-            Output::Check(g) => (Some(g), false),
-            Output::Known(g) => (Some(g), true),
-        };
-        let known = if let Some(lib) = self.neuron_library() {
+        let found = if let Some(lib) = self.neuron_library() {
             let sig = lib.op(kernel).expect("resolved by kernel_name").clone();
             let qualified = format!("{}::{}", lib.namespace, sig.name);
             check_op_args(&qualified, &sig, args)?;
-            if trusted {
-                return given.ok_or(EmuError::NoLibrary);
+            match given {
+                Output::Known(g) => return Ok(g),
+                _ => Some(self.run_shape(kernel, &qualified, args)?),
             }
-            Some(self.run_shape(kernel, &qualified, args)?)
         } else {
             match self.signature(kernel)? {
                 Some(sig) => Some(expected_output(sig, args)?),
                 None => None,
             }
         };
-        match (known, given) {
-            (Some(k), None) => Ok(k),
-            (None, Some(g)) => Ok(g),
-            (None, None) => Err(EmuError::Signature {
+        match (found, given) {
+            (Some(f), Output::Find) => Ok(f),
+            (Some(f), Output::Check(g) | Output::Known(g)) => {
+                self.check_output(kernel, &f, g.dtype, &g.shape)?;
+                // The caller's location stands (an output in SBUF).
+                Ok(g)
+            }
+            (None, Output::Check(g) | Output::Known(g)) => Ok(g),
+            (None, Output::Find) => Err(EmuError::Signature {
                 kernel: kernel.into(),
                 why: "the library carries no schema; give the output's dtype and shape".into(),
             }),
-            (Some(k), Some(g)) => {
-                if (k.dtype, &k.shape) != (g.dtype, &g.shape) {
-                    let source = if self.neuron_library().is_some() {
-                        "shape function"
-                    } else {
-                        "schema"
-                    };
-                    return Err(EmuError::Output {
-                        target: kernel.into(),
-                        why: format!(
-                            "the output given is {} {:?}; the {source} gives {:?} ({})",
-                            g.dtype, g.shape, k.shape, k.dtype
-                        ),
-                    });
-                }
-                Ok(g)
-            }
         }
     }
+
+    /// The one check of an output a caller names (a dtype and shape, a destination device
+    /// tensor) against the one the op's shape function or the kernel's schema gives.
+    pub(crate) fn check_output(
+        &self,
+        kernel: &str,
+        found: &OutputSpec,
+        dtype: DType,
+        shape: &[u64],
+    ) -> Result<(), EmuError> {
+        if (found.dtype, found.shape.as_slice()) == (dtype, shape) {
+            return Ok(());
+        }
+        let source = if self.neuron_library().is_some() {
+            "shape function"
+        } else {
+            "schema"
+        };
+        Err(EmuError::Output {
+            target: kernel.into(),
+            why: format!(
+                "the output is {} {:?}, the launch asked for {dtype} {shape:?}; the {source} gives {:?}",
+                found.dtype, found.shape, found.shape
+            ),
+        })
+    }
+}
+
+/// A call argument as a shape function sees it: dtypes and shapes, scalars with values.
+fn shape_arg(a: ArgValue<'_>) -> LaunchArg {
+    match a.scalar() {
+        Ok(s) => s,
+        Err(ArgValue::Bytes { dtype, shape, .. }) => LaunchArg::Device(DeviceTensor {
+            dtype,
+            shape,
+            soc: 0,
+        }),
+        Err(ArgValue::Tensor(t, _)) => LaunchArg::Device(DeviceTensor {
+            dtype: t.dtype,
+            shape: t.shape,
+            soc: 0,
+        }),
+        Err(ArgValue::Device(d)) => LaunchArg::Device(d),
+        Err(ArgValue::Scalar(..) | ArgValue::Double(_) | ArgValue::Long(_)) => {
+            unreachable!("scalars converted above")
+        }
+    }
+}
+
+/// The counts every launch is checked for: 1 to 8 cores, at most [`MAX_ARGS`] arguments.
+pub(crate) fn check_counts(cores: usize, args: usize) -> Result<(), EmuError> {
+    if !(1..=CORES).contains(&cores) {
+        return Err(EmuError::Cores(cores));
+    }
+    if args > MAX_ARGS {
+        return Err(EmuError::TooManyArgs { n: args });
+    }
+    Ok(())
 }

@@ -53,6 +53,7 @@ use self::pool::{CoreExit, Exit};
 use self::schema::KernelSig;
 use self::tensor::{DType, HostTensor, Location, TensorError};
 
+use self::call::check_counts;
 pub use self::call::{ArgValue, Call, Called, Destination, Output};
 pub use self::copy::host_buffer;
 use self::copy::{copy_parallel, fill_parallel, host_copy};

@@ -41,12 +41,7 @@ impl PoolEngine {
         out_dtype: DType,
         out_shape: &[u64],
     ) -> Result<(), EmuError> {
-        if !(1..=CORES).contains(&cores) {
-            return Err(EmuError::Cores(cores));
-        }
-        if args.len() > MAX_ARGS {
-            return Err(EmuError::TooManyArgs { n: args.len() });
-        }
+        check_counts(cores, args.len())?;
         if let Some(lib) = self.neuron_library() {
             if let Some(op) = lib.op(kernel) {
                 check_op_args(&format!("{}::{}", lib.namespace, op.name), op, args)?;
@@ -54,15 +49,7 @@ impl PoolEngine {
         }
         if let Some(sig) = self.signature(kernel)? {
             let want = expected_output(sig, args)?;
-            if (want.dtype, want.shape.as_slice()) != (out_dtype, out_shape) {
-                return Err(EmuError::Signature {
-                    kernel: kernel.into(),
-                    why: format!(
-                        "the output is {} {:?}, the launch asked for {} {:?}",
-                        want.dtype, want.shape, out_dtype, out_shape
-                    ),
-                });
-            }
+            self.check_output(kernel, &want, out_dtype, out_shape)?;
         }
         tensor::check_rank(out_shape).map_err(|e| named("the output", e.into()))?;
         Ok(())
@@ -185,43 +172,14 @@ impl PoolEngine {
         Ok(t)
     }
 
-    /// A placed tensor's bytes copied into `dst` (exactly its length).
-    pub(crate) fn read_tensor_into(
-        &self,
-        t: &ArgTensor,
-        dtype: DType,
-        dst: &mut [u8],
-    ) -> Result<(), EmuError> {
+    /// A placed tensor's bytes, in place (the engine places tensors in HBM or SBUF only).
+    pub(crate) fn placed_bytes(&self, t: &ArgTensor, dtype: DType) -> Result<&[u8], EmuError> {
         let n = t.num_elem() * dtype.size();
         let soc = t.soc_addr(memory::SBUF_BASE).unwrap_or(0);
-        let src = self.memory.read(soc, n).ok_or(MemoryError::HbmFull {
+        Ok(self.memory.read(soc, n).ok_or(MemoryError::HbmFull {
             want: n as u64,
             left: 0,
-        })?;
-        if dst.len() != n {
-            return Err(EmuError::Argument {
-                what: "the output".into(),
-                source: TensorError::Size {
-                    dtype,
-                    shape: Vec::new(),
-                    want: n as u64,
-                    got: dst.len() as u64,
-                },
-            });
-        }
-        copy_parallel(dst, src);
-        Ok(())
-    }
-
-    pub(crate) fn read_tensor(&self, t: &ArgTensor, dtype: DType) -> Result<Vec<u8>, EmuError> {
-        let n = t.num_elem() * dtype.size();
-        // The engine places tensors in HBM or SBUF only.
-        let soc = t.soc_addr(memory::SBUF_BASE).unwrap_or(0);
-        let src = self.memory.read(soc, n).ok_or(MemoryError::HbmFull {
-            want: n as u64,
-            left: 0,
-        })?;
-        Ok(host_copy(src))
+        })?)
     }
 }
 

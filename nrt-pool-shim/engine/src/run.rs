@@ -2,26 +2,22 @@
 
 use super::*;
 
-/// Where a launch's output goes.
-pub(crate) enum Sink<'a> {
-    /// Read back into a new host tensor.
-    Host,
-    /// Written in place into a device tensor (nothing copied back).
-    Device(&'a DeviceTensor),
-    /// Read back into the caller's buffer (exactly the output's bytes).
-    Buffer(&'a mut [u8]),
-}
-
 impl PoolEngine {
     /// Runs a launch to completion or to its first fault; the output comes back to the host.
     pub fn launch(&mut self, l: &Launch) -> Result<Completion, EmuError> {
         let start = Instant::now();
         let kernel = self.kernel_name(&l.kernel)?;
         self.check_launch(&kernel, &l.args, l.cores, l.output.dtype, &l.output.shape)?;
-        let (out, run, phases) =
-            self.run_checked(&kernel, &l.args, &l.output, l.cores, Sink::Host, start)?;
+        let (out, run, phases) = self.run_checked(
+            &kernel,
+            &l.args,
+            &l.output,
+            l.cores,
+            Destination::Host,
+            start,
+        )?;
         Ok(Completion {
-            output: out.expect("a host sink gives a host tensor"),
+            output: out.expect("a host destination gives a host tensor"),
             stdout: run.stdout,
             stderr: run.stderr,
             stdio_dropped: run.stdio_dropped,
@@ -47,31 +43,33 @@ impl PoolEngine {
             shape: out.shape.clone(),
             location: Location::Hbm,
         };
-        let (_, run, _) = self.run_checked(kernel, args, &spec, cores, Sink::Device(out), start)?;
+        let to = Destination::Device(out.clone());
+        let (_, run, _) = self.run_checked(kernel, args, &spec, cores, to, start)?;
         Ok(run)
     }
 
     /// The one launch path under every entry point: places the (checked) arguments and the
-    /// output, runs the kernel on `cores` cores and delivers the output to `sink`.
+    /// output, runs the kernel on `cores` cores and delivers the output to `to` (a buffer
+    /// exactly the output's length).
     pub(crate) fn run_checked(
         &mut self,
         kernel: &str,
         args: &[LaunchArg],
         spec: &OutputSpec,
         cores: usize,
-        sink: Sink<'_>,
+        to: Destination<'_>,
         start: Instant,
     ) -> Result<(Option<HostTensor>, Run, LaunchPhases), EmuError> {
         self.memory.reset_hbm();
         self.placed.clear();
         let mut sbuf_next = 0u64;
         let mut blob = self.marshal(kernel, args, &mut sbuf_next)?;
-        blob.output = match &sink {
-            Sink::Device(d) => {
+        blob.output = match &to {
+            Destination::Device(d) => {
                 self.place_device("the output", d);
                 device_descriptor(d)
             }
-            Sink::Host | Sink::Buffer(_) => self
+            Destination::Host | Destination::Buffer(_) => self
                 .place(
                     "the output",
                     spec.dtype,
@@ -85,14 +83,14 @@ impl PoolEngine {
         let placed = Instant::now();
         let mut run = self.execute(kernel, &blob, cores, start)?;
         let ran = Instant::now();
-        let output = match sink {
-            Sink::Device(_) => None,
-            Sink::Host => {
-                let bytes = self.read_tensor(&blob.output, spec.dtype)?;
+        let output = match to {
+            Destination::Device(_) => None,
+            Destination::Host => {
+                let bytes = host_copy(self.placed_bytes(&blob.output, spec.dtype)?);
                 Some(HostTensor::new(spec.dtype, spec.shape.clone(), bytes)?)
             }
-            Sink::Buffer(dst) => {
-                self.read_tensor_into(&blob.output, spec.dtype, dst)?;
+            Destination::Buffer(dst) => {
+                copy_parallel(dst, self.placed_bytes(&blob.output, spec.dtype)?);
                 None
             }
         };

@@ -8,14 +8,13 @@ impl PoolEngine {
     /// core 0 over the arguments' dtypes and shapes (scalars with their values).
     pub fn op_output(&mut self, op: &str, args: &[LaunchArg]) -> Result<OutputSpec, EmuError> {
         let name = self.kernel_name(op)?;
-        let lib = self.neuron_library().ok_or_else(|| EmuError::Signature {
-            kernel: op.into(),
-            why: "the library has no NEURON_LIBRARY registration (no shape functions)".into(),
-        })?;
-        let qualified = format!("{}::{name}", lib.namespace);
-        let sig = lib.op(&name).expect("resolved").clone();
-        check_op_args(&qualified, &sig, args)?;
-        self.run_shape(&name, &qualified, args)
+        if self.neuron_library().is_none() {
+            return Err(EmuError::Signature {
+                kernel: op.into(),
+                why: "the library has no NEURON_LIBRARY registration (no shape functions)".into(),
+            });
+        }
+        self.output_of(&name, args, Output::Find)
     }
 
     /// Runs op `name`'s shape function (`qualified` in reports) over checked arguments.

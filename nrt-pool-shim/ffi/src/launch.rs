@@ -593,7 +593,7 @@ pub unsafe extern "C" fn nrt_pool_op_output_v2(
             }
             // SAFETY: one slot per op argument (C contract).
             let args = unsafe { read_op_argv(argv, &kinds, name) }?;
-            let spec = e.output(name, args).map_err(failed)?;
+            let spec = e.output(name, args, Output::Find).map_err(failed)?;
             // SAFETY: `out` is a writable nrt_pool_tensor (C contract).
             let o = unsafe { &mut *out };
             o.dtype = spec.dtype.isa();
