@@ -49,29 +49,15 @@ static_assert(offsetof(SUNDA_UCODE_LIB, register_ext_isa_fn_v3) == 8 * sizeof(vo
 }
 
 fn compile(compiler: &str, args: &[&str], source: &str, ext: &str) -> Option<std::process::Output> {
-    let dir = tempfile_dir();
-    let file = dir.join(format!("check.{ext}"));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(format!("check.{ext}"));
     std::fs::write(&file, source).unwrap();
-    let out = Command::new(compiler)
+    Command::new(compiler)
         .args(args)
         .arg("-fsyntax-only")
         .arg(&file)
         .output()
-        .ok()?;
-    let _ = std::fs::remove_dir_all(&dir);
-    Some(out)
-}
-
-fn tempfile_dir() -> PathBuf {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static N: AtomicU32 = AtomicU32::new(0);
-    let d = std::env::temp_dir().join(format!(
-        "customop-abi-c-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+        .ok()
 }
 
 fn assert_compiles(what: &str, out: Option<std::process::Output>) {
