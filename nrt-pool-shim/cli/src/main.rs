@@ -171,18 +171,13 @@ fn echo(stdout: &[u8], stderr: &[u8]) {
     let _ = std::io::stderr().write_all(stderr);
 }
 
-/// The QEMU board for Xtensa cores: `$NRT_POOL_XTENSA_BOARD`, else the installed one, else
-/// the repository's build.
+/// The QEMU board for Xtensa cores (`nrt_pool_qemu::find_board` beside this executable).
 fn default_board() -> PathBuf {
-    if let Some(p) = std::env::var_os("NRT_POOL_XTENSA_BOARD") {
-        return p.into();
-    }
-    let (_, link_script) = default_device_files();
-    let installed = link_script.with_file_name("pool-board.elf");
-    if installed.exists() {
-        return installed;
-    }
-    beside_exe("../customop/xtensa-q7-none-elf/pool-board.elf")
+    let exe_dir = beside_exe(".");
+    nrt_pool_qemu::find_board(
+        Some(&exe_dir),
+        beside_exe("../customop/xtensa-q7-none-elf/pool-board.elf"),
+    )
 }
 
 /// Each core image's loaded size, and the warning above the vendor's staged-library limit.

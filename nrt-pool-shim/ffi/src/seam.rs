@@ -152,33 +152,22 @@ fn init_engine() -> Result<PoolEngine, String> {
     Ok(engine)
 }
 
-/// The QEMU board for Xtensa cores: `$NRT_POOL_XTENSA_BOARD`, else where `make install`
-/// puts it beside this library (PREFIX/lib/gpsimd-open/...), else the build tree's.
+/// The QEMU board for Xtensa cores (`nrt_pool_qemu::find_board` beside this library),
+/// else where the Debian packages put it.
 fn xtensa_board() -> std::path::PathBuf {
-    if let Some(p) = std::env::var_os("NRT_POOL_XTENSA_BOARD") {
-        return p.into();
-    }
-    let rel = "gpsimd-open/xtensa-q7-none-elf/pool-board.elf";
     // SAFETY: Dl_info is plain data (pointers and integers); all-zero is a valid value.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: dladdr on a function of this library fills `info` or returns 0.
     let found = unsafe { libc::dladdr(xtensa_board as *const libc::c_void, &mut info) } != 0;
-    if found && !info.dli_fname.is_null() {
+    let me = (found && !info.dli_fname.is_null()).then(|| {
         // SAFETY: dladdr's file name is a NUL-terminated string owned by the loader.
         let me = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
-        let me = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(me.to_bytes()));
-        if let Some(dir) = me.parent() {
-            for cand in [
-                dir.join(rel),
-                dir.join("../customop/xtensa-q7-none-elf/pool-board.elf"),
-            ] {
-                if cand.is_file() {
-                    return cand;
-                }
-            }
-        }
-    }
-    std::path::PathBuf::from(format!("/opt/gpsimd-open/lib/{rel}"))
+        std::path::PathBuf::from(std::ffi::OsStr::from_bytes(me.to_bytes()))
+    });
+    nrt_pool_qemu::find_board(
+        me.as_deref().and_then(std::path::Path::parent),
+        "/opt/gpsimd-open/lib/gpsimd-open/xtensa-q7-none-elf/pool-board.elf".into(),
+    )
 }
 
 /// `nrt_init` for the emulated engine: 0, or 1 with `nrt_pool_last_error` set (also when

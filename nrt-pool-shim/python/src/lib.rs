@@ -239,12 +239,13 @@ impl Library {
     fn new(py: Python<'_>, path: PathBuf, board: Option<PathBuf>) -> PyResult<Self> {
         let is_pool = nrt_pool_schema::pool_image::is_pool_path(&path);
         let engine = if is_pool {
-            let board = board
-                .or_else(|| std::env::var_os("NRT_POOL_XTENSA_BOARD").map(PathBuf::from))
-                .unwrap_or_else(|| {
+            let board = board.unwrap_or_else(|| {
+                nrt_pool_qemu::find_board(
+                    None,
                     PathBuf::from(source_root())
-                        .join("target/customop/xtensa-q7-none-elf/pool-board.elf")
-                });
+                        .join("target/customop/xtensa-q7-none-elf/pool-board.elf"),
+                )
+            });
             PoolEngine::with_backend(
                 nrt_pool_engine::DEFAULT_HBM_BYTES,
                 PoolImage::default(),
