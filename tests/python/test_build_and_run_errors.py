@@ -1,10 +1,13 @@
 """Mistakes an op author makes with the Custom C++ Operators API, and what they get back:
 a build that fails naming both sides, or a run that fails with a clear message and no
 output file."""
+import pathlib
+
 import numpy as np
 import pytest
 
-from conftest import NRT_POOL, run
+from conftest import NRT_POOL, ROOT, run
+from gpsimd_open import custom_op
 
 KERNEL = """
 #include <torch/torch.h>
@@ -121,3 +124,22 @@ def test_the_api_compiles_for_the_device_too(tmp_path):
         elf = (dev / obj).read_bytes()
         # ELF32, little-endian, relocatable, EM_XTENSA (94).
         assert (elf[:4], elf[4], elf[5], elf[16], elf[18]) == (b"\x7fELF", 1, 1, 1, 94), obj
+
+
+@pytest.mark.parametrize("isa", ["host", "xtensa"])
+def test_an_op_double_is_rounded_once_by_every_front_end(tmp_path, isa):
+    """D81: an op's double travels as f32 through one rule. The text below lies just under
+    an f32 rounding midpoint but its nearest double is the midpoint itself: parsed straight
+    to f32 it gives 1 + 2**-23, as a double rounded to f32 (a C++ double, Python's float)
+    1 + 2**-22. `nrt-pool run` and Python agree on the latter, on both backends."""
+    text = "1.000000178813934326171874"
+    lib = custom_op.load("mlp_ops", [ROOT / "examples" / "mlp" / "relu.cpp"],
+                         [ROOT / "examples" / "mlp" / "shape.cpp"], build_directory=tmp_path, isa=isa)
+    x = np.ones(4, np.float32)
+    want = np.full(4, np.float32(1 + 2**-22))
+    np.testing.assert_array_equal(custom_op.ops.mlp_ops.axpb(x, float(text), 0.0), want)
+    np.save(tmp_path / "x.npy", x)
+    assert pathlib.Path(lib.path).suffix == (".so" if isa == "host" else ".pool")
+    run(NRT_POOL, "run", lib.path, "mlp_ops::axpb", "--arg", tmp_path / "x.npy", "--arg", text, "--arg", "0",
+        "--out", tmp_path / "y.npy")
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), want)
