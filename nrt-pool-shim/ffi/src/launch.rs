@@ -339,8 +339,8 @@ pub unsafe extern "C" fn nrt_pool_launch_v1(
 
 type Failed = (i32, String);
 
-/// The kernel a launch names, on the default stream, with its parameter metadata.
-fn launch_target(e: &PoolEngine, name: &str, stream: i64) -> Result<Vec<(u8, u8)>, Failed> {
+/// What every launch needs first: the default stream and a registered library.
+fn ready_for_launch(e: &PoolEngine, stream: i64) -> Result<(), Failed> {
     if stream != 0 {
         return Err((
             NRT_POOL_ERR_ARGUMENT,
@@ -350,6 +350,12 @@ fn launch_target(e: &PoolEngine, name: &str, stream: i64) -> Result<Vec<(u8, u8)
     if e.library().is_none() {
         return Err((NRT_POOL_ERR_LIBRARY, no_library_reason(e)));
     }
+    Ok(())
+}
+
+/// The kernel a launch names, on the default stream, with its parameter metadata.
+fn launch_target(e: &PoolEngine, name: &str, stream: i64) -> Result<Vec<(u8, u8)>, Failed> {
+    ready_for_launch(e, stream)?;
     if !e.kernels().iter().any(|k| k == name) {
         return Err((
             NRT_POOL_ERR_KERNEL,
@@ -540,15 +546,7 @@ unsafe fn read_op_argv<'a>(
 
 /// The op a v2 call names, with its argument kinds.
 fn op_target(e: &PoolEngine, op: &str, stream: i64) -> Result<Vec<ArgKind>, Failed> {
-    if stream != 0 {
-        return Err((
-            NRT_POOL_ERR_ARGUMENT,
-            format!("stream {stream}: only the default stream 0 exists"),
-        ));
-    }
-    if e.library().is_none() {
-        return Err((NRT_POOL_ERR_LIBRARY, no_library_reason(e)));
-    }
+    ready_for_launch(e, stream)?;
     let lib = e.neuron_library().ok_or_else(|| {
         (
             NRT_POOL_ERR_KERNEL,
