@@ -153,6 +153,29 @@ fn the_runtime_does_not_use_the_libc() {
     }
 }
 
+/// Backends report typed outcomes (issue #26): the Xtensa backend never writes the host
+/// cores' control block, and the engine's launch, load and shape paths never read it (the
+/// host backend decodes its own).
+#[test]
+fn only_the_host_backend_reads_the_control_block() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("nrt-pool-shim/qemu/src"), &mut files);
+    for f in ["run.rs", "load.rs", "shape.rs", "lib.rs", "call.rs"] {
+        files.push(root.join("nrt-pool-shim/engine/src").join(f));
+    }
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for word in ["ControlBlock", "set_fault", "stdio_append", "CORE_DONE"] {
+            assert!(
+                !text.contains(word),
+                "{} names {word}: backends return typed outcomes instead",
+                f.display()
+            );
+        }
+    }
+}
+
 /// No Rust source of the engine side (the Pool shim's crates' src/) or of the device
 /// runtime passes 700 lines: each file has one job a newcomer can name.
 #[test]

@@ -1,18 +1,162 @@
 //! Where kernels run: the ISA backend interface the engine drives, and the host backend
 //! behind it today (op libraries built for the host, one forked process per core). A QEMU
-//! backend for Xtensa images implements the same interface against the same device memory
-//! and control block.
+//! backend for Xtensa images implements the same interface against the same device
+//! memory, and reports the same typed outcomes per core (done with a value, or a fault
+//! record); the host backend decodes its own cores' control block into them.
 
 use std::ffi::CStr;
+use std::sync::atomic::Ordering;
 
-use super::core::Program;
+use super::control::{
+    ControlBlock, FaultKind, ACCESS_READ, ACCESS_WRITE, CORE_DONE, CORE_FAULT, PHASE_KERNEL,
+    PHASE_LOAD, PHASE_START,
+};
+use super::core::{self, Program};
 use super::deadline::Deadline;
 use super::library::OpLibrary;
 use super::memory::DeviceMemory;
-use super::pool::{self, CoreExit, CorePool};
+use super::pool::{self, CoreExit, CorePool, Exit};
+
+/// The kind of access a memory fault made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+}
+
+impl Access {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::Write => "write",
+        }
+    }
+}
+
+/// Where a host-built core stopped: the instruction and the base its library was loaded at
+/// (the engine names the function from the library file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostPc {
+    pub pc: u64,
+    pub module_base: u64,
+}
+
+/// What a backend knows of a core's fault; the engine adds the kernel, the SoC address and
+/// the tensor it belongs to, and the function's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FaultRecord {
+    pub kind: FaultKind,
+    /// When it happened: PHASE_LOAD, PHASE_START or PHASE_KERNEL.
+    pub phase: u32,
+    /// The host address of the byte a memory fault touched, when known.
+    pub host_addr: Option<u64>,
+    pub access: Option<Access>,
+    pub pc: Option<HostPc>,
+    /// The report's words (without the core's number or the kind, which the engine adds).
+    pub message: String,
+    /// For [`FaultKind::Entry`]: the status `entry_func` returned.
+    pub status: u32,
+}
+
+impl FaultRecord {
+    /// A fault of `kind` in `phase` with `message` and nothing else known.
+    pub fn new(kind: FaultKind, phase: u32, message: impl Into<String>) -> FaultRecord {
+        FaultRecord {
+            kind,
+            phase,
+            host_addr: None,
+            access: None,
+            pc: None,
+            message: message.into(),
+            status: 0,
+        }
+    }
+}
+
+/// How one core's part ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It completed with this value: a kernel's return value, the probe's launcher count,
+    /// a shape function's status.
+    Done(u32),
+    Fault(FaultRecord),
+}
+
+/// One core's outcome, and what it wrote to fd 2 meanwhile (a failed assert's message).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CoreEnd {
+    pub outcome: Outcome,
+    pub stderr: Vec<u8>,
+}
+
+impl CoreEnd {
+    pub fn done(value: u32) -> CoreEnd {
+        CoreEnd {
+            outcome: Outcome::Done(value),
+            stderr: Vec::new(),
+        }
+    }
+
+    pub fn fault(record: FaultRecord) -> CoreEnd {
+        CoreEnd {
+            outcome: Outcome::Fault(record),
+            stderr: Vec::new(),
+        }
+    }
+}
+
+/// What the cores printed that reaches the host (core 0's stdout and stderr, as the
+/// firmware forwards them), and the bytes that were dropped.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stdio {
+    pub out: Vec<u8>,
+    pub err: Vec<u8>,
+    pub dropped: u32,
+}
+
+impl Stdio {
+    /// Appends `other` while the two streams hold at most `cap` bytes; counts the rest.
+    pub fn append(&mut self, other: Stdio, cap: usize) {
+        self.dropped = self.dropped.saturating_add(other.dropped);
+        for (from, fd2) in [(other.out, false), (other.err, true)] {
+            let room = cap.saturating_sub(self.out.len() + self.err.len());
+            let take = from.len().min(room);
+            self.dropped = self
+                .dropped
+                .saturating_add(u32::try_from(from.len() - take).unwrap_or(u32::MAX));
+            if fd2 { &mut self.err } else { &mut self.out }.extend_from_slice(&from[..take]);
+        }
+    }
+}
+
+/// The load-time probe's result: the start code's outcome (done: the launcher count
+/// `register_funcs` gave), the kernel names it registered, the schema text it carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Probed {
+    pub end: CoreEnd,
+    pub names: Vec<Vec<u8>>,
+    pub schema: Option<Vec<u8>>,
+    pub stdio: Stdio,
+}
+
+/// A launch's result: one end per core, in core order, and the stdio that reaches the host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Launched {
+    pub cores: Vec<CoreEnd>,
+    pub stdio: Stdio,
+}
+
+/// A shape function's result: core 0's end and, when it completed with a nonzero status,
+/// why it refused the arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shaped {
+    pub end: CoreEnd,
+    pub refused: Option<String>,
+    pub stdio: Stdio,
+}
 
 /// An ISA backend: it loads an op library onto cores that share the engine's device memory,
-/// runs kernels on them, and reports through the control block (completion, faults, stdio).
+/// runs kernels on them, and reports how each core ended.
 pub trait IsaBackend: Send {
     /// A short name for reports: "host", "xtensa".
     fn name(&self) -> &'static str;
@@ -26,25 +170,26 @@ pub trait IsaBackend: Send {
         )
     }
 
-    /// Loads `library` on a fresh probe core and runs its start code; the core reports the
-    /// kernel names, launcher count and schema text through the control block.
+    /// Loads `library` on a fresh probe core and runs its start code.
     fn probe(
         &mut self,
         memory: &DeviceMemory,
         library: &OpLibrary,
         deadline: &Deadline,
-    ) -> std::io::Result<CoreExit>;
+    ) -> std::io::Result<Probed>;
 
     /// Runs `kernel` on cores `0..cores` (starting those not running) until each completes,
-    /// faults or passes `deadline`.
+    /// faults or passes `deadline`, over the argument blobs the engine wrote in their scratch
+    /// areas; `guards` are the guard pages (SoC addresses) after this launch's tensors.
     fn launch(
         &mut self,
         memory: &DeviceMemory,
         library: &OpLibrary,
         kernel: &CStr,
         cores: usize,
+        guards: &[u64],
         deadline: &Deadline,
-    ) -> std::io::Result<Vec<CoreExit>>;
+    ) -> std::io::Result<Launched>;
 
     /// Runs op `op`'s shape function on core 0 over the argument blob the engine wrote in
     /// its scratch area; the core writes the output's descriptor there.
@@ -54,7 +199,7 @@ pub trait IsaBackend: Send {
         library: &OpLibrary,
         op: &CStr,
         deadline: &Deadline,
-    ) -> std::io::Result<CoreExit>;
+    ) -> std::io::Result<Shaped>;
 
     /// Stops every core (a new library, or the engine's end).
     fn shutdown(&mut self);
@@ -64,6 +209,99 @@ pub trait IsaBackend: Send {
 #[derive(Default)]
 pub struct HostBackend {
     cores: CorePool,
+}
+
+impl HostBackend {
+    fn program<'a>(memory: &'a DeviceMemory, library: &'a OpLibrary) -> Program<'a> {
+        Program {
+            memory,
+            library: &library.c_path,
+        }
+    }
+}
+
+/// The control block of `memory` (the host cores' reporting page).
+fn control(memory: &DeviceMemory) -> ControlBlock {
+    // SAFETY: the status region is the control block (DeviceMemory's layout), and lives
+    // as long as `memory`.
+    unsafe { ControlBlock::new(memory.status_host()) }
+}
+
+/// What the cores printed through the stdio ring since its reset.
+fn drain(ctl: &ControlBlock) -> Stdio {
+    let (entries, dropped) = ctl.stdio_drain();
+    let mut stdio = Stdio {
+        dropped,
+        ..Stdio::default()
+    };
+    for (fd, b) in entries {
+        if fd == 2 {
+            &mut stdio.err
+        } else {
+            &mut stdio.out
+        }
+        .extend_from_slice(&b);
+    }
+    stdio
+}
+
+/// Decodes core `c`'s record and its process's exit: done only when the record says so and
+/// (with `clean_exit`) the process is still serving or exited 0.
+fn decode(
+    ctl: &ControlBlock,
+    c: usize,
+    exit: Exit,
+    clean_exit: bool,
+    deadline: &Deadline,
+) -> Outcome {
+    let rec = ctl.core(c);
+    let state = rec.state.load(Ordering::Acquire);
+    if state == CORE_DONE && (!clean_exit || exit == Exit::Code(0)) {
+        return Outcome::Done(rec.result.load(Ordering::Acquire));
+    }
+    if state == CORE_FAULT {
+        let kind =
+            FaultKind::from_u32(rec.kind.load(Ordering::Acquire)).unwrap_or(FaultKind::Exited);
+        let pc = rec.pc.load(Ordering::Acquire);
+        let addr = rec.addr.load(Ordering::Acquire);
+        return Outcome::Fault(FaultRecord {
+            kind,
+            phase: rec.phase.load(Ordering::Acquire),
+            host_addr: (addr != 0).then_some(addr),
+            access: match rec.access.load(Ordering::Acquire) {
+                ACCESS_READ => Some(Access::Read),
+                ACCESS_WRITE => Some(Access::Write),
+                _ => None,
+            },
+            pc: (pc != 0).then(|| HostPc {
+                pc,
+                module_base: rec.module_base.load(Ordering::Acquire),
+            }),
+            message: ctl.message(c),
+            status: rec.result.load(Ordering::Acquire),
+        });
+    }
+    // No report: the process ended (or hung) on its own. A core that ended during its
+    // start keeps the phase it reported.
+    let phase = match rec.phase.load(Ordering::Acquire) {
+        p @ (PHASE_LOAD | PHASE_START) => p,
+        _ => PHASE_KERNEL,
+    };
+    let (kind, message) = match exit {
+        Exit::TimedOut => (
+            FaultKind::Timeout,
+            format!("still running after {:?}; stopped", deadline.span()),
+        ),
+        Exit::Signal(s) => (
+            FaultKind::Exited,
+            format!("killed by {}", core::signal_name(s)),
+        ),
+        Exit::Code(code) => (
+            FaultKind::Exited,
+            format!("the core's process exited with code {code} before the kernel returned"),
+        ),
+    };
+    Outcome::Fault(FaultRecord::new(kind, phase, message))
 }
 
 impl IsaBackend for HostBackend {
@@ -76,13 +314,19 @@ impl IsaBackend for HostBackend {
         memory: &DeviceMemory,
         library: &OpLibrary,
         deadline: &Deadline,
-    ) -> std::io::Result<CoreExit> {
-        let program = Program {
-            memory,
-            library: &library.c_path,
-        };
-        let (exit, stderr) = pool::probe(&program, deadline)?;
-        Ok(CoreExit { exit, stderr })
+    ) -> std::io::Result<Probed> {
+        let ctl = control(memory);
+        ctl.reset();
+        let (exit, stderr) = pool::probe(&Self::program(memory, library), deadline)?;
+        // A probe's process exits after its report; its exit code does not matter.
+        let outcome = decode(&ctl, 0, exit, false, deadline);
+        let done = matches!(outcome, Outcome::Done(_));
+        Ok(Probed {
+            end: CoreEnd { outcome, stderr },
+            names: if done { ctl.names() } else { Vec::new() },
+            schema: if done { ctl.schema() } else { None },
+            stdio: drain(&ctl),
+        })
     }
 
     fn launch(
@@ -91,13 +335,27 @@ impl IsaBackend for HostBackend {
         library: &OpLibrary,
         kernel: &CStr,
         cores: usize,
+        guards: &[u64],
         deadline: &Deadline,
-    ) -> std::io::Result<Vec<CoreExit>> {
-        let program = Program {
-            memory,
-            library: &library.c_path,
-        };
-        self.cores.launch(&program, kernel, cores, deadline)
+    ) -> std::io::Result<Launched> {
+        let ctl = control(memory);
+        ctl.reset();
+        ctl.set_guards(guards);
+        let exits = self
+            .cores
+            .launch(&Self::program(memory, library), kernel, cores, deadline)?;
+        let cores = exits
+            .into_iter()
+            .enumerate()
+            .map(|(c, CoreExit { exit, stderr })| CoreEnd {
+                outcome: decode(&ctl, c, exit, true, deadline),
+                stderr,
+            })
+            .collect();
+        Ok(Launched {
+            cores,
+            stdio: drain(&ctl),
+        })
     }
 
     fn shape(
@@ -106,15 +364,50 @@ impl IsaBackend for HostBackend {
         library: &OpLibrary,
         op: &CStr,
         deadline: &Deadline,
-    ) -> std::io::Result<CoreExit> {
-        let program = Program {
-            memory,
-            library: &library.c_path,
-        };
-        self.cores.shape(&program, op, deadline)
+    ) -> std::io::Result<Shaped> {
+        let ctl = control(memory);
+        ctl.reset();
+        let CoreExit { exit, stderr } =
+            self.cores
+                .shape(&Self::program(memory, library), op, deadline)?;
+        let outcome = decode(&ctl, 0, exit, true, deadline);
+        let refused = matches!(outcome, Outcome::Done(s) if s != 0).then(|| ctl.message(0));
+        Ok(Shaped {
+            end: CoreEnd { outcome, stderr },
+            refused,
+            stdio: drain(&ctl),
+        })
     }
 
     fn shutdown(&mut self) {
         self.cores.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_stdio_stops_at_its_cap_and_counts_the_rest() {
+        let mut kept = Stdio::default();
+        let more = |out: &[u8], err: &[u8], dropped| Stdio {
+            out: out.to_vec(),
+            err: err.to_vec(),
+            dropped,
+        };
+        kept.append(more(b"abc", b"de", 1), 4);
+        assert_eq!(
+            (&kept.out[..], &kept.err[..], kept.dropped),
+            (&b"abc"[..], &b"d"[..], 2)
+        );
+        kept.append(more(b"x", b"", 0), 4);
+        assert_eq!(
+            (kept.out.len(), kept.dropped),
+            (3, 3),
+            "full: all of it is dropped"
+        );
+        kept.append(more(b"yz", b"w", 0), usize::MAX);
+        assert_eq!((&kept.out[..], &kept.err[..]), (&b"abcyz"[..], &b"dw"[..]));
     }
 }

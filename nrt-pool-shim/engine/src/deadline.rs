@@ -17,6 +17,8 @@ pub const INTERRUPT_SLICE: Duration = Duration::from_millis(20);
 #[derive(Clone)]
 pub struct Deadline {
     at: Instant,
+    /// How long it gave when made (for reports: "still running after 30s").
+    span: Duration,
     interrupt: Option<Interrupt>,
     tripped: Arc<AtomicBool>,
     /// When the interrupt may be asked next, in microseconds after `made` (asking may
@@ -38,8 +40,13 @@ impl std::fmt::Debug for Deadline {
 impl Deadline {
     /// Gives up at `at`, with no interrupt.
     pub fn at(at: Instant) -> Deadline {
+        Deadline::new(at, at.saturating_duration_since(Instant::now()))
+    }
+
+    fn new(at: Instant, span: Duration) -> Deadline {
         Deadline {
             at,
+            span,
             interrupt: None,
             tripped: Arc::new(AtomicBool::new(false)),
             made: Instant::now(),
@@ -49,7 +56,12 @@ impl Deadline {
 
     /// Gives up `d` from now.
     pub fn after(d: Duration) -> Deadline {
-        Deadline::at(Instant::now() + d)
+        Deadline::new(Instant::now() + d, d)
+    }
+
+    /// How long the deadline gave when it was made.
+    pub fn span(&self) -> Duration {
+        self.span
     }
 
     /// Also gives up when `interrupt` says so.

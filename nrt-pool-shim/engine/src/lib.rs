@@ -36,20 +36,15 @@ pub use nrt_pool_schema as schema;
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use customop_abi::blob::{scratch, ArgBlob, ARG_TYPE_TENSOR};
 use customop_abi::descriptor::ArgTensor;
 
-use self::backend::{HostBackend, IsaBackend};
-use self::control::{
-    ControlBlock, FaultKind, ACCESS_READ, ACCESS_WRITE, CORE_DONE, CORE_FAULT, PHASE_KERNEL,
-    PHASE_LOAD,
-};
+use self::backend::{FaultRecord, HostBackend, IsaBackend, Outcome, Stdio};
+use self::control::FaultKind;
 use self::library::{LibraryError, OpLibrary};
 use self::memory::{DeviceMemory, MemoryError, Placed, CORES, PAGE};
-use self::pool::{CoreExit, Exit};
 use self::schema::KernelSig;
 use self::tensor::{DType, HostTensor, Location, TensorError};
 
@@ -65,7 +60,6 @@ pub use self::launch::{
     OutputSpec, Run,
 };
 use self::marshal::{empty_blob, named};
-use self::run::drain_stdio;
 use self::shape::check_op_args;
 
 /// Most arguments a kernel takes.
@@ -119,7 +113,7 @@ pub struct PoolEngine {
     /// What op code printed outside a launch (start code, shape functions: fd 1, fd 2, bytes
     /// dropped) since the last launch, which reports it first: on hardware that output is
     /// seen, but loading a library and `op_output` return no output of their own.
-    kept_output: (Vec<u8>, Vec<u8>, u32),
+    kept_output: Stdio,
 }
 
 impl PoolEngine {
@@ -180,24 +174,17 @@ impl PoolEngine {
         self.backend.name()
     }
 
-    pub(crate) fn control(&self) -> ControlBlock {
-        // SAFETY: the status region is STATUS_BYTES, page-aligned and lives with `memory`.
-        unsafe { ControlBlock::new(self.memory.status_host()) }
+    /// Keeps what op code printed outside a launch for the next launch's report (at most
+    /// what a stdio ring holds; the rest counted as dropped).
+    pub(crate) fn keep_output(&mut self, stdio: Stdio) {
+        self.kept_output
+            .append(stdio, control::RING_ENTRIES * control::RING_PAYLOAD);
     }
 
-    /// Keeps what the cores printed through the stdio ring since its reset for the next
-    /// launch's report (at most a ring's worth kept; the rest counted as dropped).
-    pub(crate) fn keep_output(&mut self, ctl: &ControlBlock) {
-        let (out, err, dropped) = &mut self.kept_output;
-        let lost = drain_stdio(ctl, out, err, control::RING_ENTRIES * control::RING_PAYLOAD);
-        *dropped = dropped.saturating_add(lost);
-    }
-
-    /// The kept output, then what the cores printed through the stdio ring since its reset:
-    /// fd 1's bytes, fd 2's, and the bytes dropped.
-    pub(crate) fn take_output(&mut self, ctl: &ControlBlock) -> (Vec<u8>, Vec<u8>, u32) {
-        let (mut out, mut err, dropped) = std::mem::take(&mut self.kept_output);
-        let lost = drain_stdio(ctl, &mut out, &mut err, usize::MAX);
-        (out, err, dropped.saturating_add(lost))
+    /// The kept output, then `stdio`.
+    pub(crate) fn take_output(&mut self, stdio: Stdio) -> Stdio {
+        let mut all = std::mem::take(&mut self.kept_output);
+        all.append(stdio, usize::MAX);
+        all
     }
 }

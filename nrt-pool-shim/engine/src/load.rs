@@ -22,10 +22,8 @@ impl PoolEngine {
         let path = lib.path.clone();
         let path = path.as_path();
         let shown = path.display().to_string();
-        let ctl = self.control();
-        ctl.reset();
         let deadline = self.deadline();
-        let CoreExit { exit, stderr } = self
+        let probed = self
             .backend
             .probe(&self.memory, &lib, &deadline)
             .map_err(EmuError::Spawn)?;
@@ -34,37 +32,39 @@ impl PoolEngine {
                 what: format!("loading {shown}"),
             });
         }
-        let rec = ctl.core(0);
-        if rec.state.load(Ordering::Acquire) != CORE_DONE {
-            let mut fault = self.fault_of(0, exit, "entry_func", &lib.file());
-            (fault.stdout, fault.stderr, _) = self.take_output(&ctl);
-            fault.stderr.extend_from_slice(&stderr);
-            return Err(match fault.kind {
-                FaultKind::Entry => EmuError::Entry {
-                    path: shown,
-                    status: rec.result.load(Ordering::Acquire),
-                },
-                FaultKind::Load => LibraryError::Load {
-                    path: path.into(),
-                    why: fault.message,
-                }
-                .into(),
-                _ => EmuError::StartFault {
-                    path: shown,
-                    fault: Box::new(fault),
-                },
-            });
-        }
-        self.keep_output(&ctl);
-        lib.set_schema(ctl.schema())?;
+        let funcs = match &probed.end.outcome {
+            Outcome::Done(funcs) => *funcs as usize,
+            Outcome::Fault(record) => {
+                let mut fault = self.device_fault(0, record, "entry_func", &lib.file());
+                let stdio = self.take_output(probed.stdio);
+                (fault.stdout, fault.stderr) = (stdio.out, stdio.err);
+                fault.stderr.extend_from_slice(&probed.end.stderr);
+                return Err(match fault.kind {
+                    FaultKind::Entry => EmuError::Entry {
+                        path: shown,
+                        status: record.status,
+                    },
+                    FaultKind::Load => LibraryError::Load {
+                        path: path.into(),
+                        why: fault.message,
+                    }
+                    .into(),
+                    _ => EmuError::StartFault {
+                        path: shown,
+                        fault: Box::new(fault),
+                    },
+                });
+            }
+        };
+        self.keep_output(probed.stdio);
+        lib.set_schema(probed.schema)?;
         let mut names = Vec::new();
-        for n in ctl.names() {
+        for n in probed.names {
             names.push(String::from_utf8(n).map_err(|e| LibraryError::NameNotText {
                 path: path.into(),
                 name: e.into_bytes().escape_ascii().to_string(),
             })?);
         }
-        let funcs = rec.result.load(Ordering::Acquire) as usize;
         if names.len() != funcs {
             return Err(EmuError::Registration {
                 path: shown,

@@ -117,128 +117,91 @@ impl PoolEngine {
         for c in 0..cores {
             self.write_blob(c, blob);
         }
-        let ctl = self.control();
-        ctl.reset();
         let guards: Vec<u64> = if self.guard_tensors {
             self.placed.iter().filter_map(|t| t.guard).collect()
         } else {
             Vec::new()
         };
-        ctl.set_guards(&guards);
         let name = CString::new(kernel).map_err(|_| EmuError::UnknownKernel {
             kernel: kernel.into(),
             known: self.kernels.clone(),
         })?;
         let deadline = self.deadline();
-        let exits = self
+        let launched = self
             .backend
-            .launch(&self.memory, lib, &name, cores, &deadline)
+            .launch(&self.memory, lib, &name, cores, &guards, &deadline)
             .map_err(EmuError::Spawn)?;
+        let mut stdio = self.take_output(launched.stdio);
         if deadline.interrupted() {
             // The cores still running were stopped, as after a timeout; their output is
             // dropped with them.
-            let _ = self.take_output(&ctl);
             return Err(EmuError::Interrupted {
                 what: format!("kernel '{kernel}'"),
             });
         }
-        let (stdout, mut stderr, dropped) = self.take_output(&ctl);
         let mut results = Vec::with_capacity(cores);
-        for (c, CoreExit { exit, stderr: fd2 }) in exits.iter().enumerate() {
-            let rec = ctl.core(c);
-            if rec.state.load(Ordering::Acquire) == CORE_DONE && *exit == Exit::Code(0) {
-                results.push(rec.result.load(Ordering::Acquire) as i32);
-                continue;
+        for (c, end) in launched.cores.iter().enumerate() {
+            match &end.outcome {
+                Outcome::Done(r) => results.push(*r as i32),
+                Outcome::Fault(record) => {
+                    let mut fault = self.device_fault(c, record, kernel, &lib_file);
+                    fault.stdout = stdio.out;
+                    // What the faulting core wrote to fd 2 (a failed assert's message), once.
+                    stdio.err.extend_from_slice(&end.stderr);
+                    fault.stderr = stdio.err;
+                    return Err(EmuError::Fault(Box::new(fault)));
+                }
             }
-            let mut fault = self.fault_of(c, *exit, kernel, &lib_file);
-            fault.stdout = stdout;
-            // What the faulting core wrote to fd 2 (a failed assert's message), once.
-            stderr.extend_from_slice(fd2);
-            fault.stderr = stderr;
-            return Err(EmuError::Fault(Box::new(fault)));
         }
         // Core 0's fd 2 reaches the host, as its printf does; the other cores' does not.
-        if let Some(first) = exits.first() {
-            stderr.extend_from_slice(&first.stderr);
+        if let Some(first) = launched.cores.first() {
+            stdio.err.extend_from_slice(&first.stderr);
         }
         Ok(Run {
-            stdout,
-            stderr,
-            stdio_dropped: dropped,
+            stdout: stdio.out,
+            stderr: stdio.err,
+            stdio_dropped: stdio.dropped,
             results,
             elapsed: start.elapsed(),
         })
     }
 
-    pub(crate) fn fault_of(
+    /// The report of core `c`'s fault in `kernel` (a kernel, or the start code or a shape
+    /// function named so): the backend's record with the SoC address, the tensor it falls
+    /// after and the function named from `library`.
+    pub(crate) fn device_fault(
         &self,
         c: usize,
-        exit: Exit,
+        record: &FaultRecord,
         kernel: &str,
         library: &Path,
     ) -> DeviceFault {
-        let ctl = self.control();
-        let rec = ctl.core(c);
-        let mut fault = DeviceFault {
+        let soc_addr = record.host_addr.and_then(|h| self.memory.soc_of(h));
+        let message = if record.kind == FaultKind::Entry {
+            let s = record.status;
+            format!("entry_func returned {s} ({})", status_name(s))
+        } else {
+            record.message.clone()
+        };
+        DeviceFault {
             kernel: kernel.into(),
             core: c,
-            kind: FaultKind::Exited,
-            phase: PHASE_KERNEL,
-            soc_addr: None,
-            host_addr: None,
-            location: None,
-            access: None,
-            tensor: None,
-            message: String::new(),
+            kind: record.kind,
+            phase: record.phase,
+            soc_addr,
+            host_addr: record.host_addr,
+            location: record
+                .pc
+                .map(|p| match symbolize::locate(library, p.module_base, p.pc) {
+                    Some(sym) => format!("{sym} (host {:#x})", p.pc),
+                    None => format!("host {:#x}", p.pc),
+                }),
+            access: record.access.map(backend::Access::as_str),
+            tensor: soc_addr.and_then(|soc| self.tensor_at(soc)),
+            message,
             stdout: Vec::new(),
             stderr: Vec::new(),
-        };
-        if rec.state.load(Ordering::Acquire) == CORE_FAULT {
-            fault.kind =
-                FaultKind::from_u32(rec.kind.load(Ordering::Acquire)).unwrap_or(FaultKind::Exited);
-            fault.phase = rec.phase.load(Ordering::Acquire);
-            let a = rec.addr.load(Ordering::Acquire);
-            fault.host_addr = (a != 0).then_some(a);
-            fault.soc_addr = fault.host_addr.and_then(|h| self.memory.soc_of(h));
-            fault.message = ctl.message(c);
-            if fault.kind == FaultKind::Entry {
-                let s = rec.result.load(Ordering::Acquire);
-                fault.message = format!("entry_func returned {s} ({})", status_name(s));
-            }
-            fault.access = match rec.access.load(Ordering::Acquire) {
-                ACCESS_READ => Some("read"),
-                ACCESS_WRITE => Some("write"),
-                _ => None,
-            };
-            let pc = rec.pc.load(Ordering::Acquire);
-            let base = rec.module_base.load(Ordering::Acquire);
-            if pc != 0 {
-                fault.location = Some(match symbolize::locate(library, base, pc) {
-                    Some(sym) => format!("{sym} (host {pc:#x})"),
-                    None => format!("host {pc:#x}"),
-                });
-            }
-            if let Some(soc) = fault.soc_addr {
-                fault.tensor = self.tensor_at(soc);
-            }
-        } else {
-            fault.message = match exit {
-                Exit::TimedOut => {
-                    fault.kind = FaultKind::Timeout;
-                    format!("still running after {:?}; stopped", self.timeout)
-                }
-                Exit::Signal(s) => format!("killed by {}", core::signal_name(s)),
-                Exit::Code(code) => {
-                    format!("the core's process exited with code {code} before the kernel returned")
-                }
-            };
-            // A core that ended during its start keeps the phase it reported.
-            let phase = rec.phase.load(Ordering::Acquire);
-            if phase == PHASE_LOAD || phase == control::PHASE_START {
-                fault.phase = phase;
-            }
         }
-        fault
     }
 
     /// The tensor whose guard page holds `soc`: "the output (16 bytes) at offset 16".
@@ -249,23 +212,4 @@ impl PoolEngine {
                 .then(|| format!("{} ({} bytes) at offset {}", t.label, t.len, soc - t.soc))
         })
     }
-}
-
-/// Appends the stdio ring's entries to `out` (fd 1) and `err` (fd 2) while the two hold at
-/// most `cap` bytes; the bytes the ring dropped or that did not fit.
-pub(crate) fn drain_stdio(
-    ctl: &ControlBlock,
-    out: &mut Vec<u8>,
-    err: &mut Vec<u8>,
-    cap: usize,
-) -> u32 {
-    let (entries, mut dropped) = ctl.stdio_drain();
-    for (fd, b) in entries {
-        if out.len() + err.len() + b.len() > cap {
-            dropped = dropped.saturating_add(b.len() as u32);
-            continue;
-        }
-        if fd == 2 { &mut *err } else { &mut *out }.extend_from_slice(&b);
-    }
-    dropped
 }

@@ -59,12 +59,10 @@ impl PoolEngine {
             };
         }
         self.write_blob(0, &blob);
-        let ctl = self.control();
-        ctl.reset();
         let lib = self.library.as_ref().ok_or(EmuError::NoLibrary)?;
         let c_op = CString::new(name).map_err(|_| EmuError::NoLibrary)?;
         let deadline = self.deadline();
-        let CoreExit { exit, stderr } = self
+        let shaped = self
             .backend
             .shape(&self.memory, lib, &c_op, &deadline)
             .map_err(EmuError::Spawn)?;
@@ -73,22 +71,19 @@ impl PoolEngine {
                 what: format!("the shape function of {name}"),
             });
         }
-        let rec = ctl.core(0);
-        if rec.state.load(Ordering::Acquire) != CORE_DONE || exit != Exit::Code(0) {
+        if let Outcome::Fault(record) = &shaped.end.outcome {
             let file = lib.file();
             let mut fault =
-                self.fault_of(0, exit, &format!("shape function of {qualified}"), &file);
+                self.device_fault(0, record, &format!("shape function of {qualified}"), &file);
             // What it printed before the fault, as a kernel's.
-            (fault.stdout, fault.stderr, _) = self.take_output(&ctl);
-            fault.stderr.extend_from_slice(&stderr);
+            let stdio = self.take_output(shaped.stdio);
+            (fault.stdout, fault.stderr) = (stdio.out, stdio.err);
+            fault.stderr.extend_from_slice(&shaped.end.stderr);
             return Err(EmuError::Fault(Box::new(fault)));
         }
-        self.keep_output(&ctl);
-        if rec.result.load(Ordering::Acquire) != 0 {
-            return Err(EmuError::Shape {
-                op: qualified,
-                why: ctl.message(0),
-            });
+        self.keep_output(shaped.stdio);
+        if let Some(why) = shaped.refused {
+            return Err(EmuError::Shape { op: qualified, why });
         }
         let out = self.read_blob(0).output;
         let dtype = DType::from_isa(out.dtype).ok_or_else(|| EmuError::Shape {

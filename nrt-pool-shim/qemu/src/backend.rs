@@ -11,17 +11,14 @@
 use std::ffi::CStr;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 
-use nrt_pool_engine::backend::{HostBackend, IsaBackend};
-use nrt_pool_engine::control::{
-    ControlBlock, FaultKind, ACCESS_READ, ACCESS_WRITE, CORE_DONE, PHASE_START,
+use nrt_pool_engine::backend::{
+    Access, CoreEnd, FaultRecord, HostBackend, IsaBackend, Launched, Probed, Shaped, Stdio,
 };
-use nrt_pool_engine::core::FAULT_EXIT;
+use nrt_pool_engine::control::{FaultKind, PHASE_KERNEL, PHASE_START};
 use nrt_pool_engine::deadline::Deadline;
 use nrt_pool_engine::library::OpLibrary;
 use nrt_pool_engine::memory::DeviceMemory;
-use nrt_pool_engine::pool::{CoreExit, Exit};
 
 use crate::core::{pool_cores, qemu_for, Platform, QemuError, XtensaCore};
 use crate::fault::{CoreFault, FaultCause};
@@ -117,74 +114,56 @@ impl XtensaBackend {
     }
 }
 
-fn control(memory: &DeviceMemory) -> ControlBlock {
-    // SAFETY: the status region is the control block (DeviceMemory's layout).
-    unsafe { ControlBlock::new(memory.status_host()) }
-}
-
-/// Records `e` as core `c`'s fault in the control block; the exit the engine sees.
-fn report(memory: &DeviceMemory, c: usize, e: &QemuError) -> Exit {
-    let ctl = control(memory);
-    let (kind, addr, exit) = match e {
-        QemuError::Fault(f) => match f {
-            CoreFault::Exception {
-                cause,
-                address,
-                window,
-                write,
-                soc,
-                ..
-            } => {
-                let kind = if *window || cause.has_address() {
-                    FaultKind::Memory
-                } else {
-                    FaultKind::Trap
-                };
-                if let Some(w) = write {
-                    let access = if *w { ACCESS_WRITE } else { ACCESS_READ };
-                    ctl.core(c).access.store(access, Ordering::Release);
+/// Core `c`'s fault record for `e`, in `phase`.
+fn record(memory: &DeviceMemory, e: &QemuError, phase: u32) -> FaultRecord {
+    let (kind, message) = match e {
+        QemuError::Fault(f) => {
+            let kind = match f {
+                CoreFault::Exception { cause, window, .. } => {
+                    if *window || cause.has_address() {
+                        FaultKind::Memory
+                    } else {
+                        FaultKind::Trap
+                    }
                 }
-                // The host address of the SoC byte the core touched, so the engine can name
-                // the tensor it belongs to.
-                let host = (cause.has_address() && *cause != FaultCause::Break)
-                    .then(|| soc.or_else(|| layout::soc_of(*address)))
-                    .flatten()
-                    .and_then(|soc| memory.host(soc, 1))
-                    .map_or(0, |p| p as u64);
-                (kind, host, Exit::Code(FAULT_EXIT))
-            }
-            CoreFault::Fatal { .. } => (FaultKind::Fatal, 0, Exit::Code(FAULT_EXIT)),
-            CoreFault::StackOverflow { .. } => {
-                (FaultKind::StackOverflow, 0, Exit::Code(FAULT_EXIT))
-            }
-            CoreFault::Timeout { .. } => (FaultKind::Timeout, 0, Exit::TimedOut),
-            CoreFault::Exited {
-                signal: Some(s), ..
-            } => (FaultKind::Exited, 0, Exit::Signal(*s)),
-            CoreFault::Exited { status, .. } => {
-                (FaultKind::Exited, 0, Exit::Code(status.unwrap_or(-1)))
-            }
-        },
-        QemuError::NoKernel { .. } => (FaultKind::NoKernel, 0, Exit::Code(FAULT_EXIT)),
-        QemuError::Image { .. } => (FaultKind::Load, 0, Exit::Code(FAULT_EXIT)),
-        _ => (FaultKind::Exited, 0, Exit::Code(FAULT_EXIT)),
-    };
-    let msg = match e {
-        QemuError::Fault(CoreFault::Fatal { message, .. }) => message.clone(),
-        // The report without a leading "core N: " (the engine names the core).
-        e => {
-            let s = e.to_string();
-            let s = match s.strip_prefix("core ") {
-                Some(rest) => rest.split_once(": ").map_or(s.as_str(), |(_, r)| r),
-                None => s.as_str(),
+                CoreFault::Fatal { .. } => FaultKind::Fatal,
+                CoreFault::StackOverflow { .. } => FaultKind::StackOverflow,
+                CoreFault::Timeout { .. } => FaultKind::Timeout,
+                CoreFault::Exited { .. } => FaultKind::Exited,
             };
-            // The engine names the kind ("stack overflow: ...") itself.
-            let s = s.strip_prefix("stack overflow: ").unwrap_or(s);
-            s.as_bytes().to_vec()
+            (kind, f.detail().to_string())
         }
+        QemuError::NoKernel { kernel, count, .. } => (
+            FaultKind::NoKernel,
+            format!("no kernel number {kernel} (the image registered {count})"),
+        ),
+        QemuError::Image { why, .. } => (FaultKind::Load, why.clone()),
+        QemuError::Protocol { why, .. } => (
+            FaultKind::Exited,
+            format!("the board broke the protocol: {why}"),
+        ),
+        QemuError::Io { source, .. } => (FaultKind::Exited, format!("channel: {source}")),
+        QemuError::Spawn { .. } => (FaultKind::Exited, e.to_string()),
     };
-    ctl.set_fault(c, kind, 0, addr, &msg);
-    exit
+    let mut rec = FaultRecord::new(kind, phase, message);
+    if let QemuError::Fault(CoreFault::Exception {
+        cause,
+        address,
+        write,
+        soc,
+        ..
+    }) = e
+    {
+        rec.access = write.map(|w| if w { Access::Write } else { Access::Read });
+        // The host address of the SoC byte the core touched, so the engine can name the
+        // tensor it belongs to.
+        rec.host_addr = (cause.has_address() && *cause != FaultCause::Break)
+            .then(|| soc.or_else(|| layout::soc_of(*address)))
+            .flatten()
+            .and_then(|soc| memory.host(soc, 1))
+            .map(|p| p as u64);
+    }
+    rec
 }
 
 impl IsaBackend for XtensaBackend {
@@ -203,12 +182,9 @@ impl IsaBackend for XtensaBackend {
         memory: &DeviceMemory,
         library: &OpLibrary,
         deadline: &Deadline,
-    ) -> io::Result<CoreExit> {
+    ) -> io::Result<Probed> {
         self.stop_cores();
         self.images = None;
-        let ctl = control(memory);
-        let rec = ctl.core(0);
-        ctl.set_phase(0, PHASE_START);
         let started = self.images(library).map(|i| i[0].clone()).and_then(|elf| {
             let platform = Platform {
                 qemu: &self.qemu,
@@ -217,44 +193,37 @@ impl IsaBackend for XtensaBackend {
             };
             XtensaCore::start(platform, &elf, &library.path, 0, 8, deadline)
         });
+        let failed = |end: CoreEnd| Probed {
+            end,
+            names: Vec::new(),
+            schema: None,
+            stdio: Stdio::default(),
+        };
         let core = match started {
             Ok(core) => core,
             Err(e @ QemuError::Spawn { .. }) => return Err(io::Error::other(e.to_string())),
-            Err(e) => {
-                let exit = report(memory, 0, &e);
-                return Ok(CoreExit {
-                    exit,
-                    stderr: Vec::new(),
-                });
-            }
+            Err(e) => return Ok(failed(CoreEnd::fault(record(memory, &e, PHASE_START)))),
         };
         if core.entry_status() != 0 {
-            rec.result.store(core.entry_status(), Ordering::Release);
-            ctl.set_fault(0, FaultKind::Entry, 0, 0, b"entry_func");
+            let mut rec = FaultRecord::new(FaultKind::Entry, PHASE_START, "entry_func");
+            rec.status = core.entry_status();
             core.quit();
-            return Ok(CoreExit {
-                exit: Exit::Code(FAULT_EXIT),
-                stderr: Vec::new(),
-            });
+            return Ok(failed(CoreEnd::fault(rec)));
         }
         // What the start code printed reaches the host from this one start, as the host
         // backend's probe (the cores started for launches run it again silently).
-        ctl.stdio_append(1, 0, &core.start_output().stdout);
-        ctl.stdio_append(2, 0, &core.start_output().stderr);
-        for k in core.kernels() {
-            ctl.push_name(&k.name);
-        }
-        if !core.metadata().is_empty() {
-            ctl.set_schema(core.metadata());
-        }
-        rec.result
-            .store(core.kernels().len() as u32, Ordering::Release);
-        rec.state.store(CORE_DONE, Ordering::Release);
+        let probed = Probed {
+            end: CoreEnd::done(core.kernels().len() as u32),
+            names: core.kernels().iter().map(|k| k.name.clone()).collect(),
+            schema: (!core.metadata().is_empty()).then(|| core.metadata().to_vec()),
+            stdio: Stdio {
+                out: core.start_output().stdout.clone(),
+                err: core.start_output().stderr.clone(),
+                dropped: 0,
+            },
+        };
         core.quit();
-        Ok(CoreExit {
-            exit: Exit::Code(0),
-            stderr: Vec::new(),
-        })
+        Ok(probed)
     }
 
     fn launch(
@@ -263,20 +232,11 @@ impl IsaBackend for XtensaBackend {
         library: &OpLibrary,
         kernel: &CStr,
         cores: usize,
+        guards: &[u64],
         deadline: &Deadline,
-    ) -> io::Result<Vec<CoreExit>> {
-        let ctl = control(memory);
-        let mut exits: Vec<CoreExit> = (0..cores)
-            .map(|_| CoreExit {
-                exit: Exit::Code(0),
-                stderr: Vec::new(),
-            })
-            .collect();
-        let mut running = vec![false; cores];
-        // The guard pages the engine placed after the tensors (when it guards them); the
-        // machine holds more than the control block does.
-        let guards = ctl.guards();
-        for c in 0..cores {
+    ) -> io::Result<Launched> {
+        let mut ends: Vec<Option<CoreEnd>> = vec![None; cores];
+        for (c, end) in ends.iter_mut().enumerate() {
             let begun = (|| -> Result<(), QemuError> {
                 let core = self.core(memory, library, c, cores, deadline)?;
                 let k = core.kernel(kernel.to_bytes()).ok_or(QemuError::NoKernel {
@@ -286,47 +246,55 @@ impl IsaBackend for XtensaBackend {
                 })?;
                 if self.guards[c] != guards {
                     let core = self.cores[c].as_mut().expect("started above");
-                    core.guard(&guards)?;
-                    self.guards[c].clone_from(&guards);
+                    core.guard(guards)?;
+                    self.guards[c] = guards.to_vec();
                 }
                 let core = self.cores[c].as_mut().expect("started above");
                 core.begin(k, cores as u32)
             })();
             match begun {
-                Ok(()) => running[c] = true,
+                Ok(()) => {}
                 Err(QemuError::NoKernel { .. }) => {
-                    ctl.set_fault(c, FaultKind::NoKernel, 0, 0, kernel.to_bytes());
-                    exits[c].exit = Exit::Code(FAULT_EXIT);
+                    *end = Some(CoreEnd::fault(FaultRecord::new(
+                        FaultKind::NoKernel,
+                        PHASE_KERNEL,
+                        String::from_utf8_lossy(kernel.to_bytes()),
+                    )));
                 }
                 Err(e) => {
-                    exits[c].exit = report(memory, c, &e);
+                    *end = Some(CoreEnd::fault(record(memory, &e, PHASE_KERNEL)));
                     self.cores[c] = None;
                 }
             }
         }
-        for c in 0..cores {
-            if !running[c] {
+        let mut stdio = Stdio::default();
+        for (c, end) in ends.iter_mut().enumerate() {
+            if end.is_some() {
                 continue;
             }
             let core = self.cores[c].as_mut().expect("begun above");
-            match core.finish(deadline) {
+            *end = Some(match core.finish(deadline) {
                 Ok(done) => {
-                    let rec = ctl.core(c);
-                    rec.result.store(done.status, Ordering::Release);
-                    rec.state.store(CORE_DONE, Ordering::Release);
                     // Core 0's stdio reaches the host, as the firmware's does.
                     if c == 0 {
-                        ctl.stdio_append(1, 0, &done.stdout);
-                        ctl.stdio_append(2, 0, &done.stderr);
+                        stdio.out = done.stdout;
+                        stdio.err = done.stderr;
                     }
+                    CoreEnd::done(done.status)
                 }
                 Err(e) => {
-                    exits[c].exit = report(memory, c, &e);
                     self.cores[c] = None;
+                    CoreEnd::fault(record(memory, &e, PHASE_KERNEL))
                 }
-            }
+            });
         }
-        Ok(exits)
+        Ok(Launched {
+            cores: ends
+                .into_iter()
+                .map(|e| e.expect("every core ended above"))
+                .collect(),
+            stdio,
+        })
     }
 
     fn shape(
@@ -335,7 +303,7 @@ impl IsaBackend for XtensaBackend {
         library: &OpLibrary,
         op: &CStr,
         deadline: &Deadline,
-    ) -> io::Result<CoreExit> {
+    ) -> io::Result<Shaped> {
         let host = companion(&library.path).ok_or_else(|| {
             io::Error::other(format!(
                 "{}: shape functions run in the library's host build, and there is no {} beside it",

@@ -152,11 +152,41 @@ pub enum CoreFault {
     },
 }
 
+/// A fault's words without the core's number or (for a stack overflow) its kind: what the
+/// engine's report adds to its own "core N: <kind>".
+pub struct Detail<'a>(&'a CoreFault);
+
+impl CoreFault {
+    /// The core that faulted.
+    pub fn core(&self) -> usize {
+        match self {
+            CoreFault::Exception { core, .. }
+            | CoreFault::StackOverflow { core, .. }
+            | CoreFault::Fatal { core, .. }
+            | CoreFault::Timeout { core, .. }
+            | CoreFault::Exited { core, .. } => *core,
+        }
+    }
+
+    pub fn detail(&self) -> Detail<'_> {
+        Detail(self)
+    }
+}
+
 impl fmt::Display for CoreFault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
+        write!(f, "core {}: ", self.core())?;
+        if let CoreFault::StackOverflow { .. } = self {
+            write!(f, "stack overflow: ")?;
+        }
+        self.detail().fmt(f)
+    }
+}
+
+impl fmt::Display for Detail<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
             CoreFault::Exception {
-                core,
                 cause,
                 window,
                 pc,
@@ -164,8 +194,8 @@ impl fmt::Display for CoreFault {
                 symbol,
                 write,
                 soc,
+                ..
             } => {
-                write!(f, "core {core}: ")?;
                 let what = match (cause, write) {
                     (FaultCause::LoadStorePifAddress, Some(true)) => "store to no memory".into(),
                     (FaultCause::LoadStorePifAddress, Some(false)) => "load from no memory".into(),
@@ -192,13 +222,12 @@ impl fmt::Display for CoreFault {
                 Ok(())
             }
             CoreFault::StackOverflow {
-                core,
                 stack_size,
                 hbm,
                 pc,
                 symbol,
+                ..
             } => {
-                write!(f, "core {core}: stack overflow: ")?;
                 if *hbm {
                     write!(f, "more than STACK_SIZE={stack_size} bytes (its HBM stack)")?;
                 } else {
@@ -220,11 +249,11 @@ impl fmt::Display for CoreFault {
                     MAX_STACK_SIZE
                 )
             }
-            CoreFault::Fatal { core, message } => {
-                write!(f, "core {core}: {}", String::from_utf8_lossy(message))
+            CoreFault::Fatal { message, .. } => {
+                write!(f, "{}", String::from_utf8_lossy(message))
             }
-            CoreFault::Timeout { core, pc, symbol } => {
-                write!(f, "core {core}: timed out")?;
+            CoreFault::Timeout { pc, symbol, .. } => {
+                write!(f, "timed out")?;
                 if let Some(pc) = pc {
                     write!(f, " at pc {pc:#010x}")?;
                 }
@@ -234,12 +263,12 @@ impl fmt::Display for CoreFault {
                 Ok(())
             }
             CoreFault::Exited {
-                core,
                 status,
                 signal,
                 stderr,
+                ..
             } => {
-                write!(f, "core {core}: qemu-system-xtensa ended")?;
+                write!(f, "qemu-system-xtensa ended")?;
                 if let Some(s) = status {
                     write!(f, " with status {s}")?;
                 }
