@@ -120,7 +120,7 @@ def test_the_api_compiles_for_the_device_too(tmp_path):
     dev = tmp_path / "device"
     run(NRT_POOL, "build", "--name", "api_ops", "--compute", OPS / "api_ops.cpp", "--shape",
         OPS / "api_shape.cpp", "--build-directory", tmp_path, "--device-objects", dev)
-    for obj in ("api_ops.o", "nrt_pool_op_device_wrapper.o"):
+    for obj in ("api_ops.o", "nrt_pool_op_wrapper.o"):
         elf = (dev / obj).read_bytes()
         # ELF32, little-endian, relocatable, EM_XTENSA (94).
         assert (elf[:4], elf[4], elf[5], elf[16], elf[18]) == (b"\x7fELF", 1, 1, 1, 94), obj

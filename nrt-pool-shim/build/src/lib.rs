@@ -19,11 +19,14 @@ use std::process::Command;
 use nrt_pool_schema::{self as schema, demangle, DType, KernelSig, ParamKind};
 
 pub mod device_image;
+mod library;
 mod neuron_ops;
 mod wrapper;
 pub mod xtensa_asm;
 
 pub use device_image::DeviceImage;
+pub use library::BuildSetup;
+use library::Wrapper;
 pub use neuron_ops::{build_op_library, OpBuildOptions, OpBuildReport};
 pub use wrapper::generate_wrapper;
 pub(crate) use wrapper::{EXCEPTION_GUARD, HOST_STDIO};
@@ -89,22 +92,13 @@ impl CompileFlags {
     }
 }
 
+/// A schema library's build (`nrt-pool build SCHEMA -o OUT SOURCES`).
 pub struct BuildOptions {
     pub schema: PathBuf,
     pub sources: Vec<PathBuf>,
     pub out: PathBuf,
-    /// The host libneuroncustomop.a.
-    pub archive: PathBuf,
-    /// Where neuron_customop.hpp lives.
-    pub include: PathBuf,
-    /// Also compile Xtensa device objects into this folder (needs the Xtensa g++).
-    pub device_objects: Option<PathBuf>,
-    /// Also link the device objects into a Pool image.
-    pub device_image: Option<DeviceImage>,
-    pub cxx: String,
-    /// Extra include folders and compiler flags, host and device.
-    pub flags: CompileFlags,
-    pub on_compiled: OnCompiled,
+    /// The runtime, headers, compilers and device outputs (as for every op library).
+    pub setup: BuildSetup,
 }
 
 #[derive(Debug)]
@@ -177,8 +171,6 @@ pub enum BuildError {
     Unregistered(String),
 }
 
-const VERSION_SCRIPT: &str = "{\n  global:\n    entry_func;\n    _Z14register_funcsPF22SUNDA_UCODE_LIB_STATUSPvPKcPFivEE;\n    nrt_pool_op_schema;\n  local:\n    *;\n};\n";
-
 pub(crate) fn run(cmd: &mut Command) -> Result<(), BuildError> {
     let tool = format!("{cmd:?}");
     let out = cmd.output().map_err(|source| BuildError::Io {
@@ -205,204 +197,30 @@ pub fn build(o: &BuildOptions) -> Result<BuildReport, BuildError> {
     if kernels.is_empty() {
         return Err(BuildError::Empty(o.schema.clone()));
     }
-    for (what, path, hint) in [
-        (
-            "libneuroncustomop.a (host)",
-            &o.archive,
-            "run `make customop-archives`",
-        ),
-        (
-            "neuron_customop.hpp",
-            &o.include.join("neuron_customop.hpp"),
-            "pass --include DIR",
-        ),
-    ] {
-        if !path.exists() {
-            return Err(BuildError::Missing {
-                what,
-                path: path.clone(),
-                hint,
-            });
-        }
-    }
-    for s in &o.sources {
-        if !s.is_file() {
-            return Err(BuildError::NoSource(s.clone()));
-        }
-    }
-    check_device(&o.device_objects, &o.device_image)?;
-    o.flags.check()?;
+    let core = &o.setup;
+    core.preflight("neuron_customop.hpp", &o.sources)?;
     let work = tempfile::tempdir().map_err(io(Path::new("temporary directory")))?;
-    let wrapper = work.path().join("nrt_pool_op_wrapper.cpp");
-    std::fs::write(&wrapper, generate_wrapper(&kernels, &text)).map_err(io(&wrapper))?;
-    let map = work.path().join("op.map");
-    std::fs::write(&map, VERSION_SCRIPT).map_err(io(&map))?;
     // Every source to an object first, so that the kernels can be checked against the
     // schema before anything is linked.
-    let host_cxx = |src: &Path, obj: &Path| host_cxx(&o.cxx, &o.include, &o.flags, src, obj);
-    let objs = compile_all(
-        &o.sources,
-        &work.path().join("host"),
-        &o.on_compiled,
-        |s, d| run(&mut host_cxx(s, d)),
-    )?;
-    let wrapper_obj = work.path().join("nrt_pool_op_wrapper.o");
-    run(&mut host_cxx(&wrapper, &wrapper_obj)).map_err(|e| match e {
-        BuildError::Compile { stderr, .. } => BuildError::Wrapper(stderr),
-        e => e,
-    })?;
-    check_kernels(&kernels, &wrapper_obj, &objs)?;
-    let tmp_out = work.path().join("libop.so");
-    run(Command::new(&o.cxx)
-        .args(["-shared", "-fPIC"])
-        .args(&objs)
-        .arg(&wrapper_obj)
-        .arg(&o.archive)
-        .arg(format!("-Wl,--version-script={}", map.display()))
-        .arg("-o")
-        .arg(&tmp_out))?;
-    // Device objects before anything is put in place: a source that does not build for
-    // the device fails the whole build.
-    let (device, image) = stage_device(
-        || Ok([o.sources.as_slice(), std::slice::from_ref(&wrapper)].concat()),
+    let objs = core.compile_host(&o.sources, &work.path().join("host"))?;
+    let wrapper = Wrapper::Schema {
+        kernels: &kernels,
+        text: &text,
+    };
+    let placed = core.link(
         work.path(),
-        o.device_objects.as_deref(),
-        o.device_image.as_ref(),
-        &o.include,
-        &o.flags,
-        &o.on_compiled,
+        &wrapper,
+        &objs,
+        &o.sources,
+        &o.out,
+        |wrapper_obj| check_kernels(&kernels, wrapper_obj, &objs),
     )?;
-    put_in_place(&tmp_out, &o.out)?;
-    let (device, device_image) = place_device(device, image)?;
     Ok(BuildReport {
         kernels,
         library: o.out.clone(),
-        device,
-        device_image,
+        device: placed.device,
+        device_image: placed.device_image,
     })
-}
-
-/// Refuses device outputs the Xtensa tools or runtime files cannot give.
-pub(crate) fn check_device(
-    objects: &Option<PathBuf>,
-    image: &Option<DeviceImage>,
-) -> Result<(), BuildError> {
-    if (objects.is_some() || image.is_some()) && !xtensa_cxx_installed() {
-        return Err(BuildError::NoDeviceCompiler);
-    }
-    if let Some(d) = image {
-        d.check()?;
-    }
-    Ok(())
-}
-
-/// A Pool image linked in the work folder, and where it goes.
-pub(crate) type StagedImage = (PathBuf, PathBuf);
-
-/// The device objects of `sources` (and their Pool image) staged in `work`, when either is
-/// asked for; nothing is put in place yet.
-pub(crate) fn stage_device(
-    sources: impl FnOnce() -> Result<Vec<PathBuf>, BuildError>,
-    work: &Path,
-    objects: Option<&Path>,
-    image: Option<&DeviceImage>,
-    include: &Path,
-    flags: &CompileFlags,
-    on_compiled: &OnCompiled,
-) -> Result<(Option<StagedDevice>, Option<StagedImage>), BuildError> {
-    if objects.is_none() && image.is_none() {
-        return Ok((None, None));
-    }
-    let device = StagedDevice::compile(&sources()?, work, objects, include, flags, on_compiled)?;
-    let staged = stage_image(Some(&device), image, work)?;
-    Ok((Some(device), staged))
-}
-
-/// Links the staged device objects into a Pool image in the work folder, when asked.
-pub(crate) fn stage_image(
-    device: Option<&StagedDevice>,
-    image: Option<&DeviceImage>,
-    work: &Path,
-) -> Result<Option<(PathBuf, PathBuf)>, BuildError> {
-    match (device, image) {
-        (Some(dev), Some(d)) => {
-            let objs: Vec<PathBuf> = dev
-                .objs
-                .iter()
-                .filter_map(|p| p.file_name())
-                .map(|n| dev.staged.join(n))
-                .collect();
-            Ok(Some((device_image::stage(&objs, d, work)?, d.out.clone())))
-        }
-        _ => Ok(None),
-    }
-}
-
-/// Puts the device objects and the Pool image in place (after the library).
-pub(crate) fn place_device(
-    device: Option<StagedDevice>,
-    image: Option<(PathBuf, PathBuf)>,
-) -> Result<(Option<Vec<PathBuf>>, Option<PathBuf>), BuildError> {
-    let device = match device {
-        Some(d) if d.dir.is_some() => Some(d.put_in_place()?),
-        _ => None,
-    };
-    let image = match image {
-        Some((staged, out)) => {
-            put_in_place(&staged, &out)?;
-            Some(out)
-        }
-        None => None,
-    };
-    Ok((device, image))
-}
-
-/// Device objects compiled into the build's work folder, put in place only once the
-/// library is: a failed build leaves no device folder.
-pub(crate) struct StagedDevice {
-    staged: PathBuf,
-    /// Where the objects go (None: only a Pool image was asked for).
-    dir: Option<PathBuf>,
-    objs: Vec<PathBuf>,
-}
-
-impl StagedDevice {
-    /// Compiles `sources` for the device into `work/device`, for `dir` later.
-    pub(crate) fn compile(
-        sources: &[PathBuf],
-        work: &Path,
-        dir: Option<&Path>,
-        include: &Path,
-        flags: &CompileFlags,
-        on_compiled: &OnCompiled,
-    ) -> Result<StagedDevice, BuildError> {
-        let staged = work.join("device");
-        let objs = compile_all(sources, &staged, on_compiled, |src, obj| {
-            device_compile(include, flags, src, obj)
-        })?;
-        Ok(StagedDevice {
-            staged,
-            dir: dir.map(Path::to_path_buf),
-            objs,
-        })
-    }
-
-    /// Replaces `dir` with the staged objects; their paths there.
-    pub(crate) fn put_in_place(self) -> Result<Vec<PathBuf>, BuildError> {
-        let Some(dir) = self.dir else {
-            return Ok(Vec::new());
-        };
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
-        }
-        copy_dir(&self.staged, &dir)?;
-        Ok(self
-            .objs
-            .iter()
-            .filter_map(|p| p.file_name())
-            .map(|n| dir.join(n))
-            .collect())
-    }
 }
 
 pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError {
@@ -455,36 +273,6 @@ pub(crate) fn compile_all(
     });
     results.into_iter().collect::<Result<(), _>>()?;
     Ok(objs)
-}
-
-/// Renames (or, across file systems, copies) the finished library into place.
-pub(crate) fn put_in_place(tmp: &Path, dst: &Path) -> Result<(), BuildError> {
-    if std::fs::rename(tmp, dst).is_ok() {
-        return Ok(());
-    }
-    // Copy beside the destination, then rename: still never a half-written library.
-    let parent = dst
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let side = parent.join(format!(
-        ".{}.partial",
-        dst.file_name().unwrap_or_default().to_string_lossy()
-    ));
-    let r = std::fs::copy(tmp, &side).and_then(|_| std::fs::rename(&side, dst));
-    if r.is_err() {
-        let _ = std::fs::remove_file(&side);
-    }
-    r.map_err(io(dst))
-}
-
-pub(crate) fn copy_dir(from: &Path, to: &Path) -> Result<(), BuildError> {
-    std::fs::create_dir_all(to).map_err(io(to))?;
-    for e in std::fs::read_dir(from).map_err(io(from))? {
-        let e = e.map_err(io(from))?;
-        std::fs::copy(e.path(), to.join(e.file_name())).map_err(io(to))?;
-    }
-    Ok(())
 }
 
 /// The kernels the wrapper calls must be defined, with the same signature, by the

@@ -75,16 +75,7 @@ pub fn generate_wrapper(kernels: &[KernelSig], schema_text: &str) -> String {
             k.name,
         );
     }
-    let _ = writeln!(s, "int get_func_cnt() {{ return {}; }}\n", kernels.len());
-    s.push_str("char const *get_func_name(int idx) {\n    switch (idx) {\n");
-    for (i, k) in kernels.iter().enumerate() {
-        let _ = writeln!(s, "    case {i}: return \"{}\";", k.name);
-    }
-    s.push_str("    default: return \"error\";\n    }\n}\n\nwrapper_fn get_func_ptr(int idx) {\n    switch (idx) {\n");
-    for i in 0..kernels.len() {
-        let _ = writeln!(s, "    case {i}: return nrt_pool_launch_{i};");
-    }
-    s.push_str("    default: return 0;\n    }\n}\n\n");
+    launch_table(&mut s, kernels.iter().map(|k| k.name.as_str()));
     let escaped: String = schema_text
         .chars()
         .flat_map(|c| match c {
@@ -101,6 +92,21 @@ pub fn generate_wrapper(kernels: &[KernelSig], schema_text: &str) -> String {
     );
     s.push_str(HOST_STDIO);
     s
+}
+
+/// The `get_func_*` table the runtime's `register_funcs` reads: the launchers
+/// `nrt_pool_launch_<i>` under `names`, in order (both op models).
+pub(crate) fn launch_table<'a>(s: &mut String, names: impl ExactSizeIterator<Item = &'a str>) {
+    let _ = writeln!(s, "int get_func_cnt() {{ return {}; }}\n", names.len());
+    let mut ptrs = String::new();
+    s.push_str("char const *get_func_name(int idx) {\n    switch (idx) {\n");
+    for (i, name) in names.enumerate() {
+        let _ = writeln!(s, "    case {i}: return \"{name}\";");
+        let _ = writeln!(ptrs, "    case {i}: return nrt_pool_launch_{i};");
+    }
+    s.push_str("    default: return \"error\";\n    }\n}\n\nwrapper_fn get_func_ptr(int idx) {\n    switch (idx) {\n");
+    s.push_str(&ptrs);
+    s.push_str("    default: return 0;\n    }\n}\n\n");
 }
 
 /// A C++ exception escaping a kernel ends it as a device fault (its text on the kernel's

@@ -102,14 +102,16 @@ pub fn run(o: &DemoOptions) -> Result<String, String> {
         schema: o.examples.join("ops.schema"),
         sources: sources.to_vec(),
         out: lib.clone(),
-        archive: o.archive.clone(),
-        include: o.include.clone(),
-        // Device objects too, where the Xtensa g++ is installed (`make tools`).
-        device_objects: opbuild::xtensa_cxx_installed().then(|| work.path().join("device")),
-        device_image: pool_image("example_ops"),
-        cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
-        flags: Default::default(),
-        on_compiled: None,
+        setup: opbuild::BuildSetup {
+            archive: o.archive.clone(),
+            include: o.include.clone(),
+            // Device objects too, where the Xtensa g++ is installed (`make tools`).
+            device_objects: opbuild::xtensa_cxx_installed().then(|| work.path().join("device")),
+            device_image: pool_image("example_ops"),
+            cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
+            flags: Default::default(),
+            on_compiled: None,
+        },
     })
     .map_err(|e| format!("building the examples: {e}"))?;
     let _ = writeln!(
@@ -232,13 +234,15 @@ fn neuron_examples(
             shape: vec![root.join(dir).join("shape.cpp")],
             build_directory: work.to_path_buf(),
             multicore,
-            archive: o.archive.clone(),
-            include: o.include.clone(),
-            cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
-            flags: Default::default(),
-            device_objects: None,
-            device_image: image(name),
-            on_compiled: None,
+            setup: opbuild::BuildSetup {
+                archive: o.archive.clone(),
+                include: o.include.clone(),
+                cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
+                flags: Default::default(),
+                device_objects: None,
+                device_image: image(name),
+                on_compiled: None,
+            },
         })
         .map_err(|e| format!("building examples/{dir}: {e}"))
     };

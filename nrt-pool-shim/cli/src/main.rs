@@ -309,6 +309,29 @@ fn compile_flags(a: &BuildArgs) -> opbuild::CompileFlags {
     }
 }
 
+/// What both kinds of build share: the runtime and headers (or the defaults), the host
+/// compiler ($CXX or g++), the flags, and the device outputs asked for (the Pool image at
+/// `image`).
+fn build_setup(a: &BuildArgs, image: PathBuf) -> opbuild::BuildSetup {
+    opbuild::BuildSetup {
+        archive: a.archive.clone().unwrap_or_else(default_archive),
+        include: a.include.clone().unwrap_or_else(default_include),
+        cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
+        flags: compile_flags(a),
+        // --no-device-objects is the default, kept for older scripts.
+        device_objects: a.device_objects.clone().filter(|_| !a.no_device_objects),
+        device_image: device_image(a, image),
+        on_compiled: None,
+    }
+}
+
+/// How many compiles a build makes: `host` sources and the wrapper, and with device
+/// outputs `device` sources and the device wrapper.
+fn compiles(setup: &opbuild::BuildSetup, host: usize, device: usize) -> u64 {
+    let dev = setup.device_objects.is_some() || setup.device_image.is_some();
+    (host + 1 + if dev { device + 1 } else { 0 }) as u64
+}
+
 fn build(a: BuildArgs) -> Result<(), Failure> {
     if a.name.is_some() {
         return build_ops(a);
@@ -322,27 +345,17 @@ fn build(a: BuildArgs) -> Result<(), Failure> {
     if a.sources.is_empty() {
         return Err(Failure::Usage("build --schema needs kernel sources".into()));
     }
-    let device_image = device_image(&a, out.with_extension("pool"));
-    let flags = compile_flags(&a);
+    let mut setup = build_setup(&a, out.with_extension("pool"));
+    let progress = Progress::start(
+        "compiled",
+        Some(compiles(&setup, a.sources.len(), a.sources.len())),
+    );
+    setup.on_compiled = Some(compiled_step(&progress));
     let o = opbuild::BuildOptions {
         schema,
         sources: a.sources,
         out,
-        archive: a.archive.unwrap_or_else(default_archive),
-        include: a.include.unwrap_or_else(default_include),
-        // --no-device-objects is the default, kept for older scripts.
-        device_objects: a.device_objects.filter(|_| !a.no_device_objects),
-        device_image,
-        cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
-        flags,
-        on_compiled: None,
-    };
-    let device = o.device_objects.is_some() || o.device_image.is_some();
-    let compiles = o.sources.len() + 1 + if device { o.sources.len() + 1 } else { 0 };
-    let progress = Progress::start("compiled", Some(compiles as u64));
-    let o = opbuild::BuildOptions {
-        on_compiled: Some(compiled_step(&progress)),
-        ..o
+        setup,
     };
     let r = opbuild::build(&o).map_err(|e| Failure::Error(e.to_string()));
     drop(progress);
@@ -366,28 +379,19 @@ fn build(a: BuildArgs) -> Result<(), Failure> {
 /// `custom_op.load` builds it.
 fn build_ops(a: BuildArgs) -> Result<(), Failure> {
     let name = a.name.clone().unwrap_or_default();
-    let device_image = device_image(&a, a.build_directory.join(format!("lib{name}.pool")));
-    let flags = compile_flags(&a);
+    let mut setup = build_setup(&a, a.build_directory.join(format!("lib{name}.pool")));
+    let progress = Progress::start(
+        "compiled",
+        Some(compiles(&setup, a.compute.len() + a.shape.len(), a.compute.len()) - 1),
+    );
+    setup.on_compiled = Some(compiled_step(&progress));
     let o = opbuild::OpBuildOptions {
-        name: a.name.unwrap_or_default(),
+        name,
         compute: a.compute,
         shape: a.shape,
         build_directory: a.build_directory,
         multicore: a.multicore,
-        archive: a.archive.unwrap_or_else(default_archive),
-        include: a.include.unwrap_or_else(default_include),
-        cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
-        flags,
-        device_objects: a.device_objects,
-        device_image,
-        on_compiled: None,
-    };
-    let device = o.device_objects.is_some() || o.device_image.is_some();
-    let compiles = o.compute.len() + o.shape.len() + if device { o.compute.len() + 1 } else { 0 };
-    let progress = Progress::start("compiled", Some(compiles as u64));
-    let o = opbuild::OpBuildOptions {
-        on_compiled: Some(compiled_step(&progress)),
-        ..o
+        setup,
     };
     if a.verbose {
         eprintln!(

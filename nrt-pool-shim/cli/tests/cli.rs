@@ -635,6 +635,24 @@ fn builds_refuse_kernels_the_sources_do_not_define_as_declared() {
     );
     let o = nrt_pool_build(s(&schema), s(&lib), &[s(&good)]);
     assert!(o.status.success() && lib.exists(), "{:?}", text(&o));
+    // Both op models link with every symbol resolved (one build core, issue #26): a kernel
+    // that calls a function no source defines fails the build, not the first launch.
+    let calls = src(
+        "calls.cpp",
+        &format!(
+            "float helper_nobody_defines(float);\n\
+             void k(const neuron::Tensor &, float a, neuron::Tensor &) {{ helper_nobody_defines(a); }}\n{m}"
+        ),
+    );
+    std::fs::remove_file(&lib).unwrap();
+    let o = nrt_pool_build(s(&schema), s(&lib), &[s(&calls)]);
+    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+    assert!(
+        text(&o).1.contains("helper_nobody_defines"),
+        "{:?}",
+        text(&o)
+    );
+    assert!(!lib.exists(), "nothing is left behind");
 }
 
 #[test]

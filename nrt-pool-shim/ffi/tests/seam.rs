@@ -61,13 +61,15 @@ fn host_op_library(dir: &std::path::Path, name: &str, compute: PathBuf, shape: P
         shape: vec![shape],
         build_directory: dir.into(),
         multicore: false,
-        archive: common::archive(),
-        include: root.join("include"),
-        cxx: "g++".into(),
-        flags: Default::default(),
-        device_objects: None,
-        device_image: None,
-        on_compiled: None,
+        setup: nrt_pool_build::BuildSetup {
+            archive: common::archive(),
+            include: root.join("include"),
+            cxx: "g++".into(),
+            flags: Default::default(),
+            device_objects: None,
+            device_image: None,
+            on_compiled: None,
+        },
     })
     .unwrap()
     .library
@@ -269,17 +271,20 @@ fn a_registered_pool_image_runs_on_xtensa_cores() {
             .map(|s| ex.join(s))
             .to_vec(),
         out: dir.path().join("libops.so"),
-        archive: common::archive(),
-        include: root.join("include"),
-        device_objects: None,
-        device_image: Some(nrt_pool_build::DeviceImage {
-            out: pool.clone(),
-            archive: root.join("target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a"),
-            link_script: root.join("customop-device/xtensa/pool-core.ld"),
-        }),
-        cxx: "g++".into(),
-        flags: Default::default(),
-        on_compiled: None,
+        setup: nrt_pool_build::BuildSetup {
+            archive: common::archive(),
+            include: root.join("include"),
+            device_objects: None,
+            device_image: Some(nrt_pool_build::DeviceImage {
+                out: pool.clone(),
+                archive: root
+                    .join("target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a"),
+                link_script: root.join("customop-device/xtensa/pool-core.ld"),
+            }),
+            cxx: "g++".into(),
+            flags: Default::default(),
+            on_compiled: None,
+        },
     })
     .unwrap();
     let exe = c_program(dir.path(), "pool_image");

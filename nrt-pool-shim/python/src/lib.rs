@@ -657,16 +657,18 @@ fn build(
         shape: shape_srcs,
         build_directory,
         multicore,
-        archive,
-        include,
-        cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
-        flags: nrt_pool_build::CompileFlags {
-            extra_cflags,
-            extra_include_paths,
+        setup: nrt_pool_build::BuildSetup {
+            archive,
+            include,
+            cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
+            flags: nrt_pool_build::CompileFlags {
+                extra_cflags,
+                extra_include_paths,
+            },
+            device_objects: None,
+            device_image,
+            on_compiled: None,
         },
-        device_objects: None,
-        device_image,
-        on_compiled: None,
     };
     let r = py
         .detach(|| nrt_pool_build::build_op_library(&o))

@@ -44,17 +44,19 @@ fn schema_library(
         schema: schema.into(),
         sources: sources.to_vec(),
         out: dir.join(format!("lib{name}.so")),
-        archive: archive(),
-        include: root().join("include"),
-        device_objects: None,
-        device_image: if image {
-            device_image(dir.join(format!("lib{name}.pool")))
-        } else {
-            None
+        setup: nrt_pool_build::BuildSetup {
+            archive: archive(),
+            include: root().join("include"),
+            device_objects: None,
+            device_image: if image {
+                device_image(dir.join(format!("lib{name}.pool")))
+            } else {
+                None
+            },
+            cxx: "g++".into(),
+            flags,
+            on_compiled: None,
         },
-        cxx: "g++".into(),
-        flags,
-        on_compiled: None,
     })
     .unwrap_or_else(|e| panic!("building {name}: {e}"))
 }
@@ -192,13 +194,15 @@ pub fn build_example_with_image(
         shape: vec![ex.join("shape.cpp")],
         build_directory: dir.into(),
         multicore,
-        archive: archive(),
-        include: root().join("include"),
-        cxx: "g++".into(),
-        flags: Default::default(),
-        device_objects: None,
-        device_image: device_image(dir.join(format!("lib{name}.pool"))),
-        on_compiled: None,
+        setup: opbuild::BuildSetup {
+            archive: archive(),
+            include: root().join("include"),
+            cxx: "g++".into(),
+            flags: Default::default(),
+            device_objects: None,
+            device_image: device_image(dir.join(format!("lib{name}.pool"))),
+            on_compiled: None,
+        },
     })
     .unwrap_or_else(|e| panic!("building {name}: {e}"));
     (r.library, r.device_image.expect("a Pool image"))

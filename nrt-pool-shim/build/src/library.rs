@@ -1,0 +1,314 @@
+//! The one build core both op models share (issue #26): the checks made before anything
+//! compiles, the host compiles, the generated wrapper and the library's exports, the host
+//! link, the device objects and Pool image, and putting everything in place only once all
+//! of it built. The models differ only in how they learn their kernels
+//! ([`crate::build`]: a schema; [`crate::build_op_library`]: a NEURON_LIBRARY registration)
+//! and in the wrapper they generate ([`Wrapper`]).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use nrt_pool_schema::{KernelSig, NeuronLibrary};
+
+use crate::neuron_ops::{self, Kernel};
+use crate::{
+    compile_all, device_compile, device_image, host_cxx, io, run, wrapper, xtensa_cxx_installed,
+    BuildError, CompileFlags, DeviceImage, OnCompiled,
+};
+
+/// What the generated wrapper adds to an op library, by op model.
+pub(crate) enum Wrapper<'a> {
+    /// Schema kernels (`nrt-pool build SCHEMA`): launchers that pass the output last, and
+    /// the schema text (`nrt_pool_op_schema()`).
+    Schema {
+        kernels: &'a [KernelSig],
+        text: &'a str,
+    },
+    /// NEURON_LIBRARY ops (`custom_op.load`): launchers that take the kernel's returned
+    /// tensor, the op metadata (`nrt_pool_op_library()`) and, on the host, the engine's
+    /// shape entry (`nrt_pool_op_shape()`).
+    Ops {
+        lib: &'a NeuronLibrary,
+        kernels: &'a [Kernel],
+    },
+}
+
+impl Wrapper<'_> {
+    /// The wrapper's C++ source, for the host build or the device build.
+    fn source(&self, host: bool) -> String {
+        match self {
+            Wrapper::Schema { kernels, text } => wrapper::generate_wrapper(kernels, text),
+            Wrapper::Ops { lib, kernels } => neuron_ops::generate_wrapper(lib, kernels, host),
+        }
+    }
+
+    /// The symbols the host library exports beyond the runtime's two.
+    fn exports(&self) -> &'static [&'static str] {
+        match self {
+            Wrapper::Schema { .. } => &["nrt_pool_op_schema"],
+            Wrapper::Ops { .. } => &["nrt_pool_op_library", "nrt_pool_op_shape"],
+        }
+    }
+}
+
+/// The host library's version script: the runtime's entry points and `exports`, nothing
+/// else (op code's own symbols stay local, as in a device image).
+pub(crate) fn version_script(exports: &[&str]) -> String {
+    let mut s = String::from(
+        "{\n  global:\n    entry_func;\n    _Z14register_funcsPF22SUNDA_UCODE_LIB_STATUSPvPKcPFivEE;\n",
+    );
+    for e in exports {
+        s.push_str("    ");
+        s.push_str(e);
+        s.push_str(";\n");
+    }
+    s.push_str("  local:\n    *;\n};\n");
+    s
+}
+
+/// What every op library's build shares, whichever its model: where the runtime and
+/// headers are, the compiler and the author's flags, and the device outputs asked for.
+pub struct BuildSetup {
+    /// The host libneuroncustomop.a.
+    pub archive: PathBuf,
+    /// The op headers' folder (neuron_customop.hpp, torch/, neuron/, torchneuron/).
+    pub include: PathBuf,
+    /// The host C++ compiler.
+    pub cxx: String,
+    /// Extra include folders and compiler flags, host and device.
+    pub flags: CompileFlags,
+    /// Also compile Xtensa device objects into this folder (needs the Xtensa g++).
+    pub device_objects: Option<PathBuf>,
+    /// Also link the device objects into a Pool image.
+    pub device_image: Option<DeviceImage>,
+    pub on_compiled: OnCompiled,
+}
+
+/// Where a finished build put its device outputs (None: not asked for).
+pub(crate) struct Placed {
+    pub device: Option<Vec<PathBuf>>,
+    pub device_image: Option<PathBuf>,
+}
+
+impl BuildSetup {
+    /// Refuses a build that cannot succeed before anything compiles: no runtime archive, no
+    /// op header `header` (under the include folder), a missing source, device outputs
+    /// without the Xtensa tools, a flag the build cannot take.
+    pub(crate) fn preflight<'s>(
+        &self,
+        header: &'static str,
+        sources: impl IntoIterator<Item = &'s PathBuf>,
+    ) -> Result<(), BuildError> {
+        for (what, path, hint) in [
+            (
+                "libneuroncustomop.a (host)",
+                self.archive.clone(),
+                "run `make customop-archives`",
+            ),
+            (header, self.include.join(header), "pass --include DIR"),
+        ] {
+            if !path.exists() {
+                return Err(BuildError::Missing { what, path, hint });
+            }
+        }
+        for s in sources {
+            if !s.is_file() {
+                return Err(BuildError::NoSource(s.clone()));
+            }
+        }
+        if (self.device_objects.is_some() || self.device_image.is_some()) && !xtensa_cxx_installed()
+        {
+            return Err(BuildError::NoDeviceCompiler);
+        }
+        if let Some(d) = &self.device_image {
+            d.check()?;
+        }
+        self.flags.check()
+    }
+
+    /// The host compiler's command for `src`.
+    pub(crate) fn host_command(&self, src: &Path, obj: &Path) -> Command {
+        host_cxx(&self.cxx, &self.include, &self.flags, src, obj)
+    }
+
+    /// Compiles `sources` for the host into `dir`; their objects.
+    pub(crate) fn compile_host(
+        &self,
+        sources: &[PathBuf],
+        dir: &Path,
+    ) -> Result<Vec<PathBuf>, BuildError> {
+        compile_all(sources, dir, &self.on_compiled, |s, d| {
+            run(&mut self.host_command(s, d))
+        })
+    }
+
+    /// Generates and compiles the host wrapper, lets `check` compare it with the op
+    /// objects, links `objs` into the library (every symbol resolved: `-Wl,-z,defs`),
+    /// builds the device outputs asked for from `device_sources` and the device wrapper,
+    /// and only then puts the library at `out` and the device outputs in place.
+    pub(crate) fn link(
+        &self,
+        work: &Path,
+        wrapper: &Wrapper<'_>,
+        objs: &[PathBuf],
+        device_sources: &[PathBuf],
+        out: &Path,
+        check: impl FnOnce(&Path) -> Result<(), BuildError>,
+    ) -> Result<Placed, BuildError> {
+        let source = work.join("nrt_pool_op_wrapper.cpp");
+        std::fs::write(&source, wrapper.source(true)).map_err(io(&source))?;
+        let wrapper_obj = work.join("nrt_pool_op_wrapper.o");
+        run(&mut self.host_command(&source, &wrapper_obj)).map_err(|e| match e {
+            BuildError::Compile { stderr, .. } => BuildError::Wrapper(stderr),
+            e => e,
+        })?;
+        check(&wrapper_obj)?;
+        let map = work.join("op.map");
+        std::fs::write(&map, version_script(wrapper.exports())).map_err(io(&map))?;
+        let library = work.join("libop.so");
+        run(Command::new(&self.cxx)
+            .args(["-shared", "-fPIC", "-Wl,-z,defs"])
+            .args(objs)
+            .arg(&wrapper_obj)
+            .arg(&self.archive)
+            .arg(format!("-Wl,--version-script={}", map.display()))
+            .arg("-o")
+            .arg(&library))?;
+        // Device outputs before anything is put in place: a source that does not build
+        // for the device fails the whole build.
+        let device = if self.device_objects.is_some() || self.device_image.is_some() {
+            // Its own folder, so its object is nrt_pool_op_wrapper.o in both models.
+            let dir = work.join("device-wrapper");
+            std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+            let dev_source = dir.join("nrt_pool_op_wrapper.cpp");
+            std::fs::write(&dev_source, wrapper.source(false)).map_err(io(&dev_source))?;
+            let sources = [device_sources, std::slice::from_ref(&dev_source)].concat();
+            Some(StagedDevice::compile(&sources, work, self)?)
+        } else {
+            None
+        };
+        let image = match (&device, &self.device_image) {
+            (Some(dev), Some(d)) => Some((device_image::stage(&dev.staged_objs(), d, work)?, d)),
+            _ => None,
+        };
+        put_in_place(&library, out)?;
+        let device = match device {
+            Some(d) if d.dir.is_some() => Some(d.put_in_place()?),
+            _ => None,
+        };
+        let device_image = match image {
+            Some((staged, d)) => {
+                put_in_place(&staged, &d.out)?;
+                Some(d.out.clone())
+            }
+            None => None,
+        };
+        Ok(Placed {
+            device,
+            device_image,
+        })
+    }
+}
+
+/// Device objects compiled into the build's work folder, put in place only once the
+/// library is: a failed build leaves no device folder.
+struct StagedDevice {
+    staged: PathBuf,
+    /// Where the objects go (None: only a Pool image was asked for).
+    dir: Option<PathBuf>,
+    objs: Vec<PathBuf>,
+}
+
+impl StagedDevice {
+    /// Compiles `sources` for the device into `work/device`, for `core`'s object folder.
+    fn compile(
+        sources: &[PathBuf],
+        work: &Path,
+        core: &BuildSetup,
+    ) -> Result<StagedDevice, BuildError> {
+        let staged = work.join("device");
+        let objs = compile_all(sources, &staged, &core.on_compiled, |src, obj| {
+            device_compile(&core.include, &core.flags, src, obj)
+        })?;
+        Ok(StagedDevice {
+            staged,
+            dir: core.device_objects.clone(),
+            objs,
+        })
+    }
+
+    /// The objects in the work folder.
+    fn staged_objs(&self) -> Vec<PathBuf> {
+        self.objs
+            .iter()
+            .filter_map(|p| p.file_name())
+            .map(|n| self.staged.join(n))
+            .collect()
+    }
+
+    /// Replaces `dir` with the staged objects; their paths there.
+    fn put_in_place(self) -> Result<Vec<PathBuf>, BuildError> {
+        let Some(dir) = self.dir else {
+            return Ok(Vec::new());
+        };
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
+        }
+        copy_dir(&self.staged, &dir)?;
+        Ok(self
+            .objs
+            .iter()
+            .filter_map(|p| p.file_name())
+            .map(|n| dir.join(n))
+            .collect())
+    }
+}
+
+/// Renames (or, across file systems, copies) the finished library into place.
+pub(crate) fn put_in_place(tmp: &Path, dst: &Path) -> Result<(), BuildError> {
+    if std::fs::rename(tmp, dst).is_ok() {
+        return Ok(());
+    }
+    // Copy beside the destination, then rename: still never a half-written library.
+    let parent = dst
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let side = parent.join(format!(
+        ".{}.partial",
+        dst.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    let r = std::fs::copy(tmp, &side).and_then(|_| std::fs::rename(&side, dst));
+    if r.is_err() {
+        let _ = std::fs::remove_file(&side);
+    }
+    r.map_err(io(dst))
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<(), BuildError> {
+    std::fs::create_dir_all(to).map_err(io(to))?;
+    for e in std::fs::read_dir(from).map_err(io(from))? {
+        let e = e.map_err(io(from))?;
+        std::fs::copy(e.path(), to.join(e.file_name())).map_err(io(to))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_model_exports_the_runtime_entries_and_its_own() {
+        let script = version_script(&["nrt_pool_op_library", "nrt_pool_op_shape"]);
+        assert_eq!(
+            script,
+            "{\n  global:\n    entry_func;\n    \
+             _Z14register_funcsPF22SUNDA_UCODE_LIB_STATUSPvPKcPFivEE;\n    \
+             nrt_pool_op_library;\n    nrt_pool_op_shape;\n  local:\n    *;\n};\n"
+        );
+        assert!(
+            version_script(&["nrt_pool_op_schema"]).contains("    nrt_pool_op_schema;\n  local:")
+        );
+    }
+}
