@@ -48,7 +48,6 @@ use self::memory::{DeviceMemory, MemoryError, Placed, CORES, PAGE};
 use self::schema::KernelSig;
 use self::tensor::{DType, HostTensor, Location, TensorError};
 
-use self::call::check_counts;
 pub use self::call::{ArgValue, Call, Called, Destination, Output};
 pub use self::copy::host_buffer;
 use self::copy::{copy_parallel, fill_parallel, host_copy};

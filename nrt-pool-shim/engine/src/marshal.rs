@@ -33,28 +33,6 @@ impl PoolEngine {
         });
     }
 
-    pub(crate) fn check_launch(
-        &self,
-        kernel: &str,
-        args: &[LaunchArg],
-        cores: usize,
-        out_dtype: DType,
-        out_shape: &[u64],
-    ) -> Result<(), EmuError> {
-        check_counts(cores, args.len())?;
-        if let Some(lib) = self.neuron_library() {
-            if let Some(op) = lib.op(kernel) {
-                check_op_args(&format!("{}::{}", lib.namespace, op.name), op, args)?;
-            }
-        }
-        if let Some(sig) = self.signature(kernel)? {
-            let want = expected_output(sig, args)?;
-            self.check_output(kernel, &want, out_dtype, out_shape)?;
-        }
-        tensor::check_rank(out_shape).map_err(|e| named("the output", e.into()))?;
-        Ok(())
-    }
-
     /// "argument N (name)" for fault reports and errors.
     pub(crate) fn arg_label(&self, kernel: &str, i: usize) -> String {
         let name = self

@@ -4,26 +4,27 @@ use super::*;
 
 impl PoolEngine {
     /// Runs a launch to completion or to its first fault; the output comes back to the host.
+    /// A launch names its output itself: it is checked against the kernel's schema, and an
+    /// op's shape function does not run (a [`Call`] with [`Output::Known`]).
     pub fn launch(&mut self, l: &Launch) -> Result<Completion, EmuError> {
-        let start = Instant::now();
-        let kernel = self.kernel_name(&l.kernel)?;
-        self.check_launch(&kernel, &l.args, l.cores, l.output.dtype, &l.output.shape)?;
-        let (out, run, phases) = self.run_checked(
-            &kernel,
-            &l.args,
-            &l.output,
-            l.cores,
-            Destination::Host,
-            start,
-        )?;
+        let called = self.call(Call {
+            target: &l.kernel,
+            args: l.args.iter().map(LaunchArg::value).collect(),
+            output: Output::Known(l.output.clone()),
+            to: Destination::Host,
+            cores: Some(l.cores),
+        })?;
+        let run = called.run;
         Ok(Completion {
-            output: out.expect("a host destination gives a host tensor"),
+            output: called
+                .output
+                .expect("a host destination gives a host tensor"),
             stdout: run.stdout,
             stderr: run.stderr,
             stdio_dropped: run.stdio_dropped,
             results: run.results,
             elapsed: run.elapsed,
-            phases,
+            phases: called.phases,
         })
     }
 
@@ -35,17 +36,19 @@ impl PoolEngine {
         out: &DeviceTensor,
         cores: usize,
     ) -> Result<Run, EmuError> {
-        let start = Instant::now();
-        let kernel = &self.kernel_name(kernel)?;
-        self.check_launch(kernel, args, cores, out.dtype, &out.shape)?;
         let spec = OutputSpec {
             dtype: out.dtype,
             shape: out.shape.clone(),
             location: Location::Hbm,
         };
-        let to = Destination::Device(out.clone());
-        let (_, run, _) = self.run_checked(kernel, args, &spec, cores, to, start)?;
-        Ok(run)
+        let called = self.call(Call {
+            target: kernel,
+            args: args.iter().map(LaunchArg::value).collect(),
+            output: Output::Known(spec),
+            to: Destination::Device(out.clone()),
+            cores: Some(cores),
+        })?;
+        Ok(called.run)
     }
 
     /// The one launch path under every entry point: places the (checked) arguments and the
