@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 CUSTOMOP_TARGETS := x86_64-unknown-linux-gnu riscv32imac-unknown-none-elf xtensa-q7-none-elf
 CUSTOMOP_OUT := target/customop
 
-.PHONY: all build tools tools-build demo test lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch soak install install-files uninstall deb
+.PHONY: all build tools tools-build demo demo-parts demo-build test test-parts customop-host customop-riscv32 customop-xtensa pool-board pool-qemu lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch soak install install-files uninstall deb
 
 ## make install PREFIX=/usr/local DESTDIR=: libraries, archives, headers, tools, pkg-config and
 ## CMake files (install-files installs what is already built; uninstall removes them).
@@ -50,10 +50,21 @@ $(XTENSA_OUT)/split.so: nrtucode-extisa/tests/xtensa/kernels.c nrtucode-extisa/t
 ## (including a GNU-built Xtensa library prelinked and staged on a Cayman Q7 core), then the
 ## example ops built, registered through nrt_set_pool_eng_ucode and run on the emulated Pool
 ## engine, checked against a reference.
-demo: build customop-archives $(XTENSA_OUT)/split.so
+demo:
+	@$(MAKE) --no-print-directory -j$(PARALLEL) -Oline demo-parts
 	$(RELEASE)/nrt-pool bringup --provider $(RELEASE)/libnrtucode_extisa.so \
 		--cayman-library $(XTENSA_OUT)/split.so
 	$(RELEASE)/nrt-pool demo --provider $(RELEASE)/libnrtucode_extisa.so --examples examples/ops
+
+## What make demo runs, built side by side: the CLI and the provider (make test builds the
+## rest of the workspace), the host and Xtensa archives, the board, QEMU, the Cayman library.
+demo-parts: demo-build customop-host customop-xtensa pool-board pool-qemu $(XTENSA_OUT)/split.so
+demo-build: tools-build
+	$(CARGO) build --release -p nrt-pool-cli -p nrtucode-extisa
+
+## make demo and make test build their parts side by side, at most PARALLEL jobs at once
+## (cargo and ninja each use every CPU; side by side they fill each other's serial steps).
+PARALLEL ?= 3
 
 ## make customop-archives: libneuroncustomop.a for the host, a 32-bit no_std target
 ## (riscv32imac, which checks the device layouts) and Xtensa (windowed ABI, assembled by GNU
@@ -61,23 +72,31 @@ demo: build customop-archives $(XTENSA_OUT)/split.so
 ## panic=abort: $(CUSTOMOP_OUT)/<target>/release/libneuroncustomop.a; and the board that
 ## runs Xtensa op images on QEMU cores: $(CUSTOMOP_OUT)/xtensa-q7-none-elf/pool-board.elf,
 ## beside QEMU with the nrt-pool machine (built from Debian's QEMU source; D63)
-customop-archives: tools-build
+customop-archives: customop-host customop-riscv32 customop-xtensa pool-board pool-qemu
+customop-host: tools-build
 	RUSTC_BOOTSTRAP=1 RUSTFLAGS="-C panic=abort" CARGO_TARGET_DIR=$(CUSTOMOP_OUT) $(CARGO) rustc -q \
 		-p customop-device --release --features archive --crate-type staticlib \
 		--target x86_64-unknown-linux-gnu -Zbuild-std=core
+customop-riscv32: tools-build
 	RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=$(CUSTOMOP_OUT) $(CARGO) rustc -q \
 		-p customop-device --release --features archive --crate-type staticlib \
 		--target riscv32imac-unknown-none-elf
+customop-xtensa: tools-build
 	customop-device/xtensa/build-archive.sh $(CUSTOMOP_OUT)/xtensa-q7-none-elf/release/libneuroncustomop.a
+pool-board: tools-build
 	nrt-pool-shim/qemu/board/build-board.sh $(CUSTOMOP_OUT)/xtensa-q7-none-elf/pool-board.elf
+pool-qemu: tools-build
 	nrt-pool-shim/qemu/machine/build-qemu.sh $(CUSTOMOP_OUT)/xtensa-q7-none-elf/qemu-system-xtensa
 
 ## make test: unit, C-API, ABI, loader (GNU ld oracle), device-archive and C-consumer tests,
 ## and the fuzz seed corpus (the ABI tests use the release build and the archives).
-test: tools build customop-archives pyenv
+test:
+	@$(MAKE) --no-print-directory -j$(PARALLEL) -Oline test-parts
 	$(CARGO) test --release --workspace
 	$(CARGO) test --release -p customop-device --features exports
 	$(MAKE) test-python
+
+test-parts: tools build customop-archives pyenv
 
 ## make pyenv: target/venv with NumPy and pytest (created once, then only checked).
 pyenv:
