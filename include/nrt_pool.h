@@ -20,9 +20,10 @@
 /**
  * The contract version compiled into this library. History: 1, the register + launch
  * trio with `nrt_pool_launch_v1`; 2, `nrt_pool_op_output_v2` and `nrt_pool_launch_v2`
- * for NEURON_LIBRARY ops by `NS::OP`.
+ * for NEURON_LIBRARY ops by `NS::OP`; 3, `nrt_pool_set_checks` and
+ * `NRT_POOL_CHECK_FOUND`.
  */
-#define NRT_POOL_ABI_VERSION 2
+#define NRT_POOL_ABI_VERSION 3
 
 /**
  * Results.
@@ -60,6 +61,12 @@
  * Out-of-range device id: a diagnostic on stderr, no launch.
  */
 #define NRT_POOL_ERR_DEVICE 6
+
+/**
+ * A checked launch (`nrt_pool_set_checks`, `$GPSIMD_OPEN_CHECK`) ran and wrote its output,
+ * and the checks found something: the findings, one per line, in nrt_pool_last_error.
+ */
+#define NRT_POOL_CHECK_FOUND 7
 
 /**
  * Tensor locations (`nrt_pool_tensor.location`).
@@ -233,6 +240,14 @@ int32_t nrt_pool_launch_v2(const char *op,
                            void *const *argv,
                            int64_t stream,
                            int32_t device);
+
+/**
+ * Sets the checks every later launch makes (issue #27): `list` names them, comma-separated
+ * (init, race, memory, rules, cores, or all; "default" or "1" for all but cores; "none" or
+ * "0" for none). A launch whose checks find something writes its output and returns
+ * `NRT_POOL_CHECK_FOUND`. `$GPSIMD_OPEN_CHECK` sets the same at `nrt_pool_init`.
+ */
+int32_t nrt_pool_set_checks(const char *list);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -101,6 +101,12 @@ pub struct RunArgs {
     /// output shape, the launch's phases, output write) on stderr, or in the JSON
     #[arg(long)]
     pub timings: bool,
+    /// Check what the device would hide (the launch runs again under other conditions):
+    /// LIST is init, race, memory, rules, cores or all, comma-separated (default: all but
+    /// cores; also $GPSIMD_OPEN_CHECK). Findings go to stderr (or the JSON) and the exit
+    /// status is 4 when there are any; the output is written all the same
+    #[arg(long, value_name = "LIST", num_args = 0..=1, require_equals = true, default_missing_value = "default")]
+    pub check: Option<String>,
 }
 
 /// A tensor shape given on the command line.

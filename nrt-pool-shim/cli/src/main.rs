@@ -115,6 +115,10 @@ fn main() -> ExitCode {
             eprintln!("nrt-pool: {m}");
             ExitCode::from(3)
         }
+        Err(Failure::Found(m)) => {
+            eprintln!("nrt-pool: {m}");
+            ExitCode::from(4)
+        }
     }
 }
 
@@ -131,6 +135,8 @@ enum Failure {
     Usage(String),
     Error(String),
     Fault(String),
+    /// `--check` found something (the output is written): exit status 4.
+    Found(String),
 }
 
 impl From<EmuError> for Failure {
@@ -158,6 +164,7 @@ impl Failure {
             Failure::Usage(m) => Failure::Usage(format!("{at}: {m}")),
             Failure::Error(m) => Failure::Error(format!("{at}: {m}")),
             Failure::Fault(m) => Failure::Fault(format!("{at}: {m}")),
+            Failure::Found(m) => Failure::Found(format!("{at}: {m}")),
         }
     }
 }

@@ -3,6 +3,7 @@
 //! `--timings`.
 
 use super::*;
+use nrt_pool_engine::check::{CheckReport, Checks};
 
 /// `run --timings`: wall time from start to output file, by phase.
 struct Timings {
@@ -79,6 +80,7 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
         json,
         repeat,
         timings,
+        check,
     } = a;
     let started = Instant::now();
     let mut clock = Timings::new(started);
@@ -94,7 +96,9 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
     let out_shape = out_shape.map(|s| s.0);
     let cores = cores.map(usize::from);
     let kernel = &kernel;
+    let checks = checks_asked(check.as_deref())?;
     let mut e = engine_with(&lib, isa)?;
+    e.checks = checks;
     clock.lap("library load (probed in a core process)");
     if let Some(t) = timeout {
         e.timeout = Duration::from_secs_f64(t);
@@ -210,6 +214,7 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
             stdio_dropped: c.run.stdio_dropped,
             elapsed: c.run.elapsed,
             output: c.output,
+            check: c.check,
         })
     };
     let progress = (repeat > 1).then(|| Progress::start("launches", Some(repeat)));
@@ -257,6 +262,10 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
     if timings && !json {
         clock.print();
     }
+    let found = done.check.findings.len();
+    if !json {
+        print_checks(&done.check);
+    }
     if json {
         let doc = json!({
             "op": kernel,
@@ -271,9 +280,10 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
                 "dtype": out_dtype.name(),
                 "shape": out_shape,
             },
+            "check": checks.any().then(|| check_json(&done.check)),
         });
         println!("{doc}");
-        return Ok(());
+        return checked(found);
     }
     let timing = match repeat {
         1 => format!("{:.3} ms", done.elapsed.as_secs_f64() * 1e3),
@@ -288,7 +298,62 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
         "ok: {kernel} on {cores} core(s) in {timing} -> {} ({out_dtype} {out_shape:?})",
         out.display(),
     );
-    Ok(())
+    checked(found)
+}
+
+/// The checks `--check[=LIST]` asks for, or else `$GPSIMD_OPEN_CHECK` (none without either).
+fn checks_asked(flag: Option<&str>) -> Result<Checks, Failure> {
+    match flag {
+        Some(list) => Checks::parse(list).map_err(|m| Failure::Usage(format!("--check: {m}"))),
+        None => match std::env::var(CHECK_ENV) {
+            Ok(list) => {
+                Checks::parse(&list).map_err(|m| Failure::Usage(format!("${CHECK_ENV}: {m}")))
+            }
+            Err(_) => Ok(Checks::NONE),
+        },
+    }
+}
+
+/// The environment variable that turns checks on where no flag or argument says.
+pub(crate) const CHECK_ENV: &str = "GPSIMD_OPEN_CHECK";
+
+/// The last launch's findings and notes, one line each, on stderr.
+fn print_checks(report: &CheckReport) {
+    for n in &report.notes {
+        eprintln!("nrt-pool: note: {n}");
+    }
+    for f in &report.findings {
+        eprintln!("nrt-pool: {f}");
+    }
+}
+
+/// A check report as JSON records.
+fn check_json(report: &CheckReport) -> serde_json::Value {
+    json!({
+        "checks": report.checks.names(),
+        "notes": report.notes,
+        "findings": report.findings.iter().map(|f| json!({
+            "check": f.check.name(),
+            "kernel": f.kernel,
+            "cores": f.cores,
+            "tensor": f.tensor,
+            "what": f.what,
+            "ranges": f.ranges.iter().map(|(a, b)| [a, b]).collect::<Vec<_>>(),
+            "range_count": f.range_count,
+            "elements": f.elements,
+            "message": f.to_string(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// Exit status 4 when the checks found anything (the output is written all the same).
+fn checked(found: usize) -> Result<(), Failure> {
+    match found {
+        0 => Ok(()),
+        n => Err(Failure::Found(format!(
+            "the checks found {n} problem(s) (listed above); the output was written all the same"
+        ))),
+    }
 }
 
 /// A finished launch as `run` reports it: the output is the host tensor, or None when the
@@ -300,6 +365,8 @@ struct Done {
     elapsed: Duration,
     phases: LaunchPhases,
     output: Option<HostTensor>,
+    /// What the checks found (the last launch's, with --repeat).
+    check: CheckReport,
 }
 
 /// A launch's kernel output (stdout, stderr) and any stdio-ring loss. With `--json`,

@@ -139,7 +139,39 @@ pub struct Probed {
     pub stdio: Stdio,
 }
 
-/// A launch's result: one end per core, in core order, and the stdio that reaches the host.
+/// The cores a launch runs: `count` cores take part (each kernel sees `get_cpu_count() ==
+/// count`), and all of them start, or `only` one of them alone (a check's run, D82).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Team {
+    pub count: usize,
+    pub only: Option<usize>,
+}
+
+impl Team {
+    /// Cores `0..count`.
+    pub fn all(count: usize) -> Team {
+        Team { count, only: None }
+    }
+
+    /// Core `core` of a launch of `count` cores, alone.
+    pub fn alone(core: usize, count: usize) -> Team {
+        Team {
+            count,
+            only: Some(core),
+        }
+    }
+
+    /// The cores started, in order.
+    pub fn cores(&self) -> Vec<usize> {
+        match self.only {
+            Some(c) => vec![c],
+            None => (0..self.count).collect(),
+        }
+    }
+}
+
+/// A launch's result: one end per core started, in [`Team::cores`] order, and the stdio
+/// that reaches the host.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Launched {
     pub cores: Vec<CoreEnd>,
@@ -178,7 +210,7 @@ pub trait IsaBackend: Send {
         deadline: &Deadline,
     ) -> std::io::Result<Probed>;
 
-    /// Runs `kernel` on cores `0..cores` (starting those not running) until each completes,
+    /// Runs `kernel` on `team`'s cores (starting those not running) until each completes,
     /// faults or passes `deadline`, over the argument blobs the engine wrote in their scratch
     /// areas; `guards` are the guard pages (SoC addresses) after this launch's tensors.
     fn launch(
@@ -186,7 +218,7 @@ pub trait IsaBackend: Send {
         memory: &DeviceMemory,
         library: &OpLibrary,
         kernel: &CStr,
-        cores: usize,
+        team: Team,
         guards: &[u64],
         deadline: &Deadline,
     ) -> std::io::Result<Launched>;
@@ -334,20 +366,22 @@ impl IsaBackend for HostBackend {
         memory: &DeviceMemory,
         library: &OpLibrary,
         kernel: &CStr,
-        cores: usize,
+        team: Team,
         guards: &[u64],
         deadline: &Deadline,
     ) -> std::io::Result<Launched> {
         let ctl = control(memory);
         ctl.reset();
         ctl.set_guards(guards);
+        let run = team.cores();
+        let program = Self::program(memory, library);
         let exits = self
             .cores
-            .launch(&Self::program(memory, library), kernel, cores, deadline)?;
+            .launch(&program, kernel, &run, team.count, deadline)?;
         let cores = exits
             .into_iter()
-            .enumerate()
-            .map(|(c, CoreExit { exit, stderr })| CoreEnd {
+            .zip(&run)
+            .map(|(CoreExit { exit, stderr }, &c)| CoreEnd {
                 outcome: decode(&ctl, c, exit, true, deadline),
                 stderr,
             })

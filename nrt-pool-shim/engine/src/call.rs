@@ -6,6 +6,7 @@
 //! word for a library that carries neither), places everything and runs the launch.
 
 use super::*;
+use crate::check::CheckReport;
 
 /// One argument, as a front end holds it.
 #[derive(Clone, Debug)]
@@ -76,6 +77,8 @@ pub struct Called {
     /// Core 0's output, each core's result, the time taken.
     pub run: Run,
     pub phases: LaunchPhases,
+    /// What the checks found ([`PoolEngine::checks`]; empty without checks).
+    pub check: CheckReport,
 }
 
 impl LaunchArg {
@@ -191,13 +194,19 @@ impl PoolEngine {
                 });
             }
         }
-        let (output, run, phases) =
-            self.run_checked(&kernel, &launch_args, &spec, cores, to, start)?;
+        let (output, run, phases, check) = if self.checks.any() {
+            self.run_checking(&kernel, &launch_args, &spec, cores, to, start)?
+        } else {
+            let (output, run, phases) =
+                self.run_checked(&kernel, &launch_args, &spec, Team::all(cores), to, start)?;
+            (output, run, phases, CheckReport::default())
+        };
         Ok(Called {
             spec,
             output,
             run,
             phases,
+            check,
         })
     }
 

@@ -261,17 +261,21 @@ pub fn complete(bell: &Doorbell, host: &HostBell, seq: Option<u32>) {
     }
 }
 
-/// Host side: hands `cmd` to each of `bells` (cores 0..) and wakes the sleeping ones with
+/// Host side: hands `cmd` to each of `bells` (by core number) and wakes the sleeping ones with
 /// one system call; the sequence number each core's completion will carry.
 ///
 /// # Safety
 /// No core is reading its command (each has completed its previous one).
-pub unsafe fn ring(bells: &[&Doorbell], host: &HostBell, cmd: &[u8; CMD_BYTES]) -> Vec<u32> {
+pub unsafe fn ring(
+    bells: &[(usize, &Doorbell)],
+    host: &HostBell,
+    cmd: &[u8; CMD_BYTES],
+) -> Vec<u32> {
     host.host_cpu.store(this_cpu(), Ordering::Relaxed);
     host.pending.store(bells.len() as u32, Ordering::SeqCst);
     let seqs: Vec<u32> = bells
         .iter()
-        .map(|bell| {
+        .map(|(_, bell)| {
             // SAFETY: the caller's contract: nobody reads the command bytes until cmd_seq
             // moves.
             unsafe {
@@ -285,9 +289,8 @@ pub unsafe fn ring(bells: &[&Doorbell], host: &HostBell, cmd: &[u8; CMD_BYTES]) 
     host.launch_epoch.fetch_add(1, Ordering::SeqCst);
     let sleeping = bells
         .iter()
-        .enumerate()
         .filter(|(_, b)| b.sleeping.load(Ordering::SeqCst) != 0)
-        .fold(0, |bits, (c, _)| bits | core_bit(c));
+        .fold(0, |bits, (c, _)| bits | core_bit(*c));
     if sleeping != 0 {
         wake_bits(&host.launch_epoch, sleeping);
     }

@@ -8,6 +8,7 @@
 
 pub mod backend;
 pub mod backing;
+pub mod check;
 pub mod control;
 pub mod core;
 pub mod deadline;
@@ -41,7 +42,7 @@ use std::time::{Duration, Instant};
 use customop_abi::blob::{scratch, ArgBlob, ARG_TYPE_TENSOR};
 use customop_abi::descriptor::ArgTensor;
 
-use self::backend::{FaultRecord, HostBackend, IsaBackend, Outcome, Stdio};
+use self::backend::{FaultRecord, HostBackend, IsaBackend, Outcome, Stdio, Team};
 use self::control::FaultKind;
 use self::library::{LibraryError, OpLibrary};
 use self::memory::{DeviceMemory, MemoryError, Placed, CORES, PAGE};
@@ -113,6 +114,10 @@ pub struct PoolEngine {
     /// dropped) since the last launch, which reports it first: on hardware that output is
     /// seen, but loading a library and `op_output` return no output of their own.
     kept_output: Stdio,
+    /// The checks each call makes (issue #27; none by default).
+    pub checks: check::Checks,
+    /// Inside a checked launch's run: the byte its output starts as.
+    poison: Option<u8>,
 }
 
 impl PoolEngine {
@@ -148,6 +153,8 @@ impl PoolEngine {
             resident_guards: HashMap::new(),
             temporaries: None,
             kept_output: Default::default(),
+            checks: check::Checks::NONE,
+            poison: None,
         })
     }
 

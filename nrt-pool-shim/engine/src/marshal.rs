@@ -139,7 +139,8 @@ impl PoolEngine {
             .ok_or(MemoryError::HbmFull { want: n, left: 0 })?;
         match data {
             Some(d) => copy_parallel(dst, d),
-            None => fill_parallel(dst, 0),
+            // The output: zeroed, or the poison in a checked launch.
+            None => fill_parallel(dst, self.poison.unwrap_or(0)),
         }
         self.placed.push(PlacedTensor {
             label: label.into(),

@@ -194,16 +194,19 @@ impl CorePool {
         Ok(Worker { pid, sock, stderr })
     }
 
-    /// Runs `kernel` on cores 0..cores, spawning the ones not running; each core's exit:
-    /// `Code(0)` when it completed (its record says how), otherwise how its process ended.
+    /// Runs `kernel` on the cores `run` of a launch of `count` cores (all of them, or one
+    /// alone for a check), spawning the ones not running; each one's exit, in `run`'s
+    /// order: `Code(0)` when it completed (its record says how), otherwise how its process
+    /// ended.
     pub fn launch(
         &mut self,
         p: &Program<'_>,
         kernel: &CStr,
-        cores: usize,
+        run: &[usize],
+        count: usize,
         deadline: &Deadline,
     ) -> std::io::Result<Vec<CoreExit>> {
-        self.command(p, kernel, cores, cores as u32, deadline)
+        self.command(p, kernel, run, count as u32, deadline)
     }
 
     /// Asks core 0 to run op `op`'s shape function on the argument blob in its scratch
@@ -214,21 +217,24 @@ impl CorePool {
         op: &CStr,
         deadline: &Deadline,
     ) -> std::io::Result<CoreExit> {
-        let mut exits = self.command(p, op, 1, SHAPE_REQUEST as u32, deadline)?;
+        let mut exits = self.command(p, op, &[0], SHAPE_REQUEST as u32, deadline)?;
         Ok(exits.remove(0))
     }
 
-    /// Sends one command (core-count field `field`) to cores 0..cores and waits for each.
+    /// Sends one command (core-count field `field`) to the cores `run` and waits for each;
+    /// their exits in `run`'s order.
     fn command(
         &mut self,
         p: &Program<'_>,
         kernel: &CStr,
-        cores: usize,
+        run: &[usize],
         field: u32,
         deadline: &Deadline,
     ) -> std::io::Result<Vec<CoreExit>> {
-        if self.workers.len() < cores {
-            self.workers.resize_with(cores, || None);
+        let cores = run.len();
+        let top = run.iter().max().map_or(0, |&c| c + 1);
+        if self.workers.len() < top {
+            self.workers.resize_with(top, || None);
         }
         let name = kernel.to_bytes();
         assert!(
@@ -245,12 +251,13 @@ impl CorePool {
         host.spin_ns
             .store(spin.as_nanos() as u32, Ordering::Relaxed);
         let mut exits: Vec<Option<CoreExit>> = vec![None; cores];
-        for c in 0..cores {
+        for &c in run {
             if self.workers[c].is_none() {
                 self.workers[c] = Some(self.spawn(c, p)?);
             }
         }
-        let bells: Vec<&doorbell::Doorbell> = (0..cores).map(|c| ctl.doorbell(c)).collect();
+        let bells: Vec<(usize, &doorbell::Doorbell)> =
+            run.iter().map(|&c| (c, ctl.doorbell(c))).collect();
         // SAFETY: every core completed its previous command (or is fresh): none reads the
         // command bytes until its sequence number moves.
         let want = unsafe { doorbell::ring(&bells, host, &cmd) };
@@ -258,23 +265,24 @@ impl CorePool {
         let here = doorbell::this_cpu();
         let shared = bells
             .iter()
-            .any(|b| b.core_cpu.load(Ordering::Relaxed) == here);
+            .any(|(_, b)| b.core_cpu.load(Ordering::Relaxed) == here);
         let spin_until = Instant::now() + spin;
         let mut spins = if shared { doorbell::YIELD_FROM } else { 0 };
         loop {
-            for c in 0..cores {
-                if exits[c].is_none() && ctl.doorbell(c).done_seq.load(Ordering::Acquire) == want[c]
+            for (i, &c) in run.iter().enumerate() {
+                if exits[i].is_none() && ctl.doorbell(c).done_seq.load(Ordering::Acquire) == want[i]
                 {
                     let stderr = self.workers[c]
                         .as_mut()
                         .map_or_else(Vec::new, |w| w.stderr.take());
-                    exits[c] = Some(CoreExit {
+                    exits[i] = Some(CoreExit {
                         exit: Exit::Code(0),
                         stderr,
                     });
                 }
             }
-            let pending: Vec<usize> = (0..cores).filter(|&c| exits[c].is_none()).collect();
+            // Positions in `run` still waited for.
+            let pending: Vec<usize> = (0..cores).filter(|&i| exits[i].is_none()).collect();
             if pending.is_empty() {
                 break;
             }
@@ -285,9 +293,9 @@ impl CorePool {
                 continue;
             }
             if deadline.passed() {
-                for c in pending {
-                    let stderr = self.retire(c, Duration::ZERO).stderr;
-                    exits[c] = Some(CoreExit {
+                for i in pending {
+                    let stderr = self.retire(run[i], Duration::ZERO).stderr;
+                    exits[i] = Some(CoreExit {
                         exit: Exit::TimedOut,
                         stderr,
                     });
@@ -300,17 +308,18 @@ impl CorePool {
             host.sleeping.store(1, Ordering::SeqCst);
             let finished = pending
                 .iter()
-                .any(|&c| ctl.doorbell(c).done_seq.load(Ordering::SeqCst) == want[c]);
+                .any(|&i| ctl.doorbell(run[i]).done_seq.load(Ordering::SeqCst) == want[i]);
             if !finished {
                 let slice = deadline.slice(Duration::from_millis(5));
                 doorbell::wait(&host.done_events, ev, slice);
             }
             host.sleeping.store(0, Ordering::SeqCst);
-            for c in pending {
+            for i in pending {
+                let c = run[i];
                 let Some(w) = self.workers[c].as_ref() else {
                     continue;
                 };
-                if ctl.doorbell(c).done_seq.load(Ordering::Acquire) == want[c] {
+                if ctl.doorbell(c).done_seq.load(Ordering::Acquire) == want[i] {
                     continue;
                 }
                 let mut pfd = libc::pollfd {
@@ -321,7 +330,7 @@ impl CorePool {
                 // SAFETY: one valid pollfd, no wait.
                 let r = unsafe { libc::poll(&mut pfd, 1, 0) };
                 if r > 0 && pfd.revents & (libc::POLLHUP | libc::POLLIN | libc::POLLERR) != 0 {
-                    exits[c] = Some(self.retire(c, EXIT_GRACE));
+                    exits[i] = Some(self.retire(c, EXIT_GRACE));
                 }
             }
         }

@@ -59,32 +59,17 @@ impl PoolEngine {
         kernel: &str,
         args: &[LaunchArg],
         spec: &OutputSpec,
-        cores: usize,
+        team: Team,
         to: Destination<'_>,
         start: Instant,
     ) -> Result<(Option<HostTensor>, Run, LaunchPhases), EmuError> {
-        self.memory.reset_hbm();
-        self.placed.clear();
-        let mut sbuf_next = 0u64;
-        let mut blob = self.marshal(kernel, args, &mut sbuf_next)?;
-        blob.output = match &to {
-            Destination::Device(d) => {
-                self.place_device("the output", d);
-                device_descriptor(d)
-            }
-            Destination::Host | Destination::Buffer(_) => self
-                .place(
-                    "the output",
-                    spec.dtype,
-                    &spec.shape,
-                    None,
-                    spec.location,
-                    &mut sbuf_next,
-                )
-                .map_err(|e| named("the output", e))?,
+        let device = match &to {
+            Destination::Device(d) => Some(d),
+            _ => None,
         };
+        let blob = self.place_all(kernel, args, spec, device)?;
         let placed = Instant::now();
-        let mut run = self.execute(kernel, &blob, cores, start)?;
+        let mut run = self.execute(kernel, &blob, team, start)?;
         let ran = Instant::now();
         let output = match to {
             Destination::Device(_) => None,
@@ -107,17 +92,73 @@ impl PoolEngine {
         Ok((output, run, phases))
     }
 
+    /// Places the (checked) arguments and the output (in `device`, or placed with the
+    /// launch): the argument blob. In a checked launch the output starts as the poison.
+    fn place_all(
+        &mut self,
+        kernel: &str,
+        args: &[LaunchArg],
+        spec: &OutputSpec,
+        device: Option<&DeviceTensor>,
+    ) -> Result<ArgBlob, EmuError> {
+        self.memory.reset_hbm();
+        self.placed.clear();
+        let mut sbuf_next = 0u64;
+        let mut blob = self.marshal(kernel, args, &mut sbuf_next)?;
+        blob.output = match device {
+            Some(d) => {
+                self.place_device("the output", d);
+                if let (Some(p), Some(dst)) = (self.poison, self.device_bytes_mut(d)) {
+                    fill_parallel(dst, p);
+                }
+                device_descriptor(d)
+            }
+            None => self
+                .place(
+                    "the output",
+                    spec.dtype,
+                    &spec.shape,
+                    None,
+                    spec.location,
+                    &mut sbuf_next,
+                )
+                .map_err(|e| named("the output", e))?,
+        };
+        Ok(blob)
+    }
+
+    /// A launch on `team` whose output (placed with it, starting as `poison`) `inspect`
+    /// reads where it lies: a checked launch's later runs.
+    pub(crate) fn run_inspect(
+        &mut self,
+        kernel: &str,
+        args: &[LaunchArg],
+        spec: &OutputSpec,
+        team: Team,
+        poison: u8,
+        inspect: impl FnOnce(&[u8]),
+    ) -> Result<Run, EmuError> {
+        self.poison = Some(poison);
+        let blob = self.place_all(kernel, args, spec, None);
+        self.poison = None;
+        let blob = blob?;
+        let run = self.execute(kernel, &blob, team, Instant::now())?;
+        inspect(self.placed_bytes(&blob.output, spec.dtype)?);
+        Ok(run)
+    }
+
     /// Writes the blob for each core and runs the kernel on them.
     pub(crate) fn execute(
         &mut self,
         kernel: &str,
         blob: &ArgBlob,
-        cores: usize,
+        team: Team,
         start: Instant,
     ) -> Result<Run, EmuError> {
         let lib = self.library.as_ref().ok_or(EmuError::NoLibrary)?;
         let lib_file = lib.file();
-        for c in 0..cores {
+        let run = team.cores();
+        for &c in &run {
             self.write_blob(c, blob);
         }
         let guards: Vec<u64> = if self.guard_tensors {
@@ -132,7 +173,7 @@ impl PoolEngine {
         let deadline = self.deadline();
         let launched = self
             .backend
-            .launch(&self.memory, lib, &name, cores, &guards, &deadline)
+            .launch(&self.memory, lib, &name, team, &guards, &deadline)
             .map_err(EmuError::Spawn)?;
         let mut stdio = self.take_output(launched.stdio);
         if deadline.interrupted() {
@@ -142,8 +183,8 @@ impl PoolEngine {
                 what: format!("kernel '{kernel}'"),
             });
         }
-        let mut results = Vec::with_capacity(cores);
-        for (c, end) in launched.cores.iter().enumerate() {
+        let mut results = Vec::with_capacity(run.len());
+        for (&c, end) in run.iter().zip(&launched.cores) {
             match &end.outcome {
                 Outcome::Done(r) => results.push(*r as i32),
                 Outcome::Fault(record) => {

@@ -20,8 +20,9 @@ use nrt_pool_engine::{ArgValue, Call, Destination, EmuError, Output, OutputSpec,
 
 /// The contract version compiled into this library. History: 1, the register + launch
 /// trio with `nrt_pool_launch_v1`; 2, `nrt_pool_op_output_v2` and `nrt_pool_launch_v2`
-/// for NEURON_LIBRARY ops by `NS::OP`.
-pub const NRT_POOL_ABI_VERSION: i32 = 2;
+/// for NEURON_LIBRARY ops by `NS::OP`; 3, `nrt_pool_set_checks` and
+/// `NRT_POOL_CHECK_FOUND`.
+pub const NRT_POOL_ABI_VERSION: i32 = 3;
 
 /// Results.
 pub const NRT_POOL_OK: i32 = 0;
@@ -39,6 +40,9 @@ pub const NRT_POOL_ERR_KERNEL: i32 = 4;
 pub const NRT_POOL_ERR_FAULT: i32 = 5;
 /// Out-of-range device id: a diagnostic on stderr, no launch.
 pub const NRT_POOL_ERR_DEVICE: i32 = 6;
+/// A checked launch (`nrt_pool_set_checks`, `$GPSIMD_OPEN_CHECK`) ran and wrote its output,
+/// and the checks found something: the findings, one per line, in nrt_pool_last_error.
+pub const NRT_POOL_CHECK_FOUND: i32 = 7;
 
 /// Parameter kinds. Append-only: new kinds go at the end; values are never renumbered.
 pub type nrt_pool_param_kind = u8;
@@ -105,7 +109,9 @@ pub extern "C" fn nrt_pool_device_count() -> i32 {
     1
 }
 
-fn with_engine<R>(f: impl FnOnce(&mut PoolEngine) -> Result<R, (i32, String)>) -> Result<R, i32> {
+pub(crate) fn with_engine<R>(
+    f: impl FnOnce(&mut PoolEngine) -> Result<R, (i32, String)>,
+) -> Result<R, i32> {
     let mut s = STATE.lock();
     let Lifecycle::Initialized(e) = &mut *s else {
         set_error("the engine is not initialised (nrt_pool_init)", false);
@@ -117,7 +123,7 @@ fn with_engine<R>(f: impl FnOnce(&mut PoolEngine) -> Result<R, (i32, String)>) -
     })
 }
 
-fn cstr<'a>(p: *const c_char, what: &str) -> Result<&'a str, (i32, String)> {
+pub(crate) fn cstr<'a>(p: *const c_char, what: &str) -> Result<&'a str, (i32, String)> {
     if p.is_null() {
         return Err((NRT_POOL_ERR_ARGUMENT, format!("{what} is NULL")));
     }
@@ -127,7 +133,7 @@ fn cstr<'a>(p: *const c_char, what: &str) -> Result<&'a str, (i32, String)> {
         .map_err(|_| (NRT_POOL_ERR_ARGUMENT, format!("{what} is not UTF-8")))
 }
 
-fn code(rc: Result<(), i32>) -> i32 {
+pub(crate) fn code(rc: Result<(), i32>) -> i32 {
     rc.err().unwrap_or(NRT_POOL_OK)
 }
 
@@ -337,7 +343,7 @@ pub unsafe extern "C" fn nrt_pool_launch_v1(
     })
 }
 
-type Failed = (i32, String);
+pub(crate) type Failed = (i32, String);
 
 /// What every launch needs first: the default stream and a registered library.
 fn ready_for_launch(e: &PoolEngine, stream: i64) -> Result<(), Failed> {
@@ -477,7 +483,7 @@ unsafe fn call_into(
         })
         .map_err(failed)?;
     echo(&called.run.stdout, &called.run.stderr);
-    Ok(())
+    super::checks::checked(&called.check)
 }
 
 /// The launch FFI's code and message for a launch that failed (a fault's output echoed).

@@ -4,6 +4,7 @@
 //! [`seam`] is libnrt's `nrt_set_pool_eng_ucode` and the engine's lifecycle; [`launch`] is
 //! the launch FFI for C/C++ runtimes. The engine state both share lives here.
 
+pub mod checks;
 pub mod launch;
 pub mod seam;
 

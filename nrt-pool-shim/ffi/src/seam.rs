@@ -137,12 +137,14 @@ fn init_engine() -> Result<PoolEngine, String> {
             Box::new(nrt_pool_qemu::XtensaBackend::new(xtensa_board())),
         )
         .map_err(|e| e.to_string())?;
+        engine.checks = env_checks()?;
         engine
             .load_image(&file, "the registered Pool image")
             .map_err(|e| e.to_string())?;
         return Ok(engine);
     }
     let mut engine = PoolEngine::new(DEFAULT_HBM_BYTES, img).map_err(|e| e.to_string())?;
+    engine.checks = env_checks()?;
     if host_lib {
         let iram = engine.image().iram.clone();
         engine
@@ -150,6 +152,15 @@ fn init_engine() -> Result<PoolEngine, String> {
             .map_err(|e| e.to_string())?;
     }
     Ok(engine)
+}
+
+/// The checks `$GPSIMD_OPEN_CHECK` asks every launch to make (none when unset).
+fn env_checks() -> Result<nrt_pool_engine::check::Checks, String> {
+    match std::env::var("GPSIMD_OPEN_CHECK") {
+        Ok(list) => nrt_pool_engine::check::Checks::parse(&list)
+            .map_err(|m| format!("$GPSIMD_OPEN_CHECK: {m}")),
+        Err(_) => Ok(nrt_pool_engine::check::Checks::NONE),
+    }
 }
 
 /// The QEMU board for Xtensa cores (`nrt_pool_qemu::find_board` beside this library),

@@ -54,13 +54,24 @@ fn c_program(dir: &std::path::Path, name: &str) -> PathBuf {
 
 /// A NEURON_LIBRARY op library `name` built for the host in `dir`.
 fn host_op_library(dir: &std::path::Path, name: &str, compute: PathBuf, shape: PathBuf) -> PathBuf {
+    op_library(dir, name, compute, shape, false)
+}
+
+/// The same, `--multicore` when `multicore`.
+fn op_library(
+    dir: &std::path::Path,
+    name: &str,
+    compute: PathBuf,
+    shape: PathBuf,
+    multicore: bool,
+) -> PathBuf {
     let root = common::root();
     nrt_pool_build::build_op_library(&nrt_pool_build::OpBuildOptions {
         name: name.into(),
         compute: vec![compute],
         shape: vec![shape],
         build_directory: dir.into(),
-        multicore: false,
+        multicore,
         setup: nrt_pool_build::BuildSetup {
             archive: common::archive(),
             include: root.join("include"),
@@ -232,6 +243,50 @@ fn neuron_library_ops_launch_through_the_v2_entry_points() {
         .output()
         .unwrap();
     passed(&run);
+}
+
+/// Checked launches (issue #27): nrt_pool_set_checks, NRT_POOL_CHECK_FOUND with the
+/// findings in nrt_pool_last_error, the output written; and $GPSIMD_OPEN_CHECK at init.
+#[test]
+fn checked_launches_report_their_findings() {
+    let dir = tempfile::tempdir().unwrap();
+    let gallery = common::root().join("examples/check-gallery");
+    let library = op_library(
+        dir.path(),
+        "gallery",
+        gallery.join("faulty.cpp"),
+        gallery.join("shape.cpp"),
+        true,
+    );
+    let exe = c_program(dir.path(), "checks");
+    let run = Command::new(&exe)
+        .arg(&library)
+        .env("LD_LIBRARY_PATH", shim_dir())
+        .env_remove("GPSIMD_OPEN_CHECK")
+        .output()
+        .unwrap();
+    passed(&run);
+    // The variable checks from init: the program's first, unchecked launch now finds.
+    let run = Command::new(&exe)
+        .arg(&library)
+        .env("LD_LIBRARY_PATH", shim_dir())
+        .env("GPSIMD_OPEN_CHECK", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "{stderr}");
+    assert!(stderr.contains("unchecked launch"), "{stderr}");
+    let run = Command::new(&exe)
+        .arg(&library)
+        .env("LD_LIBRARY_PATH", shim_dir())
+        .env("GPSIMD_OPEN_CHECK", "bogus")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("$GPSIMD_OPEN_CHECK: unknown check 'bogus'"),
+        "{stderr}"
+    );
 }
 
 /// 8 threads x 300 op-output + launch pairs on one engine, and the same in two processes

@@ -15,7 +15,10 @@
 //! A long launch on the main thread looks for Ctrl-C every 20 ms: KeyboardInterrupt stops
 //! its cores (restarted at the next call, as after a timeout) and is raised.
 
+mod arrays;
+mod checks;
 mod errors;
+use arrays::{array_arg, array_of, view_of, Bytes};
 use errors::to_py;
 
 use std::path::PathBuf;
@@ -23,12 +26,13 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
 
-use numpy::{PyArray1, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use numpy::PyUntypedArray;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyFloat, PyInt, PyTuple};
 
-use nrt_pool_engine::tensor::{DType, HostTensor, Location};
+use nrt_pool_engine::check::{CheckReport, Checks};
+use nrt_pool_engine::tensor::{DType, Location};
 use nrt_pool_engine::{
     ArgValue, Call, Destination, DeviceTensor, EmuError, Output, PoolEngine, PoolImage,
 };
@@ -40,85 +44,6 @@ pyo3::create_exception!(
     PyRuntimeError,
     "A kernel (or an op library's loading or shape function) faulted on the emulated Pool engine."
 );
-
-/// The dtype of a NumPy array by kind and item size.
-fn dtype_of(kind: u8, size: usize) -> Option<DType> {
-    Some(match (kind, size) {
-        (b'f', 4) => DType::F32,
-        (b'f', 2) => DType::F16,
-        (b'i', 1) => DType::I8,
-        (b'u', 1) => DType::U8,
-        (b'i', 2) => DType::I16,
-        (b'u', 2) => DType::U16,
-        (b'i', 4) => DType::I32,
-        (b'u', 4) => DType::U32,
-        (b'i', 8) => DType::I64,
-        (b'u', 8) => DType::U64,
-        _ => return None,
-    })
-}
-
-/// A C-contiguous native-endian NumPy array's dtype, shape and bytes, in place (`bf16`:
-/// its uint16 words are bfloat16 bits). The bytes live as long as the array's binding.
-fn view_of<'a>(
-    a: &'a Bound<'_, PyUntypedArray>,
-    bf16: bool,
-) -> PyResult<(DType, Vec<u64>, &'a [u8])> {
-    let d = a.dtype();
-    let mut dtype = dtype_of(d.kind(), d.itemsize()).ok_or_else(|| {
-        PyTypeError::new_err(format!(
-            "arrays of dtype {} cannot be passed to a kernel (float32, float16, bfloat16, int8/16/32/64, uint8 and the unsigned raw types)",
-            d.str().map(|s| s.to_string()).unwrap_or_default()
-        ))
-    })?;
-    if bf16 {
-        if dtype != DType::U16 {
-            return Err(PyTypeError::new_err(
-                "bfloat16 arrays carry their bits as uint16",
-            ));
-        }
-        dtype = DType::BF16;
-    }
-    if !a.is_c_contiguous() {
-        return Err(PyValueError::new_err(
-            "internal: the array is not C-contiguous",
-        ));
-    }
-    let shape: Vec<u64> = if a.ndim() == 0 {
-        vec![1]
-    } else {
-        a.shape().iter().map(|&s| s as u64).collect()
-    };
-    let n = a.len() * d.itemsize();
-    // SAFETY: a C-contiguous array's data spans len * itemsize bytes from its data pointer,
-    // kept alive by `a`; it is read while this thread holds the GIL (no Python code runs).
-    let bytes =
-        unsafe { std::slice::from_raw_parts((*a.as_array_ptr()).fields.data as *const u8, n) };
-    Ok((dtype, shape, bytes))
-}
-
-/// An array argument: a NumPy array, or ("bf16", uint16 array) for bfloat16.
-fn array_arg<'py>(v: &Bound<'py, PyAny>) -> Option<PyResult<(Bound<'py, PyUntypedArray>, bool)>> {
-    if let Ok(t) = v.cast::<PyTuple>() {
-        return Some(t.get_item(1).and_then(|a| {
-            a.cast_into::<PyUntypedArray>()
-                .map(|a| (a, true))
-                .map_err(|e| PyTypeError::new_err(e.to_string()))
-        }));
-    }
-    v.cast::<PyUntypedArray>()
-        .ok()
-        .map(|a| Ok((a.clone(), false)))
-}
-
-/// A host tensor as (uint8 array of its bytes, dtype name, shape) for the Python layer.
-/// A tensor for the Python layer: (uint8 array of its bytes, dtype name, shape).
-type Bytes<'py> = (Bound<'py, PyArray1<u8>>, &'static str, Vec<u64>);
-
-fn array_of<'py>(py: Python<'py>, t: HostTensor) -> Bytes<'py> {
-    let name = t.dtype.name();
-    (PyArray1::from_vec(py, t.data), name, t.shape)
-}
 
 /// A checked launch argument: ready, or a NumPy array still to be copied into device
 /// memory (`bf16`: its uint16 words are bfloat16 bits).
@@ -333,17 +258,20 @@ impl Library {
 
     /// Runs op `op` on `cores` cores (None: the library's default) and returns the output
     /// as (uint8 bytes, dtype name, shape); with `out`, writes a device array instead and
-    /// returns None.
-    #[pyo3(signature = (op, args, cores=None, out=None))]
+    /// returns None. With `check` (a check list: "default", "all", "init,race", ...), the
+    /// call is checked and returns (output, findings, notes): each finding a dict.
+    #[pyo3(signature = (op, args, cores=None, out=None, check=None))]
     fn call<'py>(
         slf: &Bound<'py, Self>,
         op: &str,
         args: &Bound<'py, PyTuple>,
         cores: Option<usize>,
         out: Option<&Bound<'py, DeviceArray>>,
-    ) -> PyResult<Option<Bytes<'py>>> {
+        check: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
         let py = slf.py();
         let me = slf.get();
+        let checks = checks::parse(check)?;
         let pending = {
             // Device arrays are checked to belong to this library by identity.
             let kinds = me.kinds(py, op)?;
@@ -390,14 +318,21 @@ impl Library {
         }
         // Array arguments go straight from their NumPy buffers into device memory (one copy
         // each, GIL held), as device tensors this call frees again when it ends.
+        e.checks = checks;
         let r = e.with_temporaries(|e| Self::call_in(py, e, op, pending, cores, out));
+        e.checks = Checks::NONE;
         e.set_interrupt(None);
         drop(guard);
         let raised = signal.lock().take();
-        match raised {
-            Some(err) => Err(err),
-            None => r,
+        let (output, report) = match raised {
+            Some(err) => return Err(err),
+            None => r?,
+        };
+        let output = output.into_pyobject(py)?.into_any().unbind();
+        if check.is_none() {
+            return Ok(output);
         }
+        checks::with_report(py, output, &report)
     }
 
     /// A device array holding a copy of `array` (("bf16", uint16 array) for bfloat16).
@@ -436,7 +371,7 @@ impl Library {
         pending: Vec<Pending<'py>>,
         cores: Option<usize>,
         out: Option<&Bound<'py, DeviceArray>>,
-    ) -> PyResult<Option<Bytes<'py>>> {
+    ) -> PyResult<(Option<Bytes<'py>>, CheckReport)> {
         let mut args = Vec::with_capacity(pending.len());
         for p in &pending {
             args.push(match p {
@@ -468,7 +403,7 @@ impl Library {
             })
             .map_err(|err| to_py(py, err))?;
         echo(py, &called.run.stdout, &called.run.stderr)?;
-        Ok(called.output.map(|t| array_of(py, t)))
+        Ok((called.output.map(|t| array_of(py, t)), called.check))
     }
 
     fn launch_args_checked<'py>(

@@ -13,7 +13,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use nrt_pool_engine::backend::{
-    Access, CoreEnd, FaultRecord, HostBackend, IsaBackend, Launched, Probed, Shaped, Stdio,
+    Access, CoreEnd, FaultRecord, HostBackend, IsaBackend, Launched, Probed, Shaped, Stdio, Team,
 };
 use nrt_pool_engine::control::{FaultKind, PHASE_KERNEL, PHASE_START};
 use nrt_pool_engine::deadline::Deadline;
@@ -231,12 +231,14 @@ impl IsaBackend for XtensaBackend {
         memory: &DeviceMemory,
         library: &OpLibrary,
         kernel: &CStr,
-        cores: usize,
+        team: Team,
         guards: &[u64],
         deadline: &Deadline,
     ) -> io::Result<Launched> {
-        let mut ends: Vec<Option<CoreEnd>> = vec![None; cores];
-        for (c, end) in ends.iter_mut().enumerate() {
+        let run = team.cores();
+        let cores = team.count;
+        let mut ends: Vec<Option<CoreEnd>> = vec![None; run.len()];
+        for (&c, end) in run.iter().zip(ends.iter_mut()) {
             let begun = (|| -> Result<(), QemuError> {
                 let core = self.core(memory, library, c, cores, deadline)?;
                 let k = core.kernel(kernel.to_bytes()).ok_or(QemuError::NoKernel {
@@ -268,7 +270,7 @@ impl IsaBackend for XtensaBackend {
             }
         }
         let mut stdio = Stdio::default();
-        for (c, end) in ends.iter_mut().enumerate() {
+        for (&c, end) in run.iter().zip(ends.iter_mut()) {
             if end.is_some() {
                 continue;
             }

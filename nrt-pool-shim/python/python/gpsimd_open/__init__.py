@@ -9,12 +9,15 @@ engine, with the words torch_neuronx users know::
 Kernels run in emulated cores (separate processes): a kernel that faults raises
 :class:`DeviceFault` and the next call works. ``GPSIMD_OPEN_ISA=host|xtensa`` picks the
 backend without editing code; :func:`set_cores` the core count of calls that give none;
-``python -m gpsimd_open.run SCRIPT`` runs a script written for torch_neuronx.
+``python -m gpsimd_open.run SCRIPT`` runs a script written for torch_neuronx;
+``check=`` (or ``GPSIMD_OPEN_CHECK=1``) checks calls for what the device would hide
+(:class:`CheckError`).
 """
 from ._native import DeviceFault
+from ._check import CheckError, CheckWarning
 from ._arrays import bfloat16, bfloat16_to_float32
 from ._cores import current as get_cores, set_cores
 from . import custom_op
 
-__all__ = ["custom_op", "DeviceFault", "bfloat16", "bfloat16_to_float32", "set_cores", "get_cores"]
+__all__ = ["custom_op", "DeviceFault", "CheckError", "CheckWarning", "bfloat16", "bfloat16_to_float32", "set_cores", "get_cores"]
 __version__ = "0.1.0"

@@ -6,7 +6,7 @@ import tempfile
 
 import sys
 
-from . import _cores, _native
+from . import _check, _cores, _native
 from ._arrays import from_engine, to_engine
 
 __all__ = ["load", "load_library", "ops", "Library", "DeviceArray"]
@@ -34,7 +34,7 @@ def _isa(isa):
 
 
 def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, verbose=False, isa=None,
-         extra_cflags=None, extra_include_paths=None):
+         extra_cflags=None, extra_include_paths=None, check=None):
     """Builds a custom op library and loads it.
 
     Args:
@@ -54,6 +54,7 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
             ``"xtensa"`` (also builds the Pool image ``lib{name}.pool`` and runs it on
             emulated Xtensa cores under QEMU; an extension of this package). Default:
             the ``GPSIMD_OPEN_ISA`` environment variable, else ``"host"``.
+        check: check every call of the library's ops (see :func:`load_library`).
 
     Returns:
         The loaded :class:`Library`; its ops are also at ``custom_op.ops.NS.OP`` (and at
@@ -89,7 +90,7 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
     )
     if verbose:
         print(f"gpsimd_open: built {path}")
-    return load_library(path)
+    return load_library(path, check=check)
 
 
 def _backend_file(path, isa, from_environment):
@@ -136,7 +137,7 @@ def _string_list(what, value, paths=False):
     return out
 
 
-def load_library(path, isa=None):
+def load_library(path, isa=None, check=None):
     """Loads a built custom op library (``lib{name}.so``) on its own emulated engine and
     registers its ops at ``custom_op.ops.NS.OP`` (and ``torch.ops.NS.OP`` with torch).
     The library's static constructors run in the emulated cores, never in this process.
@@ -148,6 +149,11 @@ def load_library(path, isa=None):
         isa: ``"host"`` or ``"xtensa"``: run the build of that backend, the file beside
             ``path`` with the other suffix when ``path`` is the other's. Default: the
             ``GPSIMD_OPEN_ISA`` environment variable, else the file's own backend.
+        check: check every call of the library's ops (a call's own ``check=`` wins):
+            ``True`` (init, race, memory, rules), a list such as ``"init,race"`` or
+            ``"all"`` (adds ``cores``: the call again on another core count), ``"warn"``
+            or ``"warn:LIST"`` to warn instead of raising :class:`CheckError`. Default:
+            the ``GPSIMD_OPEN_CHECK`` environment variable, else no checks.
 
     Raises:
         RuntimeError: the file is missing or is not an op library, or the backend asked
@@ -156,7 +162,9 @@ def load_library(path, isa=None):
         DeviceFault: its static constructors or start code fault.
     """
     path = _backend_file(pathlib.Path(os.fspath(path)), _isa(isa), isa is None)
+    _check.resolve(check)  # a bad value fails here, not at the first call
     lib = Library(_native.Library(str(path)))
+    lib.check = check
     if lib.namespace is None:
         raise RuntimeError(f"{path}: no NEURON_LIBRARY ops (build it with custom_op.load)")
     ops._add(lib)
@@ -191,7 +199,8 @@ class Op:
     """One op of a loaded library: call it with NumPy arrays, Python numbers or device
     arrays; ``cores=N`` overrides the library's default core count (as does
     :func:`gpsimd_open.set_cores` for calls without it), ``out=`` writes a device array
-    instead of returning a NumPy array."""
+    instead of returning a NumPy array, ``check=`` checks the call (as
+    :func:`load_library`'s, which it overrides)."""
 
     def __init__(self, library, name, kinds):
         self._lib = library
@@ -199,14 +208,19 @@ class Op:
         self.kinds = tuple(kinds)
         self.__doc__ = f"{library.namespace}::{name}({', '.join(kinds)}) -> torch::Tensor"
 
-    def __call__(self, *args, cores=None, out=None):
+    def __call__(self, *args, cores=None, out=None, check=None):
         native_args = tuple(a._native if isinstance(a, DeviceArray) else to_engine(a) for a in args)
         if cores is None:
             cores = _cores.current()
         elif not (isinstance(cores, int) and not isinstance(cores, bool) and 1 <= cores <= 8):
             raise ValueError(f"cores={cores!r}: 1 to 8")
-        r = self._lib._native.call(self.__name__, native_args, cores, out._native if out is not None else None)
-        return out if r is None else from_engine(r)
+        checks, warn = _check.resolve(self._lib.check if check is None else check)
+        native_out = out._native if out is not None else None
+        if checks is None:
+            r = self._lib._native.call(self.__name__, native_args, cores, native_out)
+            return out if r is None else from_engine(r)
+        r, findings, notes = self._lib._native.call(self.__name__, native_args, cores, native_out, checks)
+        return _check.report(findings, notes, out if r is None else from_engine(r), warn)
 
     def __repr__(self):
         return f"<op {self.__doc__}>"
@@ -218,6 +232,8 @@ class Library:
     def __init__(self, native):
         self._native = native
         self.ops = {name: Op(self, name, kinds) for name, kinds in native.ops}
+        #: The checks every call makes unless it says (``check=`` of :func:`load_library`).
+        self.check = None
 
     @property
     def path(self):

@@ -1,0 +1,95 @@
+// A gallery of multicore kernels with the mistakes the device hides (issue #27): each one
+// runs without a fault and gives plausible numbers on hardware, and `nrt-pool run --check`
+// (Python: check=True) names the mistake. Build with --multicore; each op is y = f(x) on
+// float32 tensors of any shape, flattened, moved through TCM tiles as the guide's
+// multicore kernels do.
+//
+//   remainder   each core takes n/cores elements: the last n % cores are never written
+//   overlap     each core's slice runs one element into its neighbour's: two cores write it
+//   accumulate  y[i] += x[i]: reads the output before any core wrote it
+//   per_core    divides by the core count: the result changes with the count (--check=cores)
+//   clean       the right way, for comparison: every check passes
+#include <stdint.h>
+#include <torch/torch.h>
+#include <neuron/neuron-utils.hpp>
+
+namespace {
+
+constexpr size_t TILE = 256;
+
+// This core's slice [begin, end) of n elements, as the guide partitions work.
+void slice(size_t n, size_t *begin, size_t *end) {
+    uint32_t id = get_cpu_id(), cores = get_cpu_count();
+    size_t per = (n + cores - 1) / cores;
+    *begin = per * id < n ? per * id : n;
+    *end = *begin + per < n ? *begin + per : n;
+}
+
+// y[i] = f(x[i], y[i]) for i in [begin, end), through TCM tiles (the multicore accessors).
+template <typename F>
+void map(const torch::Tensor &x, torch::Tensor &y, size_t begin, size_t end, F f) {
+    float *a = static_cast<float *>(torch::neuron::tcm_malloc(TILE * sizeof(float)));
+    float *b = static_cast<float *>(torch::neuron::tcm_malloc(TILE * sizeof(float)));
+    if (a != nullptr && b != nullptr) {
+        auto in = x.tcm_accessor();
+        auto out = y.tcm_accessor();
+        for (size_t at = begin; at < end; at += TILE) {
+            size_t k = end - at < TILE ? end - at : TILE;
+            in.tensor_to_tcm<float>(a, at, k);
+            out.tensor_to_tcm<float>(b, at, k);
+            for (size_t i = 0; i < k; i++) b[i] = f(a[i], b[i]);
+            out.tcm_to_tensor<float>(b, at, k);
+        }
+    }
+    torch::neuron::tcm_free(b);
+    torch::neuron::tcm_free(a);
+}
+
+float relu(float v, float) { return v > 0.0f ? v : 0.0f; }
+
+}  // namespace
+
+torch::Tensor remainder_relu(const torch::Tensor &x) {
+    torch::Tensor y = get_dst_tensor();
+    // The mistake: n / cores rounds down, and no core takes what is left.
+    size_t per = size_t(x.numel()) / get_cpu_count();
+    map(x, y, per * get_cpu_id(), per * (get_cpu_id() + 1), relu);
+    return y;
+}
+
+torch::Tensor overlap_relu(const torch::Tensor &x) {
+    torch::Tensor y = get_dst_tensor();
+    size_t n = size_t(x.numel()), begin, end;
+    slice(n, &begin, &end);
+    // The mistake: one element past the slice (clamped to the tensor, so it never faults).
+    map(x, y, begin, end + 1 < n ? end + 1 : n, relu);
+    return y;
+}
+
+torch::Tensor accumulate(const torch::Tensor &x) {
+    torch::Tensor y = get_dst_tensor();
+    size_t n = size_t(x.numel()), begin, end;
+    slice(n, &begin, &end);
+    // The mistake: the output starts as whatever device memory held, not as zeros.
+    map(x, y, begin, end, [](float v, float acc) { return acc + v; });
+    return y;
+}
+
+torch::Tensor per_core(const torch::Tensor &x) {
+    torch::Tensor y = get_dst_tensor();
+    size_t n = size_t(x.numel()), begin, end;
+    slice(n, &begin, &end);
+    // The mistake: a mean over the cores where the element itself was meant.
+    static float scale;
+    scale = 1.0f / float(get_cpu_count());
+    map(x, y, begin, end, [](float v, float) { return v * scale; });
+    return y;
+}
+
+torch::Tensor clean_relu(const torch::Tensor &x) {
+    torch::Tensor y = get_dst_tensor();
+    size_t n = size_t(x.numel()), begin, end;
+    slice(n, &begin, &end);
+    map(x, y, begin, end, relu);
+    return y;
+}

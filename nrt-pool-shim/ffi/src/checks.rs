@@ -1,0 +1,44 @@
+//! Checked launches through the FFI (issue #27): `nrt_pool_set_checks` turns checks on for
+//! the launches after it, and a launch whose checks found something returns
+//! `NRT_POOL_CHECK_FOUND` with the findings in `nrt_pool_last_error`.
+#![allow(clippy::missing_safety_doc)]
+
+use std::ffi::c_char;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use nrt_pool_engine::check::{CheckReport, Checks};
+
+use super::guard;
+use super::launch::{code, cstr, with_engine, Failed, NRT_POOL_CHECK_FOUND, NRT_POOL_ERR_ARGUMENT};
+
+/// Sets the checks every later launch makes (issue #27): `list` names them, comma-separated
+/// (init, race, memory, rules, cores, or all; "default" or "1" for all but cores; "none" or
+/// "0" for none). A launch whose checks find something writes its output and returns
+/// `NRT_POOL_CHECK_FOUND`. `$GPSIMD_OPEN_CHECK` sets the same at `nrt_pool_init`.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_pool_set_checks(list: *const c_char) -> i32 {
+    guard(|| {
+        code(with_engine(|e| {
+            let list = cstr(list, "list")?;
+            e.checks = Checks::parse(list)
+                .map_err(|m| (NRT_POOL_ERR_ARGUMENT, format!("nrt_pool_set_checks: {m}")))?;
+            Ok(())
+        }))
+    })
+}
+
+/// `NRT_POOL_CHECK_FOUND` with the findings, one per line, when a checked launch found
+/// something; what the checks could not look at is said on stderr (once per process).
+pub(crate) fn checked(report: &CheckReport) -> Result<(), Failed> {
+    static NOTED: AtomicBool = AtomicBool::new(false);
+    if !report.notes.is_empty() && !NOTED.swap(true, Ordering::Relaxed) {
+        for n in &report.notes {
+            eprintln!("nrt_pool: note: {n}");
+        }
+    }
+    if report.findings.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> = report.findings.iter().map(|f| f.to_string()).collect();
+    Err((NRT_POOL_CHECK_FOUND, lines.join("\n")))
+}

@@ -1,0 +1,58 @@
+"""Checking mode (``check=``): calls run again under other conditions to find what the
+device would hide (output elements no core writes, elements two cores write, results that
+depend on memory the kernel never wrote or on the core count). See the README's checks."""
+import os
+import warnings
+
+VARIABLE = "GPSIMD_OPEN_CHECK"
+
+
+class CheckError(RuntimeError):
+    """A checked call found something. ``findings`` lists them (dicts: check, kernel,
+    cores, tensor, what, ranges, range_count, elements, message); ``result`` is the call's
+    output all the same (None when it went to ``out=``); ``notes`` says what was not
+    checked."""
+
+    def __init__(self, findings, notes, result):
+        lines = [f["message"] for f in findings]
+        super().__init__(f"the checks found {len(findings)} problem(s):\n  " + "\n  ".join(lines))
+        self.findings = findings
+        self.notes = notes
+        self.result = result
+
+
+class CheckWarning(UserWarning):
+    """A finding of a call checked with ``check="warn"``."""
+
+
+def resolve(check):
+    """(check list for the engine, or None; warn instead of raising) for a ``check=``
+    value: None (the ``GPSIMD_OPEN_CHECK`` environment variable, else no checks), True/False,
+    "warn", a list such as "init,race" or "all", or "warn:LIST"."""
+    if check is None:
+        check = os.environ.get(VARIABLE) or None
+        if check is None:
+            return None, False
+    if check is True:
+        return "default", False
+    if check is False:
+        return None, False
+    if not isinstance(check, str):
+        raise TypeError(f"check={check!r}: True, False, 'warn', a list such as 'init,race', or 'all'")
+    warn = check == "warn" or check.startswith("warn:")
+    if warn:
+        check = check[5:] or "default"
+    if check.strip() in ("0", "none", "off", "false"):
+        return None, False
+    return check, warn
+
+
+def report(findings, notes, result, warn):
+    """Raises (or warns about) what a checked call found; returns the call's result."""
+    if not findings:
+        return result
+    if warn:
+        for f in findings:
+            warnings.warn(f["message"], CheckWarning, stacklevel=3)
+        return result
+    raise CheckError(findings, notes, result)

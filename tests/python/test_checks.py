@@ -1,0 +1,188 @@
+"""Checking mode (issue #27): the gallery's faulty kernels (examples/check-gallery) are each
+found, on host cores and on Xtensa cores, through Python (check=, CheckError, warnings,
+GPSIMD_OPEN_CHECK) and `nrt-pool run --check` (exit 4, stderr lines, JSON records); the
+clean kernel and the examples check clean."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import NRT_POOL, ROOT, run
+
+GALLERY = ROOT / "examples" / "check-gallery"
+N = 1003  # not a multiple of 8: the remainder is 3 elements
+
+
+@pytest.fixture(scope="module")
+def gallery_build(tmp_path_factory):
+    d = tmp_path_factory.mktemp("gallery")
+    run(NRT_POOL, "build", "--name", "gallery", "--compute", GALLERY / "faulty.cpp",
+        "--shape", GALLERY / "shape.cpp", "--multicore", "--build-directory", d, "--device-image")
+    return d
+
+
+@pytest.fixture(scope="module", params=["host", "xtensa"])
+def gallery(gallery_build, request):
+    from gpsimd_open import custom_op
+
+    lib = custom_op.load_library(gallery_build / "libgallery.so", isa=request.param)
+    lib.isa = request.param
+    return lib
+
+
+def x():
+    return np.linspace(-4.0, 4.0, N, dtype=np.float32)
+
+
+def findings(op, check=True, **kw):
+    from gpsimd_open import CheckError
+
+    with pytest.raises(CheckError) as e:
+        op(x(), check=check, **kw)
+    return e.value
+
+
+def test_never_written_elements_are_found_with_their_range(gallery):
+    err = findings(gallery.ops["remainder"])
+    init = [f for f in err.findings if f["check"] == "init"]
+    assert len(init) == 1, err
+    f = init[0]
+    # 1003 // 8 = 125 per core: elements 1000, 1001, 1002 are nobody's.
+    assert (f["ranges"], f["elements"], f["cores"]) == ([(1000, 1003)], 3, []), f
+    assert "never written by any core" in f["message"] and "[1000, 1003)" in f["message"]
+    assert f["kernel"] == "remainder"
+    # The output is still given: the written part exact, the rest the poison (NaN).
+    want = np.maximum(x(), 0)
+    assert np.array_equal(err.result[:1000], want[:1000])
+    assert np.isnan(err.result[1000:]).all()
+
+
+def test_elements_two_cores_write_are_races_naming_both_cores(gallery):
+    err = findings(gallery.ops["overlap"])
+    races = [f for f in err.findings if f["check"] == "race"]
+    # 126 per core: each core's last+1 element is its neighbour's first.
+    got = sorted((tuple(f["cores"]), tuple(map(tuple, f["ranges"]))) for f in races)
+    assert got == [((c, c + 1), ((126 * (c + 1), 126 * (c + 1) + 1),)) for c in range(7)], err
+    assert all(f["check"] != "init" for f in err.findings), err
+    assert np.array_equal(err.result, np.maximum(x(), 0))
+
+
+def test_reading_the_output_before_writing_it_is_an_uninitialised_read(gallery):
+    err = findings(gallery.ops["accumulate"])
+    init = [f for f in err.findings if f["check"] == "init"]
+    # Every core's every element depends on the poison.
+    assert sorted(c for f in init for c in f["cores"]) == list(range(8)), err
+    assert sum(f["elements"] for f in init) == N
+    assert all("depend on memory the kernel never wrote" in f["message"] for f in init)
+
+
+def test_a_result_that_changes_with_the_core_count_is_found_by_the_cores_check(gallery):
+    op = gallery.ops["per_core"]
+    # Not by the default checks: each core alone computes what it computes in the launch.
+    np.testing.assert_array_equal(op(x(), check=True), x() / np.float32(8))
+    err = findings(op, check="cores")
+    [f] = err.findings
+    assert (f["check"], f["elements"]) == ("cores", N), f
+    assert "differ between 8 core(s) and 7" in f["message"]
+    err = findings(op, check="cores", cores=1)
+    assert "differ between 1 core(s) and 2" in err.findings[0]["message"]
+
+
+def test_the_clean_kernel_checks_clean_with_every_check(gallery):
+    y = gallery.ops["clean"](x(), check="all")
+    np.testing.assert_array_equal(y, np.maximum(x(), 0))
+    for cores in (1, 3, 8):
+        gallery.ops["clean"](x(), check="all", cores=cores)
+
+
+def test_warn_mode_warns_and_returns_the_output(gallery):
+    from gpsimd_open import CheckWarning
+
+    with pytest.warns(CheckWarning, match=r"never written by any core: elements \[1000, 1003\)"):
+        y = gallery.ops["remainder"](x(), check="warn")
+    assert y.shape == (N,) and np.isnan(y[1000:]).all()
+
+
+def test_unchecked_calls_stay_unchecked_and_bad_check_values_are_refused(gallery):
+    y = gallery.ops["remainder"](x())
+    assert np.all(y[1000:] == 0), "unchecked: the output starts zeroed, as before"
+    with pytest.raises(ValueError, match="unknown check 'raec'"):
+        gallery.ops["clean"](x(), check="raec")
+    with pytest.raises(TypeError, match="check=3"):
+        gallery.ops["clean"](x(), check=3)
+
+
+def test_a_library_loaded_with_check_checks_every_call_torch_ops_included(gallery_build):
+    from gpsimd_open import CheckError, custom_op
+
+    lib = custom_op.load_library(gallery_build / "libgallery.so", check=True)
+    with pytest.raises(CheckError):
+        lib.ops["remainder"](x())
+    assert lib.ops["remainder"](x(), check=False)[1000] == 0, "a call's own check= wins"
+    try:
+        import torch
+    except ImportError:
+        return
+    with pytest.raises(CheckError):
+        torch.ops.gallery.remainder(torch.from_numpy(x()))
+
+
+def test_the_environment_variable_turns_checks_on_without_editing_code(gallery_build):
+    script = (
+        "import numpy as np, sys\n"
+        "from gpsimd_open import custom_op, CheckError\n"
+        f"lib = custom_op.load_library({str(gallery_build / 'libgallery.so')!r})\n"
+        f"x = np.linspace(-4, 4, {N}, dtype=np.float32)\n"
+        "try:\n    lib.ops['remainder'](x)\nexcept CheckError as e:\n"
+        "    print(e.findings[0]['check'], e.findings[0]['ranges']); sys.exit(0)\n"
+        "sys.exit(1)\n"
+    )
+    env = dict(__import__("os").environ, GPSIMD_OPEN_CHECK="1")
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, env=env)
+    assert p.returncode == 0, p.stderr.decode()
+    assert p.stdout.decode().strip() == "init [(1000, 1003)]"
+
+
+@pytest.mark.parametrize("isa", ["host", "xtensa"])
+def test_nrt_pool_run_check_exits_4_writes_the_output_and_lists_findings(gallery_build, tmp_path, isa):
+    np.save(tmp_path / "x.npy", x())
+    lib = gallery_build / ("libgallery.so" if isa == "host" else "libgallery.pool")
+    out = tmp_path / "y.npy"
+    p = run(NRT_POOL, "run", lib, "gallery::remainder", "--arg", tmp_path / "x.npy", "--out", out,
+            "--check", check=False)
+    err = p.stderr.decode()
+    assert p.returncode == 4, err
+    assert "nrt-pool: check init: kernel 'remainder', the output: never written by any core" in err
+    assert "elements [1000, 1003) (3 elements)" in err
+    assert "check memory: not made yet" in err, "unsupported checks are said, not hidden"
+    y = np.load(out)
+    np.testing.assert_array_equal(y[:1000], np.maximum(x(), 0)[:1000])
+    # JSON records, and the race of another op.
+    p = run(NRT_POOL, "run", lib, "gallery::overlap", "--arg", tmp_path / "x.npy", "--out", out,
+            "--check=race", "--json", check=False)
+    assert p.returncode == 4, p.stderr.decode()
+    doc = json.loads(p.stdout)
+    assert doc["check"]["checks"] == ["race"]
+    recs = doc["check"]["findings"]
+    assert len(recs) == 7 and {r["check"] for r in recs} == {"race"}
+    assert recs[0]["cores"] == [0, 1] and recs[0]["ranges"] == [[126, 127]]
+    # Clean: exit 0.
+    run(NRT_POOL, "run", lib, "gallery::clean", "--arg", tmp_path / "x.npy", "--out", out, "--check=all")
+    p = run(NRT_POOL, "run", lib, "gallery::clean", "--arg", tmp_path / "x.npy", "--out", out,
+            "--check=bogus", check=False)
+    assert p.returncode == 2 and "unknown check 'bogus'" in p.stderr.decode()
+
+
+def test_the_examples_check_clean(tmp_path):
+    """The repository's multicore example (a TCM-tile ReLU) passes every check on 8 and 3
+    cores, on host cores."""
+    from gpsimd_open import custom_op
+
+    ex = ROOT / "examples" / "multicore"
+    lib = custom_op.load("tiles_checked", [ex / "relu_tiles.cpp"], [ex / "shape.cpp"],
+                         build_directory=tmp_path, multicore=True, check="all")
+    v = np.linspace(-3, 3, 5000, dtype=np.float32)
+    for cores in (8, 3):
+        np.testing.assert_array_equal(lib.ops["relu"](v, cores=cores), np.maximum(v, 0))
