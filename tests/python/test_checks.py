@@ -186,3 +186,42 @@ def test_the_examples_check_clean(tmp_path):
     v = np.linspace(-3, 3, 5000, dtype=np.float32)
     for cores in (8, 3):
         np.testing.assert_array_equal(lib.ops["relu"](v, cores=cores), np.maximum(v, 0))
+
+
+INPLACE = """
+#include <torch/torch.h>
+torch::Tensor twice_in_place(const torch::Tensor &x) {
+    torch::Tensor t = x;  // the same storage: the kernel writes its input
+    auto a = t.accessor<float, 1>();
+    torch::Tensor y = torch::empty(x.sizes(), torch::kFloat);
+    auto o = y.accessor<float, 1>();
+    for (int64_t i = 0; i < x.numel(); i++) { a[i] = a[i] * 2.0f; o[i] = a[i] + 1.0f; }
+    return y;
+}
+"""
+INPLACE_SHAPE = """
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+torch::Tensor s(torch::Tensor x) { return torch::empty(x.sizes(), torch::kFloat); }
+NEURON_LIBRARY(inplace_ops, m) { m.def("twice", &s, "twice_in_place"); }
+"""
+
+
+@pytest.mark.parametrize("isa", ["host", "xtensa"])
+def test_a_kernel_that_writes_its_input_is_checked_from_the_same_input(tmp_path, isa):
+    """Every checked run starts from the caller's input, and the caller sees the input as
+    the launch left it (written once, not once per run)."""
+    from gpsimd_open import custom_op
+
+    (tmp_path / "k.cpp").write_text(INPLACE)
+    (tmp_path / "s.cpp").write_text(INPLACE_SHAPE)
+    lib = custom_op.load("inplace_ops", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"],
+                         build_directory=tmp_path, isa=isa)
+    v = np.arange(10, dtype=np.float32)
+    d = lib.to_device(v)
+    y = lib.ops["twice"](d, check=True)
+    np.testing.assert_array_equal(y, 2 * v + 1)
+    np.testing.assert_array_equal(d.numpy(), 2 * v)
+    y = lib.ops["twice"](v, check=True)  # a host array: the caller's stays as it was
+    np.testing.assert_array_equal(y, 2 * v + 1)
+    np.testing.assert_array_equal(v, np.arange(10, dtype=np.float32))

@@ -8,8 +8,11 @@ use std::ffi::{c_void, CStr};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use nrt_pool_engine::tensor::HostTensor;
-use nrt_pool_engine::{Launch, LaunchArg, PoolEngine, PoolImage};
+use nrt_pool_engine::check::{Check, Checks};
+use nrt_pool_engine::tensor::{HostTensor, Location};
+use nrt_pool_engine::{
+    ArgValue, Call, Destination, Launch, LaunchArg, Output, PoolEngine, PoolImage,
+};
 use std::time::Instant;
 
 use nrt_pool_build as opbuild;
@@ -208,6 +211,7 @@ pub fn run(o: &DemoOptions) -> Result<String, String> {
     }
     let mut pools: Vec<PathBuf> = built.device_image.clone().into_iter().collect();
     pools.extend(neuron_examples(o, work.path(), &pool_image, &mut report)?);
+    check_gallery(o, work.path(), &mut report)?;
     device_examples(o, &pools, &missing, &mut report)?;
     let _ = writeln!(
         report,
@@ -332,6 +336,79 @@ fn neuron_examples(
         .into_iter()
         .flatten()
         .collect())
+}
+
+/// `--check` at work (issue #27): the gallery's multicore kernel that leaves the remainder
+/// unwritten (examples/check-gallery) is caught, and its clean twin passes every check.
+fn check_gallery(
+    o: &DemoOptions,
+    work: &std::path::Path,
+    report: &mut String,
+) -> Result<(), String> {
+    let dir = o
+        .examples
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .join("check-gallery");
+    let built = opbuild::build_op_library(&opbuild::OpBuildOptions {
+        name: "gallery".into(),
+        compute: vec![dir.join("faulty.cpp")],
+        shape: vec![dir.join("shape.cpp")],
+        build_directory: work.to_path_buf(),
+        multicore: true,
+        setup: opbuild::BuildSetup {
+            archive: o.archive.clone(),
+            include: o.include.clone(),
+            cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
+            flags: Default::default(),
+            device_objects: None,
+            device_image: None,
+            on_compiled: None,
+        },
+    })
+    .map_err(|e| format!("building examples/check-gallery: {e}"))?;
+    let mut engine = PoolEngine::new(nrt_pool_engine::DEFAULT_HBM_BYTES, PoolImage::default())
+        .map_err(|e| e.to_string())?;
+    engine.load(&built.library).map_err(|e| e.to_string())?;
+    engine.checks = Checks::DEFAULT;
+    let n = 1003u64;
+    let x: Vec<f32> = (0..n).map(|i| (i % 13) as f32 - 6.0).collect();
+    let x = HostTensor::from_f32(vec![n], &x).map_err(|e| e.to_string())?;
+    let mut checked = |op: &str| {
+        engine
+            .call(Call {
+                target: op,
+                args: vec![ArgValue::Tensor(x.clone(), Location::Hbm)],
+                output: Output::Find,
+                to: Destination::Host,
+                cores: None,
+            })
+            .map(|c| c.check.findings)
+            .map_err(|e| format!("{op}: {e}"))
+    };
+    let found = checked("gallery::remainder")?;
+    let caught = found.iter().any(|f| {
+        f.check == Check::Init
+            && f.ranges == [(1000, 1003)]
+            && f.what == "never written by any core"
+    });
+    if !caught {
+        return Err(format!(
+            "--check missed the gallery's remainder bug: {found:?}"
+        ));
+    }
+    let clean = checked("gallery::clean")?;
+    if !clean.is_empty() {
+        return Err(format!(
+            "the gallery's clean kernel did not check clean: {clean:?}"
+        ));
+    }
+    let _ = writeln!(
+        report,
+        "check      gallery::remainder on 8 cores, {n} f32 (examples/check-gallery):\n           {}\n           gallery::clean passes every check",
+        found[0]
+    );
+    Ok(())
 }
 
 /// What the device path needs that is not here (the Xtensa g++, QEMU, the Xtensa archive,

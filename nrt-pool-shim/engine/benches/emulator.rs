@@ -15,6 +15,7 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use nrt_pool_engine::check::Checks;
 use nrt_pool_engine::doorbell;
 
 use nrt_pool_engine::tensor::{DType, HostTensor, Location};
@@ -95,6 +96,49 @@ fn main() {
         emu,
         copy,
         Goal::RatioAtLeast(0.3),
+    );
+    // Checked launches (issue #27): the op from host arrays (as nrt-pool run and Python
+    // call it) with the default checks (init, race) and with every check (cores too: one
+    // more launch on 7 cores), vs the unchecked launch, goal at most 5x; and the cost on
+    // device tensors (which copy nothing, so the checks' scans weigh more).
+    let checked = |checks: Checks, resident: bool| {
+        let mut e = engine.borrow_mut();
+        e.checks = checks;
+        if resident {
+            e.launch_into("scale_add_mc", &args, &dout, 8).unwrap();
+        } else {
+            black_box(e.launch(&launch).unwrap().output.data.len());
+        }
+        e.checks = Checks::NONE;
+    };
+    let [plain, default, all, plain_d, default_d] = Sample::interleaved(
+        7,
+        1,
+        [
+            &mut || checked(Checks::NONE, false),
+            &mut || checked(Checks::DEFAULT, false),
+            &mut || checked(Checks::ALL, false),
+            &mut || checked(Checks::NONE, true),
+            &mut || checked(Checks::DEFAULT, true),
+        ],
+    );
+    report.row(
+        "elementwise 64 MiB f32, 8 cores, host arrays, --check vs unchecked",
+        default,
+        plain,
+        Goal::RatioAtLeast(0.2),
+    );
+    report.row(
+        "elementwise 64 MiB f32, 8 cores, host arrays, --check=all vs unchecked",
+        all,
+        plain,
+        Goal::RatioAtLeast(0.2),
+    );
+    report.row(
+        "elementwise 64 MiB f32, 8 cores, device tensors, --check vs unchecked",
+        default_d,
+        plain_d,
+        Goal::None,
     );
     e.free_device_tensors();
 

@@ -171,6 +171,19 @@ impl PoolEngine {
         let kernel = self.kernel_name(target)?;
         let cores = cores.unwrap_or_else(|| self.default_cores());
         check_counts(cores, args.len())?;
+        // The caller's bytes of the tensors this call copies into device memory: a checked
+        // launch restores those from here, with no copy of its own.
+        let sources: Vec<Option<&[u8]>> = args
+            .iter()
+            .map(|a| match a {
+                ArgValue::Bytes {
+                    data,
+                    location: Location::Hbm,
+                    ..
+                } => Some(*data),
+                _ => None,
+            })
+            .collect();
         let mut launch_args = Vec::with_capacity(args.len());
         for (i, a) in args.into_iter().enumerate() {
             launch_args.push(self.launch_arg(&kernel, i, a)?);
@@ -195,7 +208,7 @@ impl PoolEngine {
             }
         }
         let (output, run, phases, check) = if self.checks.any() {
-            self.run_checking(&kernel, &launch_args, &spec, cores, to, start)?
+            self.run_checking(&kernel, &launch_args, &sources, &spec, cores, to, start)?
         } else {
             let (output, run, phases) =
                 self.run_checked(&kernel, &launch_args, &spec, Team::all(cores), to, start)?;

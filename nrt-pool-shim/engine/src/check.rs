@@ -254,41 +254,159 @@ impl Ranges {
     }
 }
 
-/// Calls `f(e)` for each `size`-byte element of `bytes` that is not all `fill` bytes
-/// (whole 8-byte words of `fill` are passed over at once; sizes divide 8).
-fn each_changed(bytes: &[u8], size: usize, fill: u8, mut f: impl FnMut(usize)) {
-    let splat = u64::from_ne_bytes([fill; 8]);
-    let words = bytes.len() / 8;
-    let changed = |e: usize| bytes[e * size..(e + 1) * size].iter().any(|&b| b != fill);
-    for w in 0..words {
-        let word = u64::from_ne_bytes(bytes[w * 8..w * 8 + 8].try_into().expect("8 bytes"));
-        if word != splat {
-            for e in w * 8 / size..(w + 1) * 8 / size {
-                if changed(e) {
-                    f(e);
+/// Output bytes are scanned in blocks of this many bytes (element sizes divide it).
+const BLOCK: usize = 64;
+
+/// A run's output against the launch's: which elements the run wrote (not all `fill`),
+/// and whether each holds what the launch gave it.
+struct Written<'a> {
+    bytes: &'a [u8],
+    launch: &'a [u8],
+    size: usize,
+    fill: u8,
+}
+
+impl Written<'_> {
+    /// Sets `bit` in `writers` for each element written, and puts those that differ from
+    /// the launch's in `differ`; the blocks that held any (to poison again). Blocks of
+    /// `fill` are passed over whole, and so is the comparison of a block equal to the
+    /// launch's.
+    fn scan(&self, writers: &mut [u8], bit: u8, differ: &mut Ranges) -> Vec<usize> {
+        match self.size {
+            1 => self.scan_sized::<1>(writers, bit, differ),
+            2 => self.scan_sized::<2>(writers, bit, differ),
+            4 => self.scan_sized::<4>(writers, bit, differ),
+            _ => self.scan_sized::<8>(writers, bit, differ),
+        }
+    }
+
+    fn scan_sized<const N: usize>(
+        &self,
+        writers: &mut [u8],
+        bit: u8,
+        differ: &mut Ranges,
+    ) -> Vec<usize> {
+        let fill = [self.fill; N];
+        let dirty = dirty_blocks(self.bytes, self.fill);
+        for &b in &dirty {
+            let at = b * BLOCK;
+            let end = (at + BLOCK).min(self.bytes.len());
+            let (block, launch) = (&self.bytes[at..end], &self.launch[at..end]);
+            let marks = &mut writers[at / N..end / N];
+            if launch == block {
+                for (m, el) in marks.iter_mut().zip(block.chunks_exact(N)) {
+                    if el != fill {
+                        *m |= bit;
+                    }
+                }
+                continue;
+            }
+            let elements = block.chunks_exact(N).zip(launch.chunks_exact(N));
+            for (i, (m, (el, was))) in marks.iter_mut().zip(elements).enumerate() {
+                if el != fill {
+                    *m |= bit;
+                    if el != was {
+                        differ.push((at / N + i) as u64);
+                    }
                 }
             }
         }
+        dirty
     }
-    for e in words * 8 / size..bytes.len() / size {
-        if changed(e) {
-            f(e);
+}
+
+/// The `BLOCK`-byte blocks of `bytes` not all `fill`, in order: the output split between
+/// threads (the scan is memory-bound; each thread ORs a block's bytes with the fill).
+fn dirty_blocks(bytes: &[u8], fill: u8) -> Vec<usize> {
+    let blocks = bytes.len().div_ceil(BLOCK);
+    let part = |from: usize, to: usize| -> Vec<usize> {
+        (from..to)
+            .filter(|&b| {
+                let block = &bytes[b * BLOCK..((b + 1) * BLOCK).min(bytes.len())];
+                block.iter().fold(0u8, |d, &x| d | (x ^ fill)) != 0
+            })
+            .collect()
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 8);
+    if threads == 1 || bytes.len() < (1 << 20) {
+        return part(0, blocks);
+    }
+    let per = blocks.div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..blocks)
+            .step_by(per)
+            .map(|from| {
+                let to = (from + per).min(blocks);
+                (from, to, scope.spawn(move || part(from, to)))
+            })
+            .collect();
+        // A part whose thread failed is scanned again here (nothing is passed over).
+        handles
+            .into_iter()
+            .flat_map(|(from, to, h)| h.join().unwrap_or_else(|_| part(from, to)))
+            .collect()
+    })
+}
+
+/// Calls `f(e)` for each `size`-byte element that differs between `a` and `b` (equal
+/// 64-byte blocks are passed over whole).
+fn each_differing(a: &[u8], b: &[u8], size: usize, mut f: impl FnMut(usize)) {
+    for (i, (x, y)) in a.chunks(BLOCK).zip(b.chunks(BLOCK)).enumerate() {
+        if x == y {
+            continue;
+        }
+        let first = i * BLOCK / size;
+        for (j, (p, q)) in x.chunks_exact(size).zip(y.chunks_exact(size)).enumerate() {
+            if p != q {
+                f(first + j);
+            }
         }
     }
 }
 
-/// Whether element `e` (of `size` bytes) is the same in `a` and `b`.
-fn same(a: &[u8], b: &[u8], e: usize, size: usize) -> bool {
-    a[e * size..(e + 1) * size] == b[e * size..(e + 1) * size]
+/// Reads elements of one size as integers (the sizes dtypes have: 1, 2, 4, 8 bytes).
+#[derive(Clone, Copy)]
+struct Element {
+    size: usize,
+    fill: u64,
+}
+
+impl Element {
+    fn new(size: usize, fill: u8) -> Element {
+        Element {
+            size,
+            fill: Element::load(&[fill; 8], 0, size),
+        }
+    }
+
+    fn load(bytes: &[u8], e: usize, size: usize) -> u64 {
+        let at = e * size;
+        match size {
+            1 => u64::from(bytes[at]),
+            2 => u64::from(u16::from_ne_bytes([bytes[at], bytes[at + 1]])),
+            4 => u64::from(u32::from_ne_bytes(
+                bytes[at..at + 4].try_into().expect("4 bytes"),
+            )),
+            _ => u64::from_ne_bytes(bytes[at..at + 8].try_into().expect("8 bytes")),
+        }
+    }
+
+    fn changed(self, bytes: &[u8], e: usize) -> bool {
+        Element::load(bytes, e, self.size) != self.fill
+    }
 }
 
 impl PoolEngine {
     /// A checked launch (see the module): the launch's own run delivers the output to `to`;
     /// the runs after it only find things.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn run_checking(
         &mut self,
         kernel: &str,
         args: &[LaunchArg],
+        sources: &[Option<&[u8]>],
         spec: &OutputSpec,
         cores: usize,
         to: Destination<'_>,
@@ -319,16 +437,25 @@ impl PoolEngine {
                 return Ok((out, run, phases, report));
             }
         }
-        // Device tensors given as arguments, restored before every run after the first.
-        let saved: Vec<(DeviceTensor, Vec<u8>)> = args
-            .iter()
-            .filter_map(|a| match a {
-                LaunchArg::Device(d) => Some((d.clone(), self.device_bytes(d)?.to_vec())),
-                _ => None,
-            })
-            .collect();
+        // Device tensors given as arguments: every run starts from them (they are written
+        // back only where a run changed them).
+        // (A device tensor this call copied from the caller's bytes is restored from them.)
+        let mut saved: Vec<(DeviceTensor, Saved<'_>)> = Vec::new();
+        for (i, a) in args.iter().enumerate() {
+            if let LaunchArg::Device(d) = a {
+                let keep = match sources.get(i).copied().flatten() {
+                    Some(b) => Saved::Caller(b),
+                    None => {
+                        let mut keep = self.take_buffer();
+                        keep.extend_from_slice(self.device_bytes(d).unwrap_or_default());
+                        Saved::Copy(keep)
+                    }
+                };
+                saved.push((d.clone(), keep));
+            }
+        }
         let size = spec.dtype.size();
-
+        let element = Element::new(size, POISON);
         // 1. The launch, its output poisoned.
         self.poison = Some(POISON);
         let device_out = match &to {
@@ -346,35 +473,68 @@ impl PoolEngine {
         );
         self.poison = None;
         let (output, run, phases) = first?;
-        let launch_bytes: Vec<u8> = match (&output, &to, &device_out) {
-            (Some(t), _, _) => t.data.clone(),
-            (None, Destination::Buffer(b), _) => b.to_vec(),
-            (None, _, Some(d)) => self.device_bytes(d).map(<[u8]>::to_vec).unwrap_or_default(),
-            _ => Vec::new(),
+        // What the launch wrote into its inputs: the caller gets it back at the end.
+        let launch_inputs = self.restore(&saved);
+        // A kernel that does not write its inputs in the launch does not alone either: the
+        // runs after it compare and restore them only if it does (the end compares again).
+        let writes_inputs = !launch_inputs.is_empty();
+        // The launch's output, read where it is (a device destination is copied: the runs
+        // after this one need the engine).
+        let mut copied = self.take_buffer();
+        if let (None, Some(d)) = (&output, &device_out) {
+            copied.extend_from_slice(self.device_bytes(d).unwrap_or_default());
+        }
+        let launch_bytes: &[u8] = match (&output, &to) {
+            (Some(t), _) => &t.data,
+            (None, Destination::Buffer(b)) => b,
+            _ => &copied,
         };
         let numel = launch_bytes.len() / size.max(1);
 
         // 2. Each core alone: what it writes, and whether it writes what it wrote in the launch.
+        // An HBM output is one device tensor for all of them, poisoned once; only the
+        // blocks a core changed are poisoned again after it.
         if checks.has(Check::Init) || checks.has(Check::Race) {
-            let mut writers = vec![0u8; numel];
+            let mut writers = self.take_buffer();
+            writers.resize(numel, 0);
             let mut differ: Vec<Ranges> = (0..cores).map(|_| Ranges::default()).collect();
+            let alone_out = match spec.location {
+                Location::Hbm => {
+                    let d = self.alloc_device_for_overwrite(spec.dtype, spec.shape.clone())?;
+                    if let Some(dst) = self.device_bytes_mut(&d) {
+                        fill_parallel(dst, POISON_ALONE);
+                    }
+                    Some(d)
+                }
+                Location::Sbuf => None,
+            };
             for (c, differ) in differ.iter_mut().enumerate() {
-                self.restore(&saved);
+                if writes_inputs {
+                    self.restore(&saved);
+                }
+                let mut dirty = Vec::new();
                 let alone = self.run_inspect(
                     kernel,
                     args,
                     spec,
                     Team::alone(c, cores),
-                    POISON_ALONE,
+                    alone_out.as_ref(),
                     |bytes| {
-                        each_changed(bytes, size, POISON_ALONE, |e| {
-                            writers[e] |= 1 << c;
-                            if !same(bytes, &launch_bytes, e, size) {
-                                differ.push(e as u64);
-                            }
-                        })
+                        let written = Written {
+                            bytes,
+                            launch: launch_bytes,
+                            size,
+                            fill: POISON_ALONE,
+                        };
+                        dirty = written.scan(&mut writers, 1 << c, differ);
                     },
                 );
+                if let Some(dst) = alone_out.as_ref().and_then(|d| self.device_bytes_mut(d)) {
+                    for b in dirty {
+                        let end = ((b + 1) * BLOCK).min(dst.len());
+                        dst[b * BLOCK..end].fill(POISON_ALONE);
+                    }
+                }
                 if let Err(e) = alone {
                     report.findings.push(Finding {
                         check: Check::Init,
@@ -388,15 +548,20 @@ impl PoolEngine {
                     });
                 }
             }
+            if let Some(d) = &alone_out {
+                self.free_device(d);
+            }
             if checks.has(Check::Init) {
                 let mut never = Ranges::default();
-                for (e, &w) in writers.iter().enumerate() {
-                    if w == 0
-                        && launch_bytes[e * size..(e + 1) * size]
-                            .iter()
-                            .all(|&b| b == POISON)
-                    {
-                        never.push(e as u64);
+                for (k, chunk) in writers.chunks(BLOCK).enumerate() {
+                    if !chunk.contains(&0) {
+                        continue;
+                    }
+                    for (i, &w) in chunk.iter().enumerate() {
+                        let e = k * BLOCK + i;
+                        if w == 0 && !element.changed(launch_bytes, e) {
+                            never.push(e as u64);
+                        }
                     }
                 }
                 report.findings.extend(never.finding(
@@ -421,19 +586,19 @@ impl PoolEngine {
             if checks.has(Check::Race) {
                 report.findings.extend(races(kernel, &writers));
             }
+            self.give_back(writers);
         }
 
         // 3. The launch on another core count.
         if checks.has(Check::Cores) {
             let other = if cores > 1 { cores - 1 } else { 2 };
-            self.restore(&saved);
+            if writes_inputs {
+                self.restore(&saved);
+            }
             let mut differ = Ranges::default();
-            let rerun = self.run_inspect(kernel, args, spec, Team::all(other), POISON, |bytes| {
-                for e in 0..numel {
-                    if !same(bytes, &launch_bytes, e, size) {
-                        differ.push(e as u64);
-                    }
-                }
+            self.poison = Some(POISON);
+            let rerun = self.run_inspect(kernel, args, spec, Team::all(other), None, |bytes| {
+                each_differing(bytes, launch_bytes, size, |e| differ.push(e as u64));
             });
             match rerun {
                 Ok(_) => report.findings.extend(differ.finding(
@@ -456,10 +621,11 @@ impl PoolEngine {
         }
 
         // The caller's inputs and output as the launch left them.
-        self.restore(&saved);
+        self.restore_some(&saved, false);
+        self.put_back(&launch_inputs);
         if let Some(d) = &device_out {
             if let Some(dst) = self.device_bytes_mut(d) {
-                copy_parallel(dst, &launch_bytes);
+                copy_parallel(dst, launch_bytes);
             }
         }
         if !checks.has(Check::Race) {
@@ -474,15 +640,81 @@ impl PoolEngine {
                     .into(),
             );
         }
+        self.give_back(copied);
+        for (_, b) in saved {
+            if let Saved::Copy(b) = b {
+                self.give_back(b);
+            }
+        }
         Ok((output, run, phases, report))
     }
 
-    /// Writes the saved device tensors back.
-    fn restore(&mut self, saved: &[(DeviceTensor, Vec<u8>)]) {
+    /// An empty host buffer for a checked launch's copies, from those earlier ones gave back
+    /// (large copies into fresh memory cost a page fault per page; these are faulted in).
+    fn take_buffer(&mut self) -> Vec<u8> {
+        let mut b = self.check_buffers.pop().unwrap_or_default();
+        b.clear();
+        b
+    }
+
+    /// Keeps `b` for the next checked launch (a few at most).
+    fn give_back(&mut self, b: Vec<u8>) {
+        if self.check_buffers.len() < 4 {
+            self.check_buffers.push(b);
+        }
+    }
+
+    /// Writes back the saved device tensors a run changed (compared first: most kernels
+    /// never write their inputs); what the changed ones held.
+    fn restore(&mut self, saved: &[(DeviceTensor, Saved<'_>)]) -> Vec<(DeviceTensor, Vec<u8>)> {
+        self.restore_some(saved, true)
+    }
+
+    /// [`Self::restore`], passing over the call's own copies of the caller's tensors when
+    /// not `with_caller` (freed as the call ends, nobody sees them after).
+    fn restore_some(
+        &mut self,
+        saved: &[(DeviceTensor, Saved<'_>)],
+        with_caller: bool,
+    ) -> Vec<(DeviceTensor, Vec<u8>)> {
+        let mut changed = Vec::new();
         for (d, bytes) in saved {
+            if !with_caller && matches!(bytes, Saved::Caller(_)) {
+                continue;
+            }
+            let bytes = bytes.bytes();
+            if let Some(dst) = self.device_bytes_mut(d) {
+                if dst != bytes {
+                    changed.push((d.clone(), dst.to_vec()));
+                    copy_parallel(dst, bytes);
+                }
+            }
+        }
+        changed
+    }
+
+    /// Writes `tensors` (device tensors and their bytes) into device memory.
+    fn put_back(&mut self, tensors: &[(DeviceTensor, Vec<u8>)]) {
+        for (d, bytes) in tensors {
             if let Some(dst) = self.device_bytes_mut(d) {
                 copy_parallel(dst, bytes);
             }
+        }
+    }
+}
+
+/// A device tensor's bytes as a checked launch found them: copied, or the caller's bytes
+/// the call copied it from.
+enum Saved<'a> {
+    Copy(Vec<u8>),
+    Caller(&'a [u8]),
+}
+
+impl Saved<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Saved::Copy(b) => b,
+            Saved::Caller(b) => b,
         }
     }
 }
@@ -496,7 +728,14 @@ fn overlaps(e: &PoolEngine, a: &DeviceTensor, b: &DeviceTensor) -> bool {
 /// The output's elements written by more than one core, one finding per set of cores.
 fn races(kernel: &str, writers: &[u8]) -> Vec<Finding> {
     let mut by_set: Vec<(u8, Ranges)> = Vec::new();
-    for (e, &w) in writers.iter().enumerate() {
+    // Masks with two bits or more, found a block at a time (x & (x - 1) keeps all but the
+    // lowest bit).
+    let shared = writers
+        .chunks(BLOCK)
+        .enumerate()
+        .filter(|(_, c)| c.iter().fold(0, |d, &w| d | (w & w.wrapping_sub(1))) != 0)
+        .flat_map(|(k, c)| c.iter().enumerate().map(move |(i, &w)| (k * BLOCK + i, w)));
+    for (e, w) in shared {
         if w.count_ones() < 2 {
             continue;
         }
@@ -552,16 +791,42 @@ mod tests {
     }
 
     #[test]
-    fn changed_elements_are_found_word_by_word_and_in_the_tail() {
-        let mut b = vec![0xA5u8; 4 * 11];
-        b[4 * 3 + 2] = 0;
-        b[4 * 10] = 1;
-        let mut seen = Vec::new();
-        each_changed(&b, 4, 0xA5, |e| seen.push(e));
-        assert_eq!(seen, [3, 10]);
-        let mut seen = Vec::new();
-        each_changed(&[0xA5, 7, 0xA5], 1, 0xA5, |e| seen.push(e));
-        assert_eq!(seen, [1]);
+    fn written_elements_are_found_block_by_block_and_in_the_tail() {
+        // 21 f32 elements: a block of 16, then a tail of 5.
+        let mut run = vec![0xA5u8; 4 * 21];
+        let mut launch = vec![0u8; 4 * 21];
+        run[4 * 3 + 2] = 0; // element 3: written, as in the launch
+        launch[4 * 3..4 * 4].copy_from_slice(&run[4 * 3..4 * 4]);
+        run[4 * 20] = 1; // element 20, in the tail: written, not as in the launch
+        let w = Written {
+            bytes: &run,
+            launch: &launch,
+            size: 4,
+            fill: 0xA5,
+        };
+        let mut writers = vec![0u8; 21];
+        writers[3] = 0b100;
+        let mut differ = Ranges::default();
+        let dirty = w.scan(&mut writers, 0b10, &mut differ);
+        assert_eq!(dirty, [0, 1]);
+        assert_eq!((writers[3], writers[20], writers[0]), (0b110, 0b10, 0));
+        assert_eq!((differ.elements, differ.open), (1, Some((20, 21))));
+        // Bytes of the element size 1, and a block equal to the launch's.
+        let run = [0xA5, 7, 0xA5];
+        let w = Written {
+            bytes: &run,
+            launch: &run,
+            size: 1,
+            fill: 0xA5,
+        };
+        let mut writers = [0u8; 3];
+        let mut differ = Ranges::default();
+        assert_eq!(w.scan(&mut writers, 1, &mut differ), [0]);
+        assert_eq!((writers, differ.elements), ([0, 1, 0], 0));
+        // Every thread's part of a large output.
+        let mut big = vec![0xA5u8; 3 << 20];
+        big[(2 << 20) + 65] = 0;
+        assert_eq!(dirty_blocks(&big, 0xA5), [((2 << 20) + 65) / BLOCK]);
     }
 
     #[test]

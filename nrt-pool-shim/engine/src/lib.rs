@@ -118,6 +118,8 @@ pub struct PoolEngine {
     pub checks: check::Checks,
     /// Inside a checked launch's run: the byte its output starts as.
     poison: Option<u8>,
+    /// Host buffers checked launches reuse for their copies.
+    check_buffers: Vec<Vec<u8>>,
 }
 
 impl PoolEngine {
@@ -155,6 +157,7 @@ impl PoolEngine {
             kept_output: Default::default(),
             checks: check::Checks::NONE,
             poison: None,
+            check_buffers: Vec::new(),
         })
     }
 

@@ -127,19 +127,19 @@ impl PoolEngine {
         Ok(blob)
     }
 
-    /// A launch on `team` whose output (placed with it, starting as `poison`) `inspect`
-    /// reads where it lies: a checked launch's later runs.
+    /// A launch on `team` whose output `inspect` reads where it lies: in `into`, or placed
+    /// with the launch (starting as the engine's poison, which this run then clears): a
+    /// checked launch's later runs.
     pub(crate) fn run_inspect(
         &mut self,
         kernel: &str,
         args: &[LaunchArg],
         spec: &OutputSpec,
         team: Team,
-        poison: u8,
+        into: Option<&DeviceTensor>,
         inspect: impl FnOnce(&[u8]),
     ) -> Result<Run, EmuError> {
-        self.poison = Some(poison);
-        let blob = self.place_all(kernel, args, spec, None);
+        let blob = self.place_all(kernel, args, spec, into);
         self.poison = None;
         let blob = blob?;
         let run = self.execute(kernel, &blob, team, Instant::now())?;
