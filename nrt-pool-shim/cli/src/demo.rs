@@ -238,15 +238,7 @@ fn neuron_examples(
             shape: vec![root.join(dir).join("shape.cpp")],
             build_directory: work.to_path_buf(),
             multicore,
-            setup: opbuild::BuildSetup {
-                archive: o.archive.clone(),
-                include: o.include.clone(),
-                cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
-                flags: Default::default(),
-                device_objects: None,
-                device_image: image(name),
-                on_compiled: None,
-            },
+            setup: host_setup(o, image(name)),
         })
         .map_err(|e| format!("building examples/{dir}: {e}"))
     };
@@ -338,6 +330,20 @@ fn neuron_examples(
         .collect())
 }
 
+/// The demo's build setup: the host archive and headers, $CXX, no extra flags and no
+/// device objects; a Pool image when `image` says where.
+fn host_setup(o: &DemoOptions, image: Option<opbuild::DeviceImage>) -> opbuild::BuildSetup {
+    opbuild::BuildSetup {
+        archive: o.archive.clone(),
+        include: o.include.clone(),
+        cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
+        flags: Default::default(),
+        device_objects: None,
+        device_image: image,
+        on_compiled: None,
+    }
+}
+
 /// `--check` at work (issue #27): the gallery's multicore kernel that leaves the remainder
 /// unwritten (examples/check-gallery) is caught, and its clean twin passes every check.
 fn check_gallery(
@@ -356,15 +362,7 @@ fn check_gallery(
         shape: vec![dir.join("shape.cpp")],
         build_directory: work.to_path_buf(),
         multicore: true,
-        setup: opbuild::BuildSetup {
-            archive: o.archive.clone(),
-            include: o.include.clone(),
-            cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
-            flags: Default::default(),
-            device_objects: None,
-            device_image: None,
-            on_compiled: None,
-        },
+        setup: host_setup(o, None),
     })
     .map_err(|e| format!("building examples/check-gallery: {e}"))?;
     let mut engine = PoolEngine::new(nrt_pool_engine::DEFAULT_HBM_BYTES, PoolImage::default())
