@@ -89,7 +89,8 @@ typedef struct NeuronArgBlob {
     unsigned long long sbuf_base;  // SBUF tensor addresses are relative to this SoC address
     NeuronArgTensor args[NEURON_MAX_ARGS];
     uint8_t types[NEURON_MAX_ARGS];
-    uint8_t reserved[6];
+    uint8_t check_fill;  // checking mode: the byte new heap blocks are filled with (0: none)
+    uint8_t reserved[5];
     NeuronArgTensor output;
 } NeuronArgBlob;
 

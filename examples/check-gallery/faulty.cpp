@@ -8,6 +8,8 @@
 //   overlap     each core's slice runs one element into its neighbour's: two cores write it
 //   accumulate  y[i] += x[i]: reads the output before any core wrote it
 //   per_core    divides by the core count: the result changes with the count (--check=cores)
+//   stale_tile  y = 2x, but copies one element fewer into its TCM tile than it writes out:
+//               each tile's last element is whatever the tcm_malloc block held
 //   clean       the right way, for comparison: every check passes
 #include <stdint.h>
 #include <torch/torch.h>
@@ -83,6 +85,25 @@ torch::Tensor per_core(const torch::Tensor &x) {
     static float scale;
     scale = 1.0f / float(get_cpu_count());
     map(x, y, begin, end, [](float v, float) { return v * scale; });
+    return y;
+}
+
+torch::Tensor stale_tile(const torch::Tensor &x) {  // y = 2x
+    torch::Tensor y = get_dst_tensor();
+    size_t n = size_t(x.numel()), begin, end;
+    slice(n, &begin, &end);
+    auto in = x.tcm_accessor();
+    auto out = y.tcm_accessor();
+    for (size_t at = begin; at < end; at += TILE) {
+        size_t k = end - at < TILE ? end - at : TILE;
+        float *a = static_cast<float *>(torch::neuron::tcm_malloc(TILE * sizeof(float)));
+        if (a == nullptr) break;
+        // The mistake: k - 1 elements in, k out.
+        in.tensor_to_tcm<float>(a, at, k > 1 ? k - 1 : k);
+        for (size_t i = 0; i < k; i++) a[i] = a[i] * 2.0f;
+        out.tcm_to_tensor<float>(a, at, k);
+        torch::neuron::tcm_free(a);
+    }
     return y;
 }
 

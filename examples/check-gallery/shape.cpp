@@ -8,5 +8,6 @@ NEURON_LIBRARY(gallery, m) {
     m.def("overlap", &same_shape, "overlap_relu");
     m.def("accumulate", &same_shape, "accumulate");
     m.def("per_core", &same_shape, "per_core");
+    m.def("stale_tile", &same_shape, "stale_tile");
     m.def("clean", &same_shape, "clean_relu");
 }

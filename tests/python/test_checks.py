@@ -225,3 +225,54 @@ def test_a_kernel_that_writes_its_input_is_checked_from_the_same_input(tmp_path,
     y = lib.ops["twice"](v, check=True)  # a host array: the caller's stays as it was
     np.testing.assert_array_equal(y, 2 * v + 1)
     np.testing.assert_array_equal(v, np.arange(10, dtype=np.float32))
+
+
+def test_a_tcm_block_read_before_it_is_written_is_found(gallery):
+    """tcm_malloc blocks start poisoned in a checked launch (0xFF, then 0xA5 alone): each
+    core's tiles end in an element the kernel never copied in."""
+    err = findings(gallery.ops["stale_tile"])
+    init = [f for f in err.findings if f["check"] == "init"]
+    # 126 elements per core, tiles of 256: one tile per core, its last element.
+    got = sorted((f["cores"][0], tuple(map(tuple, f["ranges"]))) for f in init)
+    want = [(c, ((126 * c + 125, 126 * c + 126),)) for c in range(7)] + [(7, ((1002, 1003),))]
+    assert got == want, err
+
+
+EMPTY = """
+#include <torch/torch.h>
+torch::Tensor half_empty(const torch::Tensor &x) {
+    torch::Tensor t = torch::empty(x.sizes(), torch::kFloat);
+    auto a = t.accessor<float, 1>();
+    for (int64_t i = 0; i < x.numel(); i += 2) a[i] = x.accessor<float, 1>()[i];
+    return t;  // the odd elements are whatever the HBM heap held
+}
+"""
+EMPTY_SHAPE = """
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+torch::Tensor s(torch::Tensor x) { return torch::empty(x.sizes(), torch::kFloat); }
+NEURON_LIBRARY(empty_ops, m) { m.def("half", &s, "half_empty"); }
+"""
+
+
+@pytest.mark.parametrize("isa", ["host", "xtensa"])
+def test_torch_empty_starts_poisoned_and_its_unwritten_elements_are_found(tmp_path, isa):
+    from gpsimd_open import custom_op
+
+    (tmp_path / "k.cpp").write_text(EMPTY)
+    (tmp_path / "s.cpp").write_text(EMPTY_SHAPE)
+    lib = custom_op.load("empty_ops", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"],
+                         build_directory=tmp_path, isa=isa)
+    v = np.arange(1, 9, dtype=np.float32)
+    from gpsimd_open import CheckError
+
+    with pytest.raises(CheckError) as e:
+        lib.ops["half"](v, check=True)
+    # The copy of the tensor into the output carries the poison: in the launch 0xFF, alone
+    # 0xA5, so no run shows those elements written with a value of the kernel's own.
+    [f] = e.value.findings
+    assert f["check"] == "init" and "never written" in f["message"], f
+    assert f["ranges"] == [(1, 2), (3, 4), (5, 6), (7, 8)] and f["elements"] == 4, f
+    got = e.value.result
+    np.testing.assert_array_equal(got[0::2], v[0::2])
+    assert np.isnan(got[1::2]).all(), "the launch's torch::empty held the poison, 0xFF bytes"

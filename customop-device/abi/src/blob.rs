@@ -37,7 +37,10 @@ pub struct ArgBlob {
     pub sbuf_base: u64,
     pub args: [ArgTensor; MAX_ARGS],
     pub types: [u8; MAX_ARGS],
-    pub reserved: [u8; 6],
+    /// Checking mode (issue #27): the byte the runtime fills each heap block with when it
+    /// hands it out (`torch::empty`'s HBM, `tcm_malloc`, `malloc`); 0: blocks as they are.
+    pub check_fill: u8,
+    pub reserved: [u8; 5],
     /// The destination (output) tensor.
     pub output: ArgTensor,
 }
@@ -46,6 +49,7 @@ const _: () = assert!(size_of::<ArgBlob>() == 560);
 const _: () = assert!(offset_of!(ArgBlob, args) == 16);
 const _: () = assert!(offset_of!(ArgBlob, types) == 496);
 const _: () = assert!(offset_of!(ArgBlob, output) == 512);
+const _: () = assert!(offset_of!(ArgBlob, check_fill) == 506);
 const _: () = assert!(scratch::ARG_BLOB + size_of::<ArgBlob>() <= scratch::DATARAM_POOL);
 
 impl ArgBlob {
@@ -57,7 +61,8 @@ impl ArgBlob {
             sbuf_base,
             args: [ArgTensor::zeroed(); MAX_ARGS],
             types: [0; MAX_ARGS],
-            reserved: [0; 6],
+            check_fill: 0,
+            reserved: [0; 5],
             output: ArgTensor::zeroed(),
         }
     }

@@ -23,6 +23,7 @@ static_assert(sizeof(NeuronArgTensor) == {tensor}, "descriptor size");
 static_assert(sizeof(NeuronArgBlob) == {blob}, "blob size");
 static_assert(offsetof(NeuronArgBlob, args) == {args}, "blob args");
 static_assert(offsetof(NeuronArgBlob, types) == {types}, "blob types");
+static_assert(offsetof(NeuronArgBlob, check_fill) == {check_fill}, "blob check_fill");
 static_assert(offsetof(NeuronArgBlob, output) == {output}, "blob output");
 static_assert(NEURON_ARG_BLOB_OFFSET == {blob_at}, "blob offset");
 static_assert(NEURON_ARG_BLOB_MAGIC == {magic}u, "blob magic");
@@ -38,6 +39,7 @@ static_assert(offsetof(SUNDA_UCODE_LIB, register_ext_isa_fn_v3) == 8 * sizeof(vo
         blob = std::mem::size_of::<ArgBlob>(),
         args = std::mem::offset_of!(ArgBlob, args),
         types = std::mem::offset_of!(ArgBlob, types),
+        check_fill = std::mem::offset_of!(ArgBlob, check_fill),
         output = std::mem::offset_of!(ArgBlob, output),
         blob_at = scratch::ARG_BLOB,
         magic = ARG_BLOB_MAGIC,

@@ -17,9 +17,11 @@ pub extern "C" fn malloc(n: usize) -> *mut c_void {
     let Ok(n) = u32::try_from(n) else {
         return core::ptr::null_mut();
     };
-    STATE
+    let p = STATE
         .with(|s| s.libc_heap.alloc(n, MALLOC_ALIGN))
-        .map_or(core::ptr::null_mut(), |a| a as usize as *mut c_void)
+        .map_or(core::ptr::null_mut(), |a| a as usize as *mut c_void);
+    crate::runtime::poison_block(p as usize, n as usize);
+    p
 }
 
 /// `calloc(n, size)`: zeroed, with the product checked (an overflow is NULL, as C says).
@@ -41,9 +43,11 @@ pub extern "C" fn memalign(align: usize, n: usize) -> *mut c_void {
     let (Ok(a), Ok(n)) = (u32::try_from(align), u32::try_from(n)) else {
         return core::ptr::null_mut();
     };
-    STATE
+    let p = STATE
         .with(|s| s.libc_heap.alloc(n, a))
-        .map_or(core::ptr::null_mut(), |a| a as usize as *mut c_void)
+        .map_or(core::ptr::null_mut(), |a| a as usize as *mut c_void);
+    crate::runtime::poison_block(p as usize, n as usize);
+    p
 }
 
 /// C11 `aligned_alloc`: NULL for an alignment that is not a power of two.

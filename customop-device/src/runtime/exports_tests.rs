@@ -554,3 +554,39 @@ fn stdio_write_goes_through_the_host_service() {
         ]
     );
 }
+
+/// Checking mode (issue #27): with the blob's check_fill set, every block the heaps hand out
+/// starts as that byte (tcm_malloc, HBM blocks through neuron_hbm_allocate); without it,
+/// a block keeps what memory held.
+#[test]
+fn a_checked_launch_hands_out_poisoned_blocks() {
+    let _g = start();
+    runtime::init_for_launch();
+    let t = ArgTensor::hbm(DTYPE_INT32, TENSORS, &[1]);
+    write_args(&[t], t);
+    blob().check_fill = 0xA5;
+    runtime::setup();
+    let p = tcm_malloc(100).cast::<u8>();
+    // SAFETY: a 100-byte block just handed out.
+    let block = unsafe { core::slice::from_raw_parts_mut(p, 100) };
+    assert!(block.iter().all(|&b| b == 0xA5), "tcm_malloc: {block:?}");
+    block.fill(0x11);
+    tcm_free(p.cast());
+    let mut soc = 0u64;
+    // SAFETY: a valid out pointer.
+    assert_eq!(unsafe { neuron_hbm_allocate(64, &mut soc, 64) }, 0);
+    // SAFETY: the 64-byte HBM block just handed out, in the fake SoC buffer.
+    let hbm = unsafe { core::slice::from_raw_parts(map(soc, 64).cast::<u8>(), 64) };
+    assert!(hbm.iter().all(|&b| b == 0xA5), "HBM block: {hbm:?}");
+    assert_eq!(neuron_hbm_deallocate(soc), 0);
+    // Unchecked: the same block comes back as it was left.
+    blob().check_fill = 0;
+    runtime::setup();
+    let q = tcm_malloc(100).cast::<u8>();
+    assert_eq!(q, p, "first fit gives the same block");
+    // SAFETY: the same block, handed out again.
+    assert!(unsafe { core::slice::from_raw_parts(q, 100) }
+        .iter()
+        .all(|&b| b == 0x11));
+    tcm_free(q.cast());
+}

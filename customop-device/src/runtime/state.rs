@@ -85,6 +85,9 @@ pub struct State {
     pub memcpy_method: u32,
     pub curr_arg: usize,
     pub get_dst_tensor_called: bool,
+    /// Checking mode: the byte new heap blocks are filled with (the blob's `check_fill`;
+    /// 0: none).
+    pub check_fill: u8,
 }
 
 pub static STATE: Global<State> = Global::new(State {
@@ -108,6 +111,7 @@ pub static STATE: Global<State> = Global::new(State {
     memcpy_method: initial_memcpy_method(),
     curr_arg: 0,
     get_dst_tensor_called: false,
+    check_fill: 0,
 });
 
 /// DMA where an engine exists (the host's emulated one), VEC otherwise (docs/decisions.md,
@@ -232,9 +236,11 @@ pub fn setup() {
     } else {
         SBUF_WINDOW
     };
+    let fill = b.check_fill;
     STATE.with(|s| {
         s.curr_arg = 0;
         s.get_dst_tensor_called = false;
+        s.check_fill = fill;
         if sbuf != 0 {
             let r = &mut s.translate.records[SBUF_RECORD];
             r.ptr = sbuf & PINNED_MASK;
@@ -349,7 +355,22 @@ fn copy_tensor(dst: u64, src: u64, n: usize) {
 // ---- allocators ----
 
 pub fn hbm_allocate(size: u32, align: u32) -> Result<u64, HeapError> {
-    STATE.with(|s| s.hbm_heap.alloc(size, align))
+    let r = STATE.with(|s| s.hbm_heap.alloc(size, align));
+    if let Ok(soc) = r {
+        poison_block(local_of_hbm_scratch(soc), size as usize);
+    }
+    r
+}
+
+/// In checking mode, fills a block just handed out with the launch's fill byte, so that a
+/// kernel reading it before writing it shows (the device gives whatever was there).
+pub fn poison_block(local: usize, len: usize) {
+    let fill = STATE.with(|s| s.check_fill);
+    if fill != 0 && local != 0 {
+        // SAFETY: `local..local + len` is a block this core's heap just handed out, in
+        // memory the core owns.
+        unsafe { core::ptr::write_bytes(local as *mut u8, fill, len) };
+    }
 }
 
 pub fn hbm_deallocate(addr: u64) -> Result<(), HeapError> {
@@ -361,9 +382,13 @@ pub fn hbm_alloc_size(addr: u64) -> Option<u64> {
 }
 
 pub fn dataram_allocate(size: u32, align: u32) -> Result<usize, HeapError> {
-    STATE
+    let r = STATE
         .with(|s| s.dataram_heap.alloc(size, align))
-        .map(|a| a as usize)
+        .map(|a| a as usize);
+    if let Ok(p) = r {
+        poison_block(p, size as usize);
+    }
+    r
 }
 
 pub fn dataram_deallocate(p: usize) -> Result<(), HeapError> {

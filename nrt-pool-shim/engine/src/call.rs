@@ -208,7 +208,10 @@ impl PoolEngine {
             }
         }
         let (output, run, phases, check) = if self.checks.any() {
-            self.run_checking(&kernel, &launch_args, &sources, &spec, cores, to, start)?
+            let checked =
+                self.run_checking(&kernel, &launch_args, &sources, &spec, cores, to, start);
+            self.heap_fill = 0;
+            checked?
         } else {
             let (output, run, phases) =
                 self.run_checked(&kernel, &launch_args, &spec, Team::all(cores), to, start)?;

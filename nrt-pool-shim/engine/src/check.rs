@@ -456,8 +456,9 @@ impl PoolEngine {
         }
         let size = spec.dtype.size();
         let element = Element::new(size, POISON);
-        // 1. The launch, its output poisoned.
+        // 1. The launch, its output and new heap blocks poisoned.
         self.poison = Some(POISON);
+        self.heap_fill = POISON;
         let device_out = match &to {
             Destination::Device(d) => Some(d.clone()),
             _ => None,
@@ -508,6 +509,7 @@ impl PoolEngine {
                 }
                 Location::Sbuf => None,
             };
+            self.heap_fill = POISON_ALONE;
             for (c, differ) in differ.iter_mut().enumerate() {
                 if writes_inputs {
                     self.restore(&saved);
@@ -597,6 +599,7 @@ impl PoolEngine {
             }
             let mut differ = Ranges::default();
             self.poison = Some(POISON);
+            self.heap_fill = POISON;
             let rerun = self.run_inspect(kernel, args, spec, Team::all(other), None, |bytes| {
                 each_differing(bytes, launch_bytes, size, |e| differ.push(e as u64));
             });
@@ -620,6 +623,7 @@ impl PoolEngine {
             }
         }
 
+        self.heap_fill = 0;
         // The caller's inputs and output as the launch left them.
         self.restore_some(&saved, false);
         self.put_back(&launch_inputs);

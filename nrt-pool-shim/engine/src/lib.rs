@@ -120,6 +120,9 @@ pub struct PoolEngine {
     poison: Option<u8>,
     /// Host buffers checked launches reuse for their copies.
     check_buffers: Vec<Vec<u8>>,
+    /// Inside a checked launch's run: the byte the runtime fills new heap blocks with
+    /// (the blob's `check_fill`; 0 otherwise).
+    heap_fill: u8,
 }
 
 impl PoolEngine {
@@ -158,6 +161,7 @@ impl PoolEngine {
             checks: check::Checks::NONE,
             poison: None,
             check_buffers: Vec::new(),
+            heap_fill: 0,
         })
     }
 

@@ -105,6 +105,7 @@ impl PoolEngine {
         self.placed.clear();
         let mut sbuf_next = 0u64;
         let mut blob = self.marshal(kernel, args, &mut sbuf_next)?;
+        blob.check_fill = self.heap_fill;
         blob.output = match device {
             Some(d) => {
                 self.place_device("the output", d);
