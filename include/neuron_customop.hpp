@@ -41,6 +41,11 @@ double customop_next_scalar_f64(void);
 const NeuronArgTensor *customop_dst_tensor_desc(void);
 /// Copies `src` into the destination unless it was taken (vendor: customop_return_tensor).
 void customop_return_tensor_desc(const NeuronArgTensor *src);
+/// Checking mode (issue #27): a note for the engine's checks (nothing outside a checked
+/// launch). `kind`: NEURON_CHECK_NOTE_*.
+void customop_check_note(unsigned kind, unsigned count, unsigned long long a, unsigned long long b);
+#define NEURON_CHECK_NOTE_NO_DST_TENSOR 4
+#define NEURON_CHECK_NOTE_MULTICORE_ACCESSOR 5
 /// The SoC address of a tensor's data, and a local pointer to its first byte.
 unsigned long long customop_tensor_soc_addr(const NeuronArgTensor *t);
 void *customop_tensor_data(const NeuronArgTensor *t);

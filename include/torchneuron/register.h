@@ -170,6 +170,10 @@ inline void finish(const torch::Tensor &r) {
         m.s("customop: kernel '").s(current_kernel()).s("' returned an undefined tensor");
         fail(m);
     }
+    // Checking mode: a multicore kernel should write its part of get_dst_tensor(); each
+    // core's returned tensor is copied whole into the output instead.
+    if (get_cpu_count() > 1 && !dst_taken())
+        customop_check_note(NEURON_CHECK_NOTE_NO_DST_TENSOR, get_cpu_count(), 0, 0);
     NeuronArgTensor d = to_desc(r);
     customop_return_tensor_desc(&d);
 }

@@ -9,6 +9,8 @@ use crate::descriptor::ArgTensor;
 pub mod scratch {
     /// The argument blob the host writes before each launch ([`super::ArgBlob`]).
     pub const ARG_BLOB: usize = 0x800;
+    /// Checking mode's notes ([`crate::checklog`]), between the blob and the dataram pool.
+    pub const CHECK_LOG: usize = 0x1000;
     /// The dataram (TCM) heap's pool: 16 KiB.
     pub const DATARAM_POOL: usize = 0x3200;
     pub const DATARAM_POOL_SIZE: usize = 0x4000;
@@ -50,7 +52,9 @@ const _: () = assert!(offset_of!(ArgBlob, args) == 16);
 const _: () = assert!(offset_of!(ArgBlob, types) == 496);
 const _: () = assert!(offset_of!(ArgBlob, output) == 512);
 const _: () = assert!(offset_of!(ArgBlob, check_fill) == 506);
-const _: () = assert!(scratch::ARG_BLOB + size_of::<ArgBlob>() <= scratch::DATARAM_POOL);
+const _: () = assert!(scratch::ARG_BLOB + size_of::<ArgBlob>() <= scratch::CHECK_LOG);
+const _: () =
+    assert!(scratch::CHECK_LOG + crate::checklog::CHECK_LOG_SIZE <= scratch::DATARAM_POOL);
 
 impl ArgBlob {
     /// A blob for `n` arguments relative to `sbuf_base`, nothing placed yet.

@@ -11,6 +11,7 @@
 //! - [`control`]: the Pool control block cores report into (states, fault kinds, records).
 //! - [`stdio`]: early-output records and the descriptor they travel on.
 //! - [`rule`]: the vendor rules the checks cite.
+//! - [`checklog`]: checking mode's notes from a core's runtime.
 //!
 //! The C side: `include/neuron_customop.hpp` declares the same handoff and blob offsets,
 //! and the Xtensa board (`nrt-pool-shim/qemu/board/pool-board.c`) lays out the handoff for
@@ -21,6 +22,7 @@
 extern crate std;
 
 pub mod blob;
+pub mod checklog;
 pub mod control;
 pub mod descriptor;
 pub mod handoff;

@@ -222,8 +222,18 @@ pub unsafe extern "C" fn customop_return_tensor_desc(src: *const ArgTensor) {
 /// `customop_cleanup`: flushes stderr, then stdout.
 #[export_name = "_Z16customop_cleanupv"]
 pub extern "C" fn customop_cleanup() {
+    crate::runtime::check_leaks();
     crate::runtime::stdio::flush(2);
     crate::runtime::stdio::flush(1);
+}
+
+/// Checking mode: a note from the op API (`torch::` layer) for the engine, by
+/// `customop_abi::checklog::NoteKind` value (unknown kinds are ignored).
+#[no_mangle]
+pub extern "C" fn customop_check_note(kind: u32, count: u32, a: u64, b: u64) {
+    if let Some(k) = customop_abi::checklog::NoteKind::from_u32(kind) {
+        runtime::check_note(k, count, a, b);
+    }
 }
 
 // ---- translation ----
@@ -304,7 +314,11 @@ pub unsafe extern "C" fn neuron_hbm_allocate(size: u32, out: *mut u64, align: u3
 
 #[export_name = "_Z21neuron_hbm_deallocatey"]
 pub extern "C" fn neuron_hbm_deallocate(addr: u64) -> c_int {
-    status(runtime::hbm_deallocate(addr))
+    let r = runtime::hbm_deallocate(addr);
+    if r.is_err() {
+        runtime::check_note(customop_abi::checklog::NoteKind::DoubleFree, 0, addr, 1);
+    }
+    status(r)
 }
 
 #[export_name = "_Z25neuron_hbm_get_alloc_sizeyPj"]
@@ -352,8 +366,8 @@ pub extern "C" fn tcm_malloc(n: u32) -> *mut c_void {
 
 #[export_name = "_ZN2at6neuron8tcm_freeEPv"]
 pub extern "C" fn tcm_free(p: *mut c_void) {
-    if !p.is_null() {
-        let _ = runtime::dataram_deallocate(p as usize);
+    if !p.is_null() && runtime::dataram_deallocate(p as usize).is_err() {
+        runtime::check_note(customop_abi::checklog::NoteKind::DoubleFree, 0, p as u64, 0);
     }
 }
 
@@ -411,12 +425,14 @@ pub unsafe extern "C" fn customop_call_wrapper(f: Option<unsafe extern "C" fn()>
 /// HBM→local.
 #[export_name = "_Z13neuron_memcpyPvyj"]
 pub extern "C" fn neuron_memcpy_from_hbm(dst: *mut c_void, src: u64, n: u32) {
+    runtime::check_tcm_copy(dst as usize, n, true);
     runtime::memcpy_from_soc(dst as usize, src, n)
 }
 
 /// local→HBM.
 #[export_name = "_Z13neuron_memcpyyPvj"]
 pub extern "C" fn neuron_memcpy_to_hbm(dst: u64, src: *mut c_void, n: u32) {
+    runtime::check_tcm_copy(src as usize, n, false);
     runtime::memcpy_to_soc(dst, src as usize, n)
 }
 

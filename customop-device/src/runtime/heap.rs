@@ -334,6 +334,14 @@ impl<const N: usize> Heap<N> {
         self.nused
     }
 
+    /// Whether `addr` lies in a free block of the pool (memory no live allocation holds).
+    pub fn is_free(&self, addr: u64) -> bool {
+        self.free[..self.nfree].iter().any(|&(off, size)| {
+            let start = self.base + u64::from(off);
+            addr >= start && addr - start < u64::from(size)
+        })
+    }
+
     fn remove_free(&mut self, i: usize) {
         self.free.copy_within(i + 1..self.nfree, i);
         self.nfree -= 1;

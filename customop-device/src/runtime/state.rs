@@ -24,6 +24,7 @@ pub const HBM_SCRATCH_WINDOW: usize = 0x8400_0000;
 pub const PINNED_SPAN: u64 = 1 << 26;
 
 pub use customop_abi::blob::{scratch, ArgBlob, ARG_BLOB_MAGIC, ARG_TYPE_TENSOR, MAX_ARGS};
+use customop_abi::checklog::{CheckLogHeader, CheckNote, NoteKind, MAX_NOTES};
 
 /// `ArgExtractor` (504 bytes on 32-bit targets): the vendor's argument container.
 #[repr(C)]
@@ -88,6 +89,9 @@ pub struct State {
     /// Checking mode: the byte new heap blocks are filled with (the blob's `check_fill`;
     /// 0: none).
     pub check_fill: u8,
+    /// The TCM heap as the kernel found it (live blocks, free bytes); blocks beyond them at
+    /// its end were leaked.
+    pub heaps_at_setup: [(usize, u64); 1],
 }
 
 pub static STATE: Global<State> = Global::new(State {
@@ -112,6 +116,7 @@ pub static STATE: Global<State> = Global::new(State {
     curr_arg: 0,
     get_dst_tensor_called: false,
     check_fill: 0,
+    heaps_at_setup: [(0, 0); 1],
 });
 
 /// DMA where an engine exists (the host's emulated one), VEC otherwise (docs/decisions.md,
@@ -241,6 +246,10 @@ pub fn setup() {
         s.curr_arg = 0;
         s.get_dst_tensor_called = false;
         s.check_fill = fill;
+        s.heaps_at_setup = [(
+            s.dataram_heap.live_allocations(),
+            s.dataram_heap.free_bytes(),
+        )];
         if sbuf != 0 {
             let r = &mut s.translate.records[SBUF_RECORD];
             r.ptr = sbuf & PINNED_MASK;
@@ -360,6 +369,68 @@ pub fn hbm_allocate(size: u32, align: u32) -> Result<u64, HeapError> {
         poison_block(local_of_hbm_scratch(soc), size as usize);
     }
     r
+}
+
+/// Checking mode: writes a note into this core's check log (nothing outside checked
+/// launches; a full log counts what it drops).
+pub fn check_note(kind: NoteKind, count: u32, a: u64, b: u64) {
+    let (fill, data) = STATE.with(|s| (s.check_fill, s.data_scratch));
+    if fill == 0 || data == 0 {
+        return;
+    }
+    let header = (data + scratch::CHECK_LOG) as *mut CheckLogHeader;
+    // SAFETY: the data scratch area holds the log at CHECK_LOG (the scratch map: inside the
+    // area, 8-byte aligned); only this core writes it during a launch, the host reads it
+    // after.
+    unsafe {
+        let mut h = header.read_volatile();
+        if h.count as usize >= MAX_NOTES {
+            h.dropped = h.dropped.saturating_add(1);
+        } else {
+            let note = header.add(1).cast::<CheckNote>().add(h.count as usize);
+            note.write_volatile(CheckNote {
+                kind: kind as u32,
+                count,
+                a,
+                b,
+                reserved: 0,
+            });
+            h.count += 1;
+        }
+        header.write_volatile(h);
+    }
+}
+
+/// Checking mode, at the kernel's end: `tcm_malloc` blocks the kernel took and still holds.
+/// (HBM tensors are the launch's until it ends, when the heap is reset: not a leak.)
+pub fn check_leaks() {
+    let (now, before) = STATE.with(|s| {
+        (
+            (
+                s.dataram_heap.live_allocations(),
+                s.dataram_heap.free_bytes(),
+            ),
+            s.heaps_at_setup[0],
+        )
+    });
+    let blocks = now.0.saturating_sub(before.0);
+    if blocks > 0 {
+        check_note(
+            NoteKind::TcmLeak,
+            blocks as u32,
+            before.1.saturating_sub(now.1),
+            0,
+        );
+    }
+}
+
+/// Checking mode: a copy of `n` bytes into (`into`) or out of local memory at `local` that
+/// lies in a block the TCM heap has freed.
+pub fn check_tcm_copy(local: usize, n: u32, into: bool) {
+    if STATE.with(|s| s.check_fill == 0 || !s.dataram_heap.is_free(local as u64)) {
+        return;
+    }
+    check_note(NoteKind::UseAfterFree, n, local as u64, u64::from(into));
 }
 
 /// In checking mode, fills a block just handed out with the launch's fill byte, so that a

@@ -520,6 +520,8 @@ class Tensor {
         neuron::detail::StorageState &st = neuron::detail::state_of(soc_);
         if (st.warned) return;
         st.warned = true;
+        customop_check_note(NEURON_CHECK_NOTE_MULTICORE_ACCESSOR, get_cpu_count(), soc_,
+                            what[0] == 'a' ? 1 : 2);
         neuron::detail::Msg m;
         m.s("customop: warning: kernel '").s(neuron::detail::current_kernel()).s("': ").s(what).s("() on ").s(label_).s(" while ").i(get_cpu_count()).s(" cores run: standard and stream accessors race in multicore mode; use tcm_accessor()");
         neuron::detail::warn(m);

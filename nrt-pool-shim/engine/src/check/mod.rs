@@ -18,6 +18,11 @@ use std::fmt;
 
 use super::*;
 
+mod notes;
+mod scan;
+
+use scan::{each_differing, races, Element, Ranges, Written, BLOCK};
+
 /// The byte every output starts as in a checked launch: NaN in each float type, -1 in each
 /// signed integer type, the largest value of each unsigned one.
 pub const POISON: u8 = 0xFF;
@@ -125,13 +130,22 @@ impl Checks {
         Ok(checks)
     }
 
-    /// The checks on that this version cannot make yet: said in every report, never
-    /// passed over in silence.
-    pub fn unsupported(self) -> Vec<Check> {
-        [Check::Memory, Check::Rules]
-            .into_iter()
-            .filter(|&c| self.has(c))
-            .collect()
+    /// What the checks on cannot see: said in every report, never passed over in silence.
+    pub fn limits(self) -> Vec<&'static str> {
+        let mut said = Vec::new();
+        if self.has(Check::Memory) {
+            said.push(
+                "memory: stores past the end of a heap block are not seen, and host builds' \
+                 malloc is glibc's (the device heap's size holds on Xtensa cores only)",
+            );
+        }
+        if self.has(Check::Race) {
+            said.push(
+                "race: reads of elements another core writes are not seen by either backend; \
+                 such a read shows only where its value changes the output (an init finding)",
+            );
+        }
+        said
     }
 }
 
@@ -203,201 +217,6 @@ pub struct CheckReport {
     pub notes: Vec<String>,
 }
 
-/// Element ranges, gathered in increasing order.
-#[derive(Default)]
-struct Ranges {
-    shown: Vec<(u64, u64)>,
-    open: Option<(u64, u64)>,
-    count: u64,
-    elements: u64,
-}
-
-impl Ranges {
-    fn push(&mut self, e: u64) {
-        self.elements += 1;
-        match &mut self.open {
-            Some((_, end)) if *end == e => *end += 1,
-            _ => {
-                self.close();
-                self.open = Some((e, e + 1));
-            }
-        }
-    }
-
-    fn close(&mut self) {
-        if let Some(r) = self.open.take() {
-            self.count += 1;
-            if self.shown.len() < SHOWN_RANGES {
-                self.shown.push(r);
-            }
-        }
-    }
-
-    fn finding(
-        mut self,
-        check: Check,
-        kernel: &str,
-        cores: Vec<usize>,
-        what: String,
-    ) -> Option<Finding> {
-        self.close();
-        (self.elements > 0).then(|| Finding {
-            check,
-            kernel: kernel.into(),
-            cores,
-            tensor: "the output".into(),
-            what,
-            ranges: self.shown,
-            range_count: self.count,
-            elements: self.elements,
-        })
-    }
-}
-
-/// Output bytes are scanned in blocks of this many bytes (element sizes divide it).
-const BLOCK: usize = 64;
-
-/// A run's output against the launch's: which elements the run wrote (not all `fill`),
-/// and whether each holds what the launch gave it.
-struct Written<'a> {
-    bytes: &'a [u8],
-    launch: &'a [u8],
-    size: usize,
-    fill: u8,
-}
-
-impl Written<'_> {
-    /// Sets `bit` in `writers` for each element written, and puts those that differ from
-    /// the launch's in `differ`; the blocks that held any (to poison again). Blocks of
-    /// `fill` are passed over whole, and so is the comparison of a block equal to the
-    /// launch's.
-    fn scan(&self, writers: &mut [u8], bit: u8, differ: &mut Ranges) -> Vec<usize> {
-        match self.size {
-            1 => self.scan_sized::<1>(writers, bit, differ),
-            2 => self.scan_sized::<2>(writers, bit, differ),
-            4 => self.scan_sized::<4>(writers, bit, differ),
-            _ => self.scan_sized::<8>(writers, bit, differ),
-        }
-    }
-
-    fn scan_sized<const N: usize>(
-        &self,
-        writers: &mut [u8],
-        bit: u8,
-        differ: &mut Ranges,
-    ) -> Vec<usize> {
-        let fill = [self.fill; N];
-        let dirty = dirty_blocks(self.bytes, self.fill);
-        for &b in &dirty {
-            let at = b * BLOCK;
-            let end = (at + BLOCK).min(self.bytes.len());
-            let (block, launch) = (&self.bytes[at..end], &self.launch[at..end]);
-            let marks = &mut writers[at / N..end / N];
-            if launch == block {
-                for (m, el) in marks.iter_mut().zip(block.chunks_exact(N)) {
-                    if el != fill {
-                        *m |= bit;
-                    }
-                }
-                continue;
-            }
-            let elements = block.chunks_exact(N).zip(launch.chunks_exact(N));
-            for (i, (m, (el, was))) in marks.iter_mut().zip(elements).enumerate() {
-                if el != fill {
-                    *m |= bit;
-                    if el != was {
-                        differ.push((at / N + i) as u64);
-                    }
-                }
-            }
-        }
-        dirty
-    }
-}
-
-/// The `BLOCK`-byte blocks of `bytes` not all `fill`, in order: the output split between
-/// threads (the scan is memory-bound; each thread ORs a block's bytes with the fill).
-fn dirty_blocks(bytes: &[u8], fill: u8) -> Vec<usize> {
-    let blocks = bytes.len().div_ceil(BLOCK);
-    let part = |from: usize, to: usize| -> Vec<usize> {
-        (from..to)
-            .filter(|&b| {
-                let block = &bytes[b * BLOCK..((b + 1) * BLOCK).min(bytes.len())];
-                block.iter().fold(0u8, |d, &x| d | (x ^ fill)) != 0
-            })
-            .collect()
-    };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 8);
-    if threads == 1 || bytes.len() < (1 << 20) {
-        return part(0, blocks);
-    }
-    let per = blocks.div_ceil(threads);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..blocks)
-            .step_by(per)
-            .map(|from| {
-                let to = (from + per).min(blocks);
-                (from, to, scope.spawn(move || part(from, to)))
-            })
-            .collect();
-        // A part whose thread failed is scanned again here (nothing is passed over).
-        handles
-            .into_iter()
-            .flat_map(|(from, to, h)| h.join().unwrap_or_else(|_| part(from, to)))
-            .collect()
-    })
-}
-
-/// Calls `f(e)` for each `size`-byte element that differs between `a` and `b` (equal
-/// 64-byte blocks are passed over whole).
-fn each_differing(a: &[u8], b: &[u8], size: usize, mut f: impl FnMut(usize)) {
-    for (i, (x, y)) in a.chunks(BLOCK).zip(b.chunks(BLOCK)).enumerate() {
-        if x == y {
-            continue;
-        }
-        let first = i * BLOCK / size;
-        for (j, (p, q)) in x.chunks_exact(size).zip(y.chunks_exact(size)).enumerate() {
-            if p != q {
-                f(first + j);
-            }
-        }
-    }
-}
-
-/// Reads elements of one size as integers (the sizes dtypes have: 1, 2, 4, 8 bytes).
-#[derive(Clone, Copy)]
-struct Element {
-    size: usize,
-    fill: u64,
-}
-
-impl Element {
-    fn new(size: usize, fill: u8) -> Element {
-        Element {
-            size,
-            fill: Element::load(&[fill; 8], 0, size),
-        }
-    }
-
-    fn load(bytes: &[u8], e: usize, size: usize) -> u64 {
-        let at = e * size;
-        match size {
-            1 => u64::from(bytes[at]),
-            2 => u64::from(u16::from_ne_bytes([bytes[at], bytes[at + 1]])),
-            4 => u64::from(u32::from_ne_bytes(
-                bytes[at..at + 4].try_into().expect("4 bytes"),
-            )),
-            _ => u64::from_ne_bytes(bytes[at..at + 8].try_into().expect("8 bytes")),
-        }
-    }
-
-    fn changed(self, bytes: &[u8], e: usize) -> bool {
-        Element::load(bytes, e, self.size) != self.fill
-    }
-}
-
 impl PoolEngine {
     /// A checked launch (see the module): the launch's own run delivers the output to `to`;
     /// the runs after it only find things.
@@ -417,11 +236,9 @@ impl PoolEngine {
             checks,
             ..CheckReport::default()
         };
-        for c in checks.unsupported() {
-            report.notes.push(format!(
-                "check {c}: not made yet by this version (issue #27); nothing is said about it"
-            ));
-        }
+        report
+            .notes
+            .extend(checks.limits().into_iter().map(String::from));
         // An output that is also an input cannot start poisoned: run once, unchecked.
         if let Destination::Device(d) = &to {
             if args
@@ -459,6 +276,7 @@ impl PoolEngine {
         // 1. The launch, its output and new heap blocks poisoned.
         self.poison = Some(POISON);
         self.heap_fill = POISON;
+        self.clear_check_logs(cores);
         let device_out = match &to {
             Destination::Device(d) => Some(d.clone()),
             _ => None,
@@ -474,6 +292,10 @@ impl PoolEngine {
         );
         self.poison = None;
         let (output, run, phases) = first?;
+        // What the cores' runtimes noted (memory and rules), from the launch only.
+        report
+            .findings
+            .extend(self.check_log_findings(kernel, cores, checks));
         // What the launch wrote into its inputs: the caller gets it back at the end.
         let launch_inputs = self.restore(&saved);
         // A kernel that does not write its inputs in the launch does not alone either: the
@@ -591,9 +413,15 @@ impl PoolEngine {
             self.give_back(writers);
         }
 
-        // 3. The launch on another core count.
-        if checks.has(Check::Cores) {
-            let other = if cores > 1 { cores - 1 } else { 2 };
+        // 3. The launch on another core count (one fewer: a partition that only works for
+        // one count shows; a one-core launch is not split, so there is nothing to compare).
+        if checks.has(Check::Cores) && cores == 1 {
+            report.notes.push(
+                "cores: a launch on one core is not split between cores; nothing to compare".into(),
+            );
+        }
+        if checks.has(Check::Cores) && cores > 1 {
+            let other = cores - 1;
             if writes_inputs {
                 self.restore(&saved);
             }
@@ -631,18 +459,6 @@ impl PoolEngine {
             if let Some(dst) = self.device_bytes_mut(d) {
                 copy_parallel(dst, launch_bytes);
             }
-        }
-        if !checks.has(Check::Race) {
-            report.notes.push(
-                "race: not asked for; output elements several cores write are not looked for"
-                    .into(),
-            );
-        } else {
-            report.notes.push(
-                "race: reads of elements another core writes are not seen by either backend; \
-                 such a read shows only where its value changes the output (an init finding)"
-                    .into(),
-            );
         }
         self.give_back(copied);
         for (_, b) in saved {
@@ -729,43 +545,6 @@ fn overlaps(e: &PoolEngine, a: &DeviceTensor, b: &DeviceTensor) -> bool {
     a.soc < b.soc + lb && b.soc < a.soc + la
 }
 
-/// The output's elements written by more than one core, one finding per set of cores.
-fn races(kernel: &str, writers: &[u8]) -> Vec<Finding> {
-    let mut by_set: Vec<(u8, Ranges)> = Vec::new();
-    // Masks with two bits or more, found a block at a time (x & (x - 1) keeps all but the
-    // lowest bit).
-    let shared = writers
-        .chunks(BLOCK)
-        .enumerate()
-        .filter(|(_, c)| c.iter().fold(0, |d, &w| d | (w & w.wrapping_sub(1))) != 0)
-        .flat_map(|(k, c)| c.iter().enumerate().map(move |(i, &w)| (k * BLOCK + i, w)));
-    for (e, w) in shared {
-        if w.count_ones() < 2 {
-            continue;
-        }
-        match by_set.iter_mut().find(|(s, _)| *s == w) {
-            Some((_, r)) => r.push(e as u64),
-            None => {
-                let mut r = Ranges::default();
-                r.push(e as u64);
-                by_set.push((w, r));
-            }
-        }
-    }
-    by_set
-        .into_iter()
-        .filter_map(|(set, r)| {
-            let cores: Vec<usize> = (0..8).filter(|c| set & (1 << c) != 0).collect();
-            r.finding(
-                Check::Race,
-                kernel,
-                cores,
-                "written by more than one core".into(),
-            )
-        })
-        .collect()
-}
-
 /// `to` lent for one run.
 fn reborrow<'a>(to: &'a mut Destination<'_>) -> Destination<'a> {
     match to {
@@ -791,71 +570,7 @@ mod tests {
         assert!(!Checks::DEFAULT.has(Check::Cores));
         let e = Checks::parse("init,raec").unwrap_err();
         assert!(e.contains("unknown check 'raec'"), "{e}");
-        assert_eq!(Checks::DEFAULT.unsupported(), [Check::Memory, Check::Rules]);
-    }
-
-    #[test]
-    fn written_elements_are_found_block_by_block_and_in_the_tail() {
-        // 21 f32 elements: a block of 16, then a tail of 5.
-        let mut run = vec![0xA5u8; 4 * 21];
-        let mut launch = vec![0u8; 4 * 21];
-        run[4 * 3 + 2] = 0; // element 3: written, as in the launch
-        launch[4 * 3..4 * 4].copy_from_slice(&run[4 * 3..4 * 4]);
-        run[4 * 20] = 1; // element 20, in the tail: written, not as in the launch
-        let w = Written {
-            bytes: &run,
-            launch: &launch,
-            size: 4,
-            fill: 0xA5,
-        };
-        let mut writers = vec![0u8; 21];
-        writers[3] = 0b100;
-        let mut differ = Ranges::default();
-        let dirty = w.scan(&mut writers, 0b10, &mut differ);
-        assert_eq!(dirty, [0, 1]);
-        assert_eq!((writers[3], writers[20], writers[0]), (0b110, 0b10, 0));
-        assert_eq!((differ.elements, differ.open), (1, Some((20, 21))));
-        // Bytes of the element size 1, and a block equal to the launch's.
-        let run = [0xA5, 7, 0xA5];
-        let w = Written {
-            bytes: &run,
-            launch: &run,
-            size: 1,
-            fill: 0xA5,
-        };
-        let mut writers = [0u8; 3];
-        let mut differ = Ranges::default();
-        assert_eq!(w.scan(&mut writers, 1, &mut differ), [0]);
-        assert_eq!((writers, differ.elements), ([0, 1, 0], 0));
-        // Every thread's part of a large output.
-        let mut big = vec![0xA5u8; 3 << 20];
-        big[(2 << 20) + 65] = 0;
-        assert_eq!(dirty_blocks(&big, 0xA5), [((2 << 20) + 65) / BLOCK]);
-    }
-
-    #[test]
-    fn findings_show_the_first_ranges_then_count() {
-        let mut r = Ranges::default();
-        for e in [1, 2, 3, 7, 9, 10, 12, 20, 21] {
-            r.push(e);
-        }
-        let f = r
-            .finding(Check::Init, "k", vec![], "never written".into())
-            .unwrap();
-        assert_eq!((f.range_count, f.elements), (5, 9));
-        assert_eq!(
-            f.to_string(),
-            "check init: kernel 'k', the output: never written: elements [1, 4) [7] [9, 11) [12] \
-             and 1 more range(s) (9 elements)"
-        );
-        let writers = [0b1, 0b11, 0b11, 0b110, 0];
-        let found = races("k", &writers);
-        assert_eq!(found.len(), 2);
-        assert_eq!(found[0].cores, [0, 1]);
-        assert_eq!(found[0].ranges, [(1, 3)]);
-        assert_eq!(found[1].cores, [1, 2]);
-        assert!(Ranges::default()
-            .finding(Check::Race, "k", vec![], String::new())
-            .is_none());
+        assert_eq!(Checks::DEFAULT.limits().len(), 2);
+        assert!(Checks::parse("init").unwrap().limits().is_empty());
     }
 }

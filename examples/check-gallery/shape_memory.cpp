@@ -1,0 +1,12 @@
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+
+torch::Tensor same_shape(torch::Tensor x) { return torch::empty(x.sizes(), torch::kFloat); }
+
+NEURON_LIBRARY(gallery_mem, m) {
+    m.def("leaky", &same_shape, "leaky");
+    m.def("double_free", &same_shape, "double_free");
+    m.def("stale_free", &same_shape, "stale_free");
+    m.def("standard_mc", &same_shape, "standard_mc");
+    m.def("no_dst", &same_shape, "no_dst");
+}

@@ -1,0 +1,205 @@
+//! The notes a core's runtime wrote during a checked launch (its check log in the data
+//! scratch area: `customop_abi::checklog`), read after the launch into memory and rules
+//! findings. The log is device memory a kernel could have overwritten: it is read through
+//! bounds-checked little-endian fields, never cast.
+
+use customop_abi::blob::scratch;
+use customop_abi::checklog::{NoteKind, CHECK_LOG_SIZE, MAX_NOTES};
+
+use super::super::PoolEngine;
+use super::{Check, Checks, Finding};
+
+/// One note as read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Note {
+    kind: NoteKind,
+    count: u32,
+    a: u64,
+    b: u64,
+}
+
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// The notes in a log's bytes (header, then 32-byte notes), and how many were dropped;
+/// notes of unknown kinds are passed over.
+fn parse(log: &[u8]) -> (Vec<Note>, u32) {
+    let count = u32_at(log, 0).unwrap_or(0).min(MAX_NOTES as u32) as usize;
+    let dropped = u32_at(log, 4).unwrap_or(0);
+    let notes = (0..count)
+        .filter_map(|i| {
+            let at = 32 + i * 32;
+            Some(Note {
+                kind: NoteKind::from_u32(u32_at(log, at)?)?,
+                count: u32_at(log, at + 4)?,
+                a: u64_at(log, at + 8)?,
+                b: u64_at(log, at + 16)?,
+            })
+        })
+        .collect();
+    (notes, dropped)
+}
+
+impl PoolEngine {
+    /// Empties the check logs of cores `0..cores` before a checked launch.
+    pub(super) fn clear_check_logs(&mut self, cores: usize) {
+        for c in 0..cores {
+            let soc = self.memory.scratch[c].soc + scratch::CHECK_LOG as u64;
+            if let Some(log) = self.memory.bytes_populated(soc, 32) {
+                log.fill(0);
+            }
+        }
+    }
+
+    /// The findings in the check logs of cores `0..cores` that `checks` asks for, notes of
+    /// one kind and text on several cores as one finding.
+    pub(super) fn check_log_findings(
+        &self,
+        kernel: &str,
+        cores: usize,
+        checks: Checks,
+    ) -> Vec<Finding> {
+        let mut found: Vec<Finding> = Vec::new();
+        for c in 0..cores {
+            let soc = self.memory.scratch[c].soc + scratch::CHECK_LOG as u64;
+            let Some(log) = self.memory.read(soc, CHECK_LOG_SIZE) else {
+                continue;
+            };
+            let (notes, dropped) = parse(log);
+            let mut said: Vec<(Check, String, String)> = notes
+                .iter()
+                .map(|n| self.say(n))
+                .filter(|(check, _, _)| checks.has(*check))
+                .collect();
+            if dropped > 0 {
+                said.push((
+                    Check::Memory,
+                    "the check log".into(),
+                    format!("{dropped} more note(s) did not fit"),
+                ));
+            }
+            for (check, tensor, what) in said {
+                match found
+                    .iter_mut()
+                    .find(|f| f.check == check && f.tensor == tensor && f.what == what)
+                {
+                    Some(f) => {
+                        if !f.cores.contains(&c) {
+                            f.cores.push(c);
+                        }
+                    }
+                    None => found.push(Finding {
+                        check,
+                        kernel: kernel.into(),
+                        cores: vec![c],
+                        tensor,
+                        what,
+                        ranges: Vec::new(),
+                        range_count: 0,
+                        elements: 0,
+                    }),
+                }
+            }
+        }
+        found
+    }
+
+    /// A note's check, what it is about, and what it says.
+    fn say(&self, n: &Note) -> (Check, String, String) {
+        match n.kind {
+            NoteKind::DoubleFree if n.b == 0 => (
+                Check::Memory,
+                "a tcm_malloc block".into(),
+                "tcm_free of a block already freed, or of no tcm_malloc block".into(),
+            ),
+            NoteKind::DoubleFree => (
+                Check::Memory,
+                "an HBM block".into(),
+                format!("freed twice, or never allocated (SoC {:#x})", n.a),
+            ),
+            NoteKind::TcmLeak | NoteKind::HbmLeak => (
+                Check::Memory,
+                "tcm_malloc blocks".into(),
+                format!(
+                    "{} block(s), {} bytes, still held when the kernel returned (tcm_free them)",
+                    n.count, n.a
+                ),
+            ),
+            NoteKind::UseAfterFree => (
+                Check::Memory,
+                "a tcm_malloc block".into(),
+                format!(
+                    "a copy of {} bytes {} TCM, in a block already freed (tcm_free)",
+                    n.count,
+                    if n.b == 1 { "into" } else { "out of" },
+                ),
+            ),
+            NoteKind::NoDstTensor => (
+                Check::Rules,
+                "the output".into(),
+                format!(
+                    "a multicore launch ({} cores) whose kernel never called get_dst_tensor(): \
+                     every core's returned tensor is copied whole into the output",
+                    n.count
+                ),
+            ),
+            NoteKind::MulticoreAccessor => (
+                Check::Rules,
+                self.tensor_label(n.a),
+                format!(
+                    "a {} accessor while {} cores run (they race on the device; use \
+                     tcm_accessor())",
+                    if n.b == 1 { "standard" } else { "stream" },
+                    n.count
+                ),
+            ),
+        }
+    }
+
+    /// The name of the placed tensor at SoC `soc` ("argument 0 (x)", "the output"), else
+    /// its address.
+    fn tensor_label(&self, soc: u64) -> String {
+        self.placed
+            .iter()
+            .find(|t| soc >= t.soc && soc - t.soc < t.len.max(1))
+            .map_or_else(
+                || format!("the tensor at SoC {soc:#x}"),
+                |t| t.label.clone(),
+            )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logs_parse_through_checked_fields() {
+        let mut log = vec![0u8; CHECK_LOG_SIZE];
+        log[0..4].copy_from_slice(&3u32.to_le_bytes());
+        log[4..8].copy_from_slice(&2u32.to_le_bytes());
+        log[32..36].copy_from_slice(&(NoteKind::TcmLeak as u32).to_le_bytes());
+        log[36..40].copy_from_slice(&2u32.to_le_bytes());
+        log[40..48].copy_from_slice(&512u64.to_le_bytes());
+        log[64..68].copy_from_slice(&99u32.to_le_bytes()); // unknown kind: passed over
+        log[96..100].copy_from_slice(&(NoteKind::DoubleFree as u32).to_le_bytes());
+        log[112..120].copy_from_slice(&1u64.to_le_bytes());
+        let (notes, dropped) = parse(&log);
+        assert_eq!(dropped, 2);
+        assert_eq!(notes.len(), 2);
+        assert_eq!(
+            (notes[0].kind, notes[0].count, notes[0].a),
+            (NoteKind::TcmLeak, 2, 512)
+        );
+        assert_eq!((notes[1].kind, notes[1].b), (NoteKind::DoubleFree, 1));
+        // A count past the log, and a short log: no panic, nothing made up.
+        log[0..4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(parse(&log).0.len(), 2);
+        assert_eq!(parse(&log[..40]).0.len(), 0);
+    }
+}
