@@ -46,6 +46,9 @@ void customop_return_tensor_desc(const NeuronArgTensor *src);
 void customop_check_note(unsigned kind, unsigned count, unsigned long long a, unsigned long long b);
 #define NEURON_CHECK_NOTE_NO_DST_TENSOR 4
 #define NEURON_CHECK_NOTE_MULTICORE_ACCESSOR 5
+/// Whether this launch is checked; whether `p` is a block of the runtime's malloc heap.
+bool customop_checking(void);
+bool customop_heap_owns(const void *p);
 /// The SoC address of a tensor's data, and a local pointer to its first byte.
 unsigned long long customop_tensor_soc_addr(const NeuronArgTensor *t);
 void *customop_tensor_data(const NeuronArgTensor *t);

@@ -158,7 +158,7 @@ def test_nrt_pool_run_check_exits_4_writes_the_output_and_lists_findings(gallery
     assert p.returncode == 4, err
     assert "nrt-pool: check init: kernel 'remainder', the output: never written by any core" in err
     assert "elements [1000, 1003) (3 elements)" in err
-    assert "note: memory: stores past the end of a heap block are not seen" in err, \
+    assert "note: memory: plain stores past the end of a heap block are not seen" in err, \
         "what the checks cannot see is said, not hidden"
     y = np.load(out)
     np.testing.assert_array_equal(y[:1000], np.maximum(x(), 0)[:1000])
@@ -345,3 +345,44 @@ def test_standard_accessors_on_several_cores_and_a_missing_get_dst_tensor_break_
     [f] = only(err, "rules")
     assert "never called get_dst_tensor()" in f["message"], f
     assert only(err, "race"), "every core writes the whole output"
+
+
+BIG_VECTOR = """
+#include <vector>
+#include <torch/torch.h>
+torch::Tensor big(const torch::Tensor &x) {
+    std::vector<float> small(100, 1.0f);  // fits the device heap
+    std::vector<float> v(size_t(1) << 20, 2.0f);  // 4 MiB: the device heap holds 36352 bytes
+    torch::Tensor y = torch::empty(x.sizes(), torch::kFloat);
+    auto in = x.accessor<float, 1>();
+    auto out = y.accessor<float, 1>();
+    for (int64_t i = 0; i < x.numel(); i++) out[i] = in[i] * v[size_t(i)] + small[0];
+    return y;
+}
+"""
+BIG_SHAPE = """
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+torch::Tensor s(torch::Tensor x) { return torch::empty(x.sizes(), torch::kFloat); }
+NEURON_LIBRARY(big_ops, m) { m.def("big", &s, "big"); }
+"""
+
+
+def test_host_cores_hold_new_to_the_device_heap_in_a_checked_launch(tmp_path):
+    """A 4 MiB std::vector passes a host build and faults its device build: checked, the
+    host build's new takes the device heap and the check says where it runs out."""
+    from gpsimd_open import CheckError, custom_op
+
+    (tmp_path / "k.cpp").write_text(BIG_VECTOR)
+    (tmp_path / "s.cpp").write_text(BIG_SHAPE)
+    lib = custom_op.load("big_ops", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"],
+                         build_directory=tmp_path)
+    v = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(lib.ops["big"](v), v * 2 + 1)  # unchecked: glibc's heap
+    with pytest.raises(CheckError) as e:
+        lib.ops["big"](v, check="memory")
+    [f] = e.value.findings
+    assert "new of 4194304 bytes finds the device heap" in f["message"], f
+    assert f["cores"] == [0] and f["tensor"] == "the core's heap", f
+    np.testing.assert_array_equal(e.value.result, v * 2 + 1)
+    np.testing.assert_array_equal(lib.ops["big"](v, check=False), v * 2 + 1)

@@ -58,6 +58,9 @@ pub enum NoteKind {
     /// A copy of `count` bytes into (b = 1) or out of (b = 0) TCM at `a`, inside a block
     /// the TCM heap had freed.
     UseAfterFree = 6,
+    /// A host build's `new` of `a` bytes the device heap could not give (the device build
+    /// fails there).
+    HeapFull = 7,
 }
 
 impl NoteKind {
@@ -69,6 +72,7 @@ impl NoteKind {
             4 => NoteKind::NoDstTensor,
             5 => NoteKind::MulticoreAccessor,
             6 => NoteKind::UseAfterFree,
+            7 => NoteKind::HeapFull,
             _ => return None,
         })
     }

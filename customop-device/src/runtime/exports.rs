@@ -227,6 +227,20 @@ pub extern "C" fn customop_cleanup() {
     crate::runtime::stdio::flush(1);
 }
 
+/// Whether this launch is checked (the blob's `check_fill`): host builds' `new` then takes
+/// the device heap, as `malloc` does.
+#[no_mangle]
+pub extern "C" fn customop_checking() -> bool {
+    runtime::STATE.with(|s| s.check_fill != 0)
+}
+
+/// Whether `p` is a live block of the runtime's malloc heap (host builds' `delete` gives
+/// such blocks back to it, others to glibc).
+#[no_mangle]
+pub extern "C" fn customop_heap_owns(p: *const c_void) -> bool {
+    runtime::STATE.with(|s| s.libc_heap.alloc_size(p as usize as u64).is_some())
+}
+
 /// Checking mode: a note from the op API (`torch::` layer) for the engine, by
 /// `customop_abi::checklog::NoteKind` value (unknown kinds are ignored).
 #[no_mangle]

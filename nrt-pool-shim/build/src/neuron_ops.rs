@@ -415,6 +415,8 @@ pub(crate) fn generate_wrapper(lib: &NeuronLibrary, kernels: &[Kernel], host: bo
     );
     s.push_str(EXCEPTION_GUARD);
     s.push('\n');
+    s.push_str(crate::wrapper::HOST_HEAP);
+    s.push('\n');
     for (op, k) in lib.ops.iter().zip(kernels) {
         // The host objects name int64_t as `long` (LP64); the device's int64_t is
         // `long long` (ILP32), so the device declaration spells the type, not the host's name.

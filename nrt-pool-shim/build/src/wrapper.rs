@@ -31,6 +31,8 @@ pub fn generate_wrapper(kernels: &[KernelSig], schema_text: &str) -> String {
     );
     s.push_str(EXCEPTION_GUARD);
     s.push('\n');
+    s.push_str(HOST_HEAP);
+    s.push('\n');
     // Declarations carry no parameter names and helpers are named by index, so no name
     // from the schema can clash with generated code (docs/decisions.md D39).
     for k in kernels {
@@ -134,6 +136,44 @@ static void neuron_uncaught(const char *what) {
     }
 #else
 #define NEURON_GUARDED(call) call
+#endif
+"#;
+
+/// Host builds, checking mode (issue #27): `malloc` is the runtime's (the device's libc
+/// heap, D17) on both backends, but `new` went to libstdc++'s, which takes glibc's heap, so
+/// a container that outgrows the device heap passed on host cores. In a checked launch
+/// `new` takes the device heap too, and where it is full the engine's checks get a note
+/// (the allocation then comes from glibc's heap, so the launch still runs). Outside
+/// checked launches `new` stays glibc's. Device builds have the real heap: nothing here.
+pub(crate) const HOST_HEAP: &str = r#"#ifndef __XTENSA__
+#include <new>
+extern "C" void *__libc_malloc(size_t);
+extern "C" void __libc_free(void *);
+static void *neuron_new(size_t n) {
+    if (n == 0) n = 1;
+    if (customop_checking()) {
+        if (void *p = malloc(n)) return p;
+        customop_check_note(7, 0, n, 0);
+    }
+    void *p = __libc_malloc(n);
+#if defined(__cpp_exceptions)
+    if (!p) throw std::bad_alloc();
+#endif
+    return p;
+}
+static void neuron_delete(void *p) {
+    if (!p) return;
+    if (customop_heap_owns(p)) free(p);
+    else __libc_free(p);
+}
+void *operator new(size_t n) { return neuron_new(n); }
+void *operator new[](size_t n) { return neuron_new(n); }
+void *operator new(size_t n, const std::nothrow_t &) noexcept { return neuron_new(n); }
+void *operator new[](size_t n, const std::nothrow_t &) noexcept { return neuron_new(n); }
+void operator delete(void *p) noexcept { neuron_delete(p); }
+void operator delete[](void *p) noexcept { neuron_delete(p); }
+void operator delete(void *p, size_t) noexcept { neuron_delete(p); }
+void operator delete[](void *p, size_t) noexcept { neuron_delete(p); }
 #endif
 "#;
 

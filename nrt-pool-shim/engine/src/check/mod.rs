@@ -134,10 +134,7 @@ impl Checks {
     pub fn limits(self) -> Vec<&'static str> {
         let mut said = Vec::new();
         if self.has(Check::Memory) {
-            said.push(
-                "memory: stores past the end of a heap block are not seen, and host builds' \
-                 malloc is glibc's (the device heap's size holds on Xtensa cores only)",
-            );
+            said.push("memory: plain stores past the end of a heap block are not seen");
         }
         if self.has(Check::Race) {
             said.push(

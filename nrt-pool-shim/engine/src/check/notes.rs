@@ -139,6 +139,15 @@ impl PoolEngine {
                     if n.b == 1 { "into" } else { "out of" },
                 ),
             ),
+            NoteKind::HeapFull => (
+                Check::Memory,
+                "the core's heap".into(),
+                format!(
+                    "new of {} bytes finds the device heap (malloc and new: 36352 bytes, 128 \
+                     blocks) full: the device build fails here",
+                    n.a
+                ),
+            ),
             NoteKind::NoDstTensor => (
                 Check::Rules,
                 "the output".into(),
