@@ -106,7 +106,17 @@ def test_loading_from_threads(isa, tmp_path):
     assert errors == [None] * 4, errors
 
 
-def test_ctrl_c_stops_a_long_kernel_and_the_next_call_works(isa, tmp_path):
+@pytest.fixture
+def ctrl_c_raises():
+    """Ctrl-C raises KeyboardInterrupt in this test, as in an interactive Python: a process
+    started in the background by a shell without job control (CI runners, `cmd &` in a
+    script) inherits SIGINT ignored, and Python then leaves it ignored."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_ctrl_c_stops_a_long_kernel_and_the_next_call_works(isa, tmp_path, ctrl_c_raises):
     (tmp_path / "k.cpp").write_text(SPIN)
     (tmp_path / "s.cpp").write_text(SPIN_SHAPE)
     lib = custom_op.load("spin_ops", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"], build_directory=tmp_path, isa=isa)
