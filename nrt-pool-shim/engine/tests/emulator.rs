@@ -805,3 +805,43 @@ fn tensors_without_elements_are_refused_naming_the_argument() {
         .unwrap_err();
     assert!(err.to_string().contains("has no elements"), "{err}");
 }
+
+/// Checking mode (issue #27) at the engine's level: a correct multicore kernel checks clean
+/// with its output in HBM and in SBUF (placed with each run), and the caller gets the
+/// unchecked launch's bytes.
+#[test]
+fn checked_launches_of_a_correct_kernel_find_nothing_wherever_the_output_lies() {
+    use nrt_pool_engine::check::Checks;
+    use nrt_pool_engine::{Call, Destination, Output};
+    let dir = tempfile::tempdir().unwrap();
+    let mut e = engine(&common::examples(dir.path()));
+    let n = 10_003usize;
+    let x: Vec<f32> = (0..n).map(|i| (i as f32).cos() * 10.0).collect();
+    let want: Vec<f32> = x.iter().map(|v| v * 0.75 + 2.0).collect();
+    let xt = HostTensor::from_f32(vec![n as u64], &x).unwrap();
+    let args = vec![
+        LaunchArg::Tensor(xt, Location::Hbm),
+        LaunchArg::f32(0.75),
+        LaunchArg::f32(2.0),
+    ];
+    e.checks = Checks::ALL;
+    for loc in [Location::Hbm, Location::Sbuf] {
+        let mut output = e.output_for("scale_add_mc", &args).unwrap();
+        output.location = loc;
+        let called = e
+            .call(Call {
+                target: "scale_add_mc",
+                args: args.iter().map(LaunchArg::value).collect(),
+                output: Output::Known(output),
+                to: Destination::Host,
+                cores: Some(8),
+            })
+            .unwrap();
+        assert!(
+            called.check.findings.is_empty(),
+            "{loc:?}: {:?}",
+            called.check.findings
+        );
+        assert_eq!(called.output.unwrap().to_f32().unwrap(), want, "{loc:?}");
+    }
+}

@@ -334,6 +334,10 @@ impl PoolEngine {
                     self.restore(&saved);
                 }
                 let mut dirty = Vec::new();
+                if alone_out.is_none() {
+                    // An SBUF output is placed with each run, poisoned as it is placed.
+                    self.poison = Some(POISON_ALONE);
+                }
                 let alone = self.run_inspect(
                     kernel,
                     args,
