@@ -311,6 +311,16 @@ impl PoolEngine {
         };
         let numel = launch_bytes.len() / size.max(1);
 
+        // The later runs' output: an HBM output is one device tensor for all of them (its
+        // pages faulted in once), poisoned for each as it needs; an SBUF one is placed with
+        // each run.
+        let alone_out = match spec.location {
+            Location::Hbm if checks.has(Check::Init) || checks.has(Check::Race) || cores > 1 => {
+                Some(self.alloc_device_for_overwrite(spec.dtype, spec.shape.clone())?)
+            }
+            _ => None,
+        };
+
         // 2. Each core alone: what it writes, and whether it writes what it wrote in the launch.
         // An HBM output is one device tensor for all of them, poisoned once; only the
         // blocks a core changed are poisoned again after it.
@@ -318,16 +328,9 @@ impl PoolEngine {
             let mut writers = self.take_buffer();
             writers.resize(numel, 0);
             let mut differ: Vec<Ranges> = (0..cores).map(|_| Ranges::default()).collect();
-            let alone_out = match spec.location {
-                Location::Hbm => {
-                    let d = self.alloc_device_for_overwrite(spec.dtype, spec.shape.clone())?;
-                    if let Some(dst) = self.device_bytes_mut(&d) {
-                        fill_parallel(dst, POISON_ALONE);
-                    }
-                    Some(d)
-                }
-                Location::Sbuf => None,
-            };
+            if let Some(dst) = alone_out.as_ref().and_then(|d| self.device_bytes_mut(d)) {
+                fill_parallel(dst, POISON_ALONE);
+            }
             self.heap_fill = POISON_ALONE;
             for (c, differ) in differ.iter_mut().enumerate() {
                 if writes_inputs {
@@ -372,9 +375,6 @@ impl PoolEngine {
                         elements: 0,
                     });
                 }
-            }
-            if let Some(d) = &alone_out {
-                self.free_device(d);
             }
             if checks.has(Check::Init) {
                 let mut never = Ranges::default();
@@ -427,9 +427,13 @@ impl PoolEngine {
                 self.restore(&saved);
             }
             let mut differ = Ranges::default();
-            self.poison = Some(POISON);
+            match alone_out.as_ref().and_then(|d| self.device_bytes_mut(d)) {
+                Some(dst) => fill_parallel(dst, POISON),
+                None => self.poison = Some(POISON),
+            }
             self.heap_fill = POISON;
-            let rerun = self.run_inspect(kernel, args, spec, Team::all(other), None, |bytes| {
+            let into = alone_out.as_ref();
+            let rerun = self.run_inspect(kernel, args, spec, Team::all(other), into, |bytes| {
                 each_differing(bytes, launch_bytes, size, |e| differ.push(e as u64));
             });
             match rerun {
@@ -452,6 +456,9 @@ impl PoolEngine {
             }
         }
 
+        if let Some(d) = &alone_out {
+            self.free_device(d);
+        }
         self.heap_fill = 0;
         // The caller's inputs and output as the launch left them.
         self.restore_some(&saved, false);
