@@ -386,3 +386,81 @@ def test_host_cores_hold_new_to_the_device_heap_in_a_checked_launch(tmp_path):
     assert f["cores"] == [0] and f["tensor"] == "the core's heap", f
     np.testing.assert_array_equal(e.value.result, v * 2 + 1)
     np.testing.assert_array_equal(lib.ops["big"](v, check=False), v * 2 + 1)
+
+
+STALE_WINDOW = """
+#include <torch/torch.h>
+// Reads through a pointer neuron_translate gave before its dynamic window was reprogrammed:
+// the three dynamic windows are taken by +64, +80 and +96 MiB, and +112 MiB takes the
+// first one back. On the device the old pointer then reads +112 MiB's bytes.
+torch::Tensor stale(const torch::Tensor &x) {
+    NeuronArgTensor d = torch::neuron::detail::to_desc(x);
+    unsigned long long soc = customop_tensor_soc_addr(&d);
+    void *ctx = neuron_translate_ctx();
+    const float *old = static_cast<const float *>(neuron_translate(ctx, soc + (64ull << 20)));
+    for (unsigned long long mib : {80ull, 96ull, 112ull}) neuron_translate(ctx, soc + (mib << 20));
+    torch::Tensor y = torch::empty({1}, torch::kFloat);
+    y.accessor<float, 1>()[0] = old[0];
+    return y;
+}
+"""
+STALE_SHAPE = """
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+torch::Tensor s(torch::Tensor x) { return torch::empty({1}, torch::kFloat); }
+NEURON_LIBRARY(stale_ops, m) { m.def("stale", &s, "stale"); }
+"""
+
+
+def test_a_stale_translated_pointer_reads_what_the_device_reads_in_a_checked_launch(tmp_path):
+    """Host cores hand out pointers into one view of device memory, where an old pointer
+    keeps reading its old bytes; a checked launch maps each dynamic window on its own, so
+    it reads what the window shows now, as the Xtensa cores (and the device) do."""
+    from gpsimd_open import custom_op
+
+    (tmp_path / "k.cpp").write_text(STALE_WINDOW)
+    (tmp_path / "s.cpp").write_text(STALE_SHAPE)
+    lib = custom_op.load("stale_ops", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"],
+                         build_directory=tmp_path, isa="xtensa")
+    # 128 MiB; element i holds i's 16 MiB segment number.
+    x = (np.arange(32 << 20, dtype=np.int64) >> 22).astype(np.float32)
+    host = custom_op.load_library(tmp_path / "libstale_ops.so")
+    xtensa = custom_op.load_library(tmp_path / "libstale_ops.pool")
+    assert host.ops["stale"](x)[0] == 4.0, "unchecked host cores: the old bytes (+64 MiB)"
+    assert host.ops["stale"](x, check=True)[0] == 7.0, "checked: the window's bytes now"
+    assert xtensa.ops["stale"](x)[0] == 7.0, "the device's answer"
+
+
+PAST_END = """
+#include <torch/torch.h>
+torch::Tensor past_end(const torch::Tensor &x) {
+    NeuronArgTensor d = torch::neuron::detail::to_desc(x);
+    void *ctx = neuron_translate_ctx();
+    const float *p = static_cast<const float *>(neuron_translate(ctx, customop_tensor_soc_addr(&d)));
+    torch::Tensor y = torch::empty({1}, torch::kFloat);
+    y.accessor<float, 1>()[0] = p[x.numel()];  // one past the end: the guard page
+    return y;
+}
+"""
+PAST_END_SHAPE = """
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+torch::Tensor s(torch::Tensor x) { return torch::empty({1}, torch::kFloat); }
+NEURON_LIBRARY(past_ops, m) { m.def("past_end", &s, "past_end"); }
+"""
+
+
+def test_guard_pages_hold_in_separately_mapped_windows(tmp_path):
+    """A checked launch's windows keep the guard page after each tensor: a read past the
+    end faults, named by the tensor, as unchecked."""
+    from gpsimd_open import DeviceFault, custom_op
+
+    (tmp_path / "k.cpp").write_text(PAST_END)
+    (tmp_path / "s.cpp").write_text(PAST_END_SHAPE)
+    lib = custom_op.load("past_ops", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"],
+                         build_directory=tmp_path)
+    x = np.ones(1000, np.float32)
+    for check in (False, True):
+        with pytest.raises(DeviceFault) as e:
+            lib.ops["past_end"](x, check=check)
+        assert "read past the end of argument 0" in str(e.value), (check, str(e.value))

@@ -48,6 +48,10 @@ pub type FaultFn = unsafe extern "C" fn(msg: *const c_char, len: usize);
 pub type WriteFn = unsafe extern "C" fn(fd: i32, buf: *const c_void, len: usize) -> isize;
 /// Chooses the stack a kernel runs on (Xtensa board; D79).
 pub type StackFn = unsafe extern "C" fn(size: u32, guard_lo: u32, guard_hi: u32) -> u32;
+/// `void *neuron_host_window(record, soc, len)`: programs dynamic window `record` to show
+/// `len` bytes from SoC `soc` at a local address of its own (so an older pointer into the
+/// window reads what the window shows now, as on the device); NULL where not offered.
+pub type WindowFn = unsafe extern "C" fn(record: u32, soc: u64, len: u64) -> *mut c_void;
 
 /// The services a host offers, by the name `get_libc_fn` is asked for (all optional).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,10 +63,11 @@ pub enum Service {
     Fault,
     Write,
     Stack,
+    Window,
 }
 
 impl Service {
-    pub const ALL: [Service; 7] = [
+    pub const ALL: [Service; 8] = [
         Service::Map,
         Service::CpuId,
         Service::CpuCount,
@@ -70,6 +75,7 @@ impl Service {
         Service::Fault,
         Service::Write,
         Service::Stack,
+        Service::Window,
     ];
 
     /// The name `get_libc_fn` is asked for.
@@ -82,6 +88,7 @@ impl Service {
             Service::Fault => "neuron_host_fault",
             Service::Write => "neuron_host_write",
             Service::Stack => "neuron_host_stack",
+            Service::Window => "neuron_host_window",
         }
     }
 
@@ -94,10 +101,10 @@ impl Service {
 }
 
 /// The service names, in [`Service::ALL`] order.
-pub const SERVICE_NAMES: [&str; 7] = {
-    let mut n = [""; 7];
+pub const SERVICE_NAMES: [&str; 8] = {
+    let mut n = [""; 8];
     let mut i = 0;
-    while i < 7 {
+    while i < 8 {
         n[i] = Service::ALL[i].name();
         i += 1;
     }

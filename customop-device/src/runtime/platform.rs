@@ -11,7 +11,7 @@ use core::ffi::{c_char, c_void};
 use crate::runtime::global::Global;
 
 pub use customop_abi::handoff::{
-    CpuCountFn, CpuIdFn, DmaFn, FaultFn, MapFn, StackFn, WriteFn, SERVICE_NAMES,
+    CpuCountFn, CpuIdFn, DmaFn, FaultFn, MapFn, StackFn, WindowFn, WriteFn, SERVICE_NAMES,
 };
 
 /// Host services, all optional. Names are what `get_libc_fn` is asked for.
@@ -24,6 +24,9 @@ pub struct HostServices {
     pub fault: Option<FaultFn>,
     pub write: Option<WriteFn>,
     pub stack: Option<StackFn>,
+    /// Host cores only (a device programs its windows' registers).
+    #[cfg(not(target_os = "none"))]
+    pub window: Option<WindowFn>,
 }
 
 static SERVICES: Global<HostServices> = Global::new(HostServices {
@@ -34,6 +37,8 @@ static SERVICES: Global<HostServices> = Global::new(HostServices {
     fault: None,
     write: None,
     stack: None,
+    #[cfg(not(target_os = "none"))]
+    window: None,
 });
 
 /// Installs host services (the emulator via `entry_func`, or tests).
@@ -72,6 +77,8 @@ pub unsafe fn resolve(resolve: unsafe extern "C" fn(*const c_char) -> *mut c_voi
             fault: cast::<FaultFn>(get(b"neuron_host_fault\0")),
             write: cast::<WriteFn>(get(b"neuron_host_write\0")),
             stack: cast::<StackFn>(get(b"neuron_host_stack\0")),
+            #[cfg(not(target_os = "none"))]
+            window: cast::<WindowFn>(get(b"neuron_host_window\0")),
         }
     };
     install(s);
@@ -129,6 +136,17 @@ impl crate::runtime::translate::Windows for WindowHw {
         }
         #[cfg(not(target_os = "none"))]
         {
+            // A checked launch maps each dynamic window on its own where the host offers it,
+            // so an old pointer into a window reads what the window shows now, as on the
+            // device (issue #27); otherwise the pointer is into the host's device memory.
+            let checking = crate::runtime::STATE.with(|s| s.check_fill != 0);
+            if let (true, Some(w)) = (checking, services().window) {
+                // SAFETY: the installed service has the documented signature.
+                let p = unsafe { w(record as u32, soc_base, 1 << 24) } as usize;
+                if p != 0 {
+                    return p;
+                }
+            }
             host_map(soc_base, 1 << 24)
         }
     }

@@ -227,6 +227,17 @@ impl DeviceMemory {
             .then(|| unsafe { self.map.as_ptr().add(off as usize) as *mut u8 })
     }
 
+    /// Where `len` bytes from SoC `soc` lie in the memory file, a window's padding past its
+    /// region included (as [`DeviceMemory::host`] allows): for mapping a translation window
+    /// on its own.
+    pub fn window_offset(&self, soc: u64, len: u64) -> Option<u64> {
+        let r = self
+            .regions()
+            .find(|r| soc >= r.soc && soc < r.soc + round_up(r.size, WINDOW))?;
+        let off = r.offset + (soc - r.soc);
+        (off.checked_add(len)? <= self.map.len() as u64).then_some(off)
+    }
+
     /// The SoC address of a host address inside the mapping (a region or its guard
     /// padding), for fault reports.
     pub fn soc_of(&self, host: u64) -> Option<u64> {

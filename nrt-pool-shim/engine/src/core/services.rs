@@ -38,6 +38,97 @@ pub(super) unsafe extern "C" fn svc_map(soc: u64, len: u64) -> *mut c_void {
         .map_or(std::ptr::null_mut(), |p| p.cast())
 }
 
+/// Bytes a dynamic translation window spans, and the windows a core maps on their own.
+const WINDOW_SPAN: usize = 16 << 20;
+const WINDOWS: usize = 8;
+/// The reserved address range the windows are mapped in (0: not yet reserved), and the SoC
+/// base each shows.
+static WINDOW_AREA: AtomicUsize = AtomicUsize::new(0);
+static WINDOW_SOC: [AtomicU64; WINDOWS] = [const { AtomicU64::new(u64::MAX) }; WINDOWS];
+
+/// The windows' address range, reserved (no access) on first use, 2 MiB aligned so huge
+/// pages can back the windows.
+fn window_area() -> Option<usize> {
+    let at = WINDOW_AREA.load(Ordering::Relaxed);
+    if at != 0 {
+        return Some(at);
+    }
+    let len = WINDOWS * WINDOW_SPAN + (2 << 20);
+    // SAFETY: a fresh private reservation, no access; nothing else maps there.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return None;
+    }
+    let at = (p as usize).next_multiple_of(2 << 20);
+    WINDOW_AREA.store(at, Ordering::Relaxed);
+    Some(at)
+}
+
+/// `neuron_host_window`: maps `len` bytes of device memory from SoC `soc` as window
+/// `record`, replacing what the window showed (a pointer into it from before now reads the
+/// new bytes, as on the device); the launch's guard pages in it are protected as in the
+/// core's view of device memory. NULL when it cannot (the runtime then uses the shared view).
+pub(super) unsafe extern "C" fn svc_window(record: u32, soc: u64, len: u64) -> *mut c_void {
+    let r = record as usize;
+    if r >= WINDOWS || len == 0 || len as usize > WINDOW_SPAN {
+        return std::ptr::null_mut();
+    }
+    let (Some(area), Some(off)) = (window_area(), memory().window_offset(soc, len)) else {
+        return std::ptr::null_mut();
+    };
+    let at = area + r * WINDOW_SPAN;
+    // SAFETY: replaces window `r`'s part of this process's reserved range with a shared
+    // mapping of the device memory file at the window's offset (inside the file: checked).
+    let p = unsafe {
+        libc::mmap(
+            at as *mut c_void,
+            len as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_FIXED,
+            std::os::fd::AsRawFd::as_raw_fd(memory().file()),
+            off as libc::off_t,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return std::ptr::null_mut();
+    }
+    WINDOW_SOC[r].store(soc, Ordering::Relaxed);
+    for g in control().guards() {
+        if g >= soc && g - soc < len {
+            // SAFETY: a page of the window just mapped.
+            unsafe {
+                libc::mprotect(
+                    (at + (g - soc) as usize) as *mut c_void,
+                    PAGE as usize,
+                    libc::PROT_NONE,
+                )
+            };
+        }
+    }
+    p
+}
+
+/// The SoC address a local address inside a separately mapped window shows (fault
+/// reports name device memory by SoC address).
+pub(super) fn window_soc(local: u64) -> Option<u64> {
+    let area = WINDOW_AREA.load(Ordering::Relaxed) as u64;
+    if area == 0 || local < area || local >= area + (WINDOWS * WINDOW_SPAN) as u64 {
+        return None;
+    }
+    let r = ((local - area) / WINDOW_SPAN as u64) as usize;
+    let base = WINDOW_SOC[r].load(Ordering::Relaxed);
+    (base != u64::MAX).then(|| base + (local - area) % WINDOW_SPAN as u64)
+}
+
 pub(super) unsafe extern "C" fn svc_cpu_id() -> u32 {
     core() as u32
 }
@@ -106,6 +197,7 @@ pub(super) unsafe extern "C" fn get_libc_fn(name: *const c_char) -> *mut c_void 
         Some(Service::Dma) => svc_dma as *mut c_void,
         Some(Service::Fault) => svc_fault as *mut c_void,
         Some(Service::Write) => svc_write as *mut c_void,
+        Some(Service::Window) => svc_window as *mut c_void,
         Some(Service::Stack) | None => std::ptr::null_mut(),
     }
 }

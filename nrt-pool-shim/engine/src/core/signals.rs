@@ -54,6 +54,12 @@ pub(super) extern "C" fn on_signal(sig: i32, info: *mut libc::siginfo_t, uctx: *
         _ => FaultKind::Trap,
     };
     let addr = if kind == FaultKind::Abort { 0 } else { addr };
+    // A fault in a separately mapped window (a checked launch) is reported at the host
+    // address of the same SoC byte in the core's view of device memory, where the engine
+    // names it. (Atomics and arithmetic only: async-signal-safe.)
+    let addr = super::services::window_soc(addr)
+        .and_then(|soc| memory().host(soc, 1))
+        .map_or(addr, |p| p as u64);
     let (pc, access) = fault_context(uctx);
     let ctl = control();
     let r = ctl.core(core());
