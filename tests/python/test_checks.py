@@ -464,3 +464,22 @@ def test_guard_pages_hold_in_separately_mapped_windows(tmp_path):
         with pytest.raises(DeviceFault) as e:
             lib.ops["past_end"](x, check=check)
         assert "read past the end of argument 0" in str(e.value), (check, str(e.value))
+
+
+def test_the_guide_style_corpus_checks_clean():
+    """Every call of the reference-guide corpus (test_torch_api.py, host cores) made again
+    with GPSIMD_OPEN_CHECK=1 finds nothing, but in the two ops that break rules on purpose:
+    cpu_info on one core leaves the other cores' elements unwritten, and
+    standard_accessors_on_many_cores is the rules check's own case."""
+    import os
+
+    env = dict(os.environ, GPSIMD_OPEN_CHECK="1")
+    deselect = "host and not cpu_id_and_count and not standard_accessors_on_many_cores"
+    p = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", deselect,
+         "test_torch_api.py"],
+        cwd=ROOT / "tests" / "python", env=env, capture_output=True,
+    )
+    tail = p.stdout.decode(errors="replace")[-2000:]
+    assert p.returncode == 0, tail
+    assert " passed" in tail and "failed" not in tail, tail
