@@ -208,13 +208,17 @@ impl PoolEngine {
             }
         }
         let (output, run, phases, check) = if self.checks.any() {
-            let checked =
-                self.run_checking(&kernel, &launch_args, &sources, &spec, cores, to, start);
-            self.heap_fill = 0;
-            checked?
+            self.run_checking(&kernel, &launch_args, &sources, &spec, cores, to, start)?
         } else {
-            let (output, run, phases) =
-                self.run_checked(&kernel, &launch_args, &spec, Team::all(cores), to, start)?;
+            let (output, run, phases) = self.run_checked(
+                &kernel,
+                &launch_args,
+                &spec,
+                Team::all(cores),
+                to,
+                Fill::default(),
+                start,
+            )?;
             (output, run, phases, CheckReport::default())
         };
         Ok(Called {

@@ -59,7 +59,7 @@ pub use self::launch::{
     check_signature, expected_output, Completion, DeviceTensor, Launch, LaunchArg, LaunchPhases,
     OutputSpec, Run,
 };
-use self::marshal::{empty_blob, named};
+use self::marshal::{empty_blob, named, Contents, Fill};
 use self::shape::check_op_args;
 
 /// Most arguments a kernel takes.
@@ -116,13 +116,8 @@ pub struct PoolEngine {
     kept_output: Stdio,
     /// The checks each call makes (issue #27; none by default).
     pub checks: check::Checks,
-    /// Inside a checked launch's run: the byte its output starts as.
-    poison: Option<u8>,
     /// Host buffers checked launches reuse for their copies.
     check_buffers: Vec<Vec<u8>>,
-    /// Inside a checked launch's run: the byte the runtime fills new heap blocks with
-    /// (the blob's `check_fill`; 0 otherwise).
-    heap_fill: u8,
 }
 
 impl PoolEngine {
@@ -159,9 +154,7 @@ impl PoolEngine {
             temporaries: None,
             kept_output: Default::default(),
             checks: check::Checks::NONE,
-            poison: None,
             check_buffers: Vec::new(),
-            heap_fill: 0,
         })
     }
 

@@ -72,7 +72,14 @@ impl PoolEngine {
                     let mut padded = bytes.clone();
                     padded.resize(SCALAR_ROOM, 0);
                     blob.args[i] = self
-                        .place(&label, *dt, &[1], Some(&padded), Location::Hbm, sbuf_next)
+                        .place(
+                            &label,
+                            *dt,
+                            &[1],
+                            Contents::Bytes(&padded),
+                            Location::Hbm,
+                            sbuf_next,
+                        )
                         .map_err(|e| named(&label, e))?;
                     continue;
                 }
@@ -84,7 +91,7 @@ impl PoolEngine {
                 }
             };
             blob.args[i] = self
-                .place(&label, dtype, shape, Some(data), loc, sbuf_next)
+                .place(&label, dtype, shape, Contents::Bytes(data), loc, sbuf_next)
                 .map_err(|e| named(&label, e))?;
         }
         Ok(blob)
@@ -97,15 +104,16 @@ impl PoolEngine {
         label: &str,
         dtype: DType,
         shape: &[u64],
-        data: Option<&[u8]>,
+        data: Contents<'_>,
         loc: Location,
         sbuf_next: &mut u64,
     ) -> Result<ArgTensor, EmuError> {
         tensor::check_rank(shape)?;
         // Bytes placed: the tensor's, or the data given (a scalar's room).
-        let n = data.map_or(tensor::numel(shape) * dtype.size() as u64, |d| {
-            d.len() as u64
-        });
+        let n = match data {
+            Contents::Bytes(d) => d.len() as u64,
+            Contents::Fill(_) => tensor::numel(shape) * dtype.size() as u64,
+        };
         let dims: Vec<u32> = shape.iter().map(|&d| d as u32).collect();
         let (t, soc, guard) = match loc {
             Location::Hbm => {
@@ -138,9 +146,8 @@ impl PoolEngine {
             .bytes_populated(soc, n as usize)
             .ok_or(MemoryError::HbmFull { want: n, left: 0 })?;
         match data {
-            Some(d) => copy_parallel(dst, d),
-            // The output: zeroed, or the poison in a checked launch.
-            None => fill_parallel(dst, self.poison.unwrap_or(0)),
+            Contents::Bytes(d) => copy_parallel(dst, d),
+            Contents::Fill(b) => fill_parallel(dst, b),
         }
         self.placed.push(PlacedTensor {
             label: label.into(),
@@ -159,6 +166,33 @@ impl PoolEngine {
             want: n as u64,
             left: 0,
         })?)
+    }
+}
+
+/// What a placed tensor starts as: the caller's bytes, or every byte one value (an output:
+/// zero, or a checked launch's poison).
+#[derive(Clone, Copy)]
+pub(crate) enum Contents<'a> {
+    Bytes(&'a [u8]),
+    Fill(u8),
+}
+
+/// How a run's memory starts (issue #27): its output (placed with the launch, or a device
+/// destination, which `None` leaves as it is and a placed output gets zeroed), and the
+/// byte the runtime fills new heap blocks with (0: none). Unchecked launches: the default.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Fill {
+    pub output: Option<u8>,
+    pub heaps: u8,
+}
+
+impl Fill {
+    /// A checked run's: the output and new heap blocks all `poison`.
+    pub(crate) fn poison(poison: u8) -> Fill {
+        Fill {
+            output: Some(poison),
+            heaps: poison,
+        }
     }
 }
 

@@ -54,6 +54,7 @@ impl PoolEngine {
     /// The one launch path under every entry point: places the (checked) arguments and the
     /// output, runs the kernel on `cores` cores and delivers the output to `to` (a buffer
     /// exactly the output's length).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn run_checked(
         &mut self,
         kernel: &str,
@@ -61,13 +62,14 @@ impl PoolEngine {
         spec: &OutputSpec,
         team: Team,
         to: Destination<'_>,
+        fill: Fill,
         start: Instant,
     ) -> Result<(Option<HostTensor>, Run, LaunchPhases), EmuError> {
         let device = match &to {
             Destination::Device(d) => Some(d),
             _ => None,
         };
-        let blob = self.place_all(kernel, args, spec, device)?;
+        let blob = self.place_all(kernel, args, spec, device, fill)?;
         let placed = Instant::now();
         let mut run = self.execute(kernel, &blob, team, start)?;
         let ran = Instant::now();
@@ -93,23 +95,24 @@ impl PoolEngine {
     }
 
     /// Places the (checked) arguments and the output (in `device`, or placed with the
-    /// launch): the argument blob. In a checked launch the output starts as the poison.
+    /// launch, starting as `fill` says): the argument blob.
     fn place_all(
         &mut self,
         kernel: &str,
         args: &[LaunchArg],
         spec: &OutputSpec,
         device: Option<&DeviceTensor>,
+        fill: Fill,
     ) -> Result<ArgBlob, EmuError> {
         self.memory.reset_hbm();
         self.placed.clear();
         let mut sbuf_next = 0u64;
         let mut blob = self.marshal(kernel, args, &mut sbuf_next)?;
-        blob.check_fill = self.heap_fill;
+        blob.check_fill = fill.heaps;
         blob.output = match device {
             Some(d) => {
                 self.place_device("the output", d);
-                if let (Some(p), Some(dst)) = (self.poison, self.device_bytes_mut(d)) {
+                if let (Some(p), Some(dst)) = (fill.output, self.device_bytes_mut(d)) {
                     fill_parallel(dst, p);
                 }
                 device_descriptor(d)
@@ -119,7 +122,7 @@ impl PoolEngine {
                     "the output",
                     spec.dtype,
                     &spec.shape,
-                    None,
+                    Contents::Fill(fill.output.unwrap_or(0)),
                     spec.location,
                     &mut sbuf_next,
                 )
@@ -129,8 +132,8 @@ impl PoolEngine {
     }
 
     /// A launch on `team` whose output `inspect` reads where it lies: in `into`, or placed
-    /// with the launch (starting as the engine's poison, which this run then clears): a
-    /// checked launch's later runs.
+    /// with the launch; its memory starts as `fill` says: a checked launch's later runs.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn run_inspect(
         &mut self,
         kernel: &str,
@@ -138,11 +141,10 @@ impl PoolEngine {
         spec: &OutputSpec,
         team: Team,
         into: Option<&DeviceTensor>,
+        fill: Fill,
         inspect: impl FnOnce(&[u8]),
     ) -> Result<Run, EmuError> {
-        let blob = self.place_all(kernel, args, spec, into);
-        self.poison = None;
-        let blob = blob?;
+        let blob = self.place_all(kernel, args, spec, into, fill)?;
         let run = self.execute(kernel, &blob, team, Instant::now())?;
         inspect(self.placed_bytes(&blob.output, spec.dtype)?);
         Ok(run)

@@ -50,7 +50,7 @@ impl PoolEngine {
                         &label,
                         *dt,
                         &[1],
-                        Some(&padded),
+                        Contents::Bytes(&padded),
                         Location::Hbm,
                         &mut sbuf_next,
                     )

@@ -246,8 +246,15 @@ impl PoolEngine {
                     "checks skipped: the output is also an input, so it cannot start poisoned"
                         .into(),
                 );
-                let (out, run, phases) =
-                    self.run_checked(kernel, args, spec, Team::all(cores), to, start)?;
+                let (out, run, phases) = self.run_checked(
+                    kernel,
+                    args,
+                    spec,
+                    Team::all(cores),
+                    to,
+                    Fill::default(),
+                    start,
+                )?;
                 return Ok((out, run, phases, report));
             }
         }
@@ -271,8 +278,6 @@ impl PoolEngine {
         let size = spec.dtype.size();
         let element = Element::new(size, POISON);
         // 1. The launch, its output and new heap blocks poisoned.
-        self.poison = Some(POISON);
-        self.heap_fill = POISON;
         self.clear_check_logs(cores);
         let device_out = match &to {
             Destination::Device(d) => Some(d.clone()),
@@ -285,9 +290,9 @@ impl PoolEngine {
             spec,
             Team::all(cores),
             reborrow(&mut to),
+            Fill::poison(POISON),
             start,
         );
-        self.poison = None;
         let (output, run, phases) = first?;
         // What the cores' runtimes noted (memory and rules), from the launch only.
         report
@@ -331,22 +336,24 @@ impl PoolEngine {
             if let Some(dst) = alone_out.as_ref().and_then(|d| self.device_bytes_mut(d)) {
                 fill_parallel(dst, POISON_ALONE);
             }
-            self.heap_fill = POISON_ALONE;
+            // The shared HBM output is poisoned again only where a core wrote (below); an
+            // SBUF output is placed, poisoned, with each run.
+            let fill = Fill {
+                output: alone_out.is_none().then_some(POISON_ALONE),
+                heaps: POISON_ALONE,
+            };
             for (c, differ) in differ.iter_mut().enumerate() {
                 if writes_inputs {
                     self.restore(&saved);
                 }
                 let mut dirty = Vec::new();
-                if alone_out.is_none() {
-                    // An SBUF output is placed with each run, poisoned as it is placed.
-                    self.poison = Some(POISON_ALONE);
-                }
                 let alone = self.run_inspect(
                     kernel,
                     args,
                     spec,
                     Team::alone(c, cores),
                     alone_out.as_ref(),
+                    fill,
                     |bytes| {
                         let written = Written {
                             bytes,
@@ -427,15 +434,15 @@ impl PoolEngine {
                 self.restore(&saved);
             }
             let mut differ = Ranges::default();
-            match alone_out.as_ref().and_then(|d| self.device_bytes_mut(d)) {
-                Some(dst) => fill_parallel(dst, POISON),
-                None => self.poison = Some(POISON),
-            }
-            self.heap_fill = POISON;
-            let into = alone_out.as_ref();
-            let rerun = self.run_inspect(kernel, args, spec, Team::all(other), into, |bytes| {
-                each_differing(bytes, launch_bytes, size, |e| differ.push(e as u64));
-            });
+            let rerun = self.run_inspect(
+                kernel,
+                args,
+                spec,
+                Team::all(other),
+                alone_out.as_ref(),
+                Fill::poison(POISON),
+                |bytes| each_differing(bytes, launch_bytes, size, |e| differ.push(e as u64)),
+            );
             match rerun {
                 Ok(_) => report.findings.extend(differ.finding(
                     Check::Cores,
@@ -459,7 +466,6 @@ impl PoolEngine {
         if let Some(d) = &alone_out {
             self.free_device(d);
         }
-        self.heap_fill = 0;
         // The caller's inputs and output as the launch left them.
         self.restore_some(&saved, false);
         self.put_back(&launch_inputs);
