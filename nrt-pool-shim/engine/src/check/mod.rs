@@ -164,6 +164,28 @@ pub struct Finding {
     pub elements: u64,
 }
 
+impl Finding {
+    /// A finding about no element ranges (a core's note, a run that failed).
+    pub(crate) fn about(
+        check: Check,
+        kernel: &str,
+        cores: Vec<usize>,
+        tensor: impl Into<String>,
+        what: String,
+    ) -> Finding {
+        Finding {
+            check,
+            kernel: kernel.into(),
+            cores,
+            tensor: tensor.into(),
+            what,
+            ranges: Vec::new(),
+            range_count: 0,
+            elements: 0,
+        }
+    }
+}
+
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "check {}: kernel '{}'", self.check, self.kernel)?;
@@ -371,16 +393,13 @@ impl PoolEngine {
                     }
                 }
                 if let Err(e) = alone {
-                    report.findings.push(Finding {
-                        check: Check::Init,
-                        kernel: kernel.into(),
-                        cores: vec![c],
-                        tensor: "the output".into(),
-                        what: format!("run alone (as core {c} of {cores}), it failed: {e}"),
-                        ranges: Vec::new(),
-                        range_count: 0,
-                        elements: 0,
-                    });
+                    report.findings.push(Finding::about(
+                        Check::Init,
+                        kernel,
+                        vec![c],
+                        "the output",
+                        format!("run alone (as core {c} of {cores}), it failed: {e}"),
+                    ));
                 }
             }
             if checks.has(Check::Init) {
@@ -450,16 +469,13 @@ impl PoolEngine {
                     Vec::new(),
                     format!("differ between {cores} core(s) and {other}"),
                 )),
-                Err(e) => report.findings.push(Finding {
-                    check: Check::Cores,
-                    kernel: kernel.into(),
-                    cores: Vec::new(),
-                    tensor: "the output".into(),
-                    what: format!("on {other} core(s) instead of {cores}, it failed: {e}"),
-                    ranges: Vec::new(),
-                    range_count: 0,
-                    elements: 0,
-                }),
+                Err(e) => report.findings.push(Finding::about(
+                    Check::Cores,
+                    kernel,
+                    Vec::new(),
+                    "the output",
+                    format!("on {other} core(s) instead of {cores}, it failed: {e}"),
+                )),
             }
         }
 

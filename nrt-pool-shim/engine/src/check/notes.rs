@@ -93,16 +93,7 @@ impl PoolEngine {
                             f.cores.push(c);
                         }
                     }
-                    None => found.push(Finding {
-                        check,
-                        kernel: kernel.into(),
-                        cores: vec![c],
-                        tensor,
-                        what,
-                        ranges: Vec::new(),
-                        range_count: 0,
-                        elements: 0,
-                    }),
+                    None => found.push(Finding::about(check, kernel, vec![c], tensor, what)),
                 }
             }
         }
