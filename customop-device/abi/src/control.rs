@@ -156,4 +156,12 @@ const _: () = {
     assert!(core::mem::offset_of!(CoreRecord, msg) == RECORD_BYTES - MESSAGE_BYTES);
     assert!(core::mem::size_of::<Header>() <= RECORDS_OFFSET);
 };
-const _: () = assert!(GUARDS_OFFSET + MAX_GUARDS * 8 <= RING_OFFSET);
+const _: () = assert!(GUARDS_OFFSET + MAX_GUARDS * 8 <= FRAMES_OFFSET);
+/// Each core's call stack at a fault (host cores): a u64 count, then that many addresses,
+/// innermost first (the faulting instruction, then return addresses).
+pub const FRAMES_OFFSET: usize = 0x1200;
+/// Bytes of one core's call stack.
+pub const FRAMES_BYTES: usize = 256;
+/// Addresses one core's call stack holds.
+pub const MAX_FRAMES: usize = FRAMES_BYTES / 8 - 1;
+const _: () = assert!(FRAMES_OFFSET + CORES * FRAMES_BYTES <= RING_OFFSET);

@@ -399,9 +399,11 @@ pub(crate) fn host_cxx(
     // Stack-clash probes: a frame larger than a page touches each page in turn, so a kernel
     // that outgrows its host core's stack hits the guard below it (a reported stack
     // overflow, D79) instead of jumping over it into other memory.
+    // -g: fault reports name the source line and its callers from the library's DWARF.
     c.args([
         "-std=c++17",
         "-O3",
+        "-g",
         "-fPIC",
         "-Wall",
         "-fstack-clash-protection",

@@ -16,6 +16,7 @@ use super::deadline::Deadline;
 use super::library::OpLibrary;
 use super::memory::DeviceMemory;
 use super::pool::{self, CoreExit, CorePool, Exit};
+use super::symbolize::SourceFrame;
 
 /// The kind of access a memory fault made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +42,23 @@ pub struct HostPc {
     pub module_base: u64,
 }
 
+/// A faulting core's call stack, innermost first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Stack {
+    #[default]
+    Unknown,
+    /// Host addresses a host-built core reported, with its library's load base; the engine
+    /// keeps those inside the library and names them from its file. The first is the
+    /// faulting instruction when `first_exact`, else every one is a return address.
+    Host {
+        addrs: Vec<u64>,
+        module_base: u64,
+        first_exact: bool,
+    },
+    /// Frames the backend named from its own images.
+    Named(Vec<SourceFrame>),
+}
+
 /// What a backend knows of a core's fault; the engine adds the kernel, the SoC address and
 /// the tensor it belongs to, and the function's name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,6 +70,8 @@ pub struct FaultRecord {
     pub host_addr: Option<u64>,
     pub access: Option<Access>,
     pub pc: Option<HostPc>,
+    /// The call stack at the fault, where the backend knows it.
+    pub stack: Stack,
     /// The report's words (without the core's number or the kind, which the engine adds).
     pub message: String,
     /// For [`FaultKind::Entry`]: the status `entry_func` returned.
@@ -67,6 +87,7 @@ impl FaultRecord {
             host_addr: None,
             access: None,
             pc: None,
+            stack: Stack::Unknown,
             message: message.into(),
             status: 0,
         }
@@ -309,6 +330,11 @@ fn decode(
                 pc,
                 module_base: rec.module_base.load(Ordering::Acquire),
             }),
+            stack: Stack::Host {
+                addrs: ctl.frames(c),
+                module_base: rec.module_base.load(Ordering::Acquire),
+                first_exact: pc != 0,
+            },
             message: ctl.message(c),
             status: rec.result.load(Ordering::Acquire),
         });

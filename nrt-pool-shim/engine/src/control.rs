@@ -90,6 +90,38 @@ impl ControlBlock {
         r.state.store(CORE_FAULT, Ordering::Release);
     }
 
+    /// Core side: the call stack at a fault (at most MAX_FRAMES addresses kept).
+    pub fn set_frames(&self, core: usize, addrs: &[u64]) {
+        assert!(core < CORES);
+        let n = addrs.len().min(MAX_FRAMES);
+        // SAFETY: core `core`'s area lies inside the region (const assert in the ABI); only
+        // that core's process writes it. Plain unaligned-safe stores, async-signal-safe.
+        unsafe {
+            let p = self
+                .base
+                .add(FRAMES_OFFSET + core * FRAMES_BYTES)
+                .cast::<u64>();
+            for (i, &a) in addrs[..n].iter().enumerate() {
+                p.add(1 + i).write_volatile(a);
+            }
+            p.write_volatile(n as u64);
+        }
+    }
+
+    /// Host side: the call stack a core recorded at its fault (empty: none).
+    pub fn frames(&self, core: usize) -> Vec<u64> {
+        assert!(core < CORES);
+        // SAFETY: as in set_frames; read after the core's process ended.
+        unsafe {
+            let p = self
+                .base
+                .add(FRAMES_OFFSET + core * FRAMES_BYTES)
+                .cast::<u64>();
+            let n = (p.read_volatile() as usize).min(MAX_FRAMES);
+            (0..n).map(|i| p.add(1 + i).read_volatile()).collect()
+        }
+    }
+
     /// Core side: what the core is doing now.
     pub fn set_phase(&self, core: usize, phase: u32) {
         self.core(core).phase.store(phase, Ordering::Release);

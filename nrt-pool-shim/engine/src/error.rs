@@ -3,6 +3,7 @@
 use super::control::{FaultKind, PHASE_LOAD, PHASE_START};
 use super::library::LibraryError;
 use super::memory::MemoryError;
+use super::symbolize::SourceFrame;
 use super::tensor::TensorError;
 use super::MAX_ARGS;
 
@@ -37,13 +38,38 @@ pub struct DeviceFault {
     /// The tensor the access ran past, and where: "the output (16 bytes) at offset 16".
     pub tensor: Option<String>,
     pub message: String,
+    /// The call stack at the fault, innermost first, named from the library's debug
+    /// information (empty when the backend could not walk it).
+    pub stack: Vec<SourceFrame>,
     /// Core 0's output up to the fault, then what the faulting core wrote to fd 2.
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
 }
 
+impl DeviceFault {
+    /// The op author's frames of the call stack, innermost first: the line that faulted
+    /// (or called the runtime check that stopped it), then its callers.
+    pub fn op_frames(&self) -> impl Iterator<Item = &SourceFrame> {
+        self.stack.iter().filter(|f| f.is_op_code())
+    }
+}
+
 impl std::fmt::Display for DeviceFault {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.fmt_line(f)?;
+        let mut frames = self.op_frames();
+        if let Some(at) = frames.next() {
+            write!(f, ", at {}", at.describe())?;
+        }
+        for caller in frames {
+            write!(f, "\n    called from {}", caller.describe())?;
+        }
+        Ok(())
+    }
+}
+
+impl DeviceFault {
+    fn fmt_line(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.phase {
             PHASE_LOAD => write!(
                 f,

@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 use customop_abi::blob::{scratch, ArgBlob, ARG_TYPE_TENSOR};
 use customop_abi::descriptor::ArgTensor;
 
-use self::backend::{FaultRecord, HostBackend, IsaBackend, Outcome, Stdio, Team};
+use self::backend::{FaultRecord, HostBackend, IsaBackend, Outcome, Stack, Stdio, Team};
 use self::control::FaultKind;
 use self::library::{LibraryError, OpLibrary};
 use self::memory::{DeviceMemory, MemoryError, Placed, CORES, PAGE};

@@ -246,6 +246,15 @@ impl PoolEngine {
             access: record.access.map(backend::Access::as_str),
             tensor: soc_addr.and_then(|soc| self.tensor_at(soc)),
             message,
+            stack: match &record.stack {
+                Stack::Unknown => Vec::new(),
+                Stack::Named(frames) => frames.clone(),
+                Stack::Host {
+                    addrs,
+                    module_base,
+                    first_exact,
+                } => symbolize::library_stack(library, *module_base, addrs, *first_exact),
+            },
             stdout: Vec::new(),
             stderr: Vec::new(),
         }

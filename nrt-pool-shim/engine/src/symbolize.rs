@@ -1,17 +1,24 @@
-//! Addresses in fault reports named by an image's symbols: the core reports the faulting
-//! instruction (and, for a host library, its load base); the host reads the image's symbol
-//! table (never loading it) and names the function around the address.
+//! Addresses in fault reports named from an image: its DWARF line tables (file, line and
+//! the functions inlined there, read with gimli/addr2line), else its symbol table. The core
+//! reports the faulting instruction and the return addresses of its callers (for a host
+//! library, with its load base); the host reads the image (never loading it) and names them.
 
+use std::borrow::Cow;
 use std::path::Path;
 
-use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionFlags, SymbolKind};
 
 /// "function+0xoff in file" (demangled) for the instruction at `pc` in the library loaded at
 /// `base`, when the library's symbols cover it.
 pub fn locate(library: &Path, base: u64, pc: u64) -> Option<String> {
     let vaddr = pc.checked_sub(base).filter(|_| base != 0)?;
     let bytes = std::fs::read(library).ok()?;
-    let (name, off) = symbol_at(&bytes, vaddr, true)?;
+    let sym = Symbolizer::new(&bytes)?;
+    // An address outside the library (libc's abort, say) is not named after its last symbol.
+    if !sym.maps(vaddr) {
+        return None;
+    }
+    let (name, off) = symbol_in(&sym.file, vaddr, true)?;
     let file_name = library
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -24,6 +31,14 @@ pub fn locate(library: &Path, base: u64, pc: u64) -> Option<String> {
 /// inside `.text` unless `unsized_outside_text`.
 pub fn symbol_at(bytes: &[u8], vaddr: u64, unsized_outside_text: bool) -> Option<(String, u64)> {
     let file = object::File::parse(bytes).ok()?;
+    symbol_in(&file, vaddr, unsized_outside_text)
+}
+
+fn symbol_in(
+    file: &object::File<'_>,
+    vaddr: u64,
+    unsized_outside_text: bool,
+) -> Option<(String, u64)> {
     let best = file
         .symbols()
         .chain(file.dynamic_symbols())
@@ -41,3 +56,267 @@ pub fn symbol_at(bytes: &[u8], vaddr: u64, unsized_outside_text: bool) -> Option
 }
 
 pub use nrt_pool_schema::demangle;
+
+/// One address of a call stack, in an image's own addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StackAddr {
+    pub addr: u64,
+    /// The faulting instruction itself; otherwise a return address, looked up one byte
+    /// earlier (inside the call).
+    pub exact: bool,
+}
+
+/// One frame of a call stack as the image's debug information names it. A call that was
+/// inlined gives several frames for one address, innermost first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceFrame {
+    /// The image's address (a return address for a caller).
+    pub addr: u64,
+    /// The function, demangled ("relu_forward(at::Tensor const&)").
+    pub function: Option<String>,
+    /// The source file as the compiler was given it.
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    /// This frame was inlined into the next one.
+    pub inlined: bool,
+}
+
+/// Folders of the op API's headers (this project's `include/`): frames in them are the
+/// runtime's checks, not the op author's code.
+const API_HEADER_FOLDERS: [&str; 6] = [
+    "/include/ATen/",
+    "/include/c10/",
+    "/include/torch/",
+    "/include/neuron/",
+    "/include/device/",
+    "/include/torchneuron/",
+];
+
+/// Files the build generates around an op (its launch wrappers and registration).
+const GENERATED_FILES: [&str; 3] = [
+    "nrt_pool_op_wrapper.cpp",
+    "nrt_pool_registration.cpp",
+    "nrt_pool_returns_",
+];
+
+impl SourceFrame {
+    /// Whether the frame lies in code the op author wrote: not in the runtime (Rust), the
+    /// op API's headers, a system header or library, or the build's generated wrappers.
+    pub fn is_op_code(&self) -> bool {
+        let Some(file) = &self.file else {
+            return false;
+        };
+        let name = file.rsplit('/').next().unwrap_or(file);
+        !(file.ends_with(".rs")
+            || file.starts_with("/usr/")
+            || file.starts_with("/rustc/")
+            || file.ends_with("neuron_customop.hpp")
+            || API_HEADER_FOLDERS.iter().any(|d| file.contains(d))
+            || GENERATED_FILES.iter().any(|g| name.starts_with(g)))
+    }
+
+    /// "relu.cpp:41 in relu_forward(at::Tensor const&)", the file shown relative to the
+    /// current folder when it lies inside it.
+    pub fn describe(&self) -> String {
+        let mut s = String::new();
+        match (&self.file, self.line) {
+            (Some(f), Some(l)) => s.push_str(&format!("{}:{l}", shown_path(f))),
+            (Some(f), None) => s.push_str(&shown_path(f)),
+            _ => s.push_str(&format!("{:#x}", self.addr)),
+        }
+        if let Some(func) = &self.function {
+            s.push_str(" in ");
+            s.push_str(func);
+        }
+        s
+    }
+}
+
+fn shown_path(file: &str) -> String {
+    let path = Path::new(file);
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| path.strip_prefix(cwd).ok().map(|p| p.display().to_string()))
+        .unwrap_or_else(|| file.to_string())
+}
+
+type Reader<'a> = gimli::EndianSlice<'a, gimli::RunTimeEndian>;
+
+/// An ELF image's names for addresses: DWARF where it has some, its symbols otherwise.
+pub struct Symbolizer<'a> {
+    file: object::File<'a>,
+    dwarf: Option<addr2line::Context<Reader<'a>>>,
+}
+
+impl<'a> Symbolizer<'a> {
+    /// None when `bytes` is not an object file this build reads.
+    pub fn new(bytes: &'a [u8]) -> Option<Symbolizer<'a>> {
+        let file = object::File::parse(bytes).ok()?;
+        let endian = if file.is_little_endian() {
+            gimli::RunTimeEndian::Little
+        } else {
+            gimli::RunTimeEndian::Big
+        };
+        let has_dwarf = file.section_by_name(".debug_info").is_some();
+        let dwarf = has_dwarf
+            .then(|| {
+                let load = |id: gimli::SectionId| -> Result<Reader<'a>, gimli::Error> {
+                    Ok(gimli::EndianSlice::new(section(&file, id.name()), endian))
+                };
+                gimli::Dwarf::load(load)
+                    .ok()
+                    .and_then(|d| addr2line::Context::from_dwarf(d).ok())
+            })
+            .flatten();
+        Some(Symbolizer { file, dwarf })
+    }
+
+    /// Whether one of the image's loaded segments holds `vaddr`.
+    pub fn maps(&self, vaddr: u64) -> bool {
+        self.file
+            .segments()
+            .any(|s| (s.address()..s.address().saturating_add(s.size())).contains(&vaddr))
+    }
+
+    /// The frames at `at`: the functions inlined there (innermost first) and the one they
+    /// were inlined into, each with its file and line; the symbol alone without DWARF; an
+    /// empty list when nothing names the address.
+    pub fn frames(&self, at: StackAddr) -> Vec<SourceFrame> {
+        let probe = if at.exact {
+            at.addr
+        } else {
+            at.addr.saturating_sub(1)
+        };
+        let mut out = Vec::new();
+        if let Some(ctx) = &self.dwarf {
+            if let Ok(mut frames) = ctx.find_frames(probe).skip_all_loads() {
+                while let Ok(Some(f)) = frames.next() {
+                    let function = f
+                        .function
+                        .as_ref()
+                        .and_then(|n| n.raw_name().ok())
+                        .map(|n| demangle(n.as_bytes()));
+                    let (file, line) = f
+                        .location
+                        .map_or((None, None), |l| (l.file.map(str::to_string), l.line));
+                    out.push(SourceFrame {
+                        addr: at.addr,
+                        function,
+                        file,
+                        line,
+                        inlined: true,
+                    });
+                }
+            }
+        }
+        if let Some(last) = out.last_mut() {
+            last.inlined = false;
+            // A frame with a line but no function name takes the symbol's.
+            if last.function.is_none() {
+                last.function = symbol_in(&self.file, probe, false).map(|(n, _)| n);
+            }
+            return out;
+        }
+        symbol_in(&self.file, probe, false)
+            .map(|(name, _)| SourceFrame {
+                addr: at.addr,
+                function: Some(name),
+                file: None,
+                line: None,
+                inlined: false,
+            })
+            .into_iter()
+            .collect()
+    }
+
+    /// Every frame of a call stack, innermost first.
+    pub fn stack(&self, addrs: &[StackAddr]) -> Vec<SourceFrame> {
+        addrs.iter().flat_map(|&a| self.frames(a)).collect()
+    }
+}
+
+/// A debug section's bytes: empty when missing or compressed (the builds here write them
+/// uncompressed; a compressed one leaves lines out rather than failing the report).
+fn section<'a>(file: &object::File<'a>, name: &str) -> &'a [u8] {
+    let Some(s) = file.section_by_name(name) else {
+        return &[];
+    };
+    if let SectionFlags::Elf { sh_flags } = s.flags() {
+        if sh_flags & u64::from(object::elf::SHF_COMPRESSED) != 0 {
+            return &[];
+        }
+    }
+    match s.uncompressed_data() {
+        Ok(Cow::Borrowed(b)) => b,
+        _ => &[],
+    }
+}
+
+/// The call stack of a fault in `library` (its file), loaded at `base`, from the host
+/// addresses a core reported (the first the faulting instruction when `first_exact`, the
+/// rest return addresses): those inside the library's loaded segments, named.
+pub fn library_stack(
+    library: &Path,
+    base: u64,
+    addrs: &[u64],
+    first_exact: bool,
+) -> Vec<SourceFrame> {
+    let Ok(bytes) = std::fs::read(library) else {
+        return Vec::new();
+    };
+    let Some(sym) = Symbolizer::new(&bytes) else {
+        return Vec::new();
+    };
+    let local: Vec<StackAddr> = addrs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &a)| {
+            let vaddr = a.checked_sub(base).filter(|_| base != 0)?;
+            sym.maps(vaddr).then_some(StackAddr {
+                addr: vaddr,
+                exact: i == 0 && first_exact,
+            })
+        })
+        .collect();
+    sym.stack(&local)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(file: &str) -> SourceFrame {
+        SourceFrame {
+            addr: 0,
+            function: None,
+            file: Some(file.into()),
+            line: Some(1),
+            inlined: false,
+        }
+    }
+
+    #[test]
+    fn the_op_authors_code_is_told_from_the_runtimes() {
+        assert!(frame("/home/me/ops/relu.cpp").is_op_code());
+        assert!(frame("kernels/tile.hpp").is_op_code());
+        assert!(!frame("/work/main/include/ATen/core/Tensor.h").is_op_code());
+        assert!(!frame("/usr/local/include/torch/torch.h").is_op_code());
+        assert!(!frame("/usr/include/c++/12/bits/stl_vector.h").is_op_code());
+        assert!(!frame("customop-device/src/runtime/exports.rs").is_op_code());
+        assert!(!frame("/tmp/x/nrt_pool_op_wrapper.cpp").is_op_code());
+        let mut unknown = frame("x");
+        unknown.file = None;
+        assert!(!unknown.is_op_code());
+    }
+
+    #[test]
+    fn a_frame_reads_file_line_and_function() {
+        let mut f = frame("/nowhere/relu.cpp");
+        f.line = Some(41);
+        f.function = Some("relu_forward(at::Tensor const&)".into());
+        assert_eq!(
+            f.describe(),
+            "/nowhere/relu.cpp:41 in relu_forward(at::Tensor const&)"
+        );
+    }
+}

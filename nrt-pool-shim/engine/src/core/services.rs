@@ -162,6 +162,7 @@ pub(super) unsafe extern "C" fn svc_fault(msg: *const c_char, len: usize) {
     // SAFETY: the runtime passes `len` readable bytes.
     let m = unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) };
     drain_early_stdio();
+    record_frames(0);
     control().set_fault(core(), FaultKind::Fatal, 0, 0, m);
     finish_stdio();
     notify_exit();

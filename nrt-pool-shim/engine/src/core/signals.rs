@@ -61,6 +61,7 @@ pub(super) extern "C" fn on_signal(sig: i32, info: *mut libc::siginfo_t, uctx: *
         .and_then(|soc| memory().host(soc, 1))
         .map_or(addr, |p| p as u64);
     let (pc, access) = fault_context(uctx);
+    record_frames(pc);
     let ctl = control();
     let r = ctl.core(core());
     r.pc.store(pc, Ordering::Relaxed);
@@ -127,8 +128,49 @@ const _: () = assert!(
     "HOST_STACK_OVERFLOW names the size"
 );
 
+/// Records this core's call stack for the host's report: the faulting instruction `pc`
+/// (0 when no signal says it), then its callers' return addresses, as glibc's unwinder
+/// finds them through the signal frame. The host keeps those inside the op library.
+pub(super) fn record_frames(pc: u64) {
+    const ROOM: usize = MAX_FRAMES + 8;
+    let mut buf = [std::ptr::null_mut::<c_void>(); ROOM];
+    // SAFETY: backtrace writes at most ROOM entries into buf. Its unwinder was loaded at
+    // the core's start (install_fault_handlers), so nothing is loaded here.
+    let n = unsafe { libc::backtrace(buf.as_mut_ptr(), ROOM as i32) }.clamp(0, ROOM as i32);
+    let found = &buf[..n as usize];
+    let mut addrs = [0u64; ROOM];
+    let mut k = 0;
+    // After a signal the interrupted instruction follows the handler's own frames; the
+    // ones before it are dropped (or, when the unwinder did not reach it, all but it).
+    let from = match found.iter().position(|&a| a as u64 == pc) {
+        Some(i) if pc != 0 => i,
+        _ if pc != 0 => {
+            addrs[0] = pc;
+            k = 1;
+            found.len()
+        }
+        _ => 0,
+    };
+    for &a in &found[from..] {
+        if k == MAX_FRAMES {
+            break;
+        }
+        addrs[k] = a as u64;
+        k += 1;
+    }
+    let ctl = control();
+    ctl.set_frames(core(), &addrs[..k]);
+    ctl.core(core())
+        .module_base
+        .store(MODULE_BASE.load(Ordering::Relaxed), Ordering::Relaxed);
+}
+
 pub(super) fn install_fault_handlers() {
     note_stack();
+    // The first backtrace loads glibc's unwinder (libgcc_s), which a signal handler must not.
+    let mut warm = [std::ptr::null_mut::<c_void>(); 2];
+    // SAFETY: writes at most 2 entries.
+    unsafe { libc::backtrace(warm.as_mut_ptr(), 2) };
     const ALT_STACK: usize = 64 << 10;
     // SAFETY: a leaked buffer for the alternate stack (the process ends with the kernel),
     // and plain sigaction calls with a handler that only does async-signal-safe work.
