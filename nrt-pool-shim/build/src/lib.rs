@@ -452,6 +452,8 @@ pub(crate) fn device_cxx(
         // As the vendor's device build: small code, each function and object in a section
         // of its own so the link keeps only what the op uses (#25, D79).
         "-Os",
+        // Line tables and names for fault reports (not loaded: the image's size is the same).
+        "-g",
         "-ffunction-sections",
         "-fdata-sections",
         "-S",

@@ -15,6 +15,12 @@ pub(crate) fn to_py(py: Python<'_>, e: EmuError) -> PyErr {
             let _ = v.setattr("address", f.soc_addr.or(f.host_addr));
             let _ = v.setattr("stdout", pyo3::types::PyBytes::new(py, &f.stdout));
             let _ = v.setattr("stderr", pyo3::types::PyBytes::new(py, &f.stderr));
+            // The op author's frames, innermost first: (file, line, function).
+            let stack: Vec<(Option<String>, Option<u32>, Option<String>)> = f
+                .op_frames()
+                .map(|s| (s.file.clone(), s.line, s.function.clone()))
+                .collect();
+            let _ = v.setattr("stack", stack);
             err
         }
         EmuError::StartFault { .. } => DeviceFault::new_err(e.to_string()),

@@ -23,6 +23,19 @@
     .set SYS_write, 4
     .set RSP_FD, 4          /* the core's channel to the host (pool-board.c) */
     .set TAG_FAULT, 5
+    /* The fault record: 16 words (tag, length, the 14 above), a frame count and up to
+       MAX_FRAMES PCs of the call stack (pool-board.c walks it). */
+    .set MAX_FRAMES, 32
+    .set RECORD_BYTES, 68 + 4 * MAX_FRAMES
+    .set WALK_STACK_BYTES, 1024
+    .set EXCSAVE2, 210
+    .set EXCSAVE3, 211
+    .set EXCSAVE4, 212
+
+    /* ROTW 1 (the lx106 assembler lacks it) */
+    .macro ROTW1
+    .byte 0x10, 0x80, 0x40
+    .endm
 
     .section .reset, "ax"
     .global _reset
@@ -73,7 +86,9 @@ _vectors:
     j       board_fault_vector
 
     /* a2 = kind (1 kernel, 2 user, 3 double). Never returns: the registers of the
-       interrupted frame are not needed any more. */
+       interrupted frame are not needed any more. The vectors above touch a2 and a3 only
+       (the faulting frame's own registers); the register file is saved before anything
+       else is written, for the call stack. */
     .org 0x400
 .Lrecord:
     .word   board_fault_record
@@ -81,27 +96,61 @@ _vectors:
     .word   0x00100800              /* the machine's LAST_ACCESS register */
 .Lstack_info:
     .word   board_stack
+.Lwindows:
+    .word   board_fault_windows
+.Lwalking:
+    .word   board_fault_walking
+.Lwalk_stack:
+    .word   board_fault_stack + WALK_STACK_BYTES - 16
+.Lwalk:
+    .word   board_fault_walk
     /* A debug or high-priority interrupt: kind = level + 2, cause = DEBUGCAUSE, EPC1's
        place holds the level's EPC (in a3). */
 board_fault_high:
-    l32r    a4, .Lrecord
-    s32i    a3, a4, 16
+    WSR 3, EXCSAVE3
     RSR 3, 233              /* DEBUGCAUSE */
-    s32i    a3, a4, 12
-    mov     a3, a4
+    WSR 3, EXCSAVE4
     j       board_fault_common
 
     .global board_fault_vector
 board_fault_vector:
-    l32r    a3, .Lrecord
-    RSR 4, 232              /* EXCCAUSE */
-    s32i    a4, a3, 12
-    RSR 4, 177              /* EPC1 */
-    s32i    a4, a3, 16
+    RSR 3, 232              /* EXCCAUSE */
+    WSR 3, EXCSAVE4
+    RSR 3, 177              /* EPC1 */
+    WSR 3, EXCSAVE3
 board_fault_common:
+    /* A fault while walking the stack (a bad stack pointer) sends what the walk found. */
+    l32r    a3, .Lwalking
+    l32i    a3, a3, 0
+    bnez    a3, .Lsend
+    WSR 2, EXCSAVE2         /* kind */
+    /* a0 and a1 of every quad of the register file (de212: 64 registers, 16 quads),
+       starting with the faulting frame's: slot i holds quad (WINDOWBASE + i) mod 16. Each rotation leaves the next slot's
+       address in the next window's a2 (a quad's a2 is not kept). */
+    l32r    a2, .Lwindows
+    s32i    a0, a2, 0
+    s32i    a1, a2, 4
+    RSR 3, 72               /* WINDOWBASE */
+    s32i    a3, a2, 128
+    RSR 3, 73               /* WINDOWSTART */
+    s32i    a3, a2, 132
+    addi    a6, a2, 8
+    .rept 15
+    ROTW1
+    s32i    a0, a2, 0
+    s32i    a1, a2, 4
+    addi    a6, a2, 8
+    .endr
+    ROTW1                   /* back to the faulting frame */
+    RSR 2, EXCSAVE2
+    l32r    a3, .Lrecord
+    RSR 4, EXCSAVE4
+    s32i    a4, a3, 12
+    RSR 4, EXCSAVE3
+    s32i    a4, a3, 16
     movi    a4, TAG_FAULT
     s32i    a4, a3, 0
-    movi    a4, 56
+    movi    a4, RECORD_BYTES - 8
     s32i    a4, a3, 4
     s32i    a1, a3, 60
     s32i    a2, a3, 8
@@ -127,10 +176,27 @@ board_fault_common:
     s32i    a4, a3, 52
     l32i    a4, a5, 8               /* HBM stack guard hi */
     s32i    a4, a3, 56
+    movi    a4, 0
+    s32i    a4, a3, 64              /* no frames yet */
+    /* Walk the call stack in C (pool-board.c) on a stack of its own, as ordinary code:
+       the saved register file is the only live frame state it reads, so the window
+       holds just this frame (WINDOWSTART = 1 << WINDOWBASE) and exceptions are on. */
+    l32r    a4, .Lwalking
+    movi    a5, 1
+    s32i    a5, a4, 0
+    RSR 4, 72
+    ssl     a4
+    sll     a5, a5
+    WSR 5, 73
+    l32r    a1, .Lwalk_stack
+    WINDOWED_PS
+    l32r    a8, .Lwalk
+    .byte 0xe0, 0x08, 0x00  /* callx8 a8 */
+.Lsend:
     movi    a2, SYS_write
-    mov     a4, a3
+    l32r    a4, .Lrecord
     movi    a3, RSP_FD
-    movi    a5, 64
+    movi    a5, RECORD_BYTES
     simcall
     movi    a2, SYS_exit
     movi    a3, 99
@@ -154,6 +220,7 @@ _pool_start:
     isync
     dsync
     WINDOWED_PS
+    movi    a0, 0           /* the root: a call stack's walk ends here */
     l32r    a8, .Lmain
     .byte 0xe0, 0x08, 0x00  /* callx8 a8 */
     mov     a3, a10
@@ -165,4 +232,13 @@ _pool_start:
     .align 4
     .global board_fault_record
 board_fault_record:
-    .space 64
+    .space RECORD_BYTES
+    .global board_fault_windows
+board_fault_windows:
+    .space 136
+    .global board_fault_walking
+board_fault_walking:
+    .space 4
+    .align 16
+board_fault_stack:
+    .space WALK_STACK_BYTES

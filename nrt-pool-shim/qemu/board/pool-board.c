@@ -157,9 +157,80 @@ static int svc_write(int fd, const void *buf, usize len) {
     return (int)len;
 }
 
+/* The runtime's fatal error: its message, then the call stack that led here, through
+   the fault path (an illegal instruction: pool-board.S records the frames and ends the
+   core; the host takes the stack of the FAULT record that follows a FATAL one). */
 static void svc_fault(const char *msg, usize len) {
     send(RSP_FATAL, msg, len, 0, 0);
+    __asm__ volatile("ill");
     board_exit(EXIT_FATAL);
+}
+
+/* ---- the call stack of a fault ----
+
+   pool-board.S saves a0 and a1 of each of the 16 register quads (slot i: quad
+   (WINDOWBASE + i) mod 16) with WINDOWBASE and WINDOWSTART, fills the fault record's 16
+   words, then calls board_fault_walk on a stack of its own. The walk follows the windowed
+   ABI: a frame's a0 is its return address (the top two bits the caller's call size in
+   quads, the rest the low 30 bits of the PC), a1 its stack pointer. A caller whose quad is
+   still live (its WINDOWSTART bit, not wrapped around) keeps a0 and a1 in the register
+   file; once one was spilled, every older one was too, and the window overflow handlers
+   left its a0 and a1 16 and 12 bytes below its callee's stack pointer. A load that faults
+   on the way (a corrupt stack pointer) re-enters the fault path, which sends the frames
+   found so far. */
+enum { FAULT_WORDS = 16, MAX_FRAMES = 32, QUADS = 16 };
+struct window_dump {
+    u32 quad[QUADS][2];
+    u32 windowbase, windowstart;
+};
+extern u32 board_fault_record[FAULT_WORDS + 1 + MAX_FRAMES];
+extern struct window_dump board_fault_windows;
+void board_fault_walk(void);
+
+/* The 1 GiB holding the op images and the board's code. */
+static int code_address(u32 pc) { return pc >= 0x84000000u && pc < 0x89000000u; }
+
+void board_fault_walk(void) {
+    const struct window_dump *d = &board_fault_windows;
+    volatile u32 *count = &board_fault_record[FAULT_WORDS];
+    volatile u32 *frames = count + 1;
+    /* The faulting instruction: EPC (word 4), or DEPC (word 6) for a double exception,
+       whose frames were being spilled or refilled: the PC alone then. */
+    int window = board_fault_record[2] == 3;
+    u32 pc = window ? board_fault_record[6] : board_fault_record[4];
+    u32 n = 0;
+    frames[n++] = pc;
+    *count = n;
+    if (window) return;
+    u32 wb = d->windowbase % QUADS, ws = d->windowstart;
+    u32 quad = wb, seen = 0, live = 1;
+    u32 a0 = d->quad[0][0], sp = d->quad[0][1];
+    while (n < MAX_FRAMES) {
+        u32 inc = a0 >> 30;
+        u32 caller = (a0 & 0x3fffffffu) | (pc & 0xc0000000u);
+        if (inc == 0 || !code_address(caller)) break;
+        frames[n++] = caller;
+        *count = n;
+        u32 cq = (quad - inc) % QUADS, ca0, csp;
+        seen += inc;
+        if (live && seen < QUADS && (ws >> cq) & 1) {
+            u32 slot = (cq - wb) % QUADS;
+            ca0 = d->quad[slot][0];
+            csp = d->quad[slot][1];
+        } else {
+            live = 0;
+            if (sp & 3 || sp < 16) break;
+            ca0 = ((volatile u32 *)sp)[-4];
+            csp = ((volatile u32 *)sp)[-3];
+        }
+        /* Stacks grow down: a caller's stack pointer lies above its callee's (a kernel on
+           an HBM stack ends the walk where it was switched to). */
+        if (csp <= sp) break;
+        pc = caller;
+        a0 = ca0;
+        sp = csp;
+        quad = cq;
+    }
 }
 
 static u32 svc_cpu_count(void) { return boot.cores; }

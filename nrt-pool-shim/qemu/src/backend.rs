@@ -13,7 +13,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use nrt_pool_engine::backend::{
-    Access, CoreEnd, FaultRecord, HostBackend, IsaBackend, Launched, Probed, Shaped, Stdio, Team,
+    Access, CoreEnd, FaultRecord, HostBackend, IsaBackend, Launched, Probed, Shaped, Stack, Stdio,
+    Team,
 };
 use nrt_pool_engine::control::{FaultKind, PHASE_KERNEL, PHASE_START};
 use nrt_pool_engine::deadline::Deadline;
@@ -146,6 +147,9 @@ fn record(memory: &DeviceMemory, e: &QemuError, phase: u32) -> FaultRecord {
         QemuError::Spawn { .. } => (FaultKind::Exited, e.to_string()),
     };
     let mut rec = FaultRecord::new(kind, phase, message);
+    if let QemuError::Fault(f) = e {
+        rec.stack = Stack::Named(f.stack().to_vec());
+    }
     if let QemuError::Fault(CoreFault::Exception {
         cause,
         address,

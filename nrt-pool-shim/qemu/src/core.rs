@@ -507,11 +507,21 @@ impl XtensaCore {
                         QemuError::Fault,
                     ));
                 }
-                Ok((protocol::RSP_FATAL, body)) => {
+                Ok((protocol::RSP_FATAL, message)) => {
+                    // The board follows the message with a fault record carrying the call
+                    // stack that reached the runtime's check.
+                    let stack = match protocol::recv(&mut self.rsp, deadline) {
+                        Ok((protocol::RSP_FAULT, body)) => {
+                            let images = [&self.images[0][..], &self.images[1][..]];
+                            fault::stack(&body, &images)
+                        }
+                        _ => Vec::new(),
+                    };
                     self.reap();
                     return Err(QemuError::Fault(CoreFault::Fatal {
                         core: self.core,
-                        message: body,
+                        message,
+                        stack,
                     }));
                 }
                 Ok((t, _)) => return Err(self.protocol(format!("reply {t} where {tag} was due"))),

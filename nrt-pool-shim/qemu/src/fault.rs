@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use nrt_pool_engine::symbolize::{SourceFrame, StackAddr, Symbolizer};
+
 use crate::layout;
 
 /// Xtensa EXCCAUSE values (Xtensa ISA reference, exception causes).
@@ -124,6 +126,8 @@ pub enum CoreFault {
         /// page, or past the end of what the window shows).
         write: Option<bool>,
         soc: Option<u64>,
+        /// The call stack, innermost first, named from the images.
+        stack: Vec<SourceFrame>,
     },
     /// The kernel's stack outgrew what it had: the local stack (STACK_SIZE fitted there) or
     /// its HBM stack of STACK_SIZE bytes.
@@ -133,9 +137,15 @@ pub enum CoreFault {
         hbm: bool,
         pc: u32,
         symbol: Option<String>,
+        stack: Vec<SourceFrame>,
     },
-    /// The runtime's fatal error (a broken rule), with its message.
-    Fatal { core: usize, message: Vec<u8> },
+    /// The runtime's fatal error (a broken rule), with its message and the call stack
+    /// that reached it.
+    Fatal {
+        core: usize,
+        message: Vec<u8>,
+        stack: Vec<SourceFrame>,
+    },
     /// The core did not finish before the deadline.
     Timeout {
         core: usize,
@@ -170,6 +180,16 @@ impl CoreFault {
 
     pub fn detail(&self) -> Detail<'_> {
         Detail(self)
+    }
+
+    /// The call stack at the fault, innermost first (empty when the board sent none).
+    pub fn stack(&self) -> &[SourceFrame] {
+        match self {
+            CoreFault::Exception { stack, .. }
+            | CoreFault::StackOverflow { stack, .. }
+            | CoreFault::Fatal { stack, .. } => stack,
+            CoreFault::Timeout { .. } | CoreFault::Exited { .. } => &[],
+        }
     }
 }
 
@@ -325,6 +345,7 @@ pub fn decode(core: usize, body: &[u8], images: &[&[u8]]) -> Option<CoreFault> {
                 hbm,
                 pc,
                 symbol: symbolize(images, pc),
+                stack: stack(body, images),
             });
         }
     }
@@ -351,7 +372,36 @@ pub fn decode(core: usize, body: &[u8], images: &[&[u8]]) -> Option<CoreFault> {
         write: (bus && cause == FaultCause::LoadStorePifAddress)
             .then_some(access & 3 == ACCESS_WRITE),
         soc: (bus && access & ACCESS_SOC != 0).then_some(soc),
+        stack: stack(body, images),
     })
+}
+
+/// Words of the record before its call stack (a frame count, then the PCs).
+const RECORD_WORDS: usize = 14;
+
+/// The call stack a fault record carries, named from the first image that maps each PC
+/// (the first PC is the faulting instruction, the rest return addresses).
+pub fn stack(body: &[u8], images: &[&[u8]]) -> Vec<SourceFrame> {
+    let w = |i: usize| crate::protocol::word(body, i * 4);
+    let count = w(RECORD_WORDS).unwrap_or(0) as usize;
+    let pcs: Vec<u32> = (0..count.min(64))
+        .map_while(|i| w(RECORD_WORDS + 1 + i))
+        .collect();
+    let named: Vec<Symbolizer<'_>> = images.iter().filter_map(|b| Symbolizer::new(b)).collect();
+    pcs.iter()
+        .enumerate()
+        .flat_map(|(i, &pc)| {
+            let at = StackAddr {
+                addr: u64::from(pc),
+                exact: i == 0,
+            };
+            named
+                .iter()
+                .find(|s| s.maps(at.addr))
+                .map(|s| s.frames(at))
+                .unwrap_or_default()
+        })
+        .collect()
 }
 
 /// "function+0xoff" (demangled) for `pc`, from the first ELF image whose symbols cover it.
@@ -378,6 +428,7 @@ mod tests {
             symbol: Some("boom()+0x3".into()),
             write: None,
             soc: None,
+            stack: Vec::new(),
         };
         assert_eq!(
             f.to_string(),
@@ -392,6 +443,7 @@ mod tests {
             symbol: None,
             write: None,
             soc: None,
+            stack: Vec::new(),
         };
         assert!(w.to_string().starts_with("core 0: window exception"), "{w}");
         assert!(w.to_string().ends_with("address 0x00000010"), "{w}");

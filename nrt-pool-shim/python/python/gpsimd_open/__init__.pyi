@@ -9,6 +9,8 @@ class DeviceFault(RuntimeError):
     address: int | None
     stdout: bytes
     stderr: bytes
+    stack: list[tuple[str | None, int | None, str | None]]
+    """The op author's frames at the fault, innermost first: (file, line, function)."""
 
 class set_cores:
     """Sets the core count of op calls that give no ``cores=`` (None: each library's

@@ -1,0 +1,161 @@
+"""Seeing inside a kernel (issue #28): fault reports name the source line and its callers on
+both backends, from the library's DWARF (host builds) or the Pool image's (Xtensa cores,
+whose board walks the register windows)."""
+import re
+
+import numpy as np
+import pytest
+
+from gpsimd_open import DeviceFault, custom_op
+
+KERNELS = """
+#include <assert.h>
+#include <stdint.h>
+#include <torch/torch.h>
+#include <neuron/neuron-utils.hpp>
+
+// Each core copies its part through TCM; the last core's part runs past the end when the
+// element count does not divide by the core count (the guide's multicore sample's bug).
+static void copy_in(const torch::Tensor &x, float *tcm, size_t at, size_t n) {
+    auto in = x.tcm_accessor();
+    in.tensor_to_tcm<float>(tcm, at, n);  // @copy
+}
+torch::Tensor tiles(const torch::Tensor &x) {
+    torch::Tensor y = get_dst_tensor();
+    size_t n = size_t(x.numel()), cores = get_cpu_count(), id = get_cpu_id();
+    size_t part = (n + cores - 1) / cores;
+    float *tcm = (float *)torch::neuron::tcm_malloc(sizeof(float) * part);
+    copy_in(x, tcm, id * part, part);  // @tiles
+    auto out = y.tcm_accessor();
+    out.tcm_to_tensor<float>(tcm, id * part, part);
+    torch::neuron::tcm_free(tcm);
+    return y;
+}
+
+__attribute__((noinline)) static void fill_past(float *p, size_t n) {
+    for (size_t i = 0; i < n + 4096; i++) p[i] = 1.0f;  // @fill
+}
+torch::Tensor past_end(const torch::Tensor &x) {
+    torch::Tensor y = get_dst_tensor();
+    auto out = y.accessor<float, 1>();
+    fill_past(&out[0], size_t(x.numel()));  // @past_end
+    return y;
+}
+
+torch::Tensor asserts(const torch::Tensor &x) {
+    assert(x.numel() == 3);  // @assert
+    return torch::abs(x);
+}
+
+__attribute__((noinline)) static int32_t divide(int32_t a, int32_t b) {
+    return a / b;  // @divide
+}
+torch::Tensor divides(const torch::Tensor &x) {
+    int32_t q = divide(7, int32_t(x.numel()) - 8);  // @divides
+    return torch::full({1}, float(q), torch::kFloat);
+}
+
+// Recursion that asserts at its bottom: its callers' frames lie in the register file and,
+// deeper, on the stack (Xtensa cores spill register windows there).
+__attribute__((noinline)) static int down(int n, volatile int *up) {
+    volatile int pad[4];
+    pad[0] = n + (up ? up[0] : 0);
+    assert(n > 0 || pad[0] < 0);  // @bottom
+    return down(n - 1, pad) + pad[0];  // @down
+}
+torch::Tensor deep(const torch::Tensor &x) {
+    return torch::full({1}, float(down(int(x.numel()), nullptr)), torch::kFloat);  // @deep
+}
+
+torch::Tensor fine(const torch::Tensor &x) { return torch::abs(x); }
+"""
+SHAPES = """
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+torch::Tensor like(torch::Tensor x) { return torch::empty(x.sizes(), torch::kFloat); }
+torch::Tensor one(torch::Tensor x) { return torch::empty({1}, torch::kFloat); }
+NEURON_LIBRARY(diag_ops, m) {
+    m.def("tiles", &like, "tiles");
+    m.def("past_end", &like, "past_end");
+    m.def("asserts", &like, "asserts");
+    m.def("divides", &one, "divides");
+    m.def("deep", &one, "deep");
+    m.def("fine", &like, "fine");
+}
+"""
+
+
+def line_of(tag):
+    """The 1-based line of KERNELS holding `// @tag`."""
+    for i, text in enumerate(KERNELS.split("\n"), 1):
+        if text.rstrip().endswith(f"// @{tag}"):
+            return i
+    raise KeyError(tag)
+
+
+@pytest.fixture(scope="module", params=["host", "xtensa"])
+def lib(request, tmp_path_factory):
+    d = tmp_path_factory.mktemp(f"diag_{request.param}")
+    (d / "k.cpp").write_text(KERNELS)
+    (d / "s.cpp").write_text(SHAPES)
+    return custom_op.load("diag_ops", [d / "k.cpp"], [d / "s.cpp"], build_directory=d / "build",
+                          isa=request.param)
+
+
+def fault(call):
+    with pytest.raises(DeviceFault) as e:
+        call()
+    return e.value
+
+
+def test_a_tcm_copy_past_the_tensor_names_its_line_and_the_kernel_line_that_called_it(lib):
+    x = np.arange(91, dtype=np.float32)
+    f = fault(lambda: lib.ops["tiles"](x, cores=8))
+    msg = str(f)
+    assert "on core 7: fatal error: customop: tensor_to_tcm: elements [84, 96) outside a tensor of 91 elements" in msg, msg
+    assert re.search(rf", at \S*k\.cpp:{line_of('copy')} in copy_in", msg), msg
+    assert re.search(rf"\n    called from \S*k\.cpp:{line_of('tiles')} in tiles\(", msg), msg
+    files = [s[0] for s in f.stack]
+    assert all(p.endswith("k.cpp") for p in files), f.stack
+    assert [s[1] for s in f.stack][:2] == [line_of("copy"), line_of("tiles")], f.stack
+    assert f.stack[1][2].startswith("tiles("), f.stack
+    # The runtime's own frames (the API header's check, the launcher) are not shown.
+    assert "Tensor.h" not in msg and ".rs:" not in msg and "nrt_pool_op_wrapper" not in msg, msg
+    np.testing.assert_array_equal(lib.ops["tiles"](x[:88], cores=8), x[:88]), "the next launch is exact"
+
+
+def test_a_store_past_a_tensor_names_the_storing_line_and_its_caller(lib):
+    f = fault(lambda: lib.ops["past_end"](np.zeros(16, np.float32)))
+    msg = str(f)
+    assert f.kind == "memory fault", msg
+    assert re.search(rf", at \S*k\.cpp:{line_of('fill')} in fill_past", msg), msg
+    assert re.search(rf"called from \S*k\.cpp:{line_of('past_end')} in past_end\(", msg), msg
+
+
+def test_a_failed_assert_names_its_line(lib):
+    f = fault(lambda: lib.ops["asserts"](np.zeros(4, np.float32)))
+    assert re.search(rf", at \S*k\.cpp:{line_of('assert')} in asserts\(", str(f)), str(f)
+    np.testing.assert_array_equal(lib.ops["asserts"](np.array([-1, 2, -3], np.float32)), [1, 2, 3])
+
+
+def test_a_division_by_zero_names_the_dividing_line_and_its_caller(lib):
+    f = fault(lambda: lib.ops["divides"](np.zeros(8, np.float32)))
+    msg = str(f)
+    assert re.search(rf", at \S*k\.cpp:{line_of('divide')} in divide", msg), msg
+    assert re.search(rf"called from \S*k\.cpp:{line_of('divides')} in divides\(", msg), msg
+    np.testing.assert_array_equal(lib.ops["divides"](np.zeros(9, np.float32)), [7])
+
+
+def test_faults_on_several_cores_report_one_and_the_next_launch_is_exact(lib):
+    x = np.arange(-50, 41, dtype=np.float32)
+    for _ in range(2):
+        f = fault(lambda: lib.ops["tiles"](x, cores=8))
+        assert f.stack and f.stack[0][1] == line_of("copy"), f.stack
+    np.testing.assert_array_equal(lib.ops["fine"](x), np.abs(x))
+
+
+def test_a_deep_call_stack_is_walked_to_the_kernel(lib):
+    f = fault(lambda: lib.ops["deep"](np.zeros(12, np.float32)))
+    lines = [s[1] for s in f.stack]
+    assert lines == [line_of("bottom")] + [line_of("down")] * 12 + [line_of("deep")], f.stack
+    assert str(f).count("called from") == 13, str(f)
