@@ -2,15 +2,18 @@
 both backends, from the library's DWARF (host builds) or the Pool image's (Xtensa cores,
 whose board walks the register windows)."""
 import re
+import subprocess
 
 import numpy as np
 import pytest
 
+from conftest import NRT_POOL
 from gpsimd_open import DeviceFault, custom_op
 
 KERNELS = """
 #include <assert.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <torch/torch.h>
 #include <neuron/neuron-utils.hpp>
 
@@ -68,6 +71,19 @@ torch::Tensor deep(const torch::Tensor &x) {
 }
 
 torch::Tensor fine(const torch::Tensor &x) { return torch::abs(x); }
+
+// Every core says who it is, over two writes per line.
+torch::Tensor hello(const torch::Tensor &x) {
+    printf("core %u ", (unsigned)get_cpu_id());
+    printf("of %u\\n", (unsigned)get_cpu_count());
+    torch::Tensor y = get_dst_tensor();
+    if (get_cpu_id() == 0) {
+        auto in = x.accessor<float, 1>();
+        auto out = y.accessor<float, 1>();
+        for (int64_t i = 0; i < x.numel(); i++) out[i] = in[i] < 0 ? -in[i] : in[i];
+    }
+    return y;
+}
 """
 SHAPES = """
 #include <torch/torch.h>
@@ -81,6 +97,7 @@ NEURON_LIBRARY(diag_ops, m) {
     m.def("divides", &one, "divides");
     m.def("deep", &one, "deep");
     m.def("fine", &like, "fine");
+    m.def("hello", &like, "hello");
 }
 """
 
@@ -159,3 +176,34 @@ def test_a_deep_call_stack_is_walked_to_the_kernel(lib):
     lines = [s[1] for s in f.stack]
     assert lines == [line_of("bottom")] + [line_of("down")] * 12 + [line_of("deep")], f.stack
     assert str(f).count("called from") == 13, str(f)
+
+
+def test_printf_shows_core_0s_lines_unless_every_cores_are_asked_for(lib, capfd):
+    x = np.array([-1, 2, -3], np.float32)
+    capfd.readouterr()
+    np.testing.assert_array_equal(lib.ops["hello"](x, cores=4), np.abs(x))
+    assert capfd.readouterr().out == "core 0 of 4\n", "hardware shows core 0's printf alone"
+    lib.all_cores_stdio = True
+    try:
+        np.testing.assert_array_equal(lib.ops["hello"](x, cores=4), np.abs(x))
+        out = capfd.readouterr().out
+        assert sorted(out.splitlines()) == [f"[core {c}] core {c} of 4" for c in range(4)], out
+    finally:
+        lib.all_cores_stdio = False
+    lib.ops["hello"](x, cores=2)
+    assert capfd.readouterr().out == "core 0 of 2\n"
+
+
+def test_the_cli_shows_every_cores_printf_with_all_cores_stdio(lib, tmp_path, monkeypatch):
+    x = tmp_path / "x.npy"
+    np.save(x, np.array([-1, 2, -3], np.float32))
+    run = [NRT_POOL, "run", lib.path, "diag_ops::hello", "--arg", x, "--out", tmp_path / "y.npy", "--cores", "3"]
+    p = subprocess.run([str(a) for a in run + ["--all-cores-stdio"]], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert sorted(p.stdout.splitlines()) == [f"[core {c}] core {c} of 3" for c in range(3)], p.stdout
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), [1, 2, 3])
+    p = subprocess.run([str(a) for a in run], capture_output=True, text=True)
+    assert p.stdout == "core 0 of 3\n", p.stdout
+    monkeypatch.setenv("GPSIMD_OPEN_ALL_CORES_STDIO", "1")
+    p = subprocess.run([str(a) for a in run], capture_output=True, text=True)
+    assert sorted(p.stdout.splitlines()) == [f"[core {c}] core {c} of 3" for c in range(3)], p.stdout

@@ -129,6 +129,9 @@ pub struct Header {
     pub schema_len: AtomicU32,
     /// Guard pages the cores protect for this launch (SoC addresses at GUARDS_OFFSET).
     pub guard_count: AtomicU32,
+    /// Nonzero: every core's stdio enters the ring this launch (`--all-cores-stdio`, an
+    /// emulator aid); otherwise core 0's alone, as on hardware.
+    pub stdio_all_cores: AtomicU32,
 }
 
 pub const RECORDS_OFFSET: usize = 0x100;

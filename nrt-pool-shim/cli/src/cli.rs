@@ -107,6 +107,11 @@ pub struct RunArgs {
     /// status is 4 when there are any; the output is written all the same
     #[arg(long, value_name = "LIST", num_args = 0..=1, require_equals = true, default_missing_value = "default")]
     pub check: Option<String>,
+    /// Show printf from every core, each line prefixed with its core ("[core 3] ...");
+    /// an emulator aid: hardware shows core 0's alone, the default (also
+    /// $GPSIMD_OPEN_ALL_CORES_STDIO=1)
+    #[arg(long)]
+    pub all_cores_stdio: bool,
 }
 
 /// A tensor shape given on the command line.

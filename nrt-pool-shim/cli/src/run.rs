@@ -81,6 +81,7 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
         repeat,
         timings,
         check,
+        all_cores_stdio,
     } = a;
     let started = Instant::now();
     let mut clock = Timings::new(started);
@@ -99,6 +100,7 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
     let checks = checks_asked(check.as_deref())?;
     let mut e = engine_with(&lib, isa)?;
     e.checks = checks;
+    e.all_cores_stdio = all_cores_stdio || nrt_pool_engine::all_cores_stdio_from_env();
     clock.lap("library load (probed in a core process)");
     if let Some(t) = timeout {
         e.timeout = Duration::from_secs_f64(t);

@@ -136,6 +136,15 @@ pub struct Stdio {
 }
 
 impl Stdio {
+    /// The stream for descriptor `fd`: 2 is stderr, anything else stdout.
+    pub fn stream(&mut self, fd: u8) -> &mut Vec<u8> {
+        if fd == 2 {
+            &mut self.err
+        } else {
+            &mut self.out
+        }
+    }
+
     /// Appends `other` while the two streams hold at most `cap` bytes; counts the rest.
     pub fn append(&mut self, other: Stdio, cap: usize) {
         self.dropped = self.dropped.saturating_add(other.dropped);
@@ -146,6 +155,49 @@ impl Stdio {
                 .dropped
                 .saturating_add(u32::try_from(from.len() - take).unwrap_or(u32::MAX));
             if fd2 { &mut self.err } else { &mut self.out }.extend_from_slice(&from[..take]);
+        }
+    }
+}
+
+/// Several cores' output as lines prefixed with their core (`[core 3] ...`), for
+/// `--all-cores-stdio`: each core's bytes on each descriptor are cut at newlines, in the
+/// order they arrive; a line still open at the end is closed with a newline.
+#[derive(Default)]
+pub struct CoreLines {
+    open: Vec<((usize, u8), Vec<u8>)>,
+}
+
+impl CoreLines {
+    /// Adds what core `core` wrote to `fd`, moving its complete lines into `into`.
+    pub fn push(&mut self, core: usize, fd: u8, bytes: &[u8], into: &mut Stdio) {
+        let key = (core, fd);
+        let at = match self.open.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            None => {
+                self.open.push((key, Vec::new()));
+                self.open.len() - 1
+            }
+        };
+        for piece in bytes.split_inclusive(|&b| b == b'\n') {
+            let line = &mut self.open[at].1;
+            line.extend_from_slice(piece);
+            if piece.ends_with(b"\n") {
+                let out = into.stream(fd);
+                out.extend_from_slice(format!("[core {core}] ").as_bytes());
+                out.append(line);
+            }
+        }
+    }
+
+    /// Closes the lines still open.
+    pub fn finish(self, into: &mut Stdio) {
+        for ((core, fd), mut line) in self.open {
+            if !line.is_empty() {
+                let out = into.stream(fd);
+                out.extend_from_slice(format!("[core {core}] ").as_bytes());
+                out.append(&mut line);
+                out.push(b'\n');
+            }
         }
     }
 }
@@ -166,12 +218,27 @@ pub struct Probed {
 pub struct Team {
     pub count: usize,
     pub only: Option<usize>,
+    /// Every core's stdio reaches the host, each line prefixed with its core
+    /// (`--all-cores-stdio`); otherwise core 0's alone, as on hardware.
+    pub all_stdio: bool,
 }
 
 impl Team {
     /// Cores `0..count`.
     pub fn all(count: usize) -> Team {
-        Team { count, only: None }
+        Team {
+            count,
+            only: None,
+            all_stdio: false,
+        }
+    }
+
+    /// The same team, with every core's stdio reaching the host when `all`.
+    pub fn with_all_stdio(self, all: bool) -> Team {
+        Team {
+            all_stdio: all,
+            ..self
+        }
     }
 
     /// Core `core` of a launch of `count` cores, alone.
@@ -179,6 +246,7 @@ impl Team {
         Team {
             count,
             only: Some(core),
+            all_stdio: false,
         }
     }
 
@@ -280,21 +348,23 @@ fn control(memory: &DeviceMemory) -> ControlBlock {
     unsafe { ControlBlock::new(memory.status_host()) }
 }
 
-/// What the cores printed through the stdio ring since its reset.
-fn drain(ctl: &ControlBlock) -> Stdio {
+/// What the cores printed through the stdio ring since its reset: as it came (core 0's
+/// alone), or with `all_cores` each core's lines prefixed with it.
+fn drain(ctl: &ControlBlock, all_cores: bool) -> Stdio {
     let (entries, dropped) = ctl.stdio_drain();
     let mut stdio = Stdio {
         dropped,
         ..Stdio::default()
     };
-    for (fd, b) in entries {
-        if fd == 2 {
-            &mut stdio.err
+    let mut lines = CoreLines::default();
+    for (fd, core, b) in entries {
+        if all_cores {
+            lines.push(usize::from(core), fd, &b, &mut stdio);
         } else {
-            &mut stdio.out
+            stdio.stream(fd).extend_from_slice(&b);
         }
-        .extend_from_slice(&b);
     }
+    lines.finish(&mut stdio);
     stdio
 }
 
@@ -383,7 +453,7 @@ impl IsaBackend for HostBackend {
             end: CoreEnd { outcome, stderr },
             names: if done { ctl.names() } else { Vec::new() },
             schema: if done { ctl.schema() } else { None },
-            stdio: drain(&ctl),
+            stdio: drain(&ctl, false),
         })
     }
 
@@ -399,6 +469,7 @@ impl IsaBackend for HostBackend {
         let ctl = control(memory);
         ctl.reset();
         ctl.set_guards(guards);
+        ctl.set_stdio_all_cores(team.all_stdio);
         let run = team.cores();
         let program = Self::program(memory, library);
         let exits = self
@@ -414,7 +485,7 @@ impl IsaBackend for HostBackend {
             .collect();
         Ok(Launched {
             cores,
-            stdio: drain(&ctl),
+            stdio: drain(&ctl, team.all_stdio),
         })
     }
 
@@ -435,7 +506,7 @@ impl IsaBackend for HostBackend {
         Ok(Shaped {
             end: CoreEnd { outcome, stderr },
             refused,
-            stdio: drain(&ctl),
+            stdio: drain(&ctl, false),
         })
     }
 

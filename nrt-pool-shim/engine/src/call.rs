@@ -214,7 +214,7 @@ impl PoolEngine {
                 &kernel,
                 &launch_args,
                 &spec,
-                Team::all(cores),
+                Team::all(cores).with_all_stdio(self.all_cores_stdio),
                 to,
                 Fill::default(),
                 start,

@@ -196,17 +196,18 @@ impl ControlBlock {
         String::from_utf8_lossy(&r.msg[..n]).into_owned()
     }
 
-    /// Core side: appends `bytes` to the stdio ring in entry-sized pieces.
+    /// Core side: appends `bytes` to the stdio ring in entry-sized pieces. Several cores
+    /// may append at once (all cores' stdio): each piece reserves its entry first.
     pub fn stdio_append(&self, fd: u8, core: u8, bytes: &[u8]) {
         let h = self.header();
         for piece in bytes.chunks(RING_PAYLOAD) {
-            let i = h.stdio_count.load(Ordering::Relaxed) as usize;
+            let i = h.stdio_count.fetch_add(1, Ordering::AcqRel) as usize;
             if i >= RING_ENTRIES {
                 h.stdio_dropped
                     .fetch_add(piece.len() as u32, Ordering::Relaxed);
                 continue;
             }
-            // SAFETY: entry `i` lies inside the ring; one core writes the ring (core 0).
+            // SAFETY: entry `i` lies inside the ring and was reserved by this core alone.
             unsafe {
                 let e = self.base.add(RING_OFFSET + i * RING_ENTRY);
                 e.cast::<u16>().write_unaligned(piece.len() as u16);
@@ -214,28 +215,42 @@ impl ControlBlock {
                 *e.add(3) = core;
                 std::ptr::copy_nonoverlapping(piece.as_ptr(), e.add(4), piece.len());
             }
-            h.stdio_count.store(i as u32 + 1, Ordering::Release);
         }
     }
 
-    /// Host side: the ring's entries in order, as (fd, bytes), and the dropped byte count.
-    pub fn stdio_drain(&self) -> (Vec<(u8, Vec<u8>)>, u32) {
+    /// Host side: the ring's entries in order, as (fd, core, bytes), and the dropped byte
+    /// count. Read after the cores that wrote them have ended.
+    pub fn stdio_drain(&self) -> (Vec<(u8, u8, Vec<u8>)>, u32) {
         let h = self.header();
         let n = (h.stdio_count.load(Ordering::Acquire) as usize).min(RING_ENTRIES);
         let out = (0..n)
             .map(|i| {
-                // SAFETY: entries below the count were written whole (Release store above).
+                // SAFETY: entries below the count were reserved and written whole by cores
+                // that have ended.
                 unsafe {
                     let e = self.base.add(RING_OFFSET + i * RING_ENTRY);
                     let len = (e.cast::<u16>().read_unaligned() as usize).min(RING_PAYLOAD);
                     (
                         *e.add(2),
+                        *e.add(3),
                         std::slice::from_raw_parts(e.add(4), len).to_vec(),
                     )
                 }
             })
             .collect();
         (out, h.stdio_dropped.load(Ordering::Acquire))
+    }
+
+    /// Host side: whether every core's stdio enters the ring this launch.
+    pub fn set_stdio_all_cores(&self, all: bool) {
+        self.header()
+            .stdio_all_cores
+            .store(u32::from(all), Ordering::Release);
+    }
+
+    /// Core side: whether this core's stdio enters the ring (core 0's always does).
+    pub fn stdio_from(&self, core: usize) -> bool {
+        core == 0 || self.header().stdio_all_cores.load(Ordering::Acquire) != 0
     }
 
     /// Probe side: appends a registered kernel name.

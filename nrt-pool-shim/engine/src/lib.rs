@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 use customop_abi::blob::{scratch, ArgBlob, ARG_TYPE_TENSOR};
 use customop_abi::descriptor::ArgTensor;
 
-use self::backend::{FaultRecord, HostBackend, IsaBackend, Outcome, Stack, Stdio, Team};
+use self::backend::{CoreLines, FaultRecord, HostBackend, IsaBackend, Outcome, Stack, Stdio, Team};
 use self::control::FaultKind;
 use self::library::{LibraryError, OpLibrary};
 use self::memory::{DeviceMemory, MemoryError, Placed, CORES, PAGE};
@@ -61,6 +61,13 @@ pub use self::launch::{
 };
 use self::marshal::{empty_blob, named, Contents, Fill};
 use self::shape::check_op_args;
+
+/// Whether `$GPSIMD_OPEN_ALL_CORES_STDIO` asks for every core's printf (`1`, `true`,
+/// `yes`): the front ends' default for [`PoolEngine::all_cores_stdio`].
+pub fn all_cores_stdio_from_env() -> bool {
+    std::env::var("GPSIMD_OPEN_ALL_CORES_STDIO")
+        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
+}
 
 /// Most arguments a kernel takes.
 pub const MAX_ARGS: usize = nrt_pool_schema::MAX_ARGS;
@@ -114,6 +121,9 @@ pub struct PoolEngine {
     /// dropped) since the last launch, which reports it first: on hardware that output is
     /// seen, but loading a library and `op_output` return no output of their own.
     kept_output: Stdio,
+    /// Every core's printf reaches the caller, each line prefixed with its core (an
+    /// emulator aid, `--all-cores-stdio`; hardware shows core 0's alone, the default).
+    pub all_cores_stdio: bool,
     /// The checks each call makes (issue #27; none by default).
     pub checks: check::Checks,
     /// Host buffers checked launches reuse for their copies.
@@ -153,6 +163,7 @@ impl PoolEngine {
             resident_guards: HashMap::new(),
             temporaries: None,
             kept_output: Default::default(),
+            all_cores_stdio: false,
             checks: check::Checks::NONE,
             check_buffers: Vec::new(),
         })

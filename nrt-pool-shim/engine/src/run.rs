@@ -200,8 +200,15 @@ impl PoolEngine {
                 }
             }
         }
-        // Core 0's fd 2 reaches the host, as its printf does; the other cores' does not.
-        if let Some(first) = launched.cores.first() {
+        // Core 0's fd 2 reaches the host, as its printf does; the other cores' does not
+        // (unless every core's output was asked for: each line then names its core).
+        if team.all_stdio {
+            let mut lines = CoreLines::default();
+            for (&c, end) in run.iter().zip(&launched.cores) {
+                lines.push(c, 2, &end.stderr, &mut stdio);
+            }
+            lines.finish(&mut stdio);
+        } else if let Some(first) = launched.cores.first() {
             stdio.err.extend_from_slice(&first.stderr);
         }
         Ok(Run {

@@ -138,6 +138,7 @@ fn init_engine() -> Result<PoolEngine, String> {
         )
         .map_err(|e| e.to_string())?;
         engine.checks = env_checks()?;
+        engine.all_cores_stdio = nrt_pool_engine::all_cores_stdio_from_env();
         engine
             .load_image(&file, "the registered Pool image")
             .map_err(|e| e.to_string())?;
@@ -145,6 +146,7 @@ fn init_engine() -> Result<PoolEngine, String> {
     }
     let mut engine = PoolEngine::new(DEFAULT_HBM_BYTES, img).map_err(|e| e.to_string())?;
     engine.checks = env_checks()?;
+    engine.all_cores_stdio = nrt_pool_engine::all_cores_stdio_from_env();
     if host_lib {
         let iram = engine.image().iram.clone();
         engine

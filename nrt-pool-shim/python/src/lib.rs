@@ -239,6 +239,17 @@ impl Library {
             .unwrap_or_default()
     }
 
+    /// Whether every core's printf reaches the caller, each line prefixed with its core.
+    #[getter]
+    fn get_all_cores_stdio(&self, py: Python<'_>) -> bool {
+        self.engine(py).all_cores_stdio
+    }
+
+    #[setter]
+    fn set_all_cores_stdio(&self, py: Python<'_>, all: bool) {
+        self.engine(py).all_cores_stdio = all;
+    }
+
     /// The engine's launch timeout in seconds.
     #[getter]
     fn get_timeout(&self, py: Python<'_>) -> f64 {

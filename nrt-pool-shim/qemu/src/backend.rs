@@ -13,8 +13,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use nrt_pool_engine::backend::{
-    Access, CoreEnd, FaultRecord, HostBackend, IsaBackend, Launched, Probed, Shaped, Stack, Stdio,
-    Team,
+    Access, CoreEnd, CoreLines, FaultRecord, HostBackend, IsaBackend, Launched, Probed, Shaped,
+    Stack, Stdio, Team,
 };
 use nrt_pool_engine::control::{FaultKind, PHASE_KERNEL, PHASE_START};
 use nrt_pool_engine::deadline::Deadline;
@@ -274,6 +274,7 @@ impl IsaBackend for XtensaBackend {
             }
         }
         let mut stdio = Stdio::default();
+        let mut lines = CoreLines::default();
         for (&c, end) in run.iter().zip(ends.iter_mut()) {
             if end.is_some() {
                 continue;
@@ -281,8 +282,12 @@ impl IsaBackend for XtensaBackend {
             let core = self.cores[c].as_mut().expect("begun above");
             *end = Some(match core.finish(deadline) {
                 Ok(done) => {
-                    // Core 0's stdio reaches the host, as the firmware's does.
-                    if c == 0 {
+                    // Core 0's stdio reaches the host, as the firmware's does; every
+                    // core's, its lines prefixed, when the launch asks.
+                    if team.all_stdio {
+                        lines.push(c, 1, &done.stdout, &mut stdio);
+                        lines.push(c, 2, &done.stderr, &mut stdio);
+                    } else if c == 0 {
                         stdio.out = done.stdout;
                         stdio.err = done.stderr;
                     }
@@ -294,6 +299,7 @@ impl IsaBackend for XtensaBackend {
                 }
             });
         }
+        lines.finish(&mut stdio);
         Ok(Launched {
             cores: ends
                 .into_iter()

@@ -174,13 +174,15 @@ pub(super) unsafe extern "C" fn svc_write(fd: i32, buf: *const c_void, len: usiz
     if len == 0 || !(1..=2).contains(&fd) {
         return if len == 0 { 0 } else { -1 };
     }
-    // printf reaches the host from core 0, as the firmware's stdio does; start code's once.
-    if core() == 0
+    // printf reaches the host from core 0, as the firmware's stdio does (from every core
+    // when the launch asks: --all-cores-stdio); start code's once.
+    let ctl = control();
+    if ctl.stdio_from(core())
         && (PHASE.load(Ordering::Relaxed) == PHASE_KERNEL || PROBE.load(Ordering::Relaxed))
     {
         // SAFETY: the runtime passes `len` readable bytes.
         let b = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) };
-        control().stdio_append(fd as u8, 0, b);
+        ctl.stdio_append(fd as u8, core() as u8, b);
     }
     len as isize
 }

@@ -34,7 +34,7 @@ def _isa(isa):
 
 
 def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, verbose=False, isa=None,
-         extra_cflags=None, extra_include_paths=None, check=None):
+         extra_cflags=None, extra_include_paths=None, check=None, all_cores_stdio=None):
     """Builds a custom op library and loads it.
 
     Args:
@@ -55,6 +55,7 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
             emulated Xtensa cores under QEMU; an extension of this package). Default:
             the ``GPSIMD_OPEN_ISA`` environment variable, else ``"host"``.
         check: check every call of the library's ops (see :func:`load_library`).
+        all_cores_stdio: show printf from every core (see :func:`load_library`).
 
     Returns:
         The loaded :class:`Library`; its ops are also at ``custom_op.ops.NS.OP`` (and at
@@ -90,7 +91,7 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
     )
     if verbose:
         print(f"gpsimd_open: built {path}")
-    return load_library(path, check=check)
+    return load_library(path, check=check, all_cores_stdio=all_cores_stdio)
 
 
 def _backend_file(path, isa, from_environment):
@@ -137,7 +138,19 @@ def _string_list(what, value, paths=False):
     return out
 
 
-def load_library(path, isa=None, check=None):
+ALL_CORES_STDIO_VARIABLE = "GPSIMD_OPEN_ALL_CORES_STDIO"
+
+
+def _all_cores_stdio(value):
+    """The all_cores_stdio= value, or the environment's default when None."""
+    if value is None:
+        return os.environ.get(ALL_CORES_STDIO_VARIABLE, "").strip().lower() in ("1", "true", "yes")
+    if not isinstance(value, bool):
+        raise TypeError(f"all_cores_stdio={value!r}: True or False")
+    return value
+
+
+def load_library(path, isa=None, check=None, all_cores_stdio=None):
     """Loads a built custom op library (``lib{name}.so``) on its own emulated engine and
     registers its ops at ``custom_op.ops.NS.OP`` (and ``torch.ops.NS.OP`` with torch).
     The library's static constructors run in the emulated cores, never in this process.
@@ -154,6 +167,10 @@ def load_library(path, isa=None, check=None):
             ``"all"`` (adds ``cores``: the call again on another core count), ``"warn"``
             or ``"warn:LIST"`` to warn instead of raising :class:`CheckError`. Default:
             the ``GPSIMD_OPEN_CHECK`` environment variable, else no checks.
+        all_cores_stdio: an emulator aid: printf from every core reaches stdout and
+            stderr, each line prefixed with its core (``[core 3] ...``); hardware shows
+            core 0's alone, the default (also ``GPSIMD_OPEN_ALL_CORES_STDIO=1``).
+            ``Library.all_cores_stdio`` changes it later.
 
     Raises:
         RuntimeError: the file is missing or is not an op library, or the backend asked
@@ -163,7 +180,9 @@ def load_library(path, isa=None, check=None):
     """
     path = _backend_file(pathlib.Path(os.fspath(path)), _isa(isa), isa is None)
     _check.resolve(check)  # a bad value fails here, not at the first call
+    all_cores = _all_cores_stdio(all_cores_stdio)
     lib = Library(_native.Library(str(path)))
+    lib.all_cores_stdio = all_cores
     lib.check = check
     if lib.namespace is None:
         raise RuntimeError(f"{path}: no NEURON_LIBRARY ops (build it with custom_op.load)")
@@ -252,6 +271,18 @@ class Library:
         """The compiler flags the library was built with beyond the build's own:
         ``extra_include_paths`` as ``-IDIR``, then ``extra_cflags``."""
         return list(self._native.cflags)
+
+    @property
+    def all_cores_stdio(self):
+        """Whether printf from every core is shown, each line prefixed with its core
+        (an emulator aid; hardware shows core 0's alone)."""
+        return self._native.all_cores_stdio
+
+    @all_cores_stdio.setter
+    def all_cores_stdio(self, all_cores):
+        if not isinstance(all_cores, bool):
+            raise TypeError(f"all_cores_stdio={all_cores!r}: True or False")
+        self._native.all_cores_stdio = all_cores
 
     @property
     def timeout(self):

@@ -13,8 +13,15 @@ def load(
     isa: str | None = ...,
     extra_cflags: Iterable[str] | None = ...,
     extra_include_paths: Iterable[str | PathLike[str]] | None = ...,
+    check: bool | str | None = ...,
+    all_cores_stdio: bool | None = ...,
 ) -> Library: ...
-def load_library(path: str | PathLike[str], isa: str | None = ...) -> Library: ...
+def load_library(
+    path: str | PathLike[str],
+    isa: str | None = ...,
+    check: bool | str | None = ...,
+    all_cores_stdio: bool | None = ...,
+) -> Library: ...
 
 class DeviceArray:
     @property
@@ -25,7 +32,9 @@ class DeviceArray:
 
 class Op:
     kinds: tuple[str, ...]
-    def __call__(self, *args: Any, cores: int | None = ..., out: DeviceArray | None = ...) -> Any: ...
+    def __call__(
+        self, *args: Any, cores: int | None = ..., out: DeviceArray | None = ..., check: bool | str | None = ...
+    ) -> Any: ...
 
 class Library:
     ops: dict[str, Op]
@@ -38,6 +47,8 @@ class Library:
     @property
     def cflags(self) -> list[str]: ...
     timeout: float
+    all_cores_stdio: bool
+    check: bool | str | None
     def device_array(self, shape: Sequence[int], dtype: str = ...) -> DeviceArray: ...
     def to_device(self, array: Any) -> DeviceArray: ...
     def __getattr__(self, name: str) -> Op: ...
