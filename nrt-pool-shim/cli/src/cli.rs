@@ -32,6 +32,9 @@ pub enum Command {
     /// The whole chain: provider bring-up, the examples built, registered through the
     /// seam and run on the emulated engine, checked against a reference
     Demo(DemoArgs),
+    /// Start gdb attached to a core that `nrt-pool run --gdb[=CORE]` stopped, with the
+    /// library's symbols, breakpoints at the kernel and where it returns, run to the kernel
+    Gdb(GdbArgs),
     /// Print a shell completion script (generated at build time)
     Completions {
         #[arg(value_enum)]
@@ -112,6 +115,23 @@ pub struct RunArgs {
     /// $GPSIMD_OPEN_ALL_CORES_STDIO=1)
     #[arg(long)]
     pub all_cores_stdio: bool,
+    /// Stop core CORE (default 0) at the launch's start and wait for a debugger: prints how
+    /// to attach (`nrt-pool gdb LIB CORE`); the launch then has no timeout
+    #[arg(long, value_name = "CORE", num_args = 0..=1, require_equals = true, default_missing_value = "0",
+          value_parser = clap::value_parser!(u8).range(0..=7))]
+    pub gdb: Option<u8>,
+}
+
+#[derive(Args, Debug)]
+pub struct GdbArgs {
+    /// The op library the debug launch runs
+    pub lib: PathBuf,
+    /// The core it stopped
+    #[arg(default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=7))]
+    pub core: u8,
+    /// Arguments for gdb after the session's own (e.g. -batch -ex next -ex 'print x')
+    #[arg(last = true, allow_hyphen_values = true)]
+    pub gdb_args: Vec<std::ffi::OsString>,
 }
 
 /// A tensor shape given on the command line.

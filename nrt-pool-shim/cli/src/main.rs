@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use serde_json::json;
 
-use cli::{BringupArgs, BuildArgs, Cli, Command, DemoArgs, Isa, ListArgs, RunArgs, Shell};
+use cli::{BringupArgs, BuildArgs, Cli, Command, DemoArgs, GdbArgs, Isa, ListArgs, RunArgs, Shell};
 use nrt_pool_build as opbuild;
 use nrt_pool_cli::npy;
 use nrt_pool_cli::progress::Progress;
@@ -96,6 +96,7 @@ fn main() -> ExitCode {
         Command::Build(a) => build(a),
         Command::Bringup(a) => bringup_cmd(a),
         Command::Demo(a) => demo(a),
+        Command::Gdb(a) => gdb(a),
         Command::Completions { shell } => {
             print!("{}", completions(shell));
             Ok(())
@@ -185,6 +186,58 @@ fn default_board() -> PathBuf {
         Some(&exe_dir),
         beside_exe("../customop/xtensa-q7-none-elf/pool-board.elf"),
     )
+}
+
+/// `nrt-pool gdb LIB CORE`: gdb attached to the core a debug launch of LIB stopped, with
+/// the session's symbols and breakpoints; exits as gdb does.
+fn gdb(a: GdbArgs) -> Result<(), Failure> {
+    let s = nrt_pool_engine::debug::DebugSession::read(usize::from(a.core))
+        .map_err(|e| Failure::Error(e.to_string()))?;
+    let same = |p: &Path| std::fs::canonicalize(p).ok();
+    // The session runs LIB or its other build (LIB.so named for a launch of LIB.pool).
+    let ours = [
+        a.lib.clone(),
+        a.lib.with_extension("so"),
+        a.lib.with_extension("pool"),
+    ];
+    if !ours
+        .iter()
+        .any(|l| same(l).is_some() && same(l) == same(&s.library))
+    {
+        return Err(Failure::Error(format!(
+            "core {}'s debug session runs {}, not {}",
+            s.core,
+            s.library.display(),
+            a.lib.display()
+        )));
+    }
+    let gdb = match s.isa.as_str() {
+        "xtensa" => nrt_pool_qemu::gdb_for(&default_board()),
+        _ => PathBuf::from("gdb"),
+    };
+    let status = std::process::Command::new(&gdb)
+        .args(s.gdb_args())
+        .args(&a.gdb_args)
+        .status()
+        .map_err(|e| {
+            Failure::Error(format!(
+                "cannot run {} ({e}){}",
+                gdb.display(),
+                if s.isa == "xtensa" {
+                    ": make customop-archives builds the Xtensa gdb beside QEMU"
+                } else {
+                    ": install gdb (make tools does)"
+                }
+            ))
+        })?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Failure::Error(format!(
+            "{} ended with {status}",
+            gdb.display()
+        )))
+    }
 }
 
 /// Each core image's loaded size, and the warning above the vendor's staged-library limit.

@@ -4,6 +4,7 @@
 
 use super::*;
 use nrt_pool_engine::check::{CheckReport, Checks};
+use nrt_pool_engine::debug;
 
 /// `run --timings`: wall time from start to output file, by phase.
 struct Timings {
@@ -82,6 +83,7 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
         timings,
         check,
         all_cores_stdio,
+        gdb,
     } = a;
     let started = Instant::now();
     let mut clock = Timings::new(started);
@@ -101,6 +103,10 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
     let mut e = engine_with(&lib, isa)?;
     e.checks = checks;
     e.all_cores_stdio = all_cores_stdio || nrt_pool_engine::all_cores_stdio_from_env();
+    e.debug = match gdb {
+        Some(core) => Some(debug::printing_request(usize::from(core), "nrt-pool")),
+        None => debug::request_from_env("nrt-pool").map_err(Failure::Usage)?,
+    };
     clock.lap("library load (probed in a core process)");
     if let Some(t) = timeout {
         e.timeout = Duration::from_secs_f64(t);

@@ -13,6 +13,7 @@ use super::control::{
 };
 use super::core::{self, Program};
 use super::deadline::Deadline;
+use super::debug::DebugSession;
 use super::library::OpLibrary;
 use super::memory::DeviceMemory;
 use super::pool::{self, CoreExit, CorePool, Exit};
@@ -324,12 +325,36 @@ pub trait IsaBackend: Send {
 
     /// Stops every core (a new library, or the engine's end).
     fn shutdown(&mut self);
+
+    /// Opens a gdb remote stub on core `core` before a launch of `count` cores: where it
+    /// listens (the engine adds the kernel and library). The core waits, stopped, for the
+    /// debugger to let it run. Backends without one say so.
+    fn debug_core(
+        &mut self,
+        memory: &DeviceMemory,
+        library: &OpLibrary,
+        core: usize,
+        count: usize,
+        deadline: &Deadline,
+    ) -> std::io::Result<DebugSession> {
+        let _ = (memory, library, core, count, deadline);
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            format!("the {} backend has no debugger", self.name()),
+        ))
+    }
+
+    /// Ends a debug session after its launch: the stub stops, and the core is replaced by a
+    /// fresh one at the next launch.
+    fn end_debug(&mut self) {}
 }
 
 /// Host builds of op libraries, each core a persistent forked process (see [`pool`]).
 #[derive(Default)]
 pub struct HostBackend {
     cores: CorePool,
+    /// A debug launch's gdbserver and the core it is attached to.
+    debugger: Option<(usize, std::process::Child)>,
 }
 
 impl HostBackend {
@@ -511,7 +536,42 @@ impl IsaBackend for HostBackend {
     }
 
     fn shutdown(&mut self) {
+        self.end_debug();
         self.cores.shutdown();
+    }
+
+    fn debug_core(
+        &mut self,
+        memory: &DeviceMemory,
+        library: &OpLibrary,
+        core: usize,
+        _count: usize,
+        deadline: &Deadline,
+    ) -> std::io::Result<DebugSession> {
+        self.end_debug();
+        let pid = self
+            .cores
+            .debuggable(core, &Self::program(memory, library))?;
+        let (child, port) = gdbserver::attach(pid, deadline)?;
+        self.debugger = Some((core, child));
+        Ok(DebugSession {
+            core,
+            isa: "host".into(),
+            port,
+            pid: pid as u32,
+            library: library.path.clone(),
+            kernel: String::new(),
+            returned: core::KERNEL_RETURNED.into(),
+            release: None,
+            symbols: Vec::new(),
+        })
+    }
+
+    fn end_debug(&mut self) {
+        if let Some((core, mut child)) = self.debugger.take() {
+            gdbserver::stop(&mut child);
+            self.cores.stop_core(core);
+        }
     }
 }
 
@@ -540,5 +600,72 @@ mod tests {
         );
         kept.append(more(b"yz", b"w", 0), usize::MAX);
         assert_eq!((&kept.out[..], &kept.err[..]), (&b"abcyz"[..], &b"dw"[..]));
+    }
+}
+
+/// gdbserver (Debian's package) attached to a host core's process.
+mod gdbserver {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Child, Command, Stdio};
+
+    use super::Deadline;
+
+    /// Starts `gdbserver --once --attach` on a free port of 127.0.0.1 for process `pid`:
+    /// the server and the port it listens on, once it says so.
+    pub fn attach(pid: i32, deadline: &Deadline) -> std::io::Result<(Child, u16)> {
+        let mut child = Command::new("gdbserver")
+            .args(["--once", "--attach", "127.0.0.1:0"])
+            .arg(pid.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("cannot start gdbserver ({e}): install Debian's gdbserver package (make tools does)"),
+                )
+            })?;
+        let err = child.stderr.take().expect("piped above");
+        // Its words until it listens ("Listening on port N"), read on a thread so that a
+        // server that never says so cannot hang the launch past its deadline.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut said = String::new();
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                if let Some(p) = line.strip_prefix("Listening on port ") {
+                    let _sent = tx.send(p.trim().parse::<u16>().map_err(|_| said.clone()));
+                    return;
+                }
+                said.push_str(&line);
+                said.push('\n');
+            }
+            let _sent = tx.send(Err(said));
+        });
+        let wait = deadline
+            .slice(std::time::Duration::from_secs(20))
+            .max(std::time::Duration::from_millis(1));
+        match rx.recv_timeout(wait) {
+            Ok(Ok(port)) => Ok((child, port)),
+            Ok(Err(said)) => {
+                stop(&mut child);
+                Err(std::io::Error::other(format!(
+                    "gdbserver could not attach to the core's process {pid}: {}",
+                    said.trim()
+                )))
+            }
+            Err(_) => {
+                stop(&mut child);
+                Err(std::io::Error::other("gdbserver did not start listening"))
+            }
+        }
+    }
+
+    /// Ends the server (it detaches from the core) and reaps it.
+    pub fn stop(child: &mut Child) {
+        if matches!(child.try_wait(), Ok(None)) {
+            let _killed = child.kill();
+        }
+        let _reaped = child.wait();
     }
 }

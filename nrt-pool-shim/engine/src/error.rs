@@ -169,6 +169,8 @@ pub enum EmuError {
     Output { target: String, why: String },
     #[error("cannot start the cores: {0}")]
     Spawn(std::io::Error),
+    #[error("cannot stop core {core} for a debugger: {why}")]
+    Debug { core: usize, why: String },
     #[error("{what}: interrupted; the cores still running were stopped (fresh ones start at the next launch)")]
     Interrupted { what: String },
 }

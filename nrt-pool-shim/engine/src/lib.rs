@@ -12,6 +12,7 @@ pub mod check;
 pub mod control;
 pub mod core;
 pub mod deadline;
+pub mod debug;
 pub mod doorbell;
 pub mod library;
 pub mod memory;
@@ -121,6 +122,8 @@ pub struct PoolEngine {
     /// dropped) since the last launch, which reports it first: on hardware that output is
     /// seen, but loading a library and `op_output` return no output of their own.
     kept_output: Stdio,
+    /// A launch stops this core for a debugger (`--gdb`): see [`debug`].
+    pub debug: Option<debug::DebugRequest>,
     /// Every core's printf reaches the caller, each line prefixed with its core (an
     /// emulator aid, `--all-cores-stdio`; hardware shows core 0's alone, the default).
     pub all_cores_stdio: bool,
@@ -163,6 +166,7 @@ impl PoolEngine {
             resident_guards: HashMap::new(),
             temporaries: None,
             kept_output: Default::default(),
+            debug: None,
             all_cores_stdio: false,
             checks: check::Checks::NONE,
             check_buffers: Vec::new(),

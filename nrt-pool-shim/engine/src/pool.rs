@@ -128,6 +128,9 @@ fn control(p: &Program<'_>) -> ControlBlock {
 #[derive(Default)]
 pub struct CorePool {
     workers: Vec<Option<Worker>>,
+    /// The core whose process lets any process of the user trace it (a debug launch);
+    /// the others keep the system's ptrace rules.
+    debuggable: Option<usize>,
 }
 
 impl CorePool {
@@ -138,6 +141,7 @@ impl CorePool {
         // The doorbell's sequence number now: the child waits for the next one.
         let seen = control(p).doorbell(core).cmd_seq.load(Ordering::SeqCst);
         let others: Vec<i32> = self.workers.iter().flatten().map(|w| w.sock).collect();
+        let traceable = self.debuggable == Some(core);
         let (shared, err_fd) = (AssertSend(p), stderr.file.as_raw_fd());
         // The socket pair is made and the child's end closed here on the spawner thread
         // too, so no fork of another engine's core copies that end in between (a copy would
@@ -170,6 +174,11 @@ impl CorePool {
                     libc::close(fds[0]);
                     for s in &others {
                         libc::close(*s);
+                    }
+                    // gdbserver is this process's sibling, not its ancestor: Yama's ptrace
+                    // scope 1 lets it attach only when the process says so.
+                    if traceable {
+                        libc::prctl(libc::PR_SET_PTRACER, libc::PR_SET_PTRACER_ANY);
                     }
                 }
                 // The socket's other end stays open in the child only so that the host
@@ -371,6 +380,28 @@ impl CorePool {
         CoreExit {
             exit,
             stderr: w.stderr.take(),
+        }
+    }
+
+    /// Core `core`'s process, started afresh so that a debugger may attach to it: its pid.
+    pub fn debuggable(&mut self, core: usize, p: &Program<'_>) -> std::io::Result<i32> {
+        if self.workers.len() <= core {
+            self.workers.resize_with(core + 1, || None);
+        }
+        if self.debuggable != Some(core) || self.workers[core].is_none() {
+            self.retire(core, Duration::ZERO);
+            self.debuggable = Some(core);
+            self.workers[core] = Some(self.spawn(core, p)?);
+        }
+        Ok(self.workers[core].as_ref().expect("spawned above").pid)
+    }
+
+    /// Ends core `core`'s process (after a debug launch: the next launch starts a fresh one
+    /// that no debugger has touched).
+    pub fn stop_core(&mut self, core: usize) {
+        self.retire(core, Duration::ZERO);
+        if self.debuggable == Some(core) {
+            self.debuggable = None;
         }
     }
 

@@ -173,11 +173,43 @@ impl PoolEngine {
             kernel: kernel.into(),
             known: self.kernels.clone(),
         })?;
-        let deadline = self.deadline();
+        let mut deadline = self.deadline();
+        // A launch with a core stopped for a debugger waits as long as someone debugs.
+        let session = match &self.debug {
+            Some(req) if team.only.is_none() => {
+                if req.core >= team.count {
+                    return Err(EmuError::Debug {
+                        core: req.core,
+                        why: format!("a launch of {} core(s) does not run it", team.count),
+                    });
+                }
+                let why = |e: &dyn std::fmt::Display| EmuError::Debug {
+                    core: req.core,
+                    why: e.to_string(),
+                };
+                let mut s = self
+                    .backend
+                    .debug_core(&self.memory, lib, req.core, team.count, &deadline)
+                    .map_err(|e| why(&e))?;
+                s.kernel = kernel.to_string();
+                // Absolute: `nrt-pool gdb` may run from another folder.
+                s.library = std::fs::canonicalize(&s.library).unwrap_or(s.library);
+                s.write().map_err(|e| why(&e))?;
+                (req.notify)(&s);
+                deadline = Deadline::after(Duration::from_secs(7 * 24 * 3600))
+                    .with_interrupt(self.interrupt.clone());
+                Some(s)
+            }
+            _ => None,
+        };
         let launched = self
             .backend
-            .launch(&self.memory, lib, &name, team, &guards, &deadline)
-            .map_err(EmuError::Spawn)?;
+            .launch(&self.memory, lib, &name, team, &guards, &deadline);
+        if let Some(s) = session {
+            self.backend.end_debug();
+            s.remove();
+        }
+        let launched = launched.map_err(EmuError::Spawn)?;
         let mut stdio = self.take_output(launched.stdio);
         if deadline.interrupted() {
             // The cores still running were stopped, as after a timeout; their output is

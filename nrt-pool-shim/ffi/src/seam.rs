@@ -139,6 +139,7 @@ fn init_engine() -> Result<PoolEngine, String> {
         .map_err(|e| e.to_string())?;
         engine.checks = env_checks()?;
         engine.all_cores_stdio = nrt_pool_engine::all_cores_stdio_from_env();
+        engine.debug = nrt_pool_engine::debug::request_from_env("nrt_pool")?;
         engine
             .load_image(&file, "the registered Pool image")
             .map_err(|e| e.to_string())?;
@@ -147,6 +148,7 @@ fn init_engine() -> Result<PoolEngine, String> {
     let mut engine = PoolEngine::new(DEFAULT_HBM_BYTES, img).map_err(|e| e.to_string())?;
     engine.checks = env_checks()?;
     engine.all_cores_stdio = nrt_pool_engine::all_cores_stdio_from_env();
+    engine.debug = nrt_pool_engine::debug::request_from_env("nrt_pool")?;
     if host_lib {
         let iram = engine.image().iram.clone();
         engine

@@ -239,6 +239,22 @@ impl Library {
             .unwrap_or_default()
     }
 
+    /// The core a launch stops for a debugger (None: none).
+    #[getter]
+    fn get_debug(&self, py: Python<'_>) -> Option<usize> {
+        self.engine(py).debug.as_ref().map(|d| d.core)
+    }
+
+    #[setter]
+    fn set_debug(&self, py: Python<'_>, core: Option<usize>) -> PyResult<()> {
+        if core.is_some_and(|c| c >= 8) {
+            return Err(PyValueError::new_err("debug: a core number from 0 to 7, or None"));
+        }
+        self.engine(py).debug =
+            core.map(|c| nrt_pool_engine::debug::printing_request(c, "gpsimd_open"));
+        Ok(())
+    }
+
     /// Whether every core's printf reaches the caller, each line prefixed with its core.
     #[getter]
     fn get_all_cores_stdio(&self, py: Python<'_>) -> bool {
@@ -271,7 +287,9 @@ impl Library {
     /// as (uint8 bytes, dtype name, shape); with `out`, writes a device array instead and
     /// returns None. With `check` (a check list: "default", "all", "init,race", ...), the
     /// call is checked and returns (output, findings, notes): each finding a dict.
-    #[pyo3(signature = (op, args, cores=None, out=None, check=None))]
+    /// `debug` stops that core of this call for a debugger (the library's own setting
+    /// otherwise).
+    #[pyo3(signature = (op, args, cores=None, out=None, check=None, debug=None))]
     fn call<'py>(
         slf: &Bound<'py, Self>,
         op: &str,
@@ -279,8 +297,12 @@ impl Library {
         cores: Option<usize>,
         out: Option<&Bound<'py, DeviceArray>>,
         check: Option<&str>,
+        debug: Option<usize>,
     ) -> PyResult<Py<PyAny>> {
         let py = slf.py();
+        if debug.is_some_and(|c| c >= 8) {
+            return Err(PyValueError::new_err("debug: a core number from 0 to 7"));
+        }
         let me = slf.get();
         let checks = checks::parse(check)?;
         let pending = {
@@ -330,8 +352,15 @@ impl Library {
         // Array arguments go straight from their NumPy buffers into device memory (one copy
         // each, GIL held), as device tensors this call frees again when it ends.
         e.checks = checks;
+        let library_debug = debug.map(|c| {
+            e.debug
+                .replace(nrt_pool_engine::debug::printing_request(c, "gpsimd_open"))
+        });
         let r = e.with_temporaries(|e| Self::call_in(py, e, op, pending, cores, out));
         e.checks = Checks::NONE;
+        if let Some(kept) = library_debug {
+            e.debug = kept;
+        }
         e.set_interrupt(None);
         drop(guard);
         let raised = signal.lock().take();

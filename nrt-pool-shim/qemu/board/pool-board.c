@@ -14,6 +14,7 @@
                        or op list)}
                  RUN {u32 kernel, u32 cores}   QUIT {}
                  GUARDS {u32 n; n SoC page addresses (u64)}: pages no window shows
+                 DEBUG {}: the next RUN waits for a debugger (board_debug_wait)
    core -> host: READY {u32 entry status, u32 count, u32 metadata length; count
                         NUL-terminated names; the metadata text}
                  DONE {u32 status}  OUT {u32 fd; bytes}
@@ -31,7 +32,7 @@ typedef unsigned int usize;
 
 enum { SYS_exit = 1, SYS_read = 3, SYS_write = 4 };
 enum { CMD_FD = 3, RSP_FD = 4 };
-enum { CMD_BOOT = 1, CMD_RUN = 3, CMD_QUIT = 5, CMD_GUARDS = 6 };
+enum { CMD_BOOT = 1, CMD_RUN = 3, CMD_QUIT = 5, CMD_GUARDS = 6, CMD_DEBUG = 7 };
 enum { RSP_READY = 1, RSP_DONE = 2, RSP_OUT = 4, RSP_FAULT = 5, RSP_FATAL = 6 };
 /* Exit statuses the host reads: the channel closed or spoke nonsense, or a fatal error. */
 enum { EXIT_CHANNEL = 96, EXIT_PROTOCOL = 97, EXIT_FATAL = 70 };
@@ -351,6 +352,15 @@ static void start(void) {
     if (meta_len) write_full(meta, meta_len);
 }
 
+/* Called when a kernel has returned: a debugger's breakpoint here ends its `continue`
+   (nrt-pool gdb sets one; the core then waits for the next launch). */
+void __attribute__((noinline)) board_kernel_returned(int status);
+void __attribute__((noinline)) board_kernel_returned(int status) { __asm__ volatile("" ::"r"(status)); }
+
+/* Set by DEBUG: the next kernel waits until a debugger attached through QEMU's gdb stub
+   clears it (nrt-pool gdb does), spinning where the stub can stop the core. */
+volatile u32 board_debug_wait;
+
 int board_main(void) {
     u32 h[2];
     read_full(h, 8);
@@ -365,9 +375,12 @@ int board_main(void) {
             u32 k = read_u32();
             boot.cores = read_u32();
             if (k >= kernel_count) board_exit(EXIT_PROTOCOL);
+            while (board_debug_wait) {
+            }
             /* The launcher calls switch_stack_or_call_wrapper itself with its STACK_SIZE, as
                the vendor's generated launchers do. */
             int rc = kernels[k].fn();
+            board_kernel_returned(rc);
             u32 status = (u32)rc;
             send(RSP_DONE, &status, 4, 0, 0);
             break;
@@ -384,6 +397,10 @@ int board_main(void) {
             }
             break;
         }
+        case CMD_DEBUG:
+            if (h[1] != 0) board_exit(EXIT_PROTOCOL);
+            board_debug_wait = 1;
+            break;
         case CMD_QUIT:
             board_exit(0);
         default:

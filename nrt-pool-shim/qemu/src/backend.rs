@@ -18,6 +18,7 @@ use nrt_pool_engine::backend::{
 };
 use nrt_pool_engine::control::{FaultKind, PHASE_KERNEL, PHASE_START};
 use nrt_pool_engine::deadline::Deadline;
+use nrt_pool_engine::debug::DebugSession;
 use nrt_pool_engine::library::OpLibrary;
 use nrt_pool_engine::memory::DeviceMemory;
 
@@ -39,6 +40,8 @@ pub struct XtensaBackend {
     guards: Vec<Vec<u64>>,
     /// Shape functions, in the host build beside the image.
     host: HostBackend,
+    /// The core a debug launch runs with QEMU's gdb stub, and the stub's port.
+    gdb_stub: Option<(usize, u16)>,
 }
 
 impl XtensaBackend {
@@ -52,6 +55,7 @@ impl XtensaBackend {
             cores: (0..layout::CORES).map(|_| None).collect(),
             guards: vec![Vec::new(); layout::CORES],
             host: HostBackend::default(),
+            gdb_stub: None,
         }
     }
 
@@ -100,6 +104,7 @@ impl XtensaBackend {
                 qemu: &self.qemu,
                 board: &self.board,
                 memory,
+                gdb_port: self.gdb_stub.filter(|&(d, _)| d == c).map(|(_, p)| p),
             };
             let core = XtensaCore::start(platform, &elf, &library.path, c, cores as u32, deadline)?;
             self.guards[c].clear();
@@ -194,6 +199,7 @@ impl IsaBackend for XtensaBackend {
                 qemu: &self.qemu,
                 board: &self.board,
                 memory,
+                gdb_port: None,
             };
             XtensaCore::start(platform, &elf, &library.path, 0, 8, deadline)
         });
@@ -330,6 +336,56 @@ impl IsaBackend for XtensaBackend {
     fn shutdown(&mut self) {
         self.stop_cores();
         self.host.shutdown();
+    }
+
+    fn debug_core(
+        &mut self,
+        memory: &DeviceMemory,
+        library: &OpLibrary,
+        core: usize,
+        count: usize,
+        deadline: &Deadline,
+    ) -> io::Result<DebugSession> {
+        self.end_debug();
+        // A fresh QEMU for the core, its gdb stub listening from the start on a port free
+        // now (another program could take it first: then QEMU fails to start, saying so).
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        if let Some(old) = self.cores[core].take() {
+            old.quit();
+        }
+        self.gdb_stub = Some((core, port));
+        let failed = |e: QemuError| io::Error::other(e.to_string());
+        let c = self
+            .core(memory, library, core, count, deadline)
+            .map_err(failed)?;
+        c.hold_next_run().map_err(failed)?;
+        let pid = c.pid();
+        let dir = nrt_pool_engine::debug::session_dir();
+        std::fs::create_dir_all(&dir)?;
+        let image = dir.join(format!("core{core}.elf"));
+        std::fs::write(&image, c.image())?;
+        Ok(DebugSession {
+            core,
+            isa: "xtensa".into(),
+            port,
+            pid,
+            library: library.path.clone(),
+            kernel: String::new(),
+            returned: "board_kernel_returned".into(),
+            release: Some("set var board_debug_wait = 0".into()),
+            symbols: vec![image, self.board.clone()],
+        })
+    }
+
+    fn end_debug(&mut self) {
+        // The core a debugger touched is replaced by a fresh one at the next launch.
+        if let Some((c, _)) = self.gdb_stub.take() {
+            if let Some(core) = self.cores[c].take() {
+                core.quit();
+            }
+        }
     }
 }
 

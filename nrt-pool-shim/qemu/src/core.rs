@@ -46,6 +46,26 @@ pub fn qemu_for(board: &Path) -> PathBuf {
     }
 }
 
+/// The gdb for Xtensa cores (built beside QEMU from Debian's gdb source for the core's
+/// configuration, D83).
+pub const GDB: &str = "xtensa-elf-gdb";
+/// Names that gdb where it is not beside the board.
+pub const GDB_ENV: &str = "NRT_POOL_XTENSA_GDB";
+
+/// The gdb for cores under `board`: `$NRT_POOL_XTENSA_GDB`, else the one beside the
+/// board's QEMU (a build tree or the installed libexec folder).
+pub fn gdb_for(board: &Path) -> PathBuf {
+    if let Some(p) = std::env::var_os(GDB_ENV) {
+        return PathBuf::from(p);
+    }
+    let qemu = qemu_for(board);
+    let beside = board.with_file_name(GDB);
+    match qemu.parent().map(|d| d.join(GDB)) {
+        Some(i) if !beside.exists() && i.exists() => i,
+        _ => beside,
+    }
+}
+
 /// What a core runs on: the emulator, the board, and the engine's device memory, which the
 /// core maps (shared, not copied: docs/decisions.md D63).
 #[derive(Clone, Copy)]
@@ -53,6 +73,8 @@ pub struct Platform<'a> {
     pub qemu: &'a Path,
     pub board: &'a Path,
     pub memory: &'a DeviceMemory,
+    /// QEMU's gdb stub listens on this port of 127.0.0.1 (a debug launch's core).
+    pub gdb_port: Option<u16>,
 }
 
 /// The machine's `regions` property: where each SoC range lies in the memory file.
@@ -236,6 +258,7 @@ impl XtensaCore {
             qemu: qemu_path,
             board,
             memory,
+            ..
         } = platform;
         let bytes = image.to_vec();
         let board_bytes = std::fs::read(board).map_err(|e| QemuError::Image {
@@ -310,8 +333,11 @@ impl XtensaCore {
             .args(["-semihosting", "-display", "none", "-monitor"])
             .arg(format!("unix:{},server=on,wait=off", monitor.display()))
             .args(["-serial", "none", "-nodefaults", "-kernel"])
-            .arg(board)
-            .stdin(Stdio::null())
+            .arg(board);
+        if let Some(port) = platform.gdb_port {
+            qemu.arg("-gdb").arg(format!("tcp:127.0.0.1:{port}"));
+        }
+        qemu.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(err_w));
         let (cr, rw, mem) = (
@@ -547,6 +573,23 @@ impl XtensaCore {
                 }
             }
         }
+    }
+
+    /// Makes the board hold the next kernel until a debugger lets it go (it clears the
+    /// board's `board_debug_wait`): the core then spins where a debugger attached through
+    /// QEMU's gdb stub can stop it, never blocked in a read the stub cannot interrupt.
+    pub fn hold_next_run(&mut self) -> Result<(), QemuError> {
+        self.send(protocol::CMD_DEBUG, &[])
+    }
+
+    /// The QEMU process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The core's op image (ELF).
+    pub fn image(&self) -> &[u8] {
+        &self.images[0]
     }
 
     /// The core's PC, from the monitor's `info registers` ("PC=xxxxxxxx").

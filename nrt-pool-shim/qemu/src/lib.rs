@@ -49,5 +49,5 @@ pub fn find_board(beside: Option<&Path>, fallback: PathBuf) -> PathBuf {
         .find(|p| p.is_file())
         .unwrap_or(fallback)
 }
-pub use self::core::{pool_cores, Completion, Kernel, QemuError, XtensaCore};
+pub use self::core::{gdb_for, pool_cores, Completion, Kernel, QemuError, XtensaCore};
 pub use self::fault::{CoreFault, FaultCause};

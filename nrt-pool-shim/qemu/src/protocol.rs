@@ -15,6 +15,8 @@ pub const CMD_BOOT: u32 = 1;
 pub const CMD_RUN: u32 = 3;
 pub const CMD_QUIT: u32 = 5;
 pub const CMD_GUARDS: u32 = 6;
+/// Hold the next RUN until a debugger clears `board_debug_wait` (no body).
+pub const CMD_DEBUG: u32 = 7;
 /// Most guard pages the machine holds (its GUARDn registers).
 pub const MAX_GUARDS: usize = 31;
 

@@ -460,6 +460,17 @@ pub(super) fn probe_child(p: &Program<'_>, stderr: i32) -> ! {
 
 /// A core process's life: start code once, then one launch per command the host rings in
 /// on the doorbell (see [`super::doorbell`]); the host kills the process to end it.
+/// The function a core calls when a kernel has returned: a debugger's breakpoint there
+/// ends its `continue` (the core's process lives on for the next launch).
+pub const KERNEL_RETURNED: &str = "nrt_pool_kernel_returned";
+
+/// See [`KERNEL_RETURNED`]; `status` is the launcher's.
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn nrt_pool_kernel_returned(status: i32) {
+    std::hint::black_box(status);
+}
+
 pub(super) fn serve(core: usize, p: &Program<'_>, seen: u32, stderr: i32) -> ! {
     capture_stdio_descriptors(stderr);
     let funcs = start(core, p, false);
@@ -494,6 +505,7 @@ pub(super) fn serve(core: usize, p: &Program<'_>, seen: u32, stderr: i32) -> ! {
                 update_guards(&mut protected, &guards);
                 // SAFETY: a launcher the library registered under the kernel's name.
                 let code = unsafe { f() };
+                nrt_pool_kernel_returned(code);
                 finish_stdio();
                 r.result.store(code as u32, Ordering::Release);
                 r.state.store(CORE_DONE, Ordering::Release);

@@ -34,7 +34,7 @@ def _isa(isa):
 
 
 def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, verbose=False, isa=None,
-         extra_cflags=None, extra_include_paths=None, check=None, all_cores_stdio=None):
+         extra_cflags=None, extra_include_paths=None, check=None, all_cores_stdio=None, debug=None):
     """Builds a custom op library and loads it.
 
     Args:
@@ -56,6 +56,7 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
             the ``GPSIMD_OPEN_ISA`` environment variable, else ``"host"``.
         check: check every call of the library's ops (see :func:`load_library`).
         all_cores_stdio: show printf from every core (see :func:`load_library`).
+        debug: a core every launch stops for a debugger (see :func:`load_library`).
 
     Returns:
         The loaded :class:`Library`; its ops are also at ``custom_op.ops.NS.OP`` (and at
@@ -91,7 +92,7 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
     )
     if verbose:
         print(f"gpsimd_open: built {path}")
-    return load_library(path, check=check, all_cores_stdio=all_cores_stdio)
+    return load_library(path, check=check, all_cores_stdio=all_cores_stdio, debug=debug)
 
 
 def _backend_file(path, isa, from_environment):
@@ -150,7 +151,25 @@ def _all_cores_stdio(value):
     return value
 
 
-def load_library(path, isa=None, check=None, all_cores_stdio=None):
+GDB_VARIABLE = "GPSIMD_OPEN_GDB"
+
+
+def _debug_core(value, from_environment=False):
+    """A debug= core (0-7) or None; with from_environment, GPSIMD_OPEN_GDB's when None."""
+    where = "debug"
+    if value is None and from_environment:
+        value = os.environ.get(GDB_VARIABLE, "").strip() or None
+        where = GDB_VARIABLE
+        if value is not None:
+            value = int(value) if value.isdigit() else value
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 7:
+        raise ValueError(f"{where}={value!r}: a core number from 0 to 7")
+    return value
+
+
+def load_library(path, isa=None, check=None, all_cores_stdio=None, debug=None):
     """Loads a built custom op library (``lib{name}.so``) on its own emulated engine and
     registers its ops at ``custom_op.ops.NS.OP`` (and ``torch.ops.NS.OP`` with torch).
     The library's static constructors run in the emulated cores, never in this process.
@@ -171,6 +190,10 @@ def load_library(path, isa=None, check=None, all_cores_stdio=None):
             stderr, each line prefixed with its core (``[core 3] ...``); hardware shows
             core 0's alone, the default (also ``GPSIMD_OPEN_ALL_CORES_STDIO=1``).
             ``Library.all_cores_stdio`` changes it later.
+        debug: a core (0-7) every launch stops for a debugger: the call prints how to
+            attach (``nrt-pool gdb LIB CORE``, which starts gdb at the kernel) and waits
+            without a timeout until the kernel returns; also ``GPSIMD_OPEN_GDB=CORE``.
+            ``Library.debug`` changes it; a call's ``debug=`` applies to that call.
 
     Raises:
         RuntimeError: the file is missing or is not an op library, or the backend asked
@@ -181,8 +204,10 @@ def load_library(path, isa=None, check=None, all_cores_stdio=None):
     path = _backend_file(pathlib.Path(os.fspath(path)), _isa(isa), isa is None)
     _check.resolve(check)  # a bad value fails here, not at the first call
     all_cores = _all_cores_stdio(all_cores_stdio)
+    debug = _debug_core(debug, from_environment=True)
     lib = Library(_native.Library(str(path)))
     lib.all_cores_stdio = all_cores
+    lib.debug = debug
     lib.check = check
     if lib.namespace is None:
         raise RuntimeError(f"{path}: no NEURON_LIBRARY ops (build it with custom_op.load)")
@@ -219,7 +244,8 @@ class Op:
     arrays; ``cores=N`` overrides the library's default core count (as does
     :func:`gpsimd_open.set_cores` for calls without it), ``out=`` writes a device array
     instead of returning a NumPy array, ``check=`` checks the call (as
-    :func:`load_library`'s, which it overrides)."""
+    :func:`load_library`'s, which it overrides), ``debug=CORE`` stops that core for a
+    debugger (as :func:`load_library`'s)."""
 
     def __init__(self, library, name, kinds):
         self._lib = library
@@ -227,7 +253,7 @@ class Op:
         self.kinds = tuple(kinds)
         self.__doc__ = f"{library.namespace}::{name}({', '.join(kinds)}) -> torch::Tensor"
 
-    def __call__(self, *args, cores=None, out=None, check=None):
+    def __call__(self, *args, cores=None, out=None, check=None, debug=None):
         native_args = tuple(a._native if isinstance(a, DeviceArray) else to_engine(a) for a in args)
         if cores is None:
             cores = _cores.current()
@@ -235,10 +261,11 @@ class Op:
             raise ValueError(f"cores={cores!r}: 1 to 8")
         checks, warn = _check.resolve(self._lib.check if check is None else check)
         native_out = out._native if out is not None else None
+        debug = _debug_core(debug)
         if checks is None:
-            r = self._lib._native.call(self.__name__, native_args, cores, native_out)
+            r = self._lib._native.call(self.__name__, native_args, cores, native_out, None, debug)
             return out if r is None else from_engine(r)
-        r, findings, notes = self._lib._native.call(self.__name__, native_args, cores, native_out, checks)
+        r, findings, notes = self._lib._native.call(self.__name__, native_args, cores, native_out, checks, debug)
         return _check.report(findings, notes, out if r is None else from_engine(r), warn)
 
     def __repr__(self):
@@ -271,6 +298,15 @@ class Library:
         """The compiler flags the library was built with beyond the build's own:
         ``extra_include_paths`` as ``-IDIR``, then ``extra_cflags``."""
         return list(self._native.cflags)
+
+    @property
+    def debug(self):
+        """The core every launch stops for a debugger (None: none)."""
+        return self._native.debug
+
+    @debug.setter
+    def debug(self, core):
+        self._native.debug = _debug_core(core)
 
     @property
     def all_cores_stdio(self):

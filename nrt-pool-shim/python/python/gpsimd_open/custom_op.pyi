@@ -15,12 +15,14 @@ def load(
     extra_include_paths: Iterable[str | PathLike[str]] | None = ...,
     check: bool | str | None = ...,
     all_cores_stdio: bool | None = ...,
+    debug: int | None = ...,
 ) -> Library: ...
 def load_library(
     path: str | PathLike[str],
     isa: str | None = ...,
     check: bool | str | None = ...,
     all_cores_stdio: bool | None = ...,
+    debug: int | None = ...,
 ) -> Library: ...
 
 class DeviceArray:
@@ -33,7 +35,8 @@ class DeviceArray:
 class Op:
     kinds: tuple[str, ...]
     def __call__(
-        self, *args: Any, cores: int | None = ..., out: DeviceArray | None = ..., check: bool | str | None = ...
+        self, *args: Any, cores: int | None = ..., out: DeviceArray | None = ..., check: bool | str | None = ...,
+        debug: int | None = ...
     ) -> Any: ...
 
 class Library:
@@ -48,6 +51,7 @@ class Library:
     def cflags(self) -> list[str]: ...
     timeout: float
     all_cores_stdio: bool
+    debug: int | None
     check: bool | str | None
     def device_array(self, shape: Sequence[int], dtype: str = ...) -> DeviceArray: ...
     def to_device(self, array: Any) -> DeviceArray: ...
