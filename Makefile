@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 CUSTOMOP_TARGETS := x86_64-unknown-linux-gnu riscv32imac-unknown-none-elf xtensa-q7-none-elf
 CUSTOMOP_OUT := target/customop
 
-.PHONY: all build tools tools-build demo demo-parts demo-build test test-parts customop-host customop-riscv32 customop-xtensa pool-board pool-qemu lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch soak install install-files uninstall deb
+.PHONY: all build tools tools-build demo demo-parts demo-build test test-parts customop-host customop-riscv32 customop-xtensa pool-board pool-qemu pool-gdb lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch soak install install-files uninstall deb
 
 ## make install PREFIX=/usr/local DESTDIR=: libraries, archives, headers, tools, pkg-config and
 ## CMake files (install-files installs what is already built; uninstall removes them).
@@ -32,8 +32,8 @@ build:
 ## is missing and never lets it remove or downgrade a package.
 APT_INSTALL := packaging/apt-install.sh
 BUILD_PACKAGES := gcc-xtensa-lx106 binutils-xtensa-lx106 libc++-14-dev \
-	ninja-build meson libglib2.0-dev libpixman-1-dev libfdt-dev flex bison xz-utils
-TEST_PACKAGES := cmake pkg-config dpkg
+	ninja-build meson libglib2.0-dev libpixman-1-dev libfdt-dev flex bison xz-utils libgmp-dev
+TEST_PACKAGES := cmake pkg-config dpkg gdb gdbserver
 tools-build:
 	@rustup component list --installed 2>/dev/null | grep -q '^rust-src' || rustup component add rust-src
 	@rustup target list --installed 2>/dev/null | grep -q '^riscv32imac-unknown-none-elf' || rustup target add riscv32imac-unknown-none-elf
@@ -71,8 +71,9 @@ PARALLEL ?= 3
 ## as through customop-device/xtensa/windowed-as.sh), each with core rebuilt for
 ## panic=abort: $(CUSTOMOP_OUT)/<target>/release/libneuroncustomop.a; and the board that
 ## runs Xtensa op images on QEMU cores: $(CUSTOMOP_OUT)/xtensa-q7-none-elf/pool-board.elf,
-## beside QEMU with the nrt-pool machine (built from Debian's QEMU source; D63)
-customop-archives: customop-host customop-riscv32 customop-xtensa pool-board pool-qemu
+## beside QEMU with the nrt-pool machine (built from Debian's QEMU source; D63) and the gdb
+## for those cores (built from Debian's gdb source for QEMU's core configuration; D83)
+customop-archives: customop-host customop-riscv32 customop-xtensa pool-board pool-qemu pool-gdb
 customop-host: tools-build
 	RUSTC_BOOTSTRAP=1 RUSTFLAGS="-C panic=abort" CARGO_TARGET_DIR=$(CUSTOMOP_OUT) $(CARGO) rustc -q \
 		-p customop-device --release --features archive --crate-type staticlib \
@@ -87,6 +88,9 @@ pool-board: tools-build
 	nrt-pool-shim/qemu/board/build-board.sh $(CUSTOMOP_OUT)/xtensa-q7-none-elf/pool-board.elf
 pool-qemu: tools-build
 	nrt-pool-shim/qemu/machine/build-qemu.sh $(CUSTOMOP_OUT)/xtensa-q7-none-elf/qemu-system-xtensa
+pool-gdb: pool-qemu
+	nrt-pool-shim/qemu/gdb/build-gdb.sh $(CUSTOMOP_OUT)/xtensa-q7-none-elf/xtensa-elf-gdb \
+		$(CUSTOMOP_OUT)/xtensa-q7-none-elf/qemu-build/src
 
 ## make test: unit, C-API, ABI, loader (GNU ld oracle), device-archive and C-consumer tests,
 ## and the fuzz seed corpus (the ABI tests use the release build and the archives).

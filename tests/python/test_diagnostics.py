@@ -1,8 +1,12 @@
 """Seeing inside a kernel (issue #28): fault reports name the source line and its callers on
 both backends, from the library's DWARF (host builds) or the Pool image's (Xtensa cores,
 whose board walks the register windows)."""
+import os
+import pathlib
 import re
 import subprocess
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -72,6 +76,16 @@ torch::Tensor deep(const torch::Tensor &x) {
 
 torch::Tensor fine(const torch::Tensor &x) { return torch::abs(x); }
 
+// Each core scales its part (a debugger steps through it).
+torch::Tensor scale(const torch::Tensor &x, double a) {
+    torch::Tensor y = get_dst_tensor();
+    auto in = x.accessor<float, 1>();
+    auto out = y.accessor<float, 1>();
+    int64_t n = x.numel(), cores = get_cpu_count(), id = get_cpu_id();
+    for (int64_t i = id; i < n; i += cores) out[i] = in[i] * float(a);  // @scale
+    return y;
+}
+
 // Every core says who it is, over two writes per line.
 torch::Tensor hello(const torch::Tensor &x) {
     printf("core %u ", (unsigned)get_cpu_id());
@@ -90,6 +104,7 @@ SHAPES = """
 #include "torchneuron/register.h"
 torch::Tensor like(torch::Tensor x) { return torch::empty(x.sizes(), torch::kFloat); }
 torch::Tensor one(torch::Tensor x) { return torch::empty({1}, torch::kFloat); }
+torch::Tensor like2(torch::Tensor x, double a) { return torch::empty(x.sizes(), torch::kFloat); }
 NEURON_LIBRARY(diag_ops, m) {
     m.def("tiles", &like, "tiles");
     m.def("past_end", &like, "past_end");
@@ -98,6 +113,7 @@ NEURON_LIBRARY(diag_ops, m) {
     m.def("deep", &one, "deep");
     m.def("fine", &like, "fine");
     m.def("hello", &like, "hello");
+    m.def("scale", &like2, "scale");
 }
 """
 
@@ -207,3 +223,79 @@ def test_the_cli_shows_every_cores_printf_with_all_cores_stdio(lib, tmp_path, mo
     monkeypatch.setenv("GPSIMD_OPEN_ALL_CORES_STDIO", "1")
     p = subprocess.run([str(a) for a in run], capture_output=True, text=True)
     assert sorted(p.stdout.splitlines()) == [f"[core {c}] core {c} of 3" for c in range(3)], p.stdout
+
+
+def wait_for_session(lines, timeout=120):
+    """The first line of `lines` (a stderr stream) saying a core waits for gdb."""
+    found = []
+
+    def read():
+        for line in lines:
+            if "waiting for gdb" in line:
+                found.append(line)
+                return
+
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    t.join(timeout)
+    assert found, "the launch never said it waits for gdb"
+    return found[0]
+
+
+GDB_BATCH = ["-batch", "-ex", "next", "-ex", "nrt-data x", "-ex", "print ((float *)$data)[0]@3",
+             "-ex", "continue"]
+
+
+def test_a_batch_gdb_session_breaks_at_the_kernel_steps_prints_a_tensor_and_continues(lib, tmp_path):
+    x = np.array([3.5, -2, 7, 1.25, 9], np.float32)
+    np.save(tmp_path / "x.npy", x)
+    run = subprocess.Popen(
+        [str(a) for a in [NRT_POOL, "run", lib.path, "diag_ops::scale", "--arg", tmp_path / "x.npy", "--arg", "2",
+                          "--out", tmp_path / "y.npy", "--cores", "2", "--gdb=1"]],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        said = wait_for_session(run.stderr)
+        assert "core 1" in said and f"nrt-pool gdb {lib.path} 1" in said, said
+        g = subprocess.run([str(NRT_POOL), "gdb", lib.path, "1", "--", *GDB_BATCH], capture_output=True, text=True,
+                           timeout=300)
+        out = g.stdout + g.stderr
+        assert g.returncode == 0, out
+        assert re.search(r"Breakpoint 1, (diag_ops::)?scale\b.*\(", out), out
+        assert "= {3.5, -2, 7}" in out, out
+        assert re.search(r"Breakpoint 2, .*(nrt_pool_kernel_returned|board_kernel_returned)", out), out
+        assert run.wait(timeout=120) == 0, run.stderr.read()
+    finally:
+        run.kill()
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), x * 2)
+    # The core the debugger touched is replaced: the next launch is exact.
+    np.testing.assert_array_equal(lib.ops["scale"](x, 3.0, cores=2), x * 3)
+
+
+def test_python_debug_stops_a_core_until_gdb_lets_it_go(lib):
+    x = np.array([1.5, -4, 2], np.float32)
+    result, errors = [], []
+
+    def call():
+        try:
+            result.append(lib.ops["scale"](x, 2.0, cores=2, debug=0))
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    t = threading.Thread(target=call)
+    t.start()
+    session = pathlib.Path(os.environ.get("XDG_RUNTIME_DIR") or f"/tmp/nrt-pool-gdb-{os.getuid()}")
+    if os.environ.get("XDG_RUNTIME_DIR"):
+        session = session / "nrt-pool-gdb"
+    deadline = time.monotonic() + 120
+    while not (session / "core0").exists() or lib.path.encode() not in (session / "core0").read_bytes():
+        assert time.monotonic() < deadline and t.is_alive(), errors
+        time.sleep(0.05)
+    assert t.is_alive(), "the call waits for the debugger"
+    g = subprocess.run([str(NRT_POOL), "gdb", lib.path, "0", "--", *GDB_BATCH], capture_output=True, text=True,
+                       timeout=300)
+    assert g.returncode == 0, g.stdout + g.stderr
+    assert "= {1.5, -4, 2}" in g.stdout, g.stdout
+    t.join(120)
+    assert not errors, errors
+    np.testing.assert_array_equal(result[0], x * 2)
+    assert lib.debug is None, "a call's debug= applies to that call"

@@ -13,7 +13,7 @@ use super::control::{
 };
 use super::core::{self, Program};
 use super::deadline::Deadline;
-use super::debug::DebugSession;
+use super::debug::{DataAccess, DebugSession};
 use super::library::OpLibrary;
 use super::memory::DeviceMemory;
 use super::pool::{self, CoreExit, CorePool, Exit};
@@ -564,6 +564,13 @@ impl IsaBackend for HostBackend {
             returned: core::KERNEL_RETURNED.into(),
             release: None,
             symbols: Vec::new(),
+            // Core processes are forks of this one: they map device memory where it does.
+            data: DataAccess::Mapped(
+                memory
+                    .regions()
+                    .filter_map(|r| Some((r.soc, r.size, memory.host(r.soc, r.size)? as u64)))
+                    .collect(),
+            ),
         })
     }
 

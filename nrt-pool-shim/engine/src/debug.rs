@@ -31,9 +31,23 @@ pub struct DebugSession {
     /// A gdb command that lets the stopped core go on to the kernel (Xtensa: the board
     /// holds the launch until it runs).
     pub release: Option<String>,
-    // Files gdb reads symbols from (Xtensa: the core's image and the board; host cores'
+    /// Files gdb reads symbols from (Xtensa: the core's image and the board; host cores'
     /// libraries come from the process itself).
     pub symbols: Vec<PathBuf>,
+    /// How the `nrt-data` command finds a tensor's bytes.
+    pub data: DataAccess,
+}
+
+/// How a debugger reads device memory by SoC address without disturbing the kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DataAccess {
+    /// Where the core's process maps each device memory region: (SoC address, bytes, the
+    /// process's address). Host cores: plain arithmetic in gdb, no call into the process
+    /// (gdbserver 13 can restore a vector register wrongly after one on some CPUs).
+    Mapped(Vec<(u64, u64, u64)>),
+    /// A function of the core to call as `void *f(unsigned long long soc, unsigned n)`:
+    /// it returns a copy of the bytes (the Xtensa board reads them through its own window).
+    Call(String),
 }
 
 /// What asks for a debug launch: the core to stop, and who to tell where it waits (the
@@ -52,18 +66,14 @@ impl std::fmt::Debug for DebugRequest {
     }
 }
 
-/// gdb commands for op authors, sourced by every session.
-const COMMANDS_FILE: &str = "commands.gdb";
-const COMMANDS: &str = "\
-define nrt-data
-  dont-repeat
-  set $data = (char *)(void *)neuron_translate(0, (unsigned long long)(($arg0).soc_))
-  printf \"$data = %p, where this core sees the data of %s\\n\", $data, \"$arg0\"
-end
+/// What `nrt-data` says it does (gdb's `help nrt-data`).
+const DATA_HELP: &str = "\
 document nrt-data
 Usage: nrt-data TENSOR (a tensor or an accessor of one)
-Sets $data to where this core sees the tensor's first byte (its SoC address translated
-as the kernel's accessors do): then, say, print ((float *)$data)[0]@4.
+Sets $data to the tensor's first bytes as this core holds them (on host cores the device
+memory itself; on Xtensa cores a copy of 256 bytes the board reads through its own
+window), without touching the translation windows the kernel uses: then, say,
+print ((float *)$data)[0]@4.
 end
 ";
 
@@ -143,6 +153,14 @@ impl DebugSession {
         for s in &self.symbols {
             line("symbols", s.as_os_str().as_bytes());
         }
+        match &self.data {
+            DataAccess::Mapped(regions) => {
+                for (soc, len, at) in regions {
+                    line("region", format!("{soc:#x} {len:#x} {at:#x}").as_bytes());
+                }
+            }
+            DataAccess::Call(f) => line("read", f.as_bytes()),
+        }
         out
     }
 
@@ -157,6 +175,7 @@ impl DebugSession {
             returned: String::new(),
             release: None,
             symbols: Vec::new(),
+            data: DataAccess::Mapped(Vec::new()),
         };
         for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
             let at = line.iter().position(|&b| b == b' ')?;
@@ -173,6 +192,19 @@ impl DebugSession {
                 b"returned" => s.returned = text()?,
                 b"release" => s.release = Some(text()?),
                 b"symbols" => s.symbols.push(path()),
+                b"read" => s.data = DataAccess::Call(text()?),
+                b"region" => {
+                    let t = text()?;
+                    let n: Vec<u64> = t
+                        .split(' ')
+                        .map(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+                        .collect::<Option<_>>()?;
+                    let [soc, len, at] = n[..] else { return None };
+                    match &mut s.data {
+                        DataAccess::Mapped(r) => r.push((soc, len, at)),
+                        DataAccess::Call(_) => return None,
+                    }
+                }
                 _ => {}
             }
         }
@@ -184,7 +216,7 @@ impl DebugSession {
     pub fn write(&self) -> io::Result<PathBuf> {
         let dir = session_dir();
         std::fs::create_dir_all(&dir)?;
-        std::fs::write(dir.join(COMMANDS_FILE), COMMANDS)?;
+        std::fs::write(self.commands_file(), self.commands())?;
         let file = session_file(self.core);
         let partial = dir.join(format!(".core{}.{}", self.core, std::process::id()));
         std::fs::write(&partial, self.to_bytes())?;
@@ -212,11 +244,42 @@ impl DebugSession {
         })
     }
 
+    /// The gdb commands file of this session (`nrt-data`).
+    fn commands_file(&self) -> PathBuf {
+        session_dir().join(format!("core{}.gdb", self.core))
+    }
+
+    /// gdb commands for op authors: `nrt-data TENSOR`.
+    fn commands(&self) -> String {
+        let soc = "(unsigned long long)(($arg0).soc_)";
+        let mut body = String::from("define nrt-data\n  dont-repeat\n  set $data = (char *)0\n");
+        match &self.data {
+            DataAccess::Mapped(regions) => {
+                for (soc_lo, len, at) in regions {
+                    body.push_str(&format!(
+                        "  if {soc} >= {soc_lo:#x} && {soc} < {:#x}\n    set $data = (char *)({at:#x} + ({soc} - {soc_lo:#x}))\n  end\n",
+                        soc_lo + len
+                    ));
+                }
+            }
+            DataAccess::Call(f) => body.push_str(&format!(
+                "  set $data = (char *)((void *(*)(unsigned long long, unsigned int)){f})({soc}, 256)\n"
+            )),
+        }
+        // echo and output, not printf: gdb's printf copies a string argument into the
+        // process by calling its malloc.
+        body.push_str(
+            "  if $data == 0\n    echo $arg0: no device memory there\\n\n  else\n    echo $data = \n    output $data\n    echo \\ (the data of $arg0)\\n\n  end\nend\n",
+        );
+        body + DATA_HELP
+    }
+
     /// Removes the session file (the launch ended), if it is still this session's.
     pub fn remove(&self) {
         let file = session_file(self.core);
         if std::fs::read(&file).ok().as_deref() == Some(&self.to_bytes()[..]) {
             let _ = std::fs::remove_file(file);
+            let _ = std::fs::remove_file(self.commands_file());
         }
     }
 
@@ -234,7 +297,7 @@ impl DebugSession {
         ex(&"set sysroot /");
         ex(&"set debuginfod enabled off");
         let mut source = OsString::from("source ");
-        source.push(session_dir().join(COMMANDS_FILE));
+        source.push(self.commands_file());
         ex(&source);
         let mut first = true;
         for s in &self.symbols {
@@ -271,9 +334,24 @@ mod tests {
             returned: "board_kernel_returned".into(),
             release: Some("set var board_debug_wait = 0".into()),
             symbols: vec![PathBuf::from("/a/core3.elf"), PathBuf::from("/b/board.elf")],
+            data: DataAccess::Call("nrt_pool_debug_read".into()),
         };
         assert_eq!(DebugSession::from_bytes(&s.to_bytes()), Some(s.clone()));
         assert_eq!(DebugSession::from_bytes(b"core 1\n"), None, "no port");
+        let host = DebugSession {
+            data: DataAccess::Mapped(vec![(0x40_0000_0000, 0x1000, 0x7f00_0000_0000)]),
+            ..s.clone()
+        };
+        assert_eq!(
+            DebugSession::from_bytes(&host.to_bytes()),
+            Some(host.clone())
+        );
+        assert!(host
+            .commands()
+            .contains("set $data = (char *)(0x7f0000000000 + ((unsigned long long)(($arg0).soc_) - 0x4000000000))"));
+        assert!(s
+            .commands()
+            .contains("nrt_pool_debug_read)((unsigned long long)(($arg0).soc_), 256)"));
         let args: Vec<String> = s
             .gdb_args()
             .iter()

@@ -352,6 +352,16 @@ static void start(void) {
     if (meta_len) write_full(meta, meta_len);
 }
 
+/* For a debugger (nrt-pool gdb's nrt-data command): a copy of `n` bytes (at most 256) of
+   device memory from SoC address `soc`, read through the board's own window 7, so the
+   windows the kernel's runtime programs are left as they are; 0 where no memory is. */
+void *nrt_pool_debug_read(u64 soc, u32 n);
+void *nrt_pool_debug_read(u64 soc, u32 n) {
+    static char copy[256];
+    if (n > sizeof copy) n = sizeof copy;
+    return svc_dma(copy, soc, 1, n) == 0 ? copy : 0;
+}
+
 /* Called when a kernel has returned: a debugger's breakpoint here ends its `continue`
    (nrt-pool gdb sets one; the core then waits for the next launch). */
 void __attribute__((noinline)) board_kernel_returned(int status);

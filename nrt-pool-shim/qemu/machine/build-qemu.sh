@@ -6,7 +6,7 @@
 # usage: build-qemu.sh OUT [WORK]
 #   WORK (default: OUT's directory/qemu-build) keeps the source and the build between runs;
 #   a run with an unchanged nrt-pool.c and an existing OUT does nothing.
-# The source comes from Debian's source package (packaging/qemu-source.sh, a private apt
+# The source comes from Debian's source package (packaging/debian-source.sh, a private apt
 # state under WORK), or from $NRT_POOL_QEMU_SOURCE, a QEMU 7.2 .orig.tar.xz.
 # Build dependencies (Debian): ninja-build meson libglib2.0-dev libpixman-1-dev libfdt-dev
 # flex bison.
@@ -28,9 +28,9 @@ if [ -z "$tarball" ]; then
     tarball=$(ls "$work"/qemu_*.orig.tar.xz 2>/dev/null | head -n1 || true)
 fi
 if [ -z "$tarball" ]; then
-    "$here/../../../packaging/qemu-source.sh" "$work" >"$work/apt-source.log" 2>&1 || {
+    "$here/../../../packaging/debian-source.sh" qemu "$work" >"$work/apt-source.log" 2>&1 || {
         cat "$work/apt-source.log" >&2
-        echo "build-qemu.sh: cannot fetch Debian's QEMU source (packaging/qemu-source.sh);" >&2
+        echo "build-qemu.sh: cannot fetch Debian's QEMU source (packaging/debian-source.sh);" >&2
         echo "  set NRT_POOL_QEMU_SOURCE to a QEMU 7.2 tarball" >&2
         exit 1
     }
@@ -40,7 +40,7 @@ fi
 # The source tree and its build stay in WORK, so a change to nrt-pool.c rebuilds one file;
 # a new tarball or a change to the edits below (their level is in the marker) starts over.
 src="$work/src"
-marker="$(basename "$tarball") edits-2"
+marker="$(basename "$tarball") edits-3"
 if [ ! -f "$src/configure" ] || [ ! -f "$src/.nrt-pool-tarball" ] \
     || [ "$(cat "$src/.nrt-pool-tarball")" != "$marker" ]; then
     rm -rf "$src"
@@ -56,6 +56,18 @@ if [ ! -f "$src/configure" ] || [ ! -f "$src/.nrt-pool-tarball" ] \
         -e 's/^\(#define XCHAL_NUM_AREGS_LOG2[[:space:]]*\)5\b/\16/' "$isa"
     grep -q '^#define XCHAL_NUM_AREGS[[:space:]]*64' "$isa" \
         || { echo "build-qemu.sh: cannot set de212's register count in $isa" >&2; exit 1; }
+    # The gdb register map names the 32 added registers too (ar32-ar63, after ar31), so
+    # that a debugger (the gdb built from this map, build-gdb.sh) unwinds all 64; QEMU
+    # reads only their order, target numbers and types.
+    regs="$src/target/xtensa/core-de212/gdb-config.c.inc"
+    awk '{ print }
+        /XTREG\( *32,.*,ar31,/ {
+            for (i = 32; i < 64; i++)
+                printf "  XTREG(%3d,%3d,32, 4, 4,0x%04x,0x0006,-2, 1,0x0002,ar%d,        0,0,0,0,0,0)\n", i + 1, 4 * (i + 1), 256 + i, i
+        }' "$regs" >"$regs.new"
+    mv "$regs.new" "$regs"
+    grep -q ',ar63,' "$regs" \
+        || { echo "build-qemu.sh: cannot add ar32-ar63 to $regs" >&2; exit 1; }
     echo "$marker" >"$src/.nrt-pool-tarball"
 fi
 cp "$here/nrt-pool.c" "$src/hw/xtensa/nrt-pool.c"

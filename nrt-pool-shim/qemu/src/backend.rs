@@ -18,7 +18,7 @@ use nrt_pool_engine::backend::{
 };
 use nrt_pool_engine::control::{FaultKind, PHASE_KERNEL, PHASE_START};
 use nrt_pool_engine::deadline::Deadline;
-use nrt_pool_engine::debug::DebugSession;
+use nrt_pool_engine::debug::{DataAccess, DebugSession};
 use nrt_pool_engine::library::OpLibrary;
 use nrt_pool_engine::memory::DeviceMemory;
 
@@ -376,6 +376,7 @@ impl IsaBackend for XtensaBackend {
             returned: "board_kernel_returned".into(),
             release: Some("set var board_debug_wait = 0".into()),
             symbols: vec![image, self.board.clone()],
+            data: DataAccess::Call("nrt_pool_debug_read".into()),
         })
     }
 

@@ -1,13 +1,14 @@
 #!/bin/sh
-# Fetches Debian's QEMU source package (qemu_*.orig.tar.xz and the Debian files) into WORK
+# Fetches a Debian source package (PACKAGE_*.orig.tar.xz and the Debian files) into WORK
 # without touching the system's apt configuration: the deb-src entry, the package lists
 # and the cache live under WORK/apt (docs/decisions.md D73). The archive is the one the
 # system's own sources name for its release (not backports: the nrt-pool machine is
-# written for the release's QEMU 7.2).
+# written for the release's QEMU 7.2, and the Xtensa gdb is built from its gdb 13).
 #
-# usage: qemu-source.sh WORK
+# usage: debian-source.sh PACKAGE WORK
 set -eu
-work="${1:?usage: qemu-source.sh WORK}"
+package="${1:?usage: debian-source.sh PACKAGE WORK}"
+work="${2:?usage: debian-source.sh PACKAGE WORK}"
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 apt="$work/apt"
@@ -32,8 +33,7 @@ uri=$(
 )
 uri=$(printf '%s\n' "$uri" | sed -n 1p)
 [ -n "$uri" ] || {
-    echo "qemu-source.sh: the system's apt sources name no archive for $codename;" >&2
-    echo "  set NRT_POOL_QEMU_SOURCE to a QEMU 7.2 .orig.tar.xz instead" >&2
+    echo "debian-source.sh: the system's apt sources name no archive for $codename" >&2
     exit 1
 }
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
@@ -45,4 +45,4 @@ fi
 set -- -o "Dir::Etc::SourceList=$apt/sources.list" -o "Dir::Etc::SourceParts=$apt/parts" \
     -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o "APT::Sandbox::User=root"
 apt-get "$@" -qq update
-cd "$work" && apt-get "$@" -qq source --download-only qemu
+cd "$work" && apt-get "$@" -qq source --download-only "$package"

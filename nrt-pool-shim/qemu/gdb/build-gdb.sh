@@ -1,0 +1,79 @@
+#!/bin/sh
+# Builds xtensa-elf-gdb for the emulated Pool cores (QEMU's de212 as build-qemu.sh edits it;
+# docs/decisions.md D83) from Debian's gdb source package, into OUT (a single binary).
+# Debian's gdb has no Xtensa target, and an Xtensa gdb is built for one core configuration:
+# overlay.py writes it from the configuration QEMU's source carries, so gdb and QEMU's gdb
+# stub agree on every register.
+#
+# usage: build-gdb.sh OUT QEMU_SOURCE [WORK]
+#   QEMU_SOURCE: the QEMU source tree build-qemu.sh prepared (its target/xtensa/core-de212)
+#   WORK (default: OUT's directory/gdb-build) keeps the source and the build between runs;
+#   a run with the same overlay, scripts and source and an existing OUT does nothing.
+# The source comes from Debian's source package (packaging/debian-source.sh, a private apt
+# state under WORK), or from $NRT_POOL_GDB_SOURCE, a gdb 13 .orig.tar.xz.
+# Build dependencies (Debian): libgmp-dev, plus what builds QEMU.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+usage="usage: build-gdb.sh OUT QEMU_SOURCE [WORK]"
+out="${1:?$usage}"
+qemu_src="${2:?$usage}"
+work="${3:-$(dirname "$out")/gdb-build}"
+core="$qemu_src/target/xtensa/core-de212"
+[ -f "$core/gdb-config.c.inc" ] || {
+    echo "build-gdb.sh: no QEMU de212 configuration at $core (make pool-qemu first)" >&2
+    exit 1
+}
+mkdir -p "$work" "$(dirname "$out")"
+work=$(cd "$work" && pwd)
+
+stamp="$work/overlay.sha256"
+want=$(cat "$here/overlay.py" "$0" "$core/gdb-config.c.inc" "$core/core-isa.h" \
+    "$core/xtensa-modules.c.inc" | sha256sum | cut -d' ' -f1)
+if [ -x "$out" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    exit 0
+fi
+
+tarball="${NRT_POOL_GDB_SOURCE:-}"
+if [ -z "$tarball" ]; then
+    tarball=$(ls "$work"/gdb_*.orig.tar.xz 2>/dev/null | head -n1 || true)
+fi
+if [ -z "$tarball" ]; then
+    "$here/../../../packaging/debian-source.sh" gdb "$work" >"$work/apt-source.log" 2>&1 || {
+        cat "$work/apt-source.log" >&2
+        echo "build-gdb.sh: cannot fetch Debian's gdb source (packaging/debian-source.sh);" >&2
+        echo "  set NRT_POOL_GDB_SOURCE to a gdb 13 tarball" >&2
+        exit 1
+    }
+    tarball=$(ls "$work"/gdb_*.orig.tar.xz | head -n1)
+fi
+
+# A new tarball or overlay starts the tree and its build over.
+src="$work/src"
+marker="$(basename "$tarball") $want"
+if [ ! -f "$src/configure" ] || [ ! -f "$src/.nrt-pool-overlay" ] \
+    || [ "$(cat "$src/.nrt-pool-overlay")" != "$marker" ]; then
+    rm -rf "$src"
+    mkdir -p "$src"
+    tar -xJf "$tarball" -C "$src" --strip-components=1
+    python3 "$here/overlay.py" "$core" "$src"
+    echo "$marker" >"$src/.nrt-pool-overlay"
+fi
+
+if [ ! -f "$src/build/Makefile" ]; then
+    mkdir -p "$src/build"
+    (
+        cd "$src/build"
+        ../configure --target=xtensa-elf --disable-werror --disable-nls --disable-sim \
+            --disable-gdbserver --disable-tui --disable-source-highlight --without-python \
+            --without-guile --without-expat --without-lzma --without-babeltrace \
+            --without-debuginfod --without-libunwind-ia64 --with-system-zlib=no \
+            --disable-ld --disable-gas --disable-binutils --disable-gprof --disable-gold \
+            --disable-gdbsupport-tests MAKEINFO=true >"$work/configure.log" 2>&1 \
+            || { tail -n 30 "$work/configure.log" >&2; exit 1; }
+    )
+fi
+(cd "$src/build" && make -j"$(nproc)" all-gdb MAKEINFO=true >"$work/build.log" 2>&1) \
+    || { grep -B2 -A10 -m5 "error" "$work/build.log" >&2; exit 1; }
+strip -o "$out.tmp" "$src/build/gdb/gdb" 2>/dev/null || cp "$src/build/gdb/gdb" "$out.tmp"
+mv "$out.tmp" "$out"
+echo "$want" >"$stamp"
