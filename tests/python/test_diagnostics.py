@@ -299,3 +299,53 @@ def test_python_debug_stops_a_core_until_gdb_lets_it_go(lib):
     assert not errors, errors
     np.testing.assert_array_equal(result[0], x * 2)
     assert lib.debug is None, "a call's debug= applies to that call"
+
+
+def test_the_cli_profiles_a_launch_and_writes_folded_stacks(lib, tmp_path):
+    x = np.arange(64, dtype=np.float32)
+    np.save(tmp_path / "x.npy", x)
+    folded = tmp_path / "scale.folded"
+    p = subprocess.run([str(a) for a in [NRT_POOL, "run", lib.path, "diag_ops::scale", "--arg", tmp_path / "x.npy",
+                                         "--arg", "2", "--out", tmp_path / "y.npy", "--cores", "2",
+                                         f"--profile={folded}"]], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), x * 2)
+    isa = "xtensa" if lib.path.endswith(".pool") else "host"
+    assert f"profile of kernel 'scale' on 2 {isa} core(s):" in p.stderr, p.stderr
+    lines = folded.read_text().splitlines()
+    if isa == "xtensa":
+        # Instructions by function and core: the kernel itself among them, with its share.
+        assert re.search(r"^\s+\d+\.\d\d%\s+\d+\s+scale\(torch::Tensor const&, double\)$", p.stderr, re.M), p.stderr
+        for core in (0, 1):
+            mine = [l for l in lines if l.startswith(f"core {core};")]
+            assert any(l.startswith(f"core {core};scale(torch::Tensor const&, double) ") for l in mine), lines
+            assert all(int(l.rsplit(" ", 1)[1]) > 0 for l in mine), lines
+    else:
+        assert re.search(r"^  core 0: \d+\.\d{3} ms", p.stderr, re.M), p.stderr
+        assert [l.split(" ")[:2] for l in lines] == [["core", "0"], ["core", "1"]], lines
+
+
+def test_python_profile_returns_the_counts_and_they_follow_the_work(lib):
+    def kernel_instructions(n):
+        x = np.ones(n, np.float32)
+        y, prof = lib.ops["scale"](x, 3.0, cores=1, profile=True)
+        np.testing.assert_array_equal(y, x * 3)
+        assert prof["kernel"] == "scale" and [c["core"] for c in prof["cores"]] == [0], prof
+        return prof
+
+    small, large = kernel_instructions(40), kernel_instructions(4000)
+    if lib.path.endswith(".pool"):
+        name = "scale(torch::Tensor const&, double)"
+        assert abs(sum(share for _, _, share in large["functions"]) - 1) < 1e-9, large["functions"]
+        a, b = small["cores"][0]["functions"][name], large["cores"][0]["functions"][name]
+        # The kernel's loop runs 100 times as often: its own count grows with it.
+        assert b > 20 * a, (a, b)
+        assert large["cores"][0]["instructions"] == sum(large["cores"][0]["functions"].values())
+        assert large["folded"].startswith("core 0;"), large["folded"]
+    else:
+        assert small["cores"][0]["wall_s"] > 0 and large["cores"][0]["wall_s"] > 0, large
+        i = large["cores"][0]["instructions"]
+        if i is not None:  # perf_event_open allowed here
+            assert i > small["cores"][0]["instructions"], (small, large)
+    y = lib.ops["scale"](np.ones(3, np.float32), 2.0)
+    assert isinstance(y, np.ndarray), "no profile unless asked"

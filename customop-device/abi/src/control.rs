@@ -106,6 +106,11 @@ pub struct CoreRecord {
     /// `ACCESS_*` of a memory fault.
     pub access: AtomicU32,
     pub _pad: u32,
+    /// The kernel's wall time on this core, in nanoseconds (a profiled launch).
+    pub wall_ns: AtomicU64,
+    /// Instructions the kernel's thread retired (user space), where the host lets a process
+    /// count them (perf_event_open); 0 otherwise.
+    pub instructions: AtomicU64,
     pub msg: [u8; MESSAGE_BYTES],
 }
 
@@ -132,6 +137,9 @@ pub struct Header {
     /// Nonzero: every core's stdio enters the ring this launch (`--all-cores-stdio`, an
     /// emulator aid); otherwise core 0's alone, as on hardware.
     pub stdio_all_cores: AtomicU32,
+    /// Nonzero: the cores measure this launch's kernel (`--profile`: their records' wall
+    /// time and instruction count).
+    pub profile: AtomicU32,
 }
 
 pub const RECORDS_OFFSET: usize = 0x100;
@@ -151,7 +159,7 @@ pub const MAX_GUARDS: usize = 16;
 /// Bytes of one core's record.
 pub const RECORD_BYTES: usize = 512;
 /// Bytes of a record's message.
-pub const MESSAGE_BYTES: usize = 456;
+pub const MESSAGE_BYTES: usize = 440;
 
 #[cfg(target_has_atomic = "64")]
 const _: () = {

@@ -120,6 +120,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "CORE", num_args = 0..=1, require_equals = true, default_missing_value = "0",
           value_parser = clap::value_parser!(u8).range(0..=7))]
     pub gdb: Option<u8>,
+    /// Profile the launch: on Xtensa cores instructions executed by function and core (a
+    /// QEMU plugin), on host cores each core's wall time and instruction count; the top
+    /// functions go to stderr (or the JSON), and FILE, if given, gets folded stacks
+    /// (`core N;FUNCTION COUNT`) for flame-graph tools
+    #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "",
+          value_parser = clap::value_parser!(std::ffi::OsString))]
+    pub profile: Option<std::ffi::OsString>,
 }
 
 #[derive(Args, Debug)]

@@ -84,6 +84,7 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
         check,
         all_cores_stdio,
         gdb,
+        profile,
     } = a;
     let started = Instant::now();
     let mut clock = Timings::new(started);
@@ -103,6 +104,7 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
     let mut e = engine_with(&lib, isa)?;
     e.checks = checks;
     e.all_cores_stdio = all_cores_stdio || nrt_pool_engine::all_cores_stdio_from_env();
+    e.profile = profile.is_some();
     e.debug = match gdb {
         Some(core) => Some(debug::printing_request(usize::from(core), "nrt-pool")),
         None => debug::request_from_env("nrt-pool").map_err(Failure::Usage)?,
@@ -266,9 +268,18 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
     // torn down core by core (each waited for in turn): host cores die with this process
     // (PDEATHSIG), QEMU cores end when their channel closes, and the kernel frees device
     // memory.
+    let profiled = e.take_profile();
     std::mem::forget(e);
     if timings && !json {
         clock.print();
+    }
+    if let (Some(file), Some(p)) = (profile.as_ref().filter(|f| !f.is_empty()), &profiled) {
+        let file = Path::new(file);
+        std::fs::write(file, p.folded())
+            .map_err(|err| Failure::Error(format!("--profile={}: {err}", file.display())))?;
+    }
+    if let (Some(p), false) = (&profiled, json) {
+        eprint!("{}", p.report(PROFILE_TOP));
     }
     let found = done.check.findings.len();
     if !json {
@@ -289,6 +300,7 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
                 "shape": out_shape,
             },
             "check": checks.any().then(|| check_json(&done.check)),
+            "profile": profiled.as_ref().map(profile_json),
         });
         println!("{doc}");
         return checked(found);
@@ -307,6 +319,25 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
         out.display(),
     );
     checked(found)
+}
+
+/// Functions `--profile` lists.
+const PROFILE_TOP: usize = 15;
+
+/// `--profile` under `--json`: each core's wall time, instructions and functions, and the
+/// functions over all cores with their shares.
+fn profile_json(p: &nrt_pool_engine::profile::Profile) -> serde_json::Value {
+    json!({
+        "isa": p.isa,
+        "kernel": p.kernel,
+        "cores": p.cores.iter().map(|c| json!({
+            "core": c.core,
+            "wall_ms": c.wall.map(|w| w.as_secs_f64() * 1e3),
+            "instructions": c.instructions,
+            "functions": c.functions.iter().map(|(f, n)| json!({"function": f, "instructions": n})).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "functions": p.top().iter().map(|(f, n, share)| json!({"function": f, "instructions": n, "share": share})).collect::<Vec<_>>(),
+    })
 }
 
 /// The checks `--check[=LIST]` asks for, or else `$GPSIMD_OPEN_CHECK` (none without either).

@@ -17,6 +17,7 @@ use super::debug::{DataAccess, DebugSession};
 use super::library::OpLibrary;
 use super::memory::DeviceMemory;
 use super::pool::{self, CoreExit, CorePool, Exit};
+use super::profile::CoreProfile;
 use super::symbolize::SourceFrame;
 
 /// The kind of access a memory fault made.
@@ -222,6 +223,8 @@ pub struct Team {
     /// Every core's stdio reaches the host, each line prefixed with its core
     /// (`--all-cores-stdio`); otherwise core 0's alone, as on hardware.
     pub all_stdio: bool,
+    /// The cores measure the kernel (`--profile`): [`Launched::profiles`].
+    pub profile: bool,
 }
 
 impl Team {
@@ -231,6 +234,15 @@ impl Team {
             count,
             only: None,
             all_stdio: false,
+            profile: false,
+        }
+    }
+
+    /// The same team, measuring the kernel when `on`.
+    pub fn with_profile(self, on: bool) -> Team {
+        Team {
+            profile: on,
+            ..self
         }
     }
 
@@ -248,6 +260,7 @@ impl Team {
             count,
             only: Some(core),
             all_stdio: false,
+            profile: false,
         }
     }
 
@@ -266,6 +279,8 @@ impl Team {
 pub struct Launched {
     pub cores: Vec<CoreEnd>,
     pub stdio: Stdio,
+    /// Each core's measurements when the team asked for them (else empty).
+    pub profiles: Vec<CoreProfile>,
 }
 
 /// A shape function's result: core 0's end and, when it completed with a nonzero status,
@@ -495,6 +510,7 @@ impl IsaBackend for HostBackend {
         ctl.reset();
         ctl.set_guards(guards);
         ctl.set_stdio_all_cores(team.all_stdio);
+        ctl.set_profile(team.profile);
         let run = team.cores();
         let program = Self::program(memory, library);
         let exits = self
@@ -508,9 +524,30 @@ impl IsaBackend for HostBackend {
                 stderr,
             })
             .collect();
+        let profiles = if team.profile {
+            run.iter()
+                .zip(&cores)
+                .filter(|(_, end): &(&usize, &CoreEnd)| matches!(end.outcome, Outcome::Done(_)))
+                .map(|(&c, _)| {
+                    let r = ctl.core(c);
+                    let n = r.instructions.load(Ordering::Acquire);
+                    CoreProfile {
+                        core: c,
+                        wall: Some(std::time::Duration::from_nanos(
+                            r.wall_ns.load(Ordering::Acquire),
+                        )),
+                        instructions: (n > 0).then_some(n),
+                        functions: Vec::new(),
+                    }
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         Ok(Launched {
             cores,
             stdio: drain(&ctl, team.all_stdio),
+            profiles,
         })
     }
 

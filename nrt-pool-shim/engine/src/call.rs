@@ -214,7 +214,9 @@ impl PoolEngine {
                 &kernel,
                 &launch_args,
                 &spec,
-                Team::all(cores).with_all_stdio(self.all_cores_stdio),
+                Team::all(cores)
+                    .with_all_stdio(self.all_cores_stdio)
+                    .with_profile(self.profile),
                 to,
                 Fill::default(),
                 start,

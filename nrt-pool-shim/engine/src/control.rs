@@ -248,6 +248,18 @@ impl ControlBlock {
             .store(u32::from(all), Ordering::Release);
     }
 
+    /// Host side: whether the cores measure this launch's kernel.
+    pub fn set_profile(&self, on: bool) {
+        self.header()
+            .profile
+            .store(u32::from(on), Ordering::Release);
+    }
+
+    /// Core side: whether to measure the kernel.
+    pub fn profiling(&self) -> bool {
+        self.header().profile.load(Ordering::Acquire) != 0
+    }
+
     /// Core side: whether this core's stdio enters the ring (core 0's always does).
     pub fn stdio_from(&self, core: usize) -> bool {
         core == 0 || self.header().stdio_all_cores.load(Ordering::Acquire) != 0

@@ -269,7 +269,7 @@ impl DebugSession {
         // echo and output, not printf: gdb's printf copies a string argument into the
         // process by calling its malloc.
         body.push_str(
-            "  if $data == 0\n    echo $arg0: no device memory there\\n\n  else\n    echo $data = \n    output $data\n    echo \\ (the data of $arg0)\\n\n  end\nend\n",
+            "  if $data == 0\n    echo $arg0: no device memory there\\n\n  else\n    echo $data =\\ \n    output $data\n    echo \\ (the data of $arg0)\\n\n  end\nend\n",
         );
         body + DATA_HELP
     }
@@ -332,7 +332,7 @@ mod tests {
             library: PathBuf::from(OsString::from_vec(b"/tmp/l\xffb.pool".to_vec())),
             kernel: "ns::relu".into(),
             returned: "board_kernel_returned".into(),
-            release: Some("set var board_debug_wait = 0".into()),
+            release: Some("set var *(unsigned int *)&board_debug_wait = 0".into()),
             symbols: vec![PathBuf::from("/a/core3.elf"), PathBuf::from("/b/board.elf")],
             data: DataAccess::Call("nrt_pool_debug_read".into()),
         };

@@ -17,6 +17,7 @@ pub mod doorbell;
 pub mod library;
 pub mod memory;
 pub mod pool;
+pub mod profile;
 pub mod spawner;
 pub mod symbolize;
 pub mod tensor;
@@ -122,6 +123,11 @@ pub struct PoolEngine {
     /// dropped) since the last launch, which reports it first: on hardware that output is
     /// seen, but loading a library and `op_output` return no output of their own.
     kept_output: Stdio,
+    /// Launches measure their kernel (`--profile`): see [`profile`] and
+    /// [`PoolEngine::take_profile`].
+    pub profile: bool,
+    /// The last profiled launch's profile.
+    last_profile: Option<profile::Profile>,
     /// A launch stops this core for a debugger (`--gdb`): see [`debug`].
     pub debug: Option<debug::DebugRequest>,
     /// Every core's printf reaches the caller, each line prefixed with its core (an
@@ -166,6 +172,8 @@ impl PoolEngine {
             resident_guards: HashMap::new(),
             temporaries: None,
             kept_output: Default::default(),
+            profile: false,
+            last_profile: None,
             debug: None,
             all_cores_stdio: false,
             checks: check::Checks::NONE,
@@ -184,6 +192,11 @@ impl PoolEngine {
     /// [`EmuError::Interrupted`]. The next launch starts fresh cores.
     pub fn set_interrupt(&mut self, interrupt: Option<Interrupt>) {
         self.interrupt = interrupt;
+    }
+
+    /// The profile of the last launch made with [`PoolEngine::profile`] on (taken once).
+    pub fn take_profile(&mut self) -> Option<profile::Profile> {
+        self.last_profile.take()
     }
 
     pub fn image(&self) -> &PoolImage {

@@ -210,6 +210,13 @@ impl PoolEngine {
             s.remove();
         }
         let launched = launched.map_err(EmuError::Spawn)?;
+        if team.profile {
+            self.last_profile = Some(profile::Profile {
+                isa: self.backend.name().to_string(),
+                kernel: kernel.to_string(),
+                cores: launched.profiles.clone(),
+            });
+        }
         let mut stdio = self.take_output(launched.stdio);
         if deadline.interrupted() {
             // The cores still running were stopped, as after a timeout; their output is

@@ -289,7 +289,9 @@ impl Library {
     /// call is checked and returns (output, findings, notes): each finding a dict.
     /// `debug` stops that core of this call for a debugger (the library's own setting
     /// otherwise).
-    #[pyo3(signature = (op, args, cores=None, out=None, check=None, debug=None))]
+    /// `profile` measures the launch and returns (result, profile dict).
+    #[pyo3(signature = (op, args, cores=None, out=None, check=None, debug=None, profile=false))]
+    #[allow(clippy::too_many_arguments)]
     fn call<'py>(
         slf: &Bound<'py, Self>,
         op: &str,
@@ -298,6 +300,7 @@ impl Library {
         out: Option<&Bound<'py, DeviceArray>>,
         check: Option<&str>,
         debug: Option<usize>,
+        profile: bool,
     ) -> PyResult<Py<PyAny>> {
         let py = slf.py();
         if debug.is_some_and(|c| c >= 8) {
@@ -356,7 +359,10 @@ impl Library {
             e.debug
                 .replace(nrt_pool_engine::debug::printing_request(c, "gpsimd_open"))
         });
+        e.profile = profile;
         let r = e.with_temporaries(|e| Self::call_in(py, e, op, pending, cores, out));
+        e.profile = false;
+        let measured = e.take_profile();
         e.checks = Checks::NONE;
         if let Some(kept) = library_debug {
             e.debug = kept;
@@ -369,10 +375,18 @@ impl Library {
             None => r?,
         };
         let output = output.into_pyobject(py)?.into_any().unbind();
-        if check.is_none() {
+        let output = match check {
+            None => output,
+            Some(_) => checks::with_report(py, output, &report)?,
+        };
+        if !profile {
             return Ok(output);
         }
-        checks::with_report(py, output, &report)
+        let p = match measured {
+            Some(p) => profile_dict(py, &p)?.into_any().unbind(),
+            None => py.None(),
+        };
+        Ok(PyTuple::new(py, [output, p])?.into_any().unbind())
     }
 
     /// A device array holding a copy of `array` (("bf16", uint16 array) for bfloat16).
@@ -671,4 +685,34 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(noop, m)?)?;
     m.add("DeviceFault", m.py().get_type::<DeviceFault>())?;
     Ok(())
+}
+
+/// A launch's profile as Python data: {"isa", "kernel", "cores": [{"core", "wall_s",
+/// "instructions", "functions": {name: instructions}}], "functions": [(name,
+/// instructions, share)], "folded": the folded stacks}.
+fn profile_dict<'py>(
+    py: Python<'py>,
+    p: &nrt_pool_engine::profile::Profile,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    use pyo3::types::PyDict;
+    let d = PyDict::new(py);
+    d.set_item("isa", &p.isa)?;
+    d.set_item("kernel", &p.kernel)?;
+    let mut cores = Vec::new();
+    for c in &p.cores {
+        let cd = PyDict::new(py);
+        cd.set_item("core", c.core)?;
+        cd.set_item("wall_s", c.wall.map(|w| w.as_secs_f64()))?;
+        cd.set_item("instructions", c.instructions)?;
+        let f = PyDict::new(py);
+        for (name, n) in &c.functions {
+            f.set_item(name, n)?;
+        }
+        cd.set_item("functions", f)?;
+        cores.push(cd);
+    }
+    d.set_item("cores", cores)?;
+    d.set_item("functions", p.top())?;
+    d.set_item("folded", p.folded())?;
+    Ok(d)
 }

@@ -7,11 +7,13 @@
    return address), so a call between the image and the board must not cross a 1 GiB
    boundary. An exception the board does not handle (anything but window
    overflow/underflow) writes a fault record to the host channel and ends the core:
-   [tag 5, len 56][kind, EXCCAUSE, EPC1, EXCVADDR, DEPC, PS, PRID, ACCESS, SOC lo, SOC hi,
-   STACK_SIZE, HBM stack guard SoC lo, hi, a1], then exit status 99. The last three are the
+   [tag 5, len 188][kind, EXCCAUSE, EPC1, EXCVADDR, DEPC, PS, PRID, ACCESS, SOC lo, SOC hi,
+   STACK_SIZE, HBM stack guard SoC lo, hi, a1][frame count, up to 32 PCs of the call stack,
+   innermost first: pool-board.c walks it], then exit status 99. STACK_SIZE and the guard are the
    launch's stack (pool-board.c, board_stack: its STACK_SIZE and, when it runs on an HBM
    stack, the SoC page guarding it; 0 on the local stack), so the host can tell a stack
-   overflow from another fault, with a1, the stack pointer of the code that faulted. kind: 1 kernel, 2 user, 3 double exception; 4-9 a debug exception
+   overflow from another fault, with a1, the stack pointer of the code that faulted.
+   kind: 1 kernel, 2 user, 3 double exception; 4-9 a debug exception
    or an interrupt of level kind - 2 (then EXCCAUSE's place holds DEBUGCAUSE and EPC1's the
    level's EPC). ACCESS and SOC are the machine's note of its last bus error (LAST_ACCESS:
    1 read, 2 write, bit 8 set when a window spans the address, then LAST_SOC is the SoC

@@ -352,15 +352,39 @@ static void start(void) {
     if (meta_len) write_full(meta, meta_len);
 }
 
-/* For a debugger (nrt-pool gdb's nrt-data command): a copy of `n` bytes (at most 256) of
-   device memory from SoC address `soc`, read through the board's own window 7, so the
-   windows the kernel's runtime programs are left as they are; 0 where no memory is. */
+/* Whether SoC page `page` is guarded (a tensor's end, or the HBM stack's guard). */
+static int guarded(u64 page) {
+    for (u32 g = 0; g < GUARDS; g++) {
+        u32 lo = GUARD_LO(g);
+        if ((lo & 1) && (((u64)GUARD_HI(g) << 32) | (lo & ~0xfffu)) == page) return 1;
+    }
+    return 0;
+}
+
+/* For a debugger (nrt-pool gdb's nrt-data command): a copy of up to 256 bytes of device
+   memory from SoC address `soc`, read through the board's own window 7, so the windows
+   the kernel's runtime programs are left as they are. The copy stops at a guard page (a
+   tensor's end: the rest stays zero); 0 where no memory is. */
 void *nrt_pool_debug_read(u64 soc, u32 n);
 void *nrt_pool_debug_read(u64 soc, u32 n) {
     static char copy[256];
     if (n > sizeof copy) n = sizeof copy;
-    return svc_dma(copy, soc, 1, n) == 0 ? copy : 0;
+    for (u32 i = 0; i < sizeof copy; i++) copy[i] = 0;
+    u32 done = 0;
+    while (done < n) {
+        u64 at = soc + done;
+        u32 left = 0x1000u - (u32)(at & 0xfffu);
+        u32 take = n - done < left ? n - done : left;
+        if (guarded(at & ~(u64)0xfffu)) break;
+        if (svc_dma(copy + done, at, 1, take) != 0) return done ? copy : 0;
+        done += take;
+    }
+    return copy;
 }
+
+/* Called just before a kernel: where a profile of it begins (the TCG plugin's `begin`). */
+void __attribute__((noinline)) board_kernel_begin(void);
+void __attribute__((noinline)) board_kernel_begin(void) { __asm__ volatile(""); }
 
 /* Called when a kernel has returned: a debugger's breakpoint here ends its `continue`
    (nrt-pool gdb sets one; the core then waits for the next launch). */
@@ -389,6 +413,7 @@ int board_main(void) {
             }
             /* The launcher calls switch_stack_or_call_wrapper itself with its STACK_SIZE, as
                the vendor's generated launchers do. */
+            board_kernel_begin();
             int rc = kernels[k].fn();
             board_kernel_returned(rc);
             u32 status = (u32)rc;

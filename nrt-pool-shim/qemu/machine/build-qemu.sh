@@ -1,6 +1,7 @@
 #!/bin/sh
 # Builds qemu-system-xtensa with the nrt-pool machine (nrt-pool.c; docs/decisions.md D63)
-# from Debian's QEMU source package, into OUT (a single binary). Stock QEMU cannot map the
+# from Debian's QEMU source package, into OUT (a single binary), and beside it the TCG plugin
+# that profiles a kernel (profile-plugin.c, libnrt-pool-profile.so; D83). Stock QEMU cannot map the
 # engine's device memory into an Xtensa core; this machine can.
 #
 # usage: build-qemu.sh OUT [WORK]
@@ -18,8 +19,9 @@ mkdir -p "$work" "$(dirname "$out")"
 work=$(cd "$work" && pwd)
 
 stamp="$work/nrt-pool.c.sha256"
-want=$(sha256sum "$here/nrt-pool.c" "$0" | sha256sum | cut -d' ' -f1)
-if [ -x "$out" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+plugin="$(dirname "$out")/libnrt-pool-profile.so"
+want=$(sha256sum "$here/nrt-pool.c" "$here/profile-plugin.c" "$0" | sha256sum | cut -d' ' -f1)
+if [ -x "$out" ] && [ -f "$plugin" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     exit 0
 fi
 
@@ -40,7 +42,7 @@ fi
 # The source tree and its build stay in WORK, so a change to nrt-pool.c rebuilds one file;
 # a new tarball or a change to the edits below (their level is in the marker) starts over.
 src="$work/src"
-marker="$(basename "$tarball") edits-3"
+marker="$(basename "$tarball") edits-4"
 if [ ! -f "$src/configure" ] || [ ! -f "$src/.nrt-pool-tarball" ] \
     || [ "$(cat "$src/.nrt-pool-tarball")" != "$marker" ]; then
     rm -rf "$src"
@@ -78,12 +80,15 @@ if [ ! -f "$src/build/build.ninja" ]; then
         cd "$src/build"
         ../configure --target-list=xtensa-softmmu --without-default-features \
             --without-default-devices --disable-docs --disable-tools --disable-user \
-            --disable-install-blobs --disable-werror --enable-tcg >"$work/configure.log" 2>&1 \
+            --disable-install-blobs --disable-werror --enable-tcg --enable-plugins \
+            >"$work/configure.log" 2>&1 \
             || { tail -n 30 "$work/configure.log" >&2; exit 1; }
     )
 fi
 (cd "$src/build" && ninja -j"$(nproc)" qemu-system-xtensa >"$work/build.log" 2>&1) \
     || { grep -B2 -A10 -m5 "error" "$work/build.log" >&2; exit 1; }
+cc -shared -fPIC -O2 -Wall -Werror -I "$src/include/qemu" "$here/profile-plugin.c" -o "$plugin.tmp"
+mv "$plugin.tmp" "$plugin"
 strip -o "$out.tmp" "$src/build/qemu-system-xtensa" 2>/dev/null || cp "$src/build/qemu-system-xtensa" "$out.tmp"
 mv "$out.tmp" "$out"
 echo "$want" >"$stamp"

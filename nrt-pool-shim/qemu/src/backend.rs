@@ -13,16 +13,18 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use nrt_pool_engine::backend::{
-    Access, CoreEnd, CoreLines, FaultRecord, HostBackend, IsaBackend, Launched, Probed, Shaped,
-    Stack, Stdio, Team,
+    Access, CoreEnd, CoreLines, FaultRecord, HostBackend, IsaBackend, Launched, Outcome, Probed,
+    Shaped, Stack, Stdio, Team,
 };
 use nrt_pool_engine::control::{FaultKind, PHASE_KERNEL, PHASE_START};
 use nrt_pool_engine::deadline::Deadline;
 use nrt_pool_engine::debug::{DataAccess, DebugSession};
 use nrt_pool_engine::library::OpLibrary;
 use nrt_pool_engine::memory::DeviceMemory;
+use nrt_pool_engine::profile::CoreProfile;
+use nrt_pool_engine::symbolize::{StackAddr, Symbolizer};
 
-use crate::core::{pool_cores, qemu_for, Platform, QemuError, XtensaCore};
+use crate::core::{pool_cores, qemu_for, Platform, QemuError, XtensaCore, PROFILE_PLUGIN};
 use crate::fault::{CoreFault, FaultCause};
 use crate::layout;
 use crate::protocol::MAX_GUARDS;
@@ -42,6 +44,9 @@ pub struct XtensaBackend {
     host: HostBackend,
     /// The core a debug launch runs with QEMU's gdb stub, and the stub's port.
     gdb_stub: Option<(usize, u16)>,
+    /// While launches are profiled: the folder the cores' plugins write their counts to
+    /// (the running cores were started with the plugin).
+    profiling: Option<tempfile::TempDir>,
 }
 
 impl XtensaBackend {
@@ -56,6 +61,7 @@ impl XtensaBackend {
             guards: vec![Vec::new(); layout::CORES],
             host: HostBackend::default(),
             gdb_stub: None,
+            profiling: None,
         }
     }
 
@@ -100,11 +106,20 @@ impl XtensaBackend {
     ) -> Result<&mut XtensaCore, QemuError> {
         if self.cores[c].is_none() {
             let elf = self.images(library)?[c].clone();
+            let plugin = self.profiling.as_ref().map(|dir| {
+                let (begin, end) = board_markers(&self.board);
+                format!(
+                    "{},out={},begin={begin:#x},end={end:#x}",
+                    self.qemu.with_file_name(PROFILE_PLUGIN).display(),
+                    dir.path().join(format!("core{c}.blocks")).display()
+                )
+            });
             let platform = Platform {
                 qemu: &self.qemu,
                 board: &self.board,
                 memory,
                 gdb_port: self.gdb_stub.filter(|&(d, _)| d == c).map(|(_, p)| p),
+                plugin: plugin.as_deref(),
             };
             let core = XtensaCore::start(platform, &elf, &library.path, c, cores as u32, deadline)?;
             self.guards[c].clear();
@@ -117,6 +132,62 @@ impl XtensaBackend {
             self.cores[c] = Some(core);
         }
         Ok(self.cores[c].as_mut().expect("started above"))
+    }
+}
+
+/// The board's profile markers: `board_kernel_begin` and `board_kernel_returned` (0 when
+/// the board lacks them: the plugin then refuses to load, and the core fails to start).
+fn board_markers(board: &Path) -> (u64, u64) {
+    let bytes = std::fs::read(board).unwrap_or_default();
+    let find = |name: &str| {
+        object::File::parse(&bytes[..])
+            .ok()
+            .and_then(|f| {
+                use object::{Object, ObjectSymbol};
+                f.symbols()
+                    .find(|s| s.name_bytes().ok() == Some(name.as_bytes()))
+                    .map(|s| s.address())
+            })
+            .unwrap_or(0)
+    };
+    (find("board_kernel_begin"), find("board_kernel_returned"))
+}
+
+/// Core `c`'s profile from its plugin's block counts ("PC INSNS EXECUTIONS" lines in hex):
+/// instructions by function, named from `images` (the core's image, the board).
+fn core_profile(c: usize, counts: &str, images: &[&[u8]]) -> CoreProfile {
+    let named: Vec<Symbolizer<'_>> = images.iter().filter_map(|b| Symbolizer::new(b)).collect();
+    let mut by_function: Vec<(String, u64)> = Vec::new();
+    let mut total = 0u64;
+    for line in counts.lines() {
+        let f: Vec<u64> = line
+            .split(' ')
+            .filter_map(|v| u64::from_str_radix(v, 16).ok())
+            .collect();
+        let [pc, insns, runs] = f[..] else { continue };
+        let n = insns.saturating_mul(runs);
+        total = total.saturating_add(n);
+        let at = StackAddr {
+            addr: pc,
+            exact: true,
+        };
+        let name = named
+            .iter()
+            .find(|s| s.maps(pc))
+            .and_then(|s| s.frames(at).pop())
+            .and_then(|f| f.function)
+            .unwrap_or_else(|| format!("{pc:#010x}"));
+        match by_function.iter_mut().find(|(g, _)| *g == name) {
+            Some(e) => e.1 = e.1.saturating_add(n),
+            None => by_function.push((name, n)),
+        }
+    }
+    by_function.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    CoreProfile {
+        core: c,
+        wall: None,
+        instructions: Some(total),
+        functions: by_function,
     }
 }
 
@@ -200,6 +271,7 @@ impl IsaBackend for XtensaBackend {
                 board: &self.board,
                 memory,
                 gdb_port: None,
+                plugin: None,
             };
             XtensaCore::start(platform, &elf, &library.path, 0, 8, deadline)
         });
@@ -247,6 +319,15 @@ impl IsaBackend for XtensaBackend {
     ) -> io::Result<Launched> {
         let run = team.cores();
         let cores = team.count;
+        if team.profile != self.profiling.is_some() {
+            // Cores start with the profile plugin or without it.
+            self.stop_cores();
+            self.profiling = if team.profile {
+                Some(tempfile::tempdir()?)
+            } else {
+                None
+            };
+        }
         let mut ends: Vec<Option<CoreEnd>> = vec![None; run.len()];
         for (&c, end) in run.iter().zip(ends.iter_mut()) {
             let begun = (|| -> Result<(), QemuError> {
@@ -306,12 +387,26 @@ impl IsaBackend for XtensaBackend {
             });
         }
         lines.finish(&mut stdio);
+        let cores: Vec<CoreEnd> = ends
+            .into_iter()
+            .map(|e| e.expect("every core ended above"))
+            .collect();
+        let mut profiles = Vec::new();
+        if let (Some(dir), Some((_, images))) = (&self.profiling, &self.images) {
+            let board = std::fs::read(&self.board).unwrap_or_default();
+            for (&c, end) in run.iter().zip(&cores) {
+                let file = dir.path().join(format!("core{c}.blocks"));
+                let counts = std::fs::read_to_string(&file);
+                let _gone = std::fs::remove_file(&file);
+                if let (Ok(counts), Outcome::Done(_)) = (counts, &end.outcome) {
+                    profiles.push(core_profile(c, &counts, &[&images[c], &board]));
+                }
+            }
+        }
         Ok(Launched {
-            cores: ends
-                .into_iter()
-                .map(|e| e.expect("every core ended above"))
-                .collect(),
+            cores,
             stdio,
+            profiles,
         })
     }
 
@@ -374,7 +469,7 @@ impl IsaBackend for XtensaBackend {
             library: library.path.clone(),
             kernel: String::new(),
             returned: "board_kernel_returned".into(),
-            release: Some("set var board_debug_wait = 0".into()),
+            release: Some("set var *(unsigned int *)&board_debug_wait = 0".into()),
             symbols: vec![image, self.board.clone()],
             data: DataAccess::Call("nrt_pool_debug_read".into()),
         })

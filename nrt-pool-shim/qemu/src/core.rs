@@ -66,6 +66,9 @@ pub fn gdb_for(board: &Path) -> PathBuf {
     }
 }
 
+/// The TCG plugin that profiles kernels, beside the QEMU it runs in (build-qemu.sh).
+pub const PROFILE_PLUGIN: &str = "libnrt-pool-profile.so";
+
 /// What a core runs on: the emulator, the board, and the engine's device memory, which the
 /// core maps (shared, not copied: docs/decisions.md D63).
 #[derive(Clone, Copy)]
@@ -75,6 +78,8 @@ pub struct Platform<'a> {
     pub memory: &'a DeviceMemory,
     /// QEMU's gdb stub listens on this port of 127.0.0.1 (a debug launch's core).
     pub gdb_port: Option<u16>,
+    /// `-plugin` argument: the profile plugin and its arguments (a profiled launch).
+    pub plugin: Option<&'a str>,
 }
 
 /// The machine's `regions` property: where each SoC range lies in the memory file.
@@ -336,6 +341,9 @@ impl XtensaCore {
             .arg(board);
         if let Some(port) = platform.gdb_port {
             qemu.arg("-gdb").arg(format!("tcp:127.0.0.1:{port}"));
+        }
+        if let Some(plugin) = platform.plugin {
+            qemu.arg("-plugin").arg(plugin);
         }
         qemu.stdin(Stdio::null())
             .stdout(Stdio::null())

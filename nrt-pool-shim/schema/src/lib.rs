@@ -16,6 +16,13 @@ pub const MAX_ARGS: usize = customop_abi::blob::MAX_ARGS;
 
 /// A C++ symbol's readable name (the raw bytes, escaped, when it is not a mangled name).
 pub fn demangle(raw: &[u8]) -> String {
+    // Rust's symbols (the device runtime's) first: their legacy form is also a valid C++
+    // name, which would read as nested namespaces ending in a hash.
+    if let Ok(text) = std::str::from_utf8(raw) {
+        if let Ok(d) = rustc_demangle::try_demangle(text) {
+            return format!("{d:#}");
+        }
+    }
     cpp_demangle::Symbol::new(raw)
         .ok()
         .and_then(|s| s.demangle().ok())

@@ -460,6 +460,97 @@ pub(super) fn probe_child(p: &Program<'_>, stderr: i32) -> ! {
 
 /// A core process's life: start code once, then one launch per command the host rings in
 /// on the doorbell (see [`super::doorbell`]); the host kills the process to end it.
+/// `struct perf_event_attr` as its first version laid it out (the kernel takes any
+/// version it knows by `size`; libc does not declare it).
+#[repr(C)]
+#[derive(Default)]
+struct PerfEventAttr {
+    type_: u32,
+    size: u32,
+    config: u64,
+    sample_period: u64,
+    sample_type: u64,
+    read_format: u64,
+    /// The bit fields: disabled (bit 0), exclude_kernel (5), exclude_hv (6), ...
+    flags: u64,
+    wakeup_events: u32,
+    bp_type: u32,
+    bp_addr: u64,
+}
+const _: () = assert!(std::mem::size_of::<PerfEventAttr>() == 64);
+const PERF_TYPE_HARDWARE: u32 = 0;
+const PERF_COUNT_HW_INSTRUCTIONS: u64 = 1;
+const PERF_DISABLED: u64 = 1;
+const PERF_EXCLUDE_KERNEL: u64 = 1 << 5;
+const PERF_EXCLUDE_HV: u64 = 1 << 6;
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
+const PERF_EVENT_IOC_ENABLE: libc::Ioctl = 0x2400;
+const PERF_EVENT_IOC_DISABLE: libc::Ioctl = 0x2401;
+const PERF_EVENT_IOC_RESET: libc::Ioctl = 0x2403;
+
+/// A profiled kernel's wall time and, where the host lets this process count them, the
+/// instructions its thread retires in user space (perf_event_open; `perf_event_paranoid`
+/// above 2 or a container without the syscall leaves the count at 0).
+struct KernelMeter {
+    start: std::time::Instant,
+    counter: Option<i32>,
+}
+
+impl KernelMeter {
+    fn start() -> KernelMeter {
+        let attr = PerfEventAttr {
+            type_: PERF_TYPE_HARDWARE,
+            size: std::mem::size_of::<PerfEventAttr>() as u32,
+            config: PERF_COUNT_HW_INSTRUCTIONS,
+            flags: PERF_DISABLED | PERF_EXCLUDE_KERNEL | PERF_EXCLUDE_HV,
+            ..PerfEventAttr::default()
+        };
+        // SAFETY: a valid attr (the first ABI version's 64 bytes) for this thread (pid 0,
+        // any CPU), no group.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_perf_event_open,
+                &attr as *const PerfEventAttr,
+                0,
+                -1,
+                -1,
+                PERF_FLAG_FD_CLOEXEC,
+            )
+        } as i32;
+        let counter = (fd >= 0).then(|| {
+            // SAFETY: our own perf fd.
+            unsafe {
+                libc::ioctl(fd, PERF_EVENT_IOC_RESET, 0);
+                libc::ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+            }
+            fd
+        });
+        KernelMeter {
+            start: std::time::Instant::now(),
+            counter,
+        }
+    }
+
+    /// (wall nanoseconds, instructions or 0).
+    fn stop(self) -> (u64, u64) {
+        let wall = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let instructions = self.counter.map_or(0, |fd| {
+            let mut n = 0u64;
+            // SAFETY: our own perf fd; reads one u64 into `n`, then closes it.
+            unsafe {
+                libc::ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+                let got = libc::read(fd, (&mut n as *mut u64).cast(), 8);
+                libc::close(fd);
+                if got != 8 {
+                    n = 0;
+                }
+            }
+            n
+        });
+        (wall, instructions)
+    }
+}
+
 /// The function a core calls when a kernel has returned: a debugger's breakpoint there
 /// ends its `continue` (the core's process lives on for the next launch).
 pub const KERNEL_RETURNED: &str = "nrt_pool_kernel_returned";
@@ -503,8 +594,14 @@ pub(super) fn serve(core: usize, p: &Program<'_>, seen: u32, stderr: i32) -> ! {
             Some((_, Some(f))) => {
                 let guards = ctl.guards();
                 update_guards(&mut protected, &guards);
+                let measure = ctl.profiling().then(KernelMeter::start);
                 // SAFETY: a launcher the library registered under the kernel's name.
                 let code = unsafe { f() };
+                if let Some(m) = measure {
+                    let (wall, instructions) = m.stop();
+                    r.wall_ns.store(wall, Ordering::Release);
+                    r.instructions.store(instructions, Ordering::Release);
+                }
                 nrt_pool_kernel_returned(code);
                 finish_stdio();
                 r.result.store(code as u32, Ordering::Release);

@@ -245,7 +245,12 @@ class Op:
     :func:`gpsimd_open.set_cores` for calls without it), ``out=`` writes a device array
     instead of returning a NumPy array, ``check=`` checks the call (as
     :func:`load_library`'s, which it overrides), ``debug=CORE`` stops that core for a
-    debugger (as :func:`load_library`'s)."""
+    debugger (as :func:`load_library`'s), ``profile=True`` returns ``(result, profile)``:
+    on Xtensa cores the instructions each core executed by function, on host cores each
+    core's wall time and instruction count (a dict: ``isa``, ``kernel``, ``cores``, each
+    with ``core``, ``wall_s``, ``instructions`` and ``functions``; ``functions``, over all
+    cores, as (name, instructions, share) most first; ``folded``, folded stacks for
+    flame-graph tools)."""
 
     def __init__(self, library, name, kinds):
         self._lib = library
@@ -253,7 +258,7 @@ class Op:
         self.kinds = tuple(kinds)
         self.__doc__ = f"{library.namespace}::{name}({', '.join(kinds)}) -> torch::Tensor"
 
-    def __call__(self, *args, cores=None, out=None, check=None, debug=None):
+    def __call__(self, *args, cores=None, out=None, check=None, debug=None, profile=False):
         native_args = tuple(a._native if isinstance(a, DeviceArray) else to_engine(a) for a in args)
         if cores is None:
             cores = _cores.current()
@@ -262,11 +267,18 @@ class Op:
         checks, warn = _check.resolve(self._lib.check if check is None else check)
         native_out = out._native if out is not None else None
         debug = _debug_core(debug)
+        if not isinstance(profile, bool):
+            raise TypeError(f"profile={profile!r}: True or False")
+        r = self._lib._native.call(self.__name__, native_args, cores, native_out, checks, debug, profile)
+        measured = None
+        if profile:
+            r, measured = r
         if checks is None:
-            r = self._lib._native.call(self.__name__, native_args, cores, native_out, None, debug)
-            return out if r is None else from_engine(r)
-        r, findings, notes = self._lib._native.call(self.__name__, native_args, cores, native_out, checks, debug)
-        return _check.report(findings, notes, out if r is None else from_engine(r), warn)
+            result = out if r is None else from_engine(r)
+        else:
+            r, findings, notes = r
+            result = _check.report(findings, notes, out if r is None else from_engine(r), warn)
+        return (result, measured) if profile else result
 
     def __repr__(self):
         return f"<op {self.__doc__}>"

@@ -1,0 +1,180 @@
+//! A launch's profile (`nrt-pool run --profile`, issue #28): per core, the kernel's wall
+//! time and instruction count where the backend measures them, and instructions by function
+//! where it can count them (Xtensa cores: a QEMU TCG plugin counts each translated block's
+//! executions; host cores: perf counts the thread's instructions, without functions).
+
+use std::time::Duration;
+
+/// One core's part of a profiled launch.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CoreProfile {
+    pub core: usize,
+    /// The kernel's wall time on the core (host cores).
+    pub wall: Option<Duration>,
+    /// Instructions the kernel executed on the core, where counted.
+    pub instructions: Option<u64>,
+    /// Instructions by function (demangled names), most first (Xtensa cores).
+    pub functions: Vec<(String, u64)>,
+}
+
+/// A profiled launch: its backend and each core's part.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Profile {
+    pub isa: String,
+    pub kernel: String,
+    pub cores: Vec<CoreProfile>,
+}
+
+impl Profile {
+    /// Instructions by function over all cores, most first, with each one's share of the
+    /// total.
+    pub fn top(&self) -> Vec<(String, u64, f64)> {
+        let mut sum: Vec<(String, u64)> = Vec::new();
+        for c in &self.cores {
+            for (f, n) in &c.functions {
+                match sum.iter_mut().find(|(g, _)| g == f) {
+                    Some(e) => e.1 += n,
+                    None => sum.push((f.clone(), *n)),
+                }
+            }
+        }
+        sum.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let total: u64 = sum.iter().map(|(_, n)| n).sum();
+        sum.into_iter()
+            .map(|(f, n)| {
+                let share = if total == 0 {
+                    0.0
+                } else {
+                    n as f64 / total as f64
+                };
+                (f, n, share)
+            })
+            .collect()
+    }
+
+    /// Folded stacks for flame-graph tools (`flamegraph.pl`, speedscope, inferno): one line
+    /// per core and function, `core N;FUNCTION COUNT` (instructions); a core without
+    /// functions gives `core N COUNT` (its instruction count, or its wall time in ns).
+    pub fn folded(&self) -> String {
+        let mut out = String::new();
+        for c in &self.cores {
+            if c.functions.is_empty() {
+                let n = c
+                    .instructions
+                    .or_else(|| c.wall.map(|w| w.as_nanos() as u64))
+                    .unwrap_or(0);
+                out.push_str(&format!("core {} {n}\n", c.core));
+            }
+            for (f, n) in &c.functions {
+                // Folded stacks separate frames with ';' and end with the count.
+                let f = f.replace(';', ":");
+                out.push_str(&format!("core {};{f} {n}\n", c.core));
+            }
+        }
+        out
+    }
+
+    /// The report `nrt-pool run --profile` prints: the top `n` functions with their
+    /// shares, then each core's line.
+    pub fn report(&self, n: usize) -> String {
+        let mut out = format!(
+            "profile of kernel '{}' on {} {} core(s):\n",
+            self.kernel,
+            self.cores.len(),
+            self.isa
+        );
+        let top = self.top();
+        if !top.is_empty() {
+            let total: u64 = top.iter().map(|t| t.1).sum();
+            out.push_str(&format!("  {total} instructions, by function:\n"));
+            for (f, count, share) in top.iter().take(n) {
+                out.push_str(&format!("  {:>6.2}%  {count:>12}  {f}\n", share * 100.0));
+            }
+            if top.len() > n {
+                out.push_str(&format!("  ({} more functions)\n", top.len() - n));
+            }
+        }
+        for c in &self.cores {
+            out.push_str(&format!("  core {}:", c.core));
+            if let Some(w) = c.wall {
+                out.push_str(&format!(" {:.3} ms", w.as_secs_f64() * 1e3));
+            }
+            match c.instructions {
+                Some(i) => out.push_str(&format!(" {i} instructions")),
+                None if c.functions.is_empty() => out
+                    .push_str(" (instructions not counted: this machine refuses perf_event_open)"),
+                None => {}
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile() -> Profile {
+        Profile {
+            isa: "xtensa".into(),
+            kernel: "relu".into(),
+            cores: vec![
+                CoreProfile {
+                    core: 0,
+                    wall: None,
+                    instructions: Some(300),
+                    functions: vec![
+                        ("relu(at::Tensor const&)".into(), 200),
+                        ("memcpy".into(), 100),
+                    ],
+                },
+                CoreProfile {
+                    core: 1,
+                    wall: None,
+                    instructions: Some(100),
+                    functions: vec![("memcpy".into(), 100)],
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn functions_add_up_over_cores_with_their_shares() {
+        let top = profile().top();
+        assert_eq!(
+            top,
+            vec![
+                ("memcpy".into(), 200, 0.5),
+                ("relu(at::Tensor const&)".into(), 200, 0.5)
+            ]
+        );
+        let r = profile().report(1);
+        assert!(r.contains("400 instructions, by function:"), "{r}");
+        assert!(r.contains("   50.00%           200  memcpy\n"), "{r}");
+        assert!(r.contains("(1 more functions)"), "{r}");
+        assert!(r.contains("  core 1: 100 instructions\n"), "{r}");
+    }
+
+    #[test]
+    fn folded_stacks_have_one_line_per_core_and_function() {
+        assert_eq!(
+            profile().folded(),
+            "core 0;relu(at::Tensor const&) 200\ncore 0;memcpy 100\ncore 1;memcpy 100\n"
+        );
+        let host = Profile {
+            isa: "host".into(),
+            kernel: "k".into(),
+            cores: vec![CoreProfile {
+                core: 2,
+                wall: Some(Duration::from_micros(5)),
+                instructions: None,
+                functions: vec![],
+            }],
+        };
+        assert_eq!(host.folded(), "core 2 5000\n");
+        assert!(host
+            .report(10)
+            .contains("core 2: 0.005 ms (instructions not counted"));
+    }
+}
