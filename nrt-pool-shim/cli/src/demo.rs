@@ -509,6 +509,7 @@ fn device_examples(
         (2, "tiles::relu", vec![LaunchArg::hbm(t(&x)?)], None),
     ];
     let mut loaded = usize::MAX;
+    let mut last = None;
     let mut host = PoolEngine::new(64 << 20, PoolImage::default()).map_err(|e| e.to_string())?;
     let mut xt = PoolEngine::with_backend(
         64 << 20,
@@ -554,6 +555,22 @@ fn device_examples(
             d.output.shape.iter().product::<u64>(),
             if d.stdout.is_empty() { "" } else { " (stdout too)" }
         );
+        last = Some(l);
+    }
+    // One profile (--profile): the last example again, instructions by function and core.
+    if let Some(l) = last {
+        xt.profile = true;
+        xt.launch(&l)
+            .map_err(|e| format!("{} (xtensa, profiled): {e}", l.kernel))?;
+        let p = xt
+            .take_profile()
+            .ok_or_else(|| format!("{}: the profiled launch gave no profile", l.kernel))?;
+        if p.top().is_empty() {
+            return Err(format!("{}: the profile counted no instructions", l.kernel));
+        }
+        for line in p.report(5).lines().take(8) {
+            let _ = writeln!(report, "profile    {line}");
+        }
     }
     Ok(())
 }

@@ -191,7 +191,11 @@ impl PoolEngine {
                     .backend
                     .debug_core(&self.memory, lib, req.core, team.count, &deadline)
                     .map_err(|e| why(&e))?;
-                s.kernel = kernel.to_string();
+                // The breakpoint goes on the op's compute function (an op's name may differ).
+                s.kernel = self
+                    .neuron_library()
+                    .and_then(|l| l.ops.iter().find(|o| o.name == kernel))
+                    .map_or_else(|| kernel.to_string(), |o| o.kernel.clone());
                 // Absolute: `nrt-pool gdb` may run from another folder.
                 s.library = std::fs::canonicalize(&s.library).unwrap_or(s.library);
                 s.write().map_err(|e| why(&e))?;
