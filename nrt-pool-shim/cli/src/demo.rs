@@ -414,7 +414,7 @@ fn check_gallery(
 fn device_missing(o: &DemoOptions) -> Vec<String> {
     // The QEMU the Xtensa backend will start (beside the board, installed, or
     // $NRT_POOL_QEMU), not whichever one is on PATH.
-    let qemu = nrt_pool_qemu::core::qemu_for(&o.device.board);
+    let qemu = nrt_pool_qemu::qemu_for(&o.device.board);
     let qemu_ok = std::process::Command::new(&qemu)
         .arg("--version")
         .output()

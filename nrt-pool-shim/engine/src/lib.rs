@@ -27,6 +27,7 @@ mod call;
 mod copy;
 mod device_tensors;
 mod error;
+mod gdbserver;
 mod launch;
 mod load;
 mod marshal;

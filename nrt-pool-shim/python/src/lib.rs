@@ -18,8 +18,10 @@
 mod arrays;
 mod checks;
 mod errors;
+mod profile;
 use arrays::{array_arg, array_of, view_of, Bytes};
 use errors::to_py;
+use profile::profile_dict;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -248,7 +250,9 @@ impl Library {
     #[setter]
     fn set_debug(&self, py: Python<'_>, core: Option<usize>) -> PyResult<()> {
         if core.is_some_and(|c| c >= 8) {
-            return Err(PyValueError::new_err("debug: a core number from 0 to 7, or None"));
+            return Err(PyValueError::new_err(
+                "debug: a core number from 0 to 7, or None",
+            ));
         }
         self.engine(py).debug =
             core.map(|c| nrt_pool_engine::debug::printing_request(c, "gpsimd_open"));
@@ -685,34 +689,4 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(noop, m)?)?;
     m.add("DeviceFault", m.py().get_type::<DeviceFault>())?;
     Ok(())
-}
-
-/// A launch's profile as Python data: {"isa", "kernel", "cores": [{"core", "wall_s",
-/// "instructions", "functions": {name: instructions}}], "functions": [(name,
-/// instructions, share)], "folded": the folded stacks}.
-fn profile_dict<'py>(
-    py: Python<'py>,
-    p: &nrt_pool_engine::profile::Profile,
-) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
-    use pyo3::types::PyDict;
-    let d = PyDict::new(py);
-    d.set_item("isa", &p.isa)?;
-    d.set_item("kernel", &p.kernel)?;
-    let mut cores = Vec::new();
-    for c in &p.cores {
-        let cd = PyDict::new(py);
-        cd.set_item("core", c.core)?;
-        cd.set_item("wall_s", c.wall.map(|w| w.as_secs_f64()))?;
-        cd.set_item("instructions", c.instructions)?;
-        let f = PyDict::new(py);
-        for (name, n) in &c.functions {
-            f.set_item(name, n)?;
-        }
-        cd.set_item("functions", f)?;
-        cores.push(cd);
-    }
-    d.set_item("cores", cores)?;
-    d.set_item("functions", p.top())?;
-    d.set_item("folded", p.folded())?;
-    Ok(d)
 }

@@ -24,10 +24,11 @@ use nrt_pool_engine::memory::DeviceMemory;
 use nrt_pool_engine::profile::CoreProfile;
 use nrt_pool_engine::symbolize::{StackAddr, Symbolizer};
 
-use crate::core::{pool_cores, qemu_for, Platform, QemuError, XtensaCore, PROFILE_PLUGIN};
+use crate::core::{pool_cores, Platform, QemuError, XtensaCore};
 use crate::fault::{CoreFault, FaultCause};
 use crate::layout;
 use crate::protocol::MAX_GUARDS;
+use crate::tools::{qemu_for, PROFILE_PLUGIN};
 
 const _: () = assert!(nrt_pool_engine::control::MAX_GUARDS <= MAX_GUARDS);
 

@@ -18,6 +18,7 @@ pub mod core;
 pub mod fault;
 pub mod layout;
 pub mod protocol;
+pub mod tools;
 
 pub use self::backend::XtensaBackend;
 
@@ -49,5 +50,6 @@ pub fn find_board(beside: Option<&Path>, fallback: PathBuf) -> PathBuf {
         .find(|p| p.is_file())
         .unwrap_or(fallback)
 }
-pub use self::core::{gdb_for, pool_cores, Completion, Kernel, QemuError, XtensaCore};
+pub use self::core::{pool_cores, Completion, Kernel, QemuError, XtensaCore};
 pub use self::fault::{CoreFault, FaultCause};
+pub use self::tools::{gdb_for, qemu_for};

@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use nrt_pool_qemu::core::qemu_for;
+use nrt_pool_qemu::tools::qemu_for;
 use nrt_pool_testkit as testkit;
 
 fn qemu(args: &[&str]) -> (bool, String) {
