@@ -6,11 +6,24 @@
 # written for the release's QEMU 7.2, and the Xtensa gdb is built from its gdb 13).
 #
 # usage: debian-source.sh PACKAGE WORK
+# Prints the path of PACKAGE's .orig.tar.xz in WORK, fetching it only when WORK has none;
+# apt's words go to WORK/apt-source.log, shown when the fetch fails.
 set -eu
 package="${1:?usage: debian-source.sh PACKAGE WORK}"
 work="${2:?usage: debian-source.sh PACKAGE WORK}"
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
+have=$(ls "$work/${package}"_*.orig.tar.xz 2>/dev/null | head -n1 || true)
+if [ -n "$have" ]; then
+    echo "$have"
+    exit 0
+fi
+log="$work/apt-source.log"
+fail() {
+    cat "$log" >&2 2>/dev/null || true
+    echo "debian-source.sh: cannot fetch Debian's $package source: $*" >&2
+    exit 1
+}
 apt="$work/apt"
 mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/parts"
 
@@ -44,5 +57,8 @@ else
 fi
 set -- -o "Dir::Etc::SourceList=$apt/sources.list" -o "Dir::Etc::SourceParts=$apt/parts" \
     -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o "APT::Sandbox::User=root"
-apt-get "$@" -qq update
-cd "$work" && apt-get "$@" -qq source --download-only "$package"
+apt-get "$@" -qq update >"$log" 2>&1 || fail "apt-get update"
+(cd "$work" && apt-get "$@" -qq source --download-only "$package") >>"$log" 2>&1 \
+    || fail "apt-get source"
+ls "$work/${package}"_*.orig.tar.xz 2>/dev/null | head -n1 | grep . || fail "no .orig.tar.xz came"
+

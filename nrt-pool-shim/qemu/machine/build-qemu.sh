@@ -27,16 +27,10 @@ fi
 
 tarball="${NRT_POOL_QEMU_SOURCE:-}"
 if [ -z "$tarball" ]; then
-    tarball=$(ls "$work"/qemu_*.orig.tar.xz 2>/dev/null | head -n1 || true)
-fi
-if [ -z "$tarball" ]; then
-    "$here/../../../packaging/debian-source.sh" qemu "$work" >"$work/apt-source.log" 2>&1 || {
-        cat "$work/apt-source.log" >&2
-        echo "build-qemu.sh: cannot fetch Debian's QEMU source (packaging/debian-source.sh);" >&2
-        echo "  set NRT_POOL_QEMU_SOURCE to a QEMU 7.2 tarball" >&2
+    tarball=$("$here/../../../packaging/debian-source.sh" qemu "$work") || {
+        echo "  set NRT_POOL_QEMU_SOURCE to a QEMU 7.2 tarball instead" >&2
         exit 1
     }
-    tarball=$(ls "$work"/qemu_*.orig.tar.xz | head -n1)
 fi
 
 # The source tree and its build stay in WORK, so a change to nrt-pool.c rebuilds one file;
