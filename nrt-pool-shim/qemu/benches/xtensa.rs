@@ -1,6 +1,8 @@
-//! `make bench` rows of the Xtensa backend (issue #13): emulated Xtensa instructions per
-//! second per core (a two-instruction loop, against the same loop run natively by the host
-//! backend) and a 1 MiB elementwise op on 8 QEMU cores against the host backend, in one run.
+//! `make bench` rows of the Xtensa backend (issues #13, #29): emulated Xtensa instructions
+//! per second per core (a two-instruction loop, against the same loop run natively by the
+//! host backend), a 1 MiB elementwise op on 8 QEMU cores against the host backend, a whole
+//! `nrt-pool run` of a small op on 8 Xtensa cores against the same run on host cores, and
+//! the examples' standard-accessor ReLU over 131072 elements on one QEMU core, in one run.
 
 use std::path::Path;
 
@@ -38,7 +40,7 @@ fn main() {
 
     // The examples' ReLU library (examples/mlp): each core image's loaded bytes against the
     // vendor's 64 KiB staged-library limit (#25, D79).
-    let (_, relu_pool) =
+    let (relu_so, relu_pool) =
         testkit::build_example_with_image(dir.path(), "mlp_ops", "mlp", "relu.cpp", false);
     let sizes =
         nrt_pool_build::device_image::loaded_sizes(&std::fs::read(&relu_pool).unwrap()).unwrap();
@@ -105,12 +107,96 @@ fn main() {
         args,
         cores: 8,
     };
-    let ours = timed(&mut xt, &l, 5, 1);
-    let base = timed(&mut host, &l, 5, 1);
+    let [ours, base] = Sample::interleaved(
+        5,
+        1,
+        [
+            &mut || {
+                xt.launch(&l).unwrap();
+            },
+            &mut || {
+                host.launch(&l).unwrap();
+            },
+        ],
+    );
     report.row(
         &format!("1 MiB scale_add_mc, 8 QEMU cores vs host backend ({cpus} CPUs)"),
         ours,
         base,
-        Goal::None,
+        // Issue #29: at most 40x the host backend's time.
+        Goal::RatioAtLeast(1.0 / 40.0),
+    );
+
+    // A whole `nrt-pool run` of a small op: library load, 8 cores started, one launch, the
+    // output written; the same run on host cores is the baseline (issue #29: at most 10x).
+    let nrt_pool = testkit::root().join("target/release/nrt-pool");
+    let x = dir.path().join("x.npy");
+    let mut npy =
+        b"\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (64,), }"
+            .to_vec();
+    npy.resize(10 + 0x76 - 1, b' ');
+    npy.push(b'\n');
+    for i in 0..64 {
+        npy.extend_from_slice(&(i as f32 - 30.0).to_le_bytes());
+    }
+    std::fs::write(&x, &npy).unwrap();
+    let run = |lib: &Path| {
+        let status = std::process::Command::new(&nrt_pool)
+            .arg("run")
+            .arg(lib)
+            .arg("scale_add_mc")
+            .args(["--arg"])
+            .arg(&x)
+            .args(["--arg", "1.5", "--arg", "-2", "--cores", "8", "--out"])
+            .arg(dir.path().join("y.npy"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "nrt-pool run {}", lib.display());
+    };
+    let [ours, base] = Sample::interleaved(5, 1, [&mut || run(&pool), &mut || run(&so)]);
+    report.row(
+        "whole nrt-pool run, small op, 8 Xtensa cores vs host cores",
+        ours,
+        base,
+        Goal::RatioAtLeast(0.1),
+    );
+
+    // The examples' ReLU (standard accessors) over 131072 elements on one warm QEMU core
+    // (issue #29: at most 100 ms), against the host backend.
+    let (mut host, mut relu) = engines(&relu_so, &relu_pool);
+    let elems = 131_072u64;
+    let x = HostTensor::from_f32(
+        vec![elems],
+        &(0..elems)
+            .map(|i| (i % 200) as f32 - 100.0)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let args = vec![LaunchArg::hbm(x)];
+    let l = Launch {
+        kernel: "mlp_ops::relu_forward".into(),
+        output: host.op_output("mlp_ops::relu_forward", &args).unwrap(),
+        args,
+        cores: 1,
+    };
+    let [ours, base] = Sample::interleaved(
+        3,
+        1,
+        [
+            &mut || {
+                relu.launch(&l).unwrap();
+            },
+            &mut || {
+                host.launch(&l).unwrap();
+            },
+        ],
+    );
+    report.row(
+        "examples/mlp ReLU (standard accessors), 131072 f32, 1 QEMU core vs host backend",
+        ours,
+        base,
+        Goal::AtMost(std::time::Duration::from_millis(100)),
     );
 }

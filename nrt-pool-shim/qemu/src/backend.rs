@@ -126,7 +126,7 @@ impl XtensaBackend {
         which: &[usize],
         cores: usize,
         deadline: &Deadline,
-    ) -> Result<Vec<(usize, Result<XtensaCore, QemuError>)>, QemuError> {
+    ) -> Result<Vec<Started>, QemuError> {
         let images = self.images(library)?.to_vec();
         let markers = self.profiling.as_ref().map(|_| board_markers(&self.board));
         let plugins: Vec<Option<String>> = which
@@ -142,7 +142,7 @@ impl XtensaBackend {
             })
             .collect();
         let (qemu, board, gdb_stub) = (&self.qemu, &self.board, self.gdb_stub);
-        let started: Vec<(usize, Result<XtensaCore, QemuError>)> = std::thread::scope(|scope| {
+        let started: Vec<Started> = std::thread::scope(|scope| {
             let runs: Vec<_> = which
                 .iter()
                 .zip(&plugins)
@@ -191,6 +191,9 @@ impl XtensaBackend {
         Ok(started)
     }
 }
+
+/// A core started (or why it did not), by its number.
+type Started = (usize, Result<XtensaCore, QemuError>);
 
 /// `e` again for core `c` (an error that stopped every core's start).
 fn clone_error(e: &QemuError, c: usize) -> QemuError {
