@@ -76,6 +76,17 @@ torch::Tensor deep(const torch::Tensor &x) {
 
 torch::Tensor fine(const torch::Tensor &x) { return torch::abs(x); }
 
+// Never returns (a launch deadline stops it).
+__attribute__((noinline)) static void spin_here(volatile int *flag) {
+    while (*flag == 0) {  // @spin
+    }
+}
+torch::Tensor hang(const torch::Tensor &x) {
+    volatile int flag = 0;
+    spin_here(&flag);  // @hang
+    return torch::abs(x);
+}
+
 // Each core scales its part (a debugger steps through it).
 torch::Tensor scale(const torch::Tensor &x, double a) {
     torch::Tensor y = get_dst_tensor();
@@ -112,6 +123,7 @@ NEURON_LIBRARY(diag_ops, m) {
     m.def("divides", &one, "divides");
     m.def("deep", &one, "deep");
     m.def("fine", &like, "fine");
+    m.def("hang", &like, "hang");
     m.def("hello", &like, "hello");
     m.def("scale", &like2, "scale");
 }
@@ -353,3 +365,19 @@ def test_python_profile_returns_the_counts_and_they_follow_the_work(lib):
             assert i > small["cores"][0]["instructions"], (small, large)
     y = lib.ops["scale"](np.ones(3, np.float32), 2.0)
     assert isinstance(y, np.ndarray), "no profile unless asked"
+
+
+def test_a_kernel_stopped_at_the_deadline_names_the_line_it_was_at(lib):
+    lib.timeout = 3
+    try:
+        f = fault(lambda: lib.ops["hang"](np.zeros(4, np.float32)))
+    finally:
+        lib.timeout = 30
+    msg = str(f)
+    assert f.kind == "timeout", msg
+    assert re.search(rf", at \S*k\.cpp:{line_of('spin')} in spin_here", msg), msg
+    if lib.path.endswith(".so"):
+        # Host cores record their whole stack when stopped; Xtensa cores give the PC.
+        assert re.search(rf"called from \S*k\.cpp:{line_of('hang')} in hang\(", msg), msg
+    x = np.array([-1, 2], np.float32)
+    np.testing.assert_array_equal(lib.ops["fine"](x), np.abs(x)), "the next launch is exact"

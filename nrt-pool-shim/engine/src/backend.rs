@@ -426,6 +426,12 @@ fn decode(
     if state == CORE_FAULT {
         let kind =
             FaultKind::from_u32(rec.kind.load(Ordering::Acquire)).unwrap_or(FaultKind::Exited);
+        // A core stopped at the deadline said where it was; how long it had is the host's.
+        let message = if kind == FaultKind::Timeout {
+            format!("still running after {:?}; stopped", deadline.span())
+        } else {
+            ctl.message(c)
+        };
         let pc = rec.pc.load(Ordering::Acquire);
         let addr = rec.addr.load(Ordering::Acquire);
         return Outcome::Fault(FaultRecord {
@@ -446,7 +452,7 @@ fn decode(
                 module_base: rec.module_base.load(Ordering::Acquire),
                 first_exact: pc != 0,
             },
-            message: ctl.message(c),
+            message,
             status: rec.result.load(Ordering::Acquire),
         });
     }

@@ -97,6 +97,9 @@ pub fn probe(p: &Program<'_>, deadline: &Deadline) -> std::io::Result<(Exit, Vec
     }
 }
 
+/// How long a core stopped at the deadline may take to record where it was.
+const STOP_GRACE: Duration = Duration::from_millis(300);
+
 /// How long a core whose socket closed may take to finish exiting before it is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 
@@ -302,8 +305,16 @@ impl CorePool {
                 continue;
             }
             if deadline.passed() {
+                // Each core still running records where it is and ends (a moment given;
+                // then it is killed), so the report names the line it was stuck at.
+                for &i in &pending {
+                    if let Some(w) = self.workers[run[i]].as_ref() {
+                        // SAFETY: a signal to our own child process.
+                        unsafe { libc::kill(w.pid, super::core::STOP_AT_DEADLINE) };
+                    }
+                }
                 for i in pending {
-                    let stderr = self.retire(run[i], Duration::ZERO).stderr;
+                    let stderr = self.retire(run[i], STOP_GRACE).stderr;
                     exits[i] = Some(CoreExit {
                         exit: Exit::TimedOut,
                         stderr,

@@ -519,6 +519,7 @@ impl XtensaCore {
                         core: self.core,
                         pc,
                         symbol: pc.and_then(|pc| fault::symbolize(&images, pc)),
+                        stack: pc.map_or_else(Vec::new, |pc| fault::name_stack(&[pc], &images)),
                     }));
                 }
                 Err(RecvError::Closed) => return Err(self.ended(deadline)),

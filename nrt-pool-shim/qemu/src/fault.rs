@@ -151,6 +151,8 @@ pub enum CoreFault {
         core: usize,
         pc: Option<u32>,
         symbol: Option<String>,
+        /// The source line of `pc` (and the functions inlined there).
+        stack: Vec<SourceFrame>,
     },
     /// QEMU ended without a report: its exit status or the signal that killed it (when
     /// known), and its stderr.
@@ -187,8 +189,9 @@ impl CoreFault {
         match self {
             CoreFault::Exception { stack, .. }
             | CoreFault::StackOverflow { stack, .. }
-            | CoreFault::Fatal { stack, .. } => stack,
-            CoreFault::Timeout { .. } | CoreFault::Exited { .. } => &[],
+            | CoreFault::Fatal { stack, .. }
+            | CoreFault::Timeout { stack, .. } => stack,
+            CoreFault::Exited { .. } => &[],
         }
     }
 }
@@ -387,6 +390,12 @@ pub fn stack(body: &[u8], images: &[&[u8]]) -> Vec<SourceFrame> {
     let pcs: Vec<u32> = (0..count.min(64))
         .map_while(|i| w(RECORD_WORDS + 1 + i))
         .collect();
+    name_stack(&pcs, images)
+}
+
+/// The frames of a call stack's PCs (the first the instruction the core was at, the rest
+/// return addresses), named from the first image that maps each.
+pub fn name_stack(pcs: &[u32], images: &[&[u8]]) -> Vec<SourceFrame> {
     let named: Vec<Symbolizer<'_>> = images.iter().filter_map(|b| Symbolizer::new(b)).collect();
     pcs.iter()
         .enumerate()

@@ -26,7 +26,7 @@ mod signals;
 
 use services::*;
 use signals::*;
-pub use signals::{signal_cause, signal_name};
+pub use signals::{signal_cause, signal_name, STOP_AT_DEADLINE};
 
 /// `SUNDA_UCODE_LIB` as a 64-bit host lays it out (nine pointer-sized fields).
 pub type Handoff = SundaUcodeLib;

@@ -49,11 +49,18 @@ pub(super) extern "C" fn on_signal(sig: i32, info: *mut libc::siginfo_t, uctx: *
     let overflow = sig == libc::SIGSEGV && is_stack_overflow(addr);
     let kind = match sig {
         _ if overflow => FaultKind::StackOverflow,
+        // The host stops a core that overstays the launch's deadline with this first, so
+        // the report says where it was (then it kills it).
+        STOP_AT_DEADLINE => FaultKind::Timeout,
         libc::SIGSEGV | libc::SIGBUS => FaultKind::Memory,
         libc::SIGABRT => FaultKind::Abort,
         _ => FaultKind::Trap,
     };
-    let addr = if kind == FaultKind::Abort { 0 } else { addr };
+    let addr = if matches!(kind, FaultKind::Abort | FaultKind::Timeout) {
+        0
+    } else {
+        addr
+    };
     // A fault in a separately mapped window (a checked launch) is reported at the host
     // address of the same SoC byte in the core's view of device memory, where the engine
     // names it. (Atomics and arithmetic only: async-signal-safe.)
@@ -79,6 +86,8 @@ pub(super) extern "C" fn on_signal(sig: i32, info: *mut libc::siginfo_t, uctx: *
         .store(PHASE.load(Ordering::Relaxed), Ordering::Relaxed);
     let why = if overflow {
         HOST_STACK_OVERFLOW
+    } else if kind == FaultKind::Timeout {
+        "still running at the launch's deadline; stopped"
     } else {
         signal_cause(sig, code)
     };
@@ -88,6 +97,10 @@ pub(super) extern "C" fn on_signal(sig: i32, info: *mut libc::siginfo_t, uctx: *
     // SAFETY: async-signal-safe exit of this core's process.
     unsafe { libc::_exit(FAULT_EXIT) }
 }
+
+/// The signal the host sends a core that overstays a launch's deadline: the core records
+/// its call stack and ends (the host kills it if it does not within a moment).
+pub const STOP_AT_DEADLINE: i32 = libc::SIGUSR2;
 
 /// The signal, and what the processor said about it (`si_code`).
 pub fn signal_cause(sig: i32, code: i32) -> &'static str {
@@ -194,6 +207,7 @@ pub(super) fn install_fault_handlers() {
             libc::SIGFPE,
             libc::SIGILL,
             libc::SIGTRAP,
+            STOP_AT_DEADLINE,
         ] {
             libc::sigaction(s, &sa, std::ptr::null_mut());
         }
