@@ -266,10 +266,10 @@ impl DebugSession {
                 "  set $data = (char *)((void *(*)(unsigned long long, unsigned int)){f})({soc}, 256)\n"
             )),
         }
-        // echo and output, not printf: gdb's printf copies a string argument into the
+        // printf with no string arguments: gdb's printf copies a string argument into the
         // process by calling its malloc.
         body.push_str(
-            "  if $data == 0\n    echo $arg0: no device memory there\\n\n  else\n    echo $data =\\ \n    output $data\n    echo \\ (the data of $arg0)\\n\n  end\nend\n",
+            "  if $data == 0\n    printf \"$arg0: no device memory there\\n\"\n  else\n    printf \"$data = %p (the data of $arg0)\\n\", $data\n  end\nend\n",
         );
         body + DATA_HELP
     }

@@ -100,6 +100,14 @@ impl DeviceFault {
         } else if let Some(a) = self.access {
             write!(f, " ({a})")?;
         }
+        if self.kind == FaultKind::Timeout {
+            // Where it was: the source line that follows (or the instruction, without one).
+            write!(f, ": {}", self.message)?;
+            if let (true, Some(l)) = (self.stack.is_empty(), &self.location) {
+                write!(f, " at instruction {l}")?;
+            }
+            return Ok(());
+        }
         if self.kind == FaultKind::Trap {
             if !self.message.is_empty() {
                 write!(f, ": {}", self.message)?;
