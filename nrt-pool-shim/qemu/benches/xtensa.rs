@@ -33,6 +33,22 @@ fn timed(e: &mut PoolEngine, l: &Launch, reps: usize, per: u32) -> Sample {
     })
 }
 
+/// `l` on `ours` and on `base`, timed in turns.
+fn versus(ours: &mut PoolEngine, base: &mut PoolEngine, l: &Launch, reps: usize) -> [Sample; 2] {
+    Sample::interleaved(
+        reps,
+        1,
+        [
+            &mut || {
+                ours.launch(l).unwrap();
+            },
+            &mut || {
+                base.launch(l).unwrap();
+            },
+        ],
+    )
+}
+
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let mut report = Report::new("xtensa");
@@ -107,18 +123,7 @@ fn main() {
         args,
         cores: 8,
     };
-    let [ours, base] = Sample::interleaved(
-        5,
-        1,
-        [
-            &mut || {
-                xt.launch(&l).unwrap();
-            },
-            &mut || {
-                host.launch(&l).unwrap();
-            },
-        ],
-    );
+    let [ours, base] = versus(&mut xt, &mut host, &l, 5);
     report.row(
         &format!("1 MiB scale_add_mc, 8 QEMU cores vs host backend ({cpus} CPUs)"),
         ours,
@@ -181,18 +186,7 @@ fn main() {
         args,
         cores: 1,
     };
-    let [ours, base] = Sample::interleaved(
-        3,
-        1,
-        [
-            &mut || {
-                relu.launch(&l).unwrap();
-            },
-            &mut || {
-                host.launch(&l).unwrap();
-            },
-        ],
-    );
+    let [ours, base] = versus(&mut relu, &mut host, &l, 3);
     report.row(
         "examples/mlp ReLU (standard accessors), 131072 f32, 1 QEMU core vs host backend",
         ours,
