@@ -45,8 +45,10 @@ done
 put "$ARCH/xtensa-q7-none-elf/pool-board.elf" "$DEST/lib/gpsimd-open/xtensa-q7-none-elf/pool-board.elf" 644
 # QEMU with the nrt-pool machine, which the cores run on (D63; GPL-2.0-or-later).
 put "$ARCH/xtensa-q7-none-elf/qemu-system-xtensa" "$DEST/libexec/gpsimd-open/qemu-system-xtensa" 755
-# The gdb for those cores, beside it (nrt-pool gdb; D83; GPL-3.0-or-later).
+# The gdb for those cores, beside it (nrt-pool gdb; D83; GPL-3.0-or-later), and QEMU's
+# plugin that profiles kernels (nrt-pool run --profile; D83).
 put "$ARCH/xtensa-q7-none-elf/xtensa-elf-gdb" "$DEST/libexec/gpsimd-open/xtensa-elf-gdb" 755
+put "$ARCH/xtensa-q7-none-elf/libnrt-pool-profile.so" "$DEST/libexec/gpsimd-open/libnrt-pool-profile.so" 644
 # The Xtensa link scripts and start code for device images (customop-device/xtensa/).
 for f in pool-core.ld sim.ld sim-start.S window-vectors.inc; do
     put "$ROOT/customop-device/xtensa/$f" "$DEST/lib/gpsimd-open/xtensa-q7-none-elf/$f" 644

@@ -157,6 +157,8 @@ fn packages_install_beside_the_vendors_work_and_remove_cleanly() {
         "/opt/gpsimd-open/lib/gpsimd-open/xtensa-q7-none-elf/libneuroncustomop.a",
         "/opt/gpsimd-open/lib/gpsimd-open/xtensa-q7-none-elf/pool-core.ld",
         "/opt/gpsimd-open/libexec/gpsimd-open/qemu-system-xtensa",
+        "/opt/gpsimd-open/libexec/gpsimd-open/xtensa-elf-gdb",
+        "/opt/gpsimd-open/libexec/gpsimd-open/libnrt-pool-profile.so",
         "/opt/gpsimd-open/include/gpsimd-open/torch/torch.h",
         "/opt/gpsimd-open/lib/pkgconfig/nrt_pool.pc",
         "/opt/gpsimd-open/lib/cmake/GpsimdOpen/GpsimdOpenConfig.cmake",
