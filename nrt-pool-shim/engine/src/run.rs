@@ -280,6 +280,14 @@ impl PoolEngine {
         } else {
             record.message.clone()
         };
+        // The library's file, read and parsed once for the instruction's name and the stack.
+        let wanted = record.pc.is_some() || matches!(record.stack, Stack::Host { .. });
+        let bytes = wanted.then(|| std::fs::read(library).ok()).flatten();
+        let named = bytes.as_deref().and_then(symbolize::Symbolizer::new);
+        let file_name = library
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         DeviceFault {
             kernel: kernel.into(),
             core: c,
@@ -287,12 +295,12 @@ impl PoolEngine {
             phase: record.phase,
             soc_addr,
             host_addr: record.host_addr,
-            location: record
-                .pc
-                .map(|p| match symbolize::locate(library, p.module_base, p.pc) {
-                    Some(sym) => format!("{sym} (host {:#x})", p.pc),
+            location: record.pc.map(|p| {
+                match named.as_ref().and_then(|s| s.locate(p.module_base, p.pc)) {
+                    Some(sym) => format!("{sym} in {file_name} (host {:#x})", p.pc),
                     None => format!("host {:#x}", p.pc),
-                }),
+                }
+            }),
             access: record.access.map(backend::Access::as_str),
             tensor: soc_addr.and_then(|soc| self.tensor_at(soc)),
             message,
@@ -303,7 +311,9 @@ impl PoolEngine {
                     addrs,
                     module_base,
                     first_exact,
-                } => symbolize::library_stack(library, *module_base, addrs, *first_exact),
+                } => named.as_ref().map_or_else(Vec::new, |s| {
+                    s.library_stack(*module_base, addrs, *first_exact)
+                }),
             },
             stdout: Vec::new(),
             stderr: Vec::new(),

@@ -8,32 +8,9 @@ use std::path::Path;
 
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionFlags, SymbolKind};
 
-/// "function+0xoff in file" (demangled) for the instruction at `pc` in the library loaded at
-/// `base`, when the library's symbols cover it.
-pub fn locate(library: &Path, base: u64, pc: u64) -> Option<String> {
-    let vaddr = pc.checked_sub(base).filter(|_| base != 0)?;
-    let bytes = std::fs::read(library).ok()?;
-    let sym = Symbolizer::new(&bytes)?;
-    // An address outside the library (libc's abort, say) is not named after its last symbol.
-    if !sym.maps(vaddr) {
-        return None;
-    }
-    let (name, off) = symbol_in(&sym.file, vaddr, true)?;
-    let file_name = library
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    Some(format!("{name}+{off:#x} in {file_name}"))
-}
-
-/// The function symbol around `vaddr` in the ELF image `bytes`: its demangled name and the
-/// offset into it. A symbol without a size names addresses up to the next symbol, and only
-/// inside `.text` unless `unsized_outside_text`.
-pub fn symbol_at(bytes: &[u8], vaddr: u64, unsized_outside_text: bool) -> Option<(String, u64)> {
-    let file = object::File::parse(bytes).ok()?;
-    symbol_in(&file, vaddr, unsized_outside_text)
-}
-
+/// The function symbol around `vaddr` in `file`: its demangled name and the offset into
+/// it. A symbol without a size names addresses up to the next symbol, and only inside
+/// `.text` unless `unsized_outside_text`.
 fn symbol_in(
     file: &object::File<'_>,
     vaddr: u64,
@@ -171,6 +148,36 @@ impl<'a> Symbolizer<'a> {
         Some(Symbolizer { file, dwarf })
     }
 
+    /// "function+0xoff" (demangled) for the instruction at `pc` of this library loaded at
+    /// `base`, when its symbols cover it (an address outside the library, libc's abort
+    /// say, is not named after its last symbol).
+    pub fn locate(&self, base: u64, pc: u64) -> Option<String> {
+        let vaddr = pc.checked_sub(base).filter(|_| base != 0)?;
+        if !self.maps(vaddr) {
+            return None;
+        }
+        let (name, off) = symbol_in(&self.file, vaddr, true)?;
+        Some(format!("{name}+{off:#x}"))
+    }
+
+    /// The call stack of a fault in this library loaded at `base`, from the host addresses
+    /// a core reported (the first the faulting instruction when `first_exact`, the rest
+    /// return addresses): those inside the library's loaded segments, named.
+    pub fn library_stack(&self, base: u64, addrs: &[u64], first_exact: bool) -> Vec<SourceFrame> {
+        let local: Vec<StackAddr> = addrs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &a)| {
+                let vaddr = a.checked_sub(base).filter(|_| base != 0)?;
+                self.maps(vaddr).then_some(StackAddr {
+                    addr: vaddr,
+                    exact: i == 0 && first_exact,
+                })
+            })
+            .collect();
+        self.stack(&local)
+    }
+
     /// Whether one of the image's loaded segments holds `vaddr`.
     pub fn maps(&self, vaddr: u64) -> bool {
         self.file
@@ -235,6 +242,49 @@ impl<'a> Symbolizer<'a> {
     }
 }
 
+/// The images of one address space (an Xtensa core's op image and its board), each
+/// address named from the image that holds it.
+pub struct ImageSet<'a>(Vec<Symbolizer<'a>>);
+
+impl<'a> ImageSet<'a> {
+    /// The images this build reads among `images` (ELF files' bytes).
+    pub fn new(images: &[&'a [u8]]) -> ImageSet<'a> {
+        ImageSet(images.iter().filter_map(|b| Symbolizer::new(b)).collect())
+    }
+
+    /// The frames at `at`, from the image whose loaded segments hold it (none: empty).
+    pub fn frames(&self, at: StackAddr) -> Vec<SourceFrame> {
+        self.0
+            .iter()
+            .find(|s| s.maps(at.addr))
+            .map(|s| s.frames(at))
+            .unwrap_or_default()
+    }
+
+    /// The frames of a call stack's addresses, the first the instruction a core was at,
+    /// the rest return addresses.
+    pub fn stack(&self, pcs: &[u64]) -> Vec<SourceFrame> {
+        pcs.iter()
+            .enumerate()
+            .flat_map(|(i, &addr)| {
+                self.frames(StackAddr {
+                    addr,
+                    exact: i == 0,
+                })
+            })
+            .collect()
+    }
+
+    /// "function+0xoff" (demangled) for `pc`, from the first image whose symbols cover it
+    /// (a symbol without a size only inside `.text`).
+    pub fn symbol(&self, pc: u64) -> Option<String> {
+        self.0.iter().find_map(|s| {
+            let (name, off) = symbol_in(&s.file, pc, false)?;
+            Some(format!("{name}+{off:#x}"))
+        })
+    }
+}
+
 /// A debug section's bytes: empty when missing or compressed (the builds here write them
 /// uncompressed; a compressed one leaves lines out rather than failing the report).
 fn section<'a>(file: &object::File<'a>, name: &str) -> &'a [u8] {
@@ -250,35 +300,6 @@ fn section<'a>(file: &object::File<'a>, name: &str) -> &'a [u8] {
         Ok(Cow::Borrowed(b)) => b,
         _ => &[],
     }
-}
-
-/// The call stack of a fault in `library` (its file), loaded at `base`, from the host
-/// addresses a core reported (the first the faulting instruction when `first_exact`, the
-/// rest return addresses): those inside the library's loaded segments, named.
-pub fn library_stack(
-    library: &Path,
-    base: u64,
-    addrs: &[u64],
-    first_exact: bool,
-) -> Vec<SourceFrame> {
-    let Ok(bytes) = std::fs::read(library) else {
-        return Vec::new();
-    };
-    let Some(sym) = Symbolizer::new(&bytes) else {
-        return Vec::new();
-    };
-    let local: Vec<StackAddr> = addrs
-        .iter()
-        .enumerate()
-        .filter_map(|(i, &a)| {
-            let vaddr = a.checked_sub(base).filter(|_| base != 0)?;
-            sym.maps(vaddr).then_some(StackAddr {
-                addr: vaddr,
-                exact: i == 0 && first_exact,
-            })
-        })
-        .collect();
-    sym.stack(&local)
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use nrt_pool_engine::debug::{DataAccess, DebugSession};
 use nrt_pool_engine::library::OpLibrary;
 use nrt_pool_engine::memory::DeviceMemory;
 use nrt_pool_engine::profile::CoreProfile;
-use nrt_pool_engine::symbolize::{StackAddr, Symbolizer};
+use nrt_pool_engine::symbolize::{ImageSet, StackAddr};
 
 use crate::core::{pool_cores, Platform, QemuError, XtensaCore};
 use crate::fault::{CoreFault, FaultCause};
@@ -230,7 +230,7 @@ fn board_markers(board: &Path) -> (u64, u64) {
 /// Core `c`'s profile from its plugin's block counts ("PC INSNS EXECUTIONS" lines in hex):
 /// instructions by function, named from `images` (the core's image, the board).
 fn core_profile(c: usize, counts: &str, images: &[&[u8]]) -> CoreProfile {
-    let named: Vec<Symbolizer<'_>> = images.iter().filter_map(|b| Symbolizer::new(b)).collect();
+    let named = ImageSet::new(images);
     let mut by_function: Vec<(String, u64)> = Vec::new();
     let mut total = 0u64;
     for line in counts.lines() {
@@ -246,9 +246,8 @@ fn core_profile(c: usize, counts: &str, images: &[&[u8]]) -> CoreProfile {
             exact: true,
         };
         let name = named
-            .iter()
-            .find(|s| s.maps(pc))
-            .and_then(|s| s.frames(at).pop())
+            .frames(at)
+            .pop()
             .and_then(|f| f.function)
             .unwrap_or_else(|| format!("{pc:#010x}"));
         match by_function.iter_mut().find(|(g, _)| *g == name) {

@@ -20,6 +20,7 @@ use crate::fault::{self, CoreFault};
 use crate::layout;
 use crate::protocol::{self, Boot, RecvError};
 use crate::tools::QEMU_ENV;
+use nrt_pool_engine::symbolize::ImageSet;
 
 /// What a core runs on: the emulator, the board, and the engine's device memory, which the
 /// core maps (shared, not copied: docs/decisions.md D63).
@@ -497,10 +498,7 @@ impl XtensaCore {
                     // The board follows the message with a fault record carrying the call
                     // stack that reached the runtime's check.
                     let stack = match protocol::recv(&mut self.rsp, deadline) {
-                        Ok((protocol::RSP_FAULT, body)) => {
-                            let images = [&self.images[0][..], &self.images[1][..]];
-                            fault::stack(&body, &images)
-                        }
+                        Ok((protocol::RSP_FAULT, body)) => fault::stack(&body, &self.named()),
                         _ => Vec::new(),
                     };
                     self.reap();
@@ -514,12 +512,12 @@ impl XtensaCore {
                 Err(RecvError::TimedOut) => {
                     let pc = self.pc();
                     self.reap();
-                    let images = [&self.images[0][..], &self.images[1][..]];
+                    let named = self.named();
                     return Err(QemuError::Fault(CoreFault::Timeout {
                         core: self.core,
                         pc,
-                        symbol: pc.and_then(|pc| fault::symbolize(&images, pc)),
-                        stack: pc.map_or_else(Vec::new, |pc| fault::name_stack(&[pc], &images)),
+                        symbol: pc.and_then(|pc| named.symbol(u64::from(pc))),
+                        stack: pc.map_or_else(Vec::new, |pc| named.stack(&[u64::from(pc)])),
                     }));
                 }
                 Err(RecvError::Closed) => return Err(self.ended(deadline)),
@@ -541,6 +539,11 @@ impl XtensaCore {
     /// QEMU's gdb stub can stop it, never blocked in a read the stub cannot interrupt.
     pub fn hold_next_run(&mut self) -> Result<(), QemuError> {
         self.send(protocol::CMD_DEBUG, &[])
+    }
+
+    /// The core's op image and the board, for naming addresses.
+    fn named(&self) -> ImageSet<'_> {
+        ImageSet::new(&[&self.images[0], &self.images[1]])
     }
 
     /// The QEMU process's id.

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use nrt_pool_engine::symbolize::{SourceFrame, StackAddr, Symbolizer};
+use nrt_pool_engine::symbolize::{ImageSet, SourceFrame};
 
 use crate::layout;
 
@@ -319,6 +319,7 @@ use customop_abi::MAX_STACK_SIZE;
 /// and the level's EPC in the first two places; ACCESS and SOC describe PIF address
 /// errors; the last four the launch's stack and the faulting code's stack pointer).
 pub fn decode(core: usize, body: &[u8], images: &[&[u8]]) -> Option<CoreFault> {
+    let named = ImageSet::new(images);
     let w = |i: usize| crate::protocol::word(body, i * 4);
     let (kind, cause, epc1, vaddr, depc) = (w(0)?, w(1)?, w(2)?, w(3)?, w(4)?);
     let (access, soc_lo, soc_hi) = (w(7).unwrap_or(0), w(8).unwrap_or(0), w(9).unwrap_or(0));
@@ -347,8 +348,8 @@ pub fn decode(core: usize, body: &[u8], images: &[&[u8]]) -> Option<CoreFault> {
                 stack_size,
                 hbm,
                 pc,
-                symbol: symbolize(images, pc),
-                stack: stack(body, images),
+                symbol: named.symbol(u64::from(pc)),
+                stack: stack(body, &named),
             });
         }
     }
@@ -371,54 +372,26 @@ pub fn decode(core: usize, body: &[u8], images: &[&[u8]]) -> Option<CoreFault> {
         window,
         pc,
         address: vaddr,
-        symbol: symbolize(images, pc),
+        symbol: named.symbol(u64::from(pc)),
         write: (bus && cause == FaultCause::LoadStorePifAddress)
             .then_some(access & 3 == ACCESS_WRITE),
         soc: (bus && access & ACCESS_SOC != 0).then_some(soc),
-        stack: stack(body, images),
+        stack: stack(body, &named),
     })
 }
 
 /// Words of the record before its call stack (a frame count, then the PCs).
 const RECORD_WORDS: usize = 14;
 
-/// The call stack a fault record carries, named from the first image that maps each PC
-/// (the first PC is the faulting instruction, the rest return addresses).
-pub fn stack(body: &[u8], images: &[&[u8]]) -> Vec<SourceFrame> {
+/// The call stack a fault record carries, named from the images (the first PC is the
+/// faulting instruction, the rest return addresses).
+pub fn stack(body: &[u8], images: &ImageSet<'_>) -> Vec<SourceFrame> {
     let w = |i: usize| crate::protocol::word(body, i * 4);
     let count = w(RECORD_WORDS).unwrap_or(0) as usize;
-    let pcs: Vec<u32> = (0..count.min(64))
-        .map_while(|i| w(RECORD_WORDS + 1 + i))
+    let pcs: Vec<u64> = (0..count.min(64))
+        .map_while(|i| w(RECORD_WORDS + 1 + i).map(u64::from))
         .collect();
-    name_stack(&pcs, images)
-}
-
-/// The frames of a call stack's PCs (the first the instruction the core was at, the rest
-/// return addresses), named from the first image that maps each.
-pub fn name_stack(pcs: &[u32], images: &[&[u8]]) -> Vec<SourceFrame> {
-    let named: Vec<Symbolizer<'_>> = images.iter().filter_map(|b| Symbolizer::new(b)).collect();
-    pcs.iter()
-        .enumerate()
-        .flat_map(|(i, &pc)| {
-            let at = StackAddr {
-                addr: u64::from(pc),
-                exact: i == 0,
-            };
-            named
-                .iter()
-                .find(|s| s.maps(at.addr))
-                .map(|s| s.frames(at))
-                .unwrap_or_default()
-        })
-        .collect()
-}
-
-/// "function+0xoff" (demangled) for `pc`, from the first ELF image whose symbols cover it.
-pub fn symbolize(images: &[&[u8]], pc: u32) -> Option<String> {
-    images.iter().find_map(|bytes| {
-        let (name, off) = nrt_pool_engine::symbolize::symbol_at(bytes, u64::from(pc), false)?;
-        Some(format!("{name}+{off:#x}"))
-    })
+    images.stack(&pcs)
 }
 
 #[cfg(test)]
