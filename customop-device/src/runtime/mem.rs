@@ -55,6 +55,9 @@ pub unsafe fn copy_bytes(dst: *mut u8, src: *const u8, n: usize) {
         // SAFETY: the caller's contract.
         return unsafe { copy_small(dst, src, n) };
     }
+    #[cfg(strict_alignment)]
+    // SAFETY: the caller's contract.
+    return unsafe { aligned::copy(dst, src, n) };
     #[cfg(all(target_arch = "x86_64", not(target_os = "none")))]
     if n >= 64 {
         match avx::known() {
@@ -66,7 +69,10 @@ pub unsafe fn copy_bytes(dst: *mut u8, src: *const u8, n: usize) {
         }
     }
     // SAFETY: the caller's contract, n >= 16.
-    unsafe { copy_16(dst, src, n) }
+    #[cfg(not(strict_alignment))]
+    unsafe {
+        copy_16(dst, src, n)
+    }
 }
 
 /// [`copy_bytes`] the first time, before the CPU's AVX is known (out of line, so the common
@@ -93,6 +99,7 @@ unsafe fn copy_after_look(dst: *mut u8, src: *const u8, n: usize) {
 ///
 /// # Safety
 /// As [`copy_bytes`], and `n >= 16`.
+#[cfg_attr(strict_alignment, allow(dead_code))]
 #[inline(never)]
 unsafe fn copy_16(dst: *mut u8, src: *const u8, n: usize) {
     // SAFETY (whole body): every 16-byte move lies within [0, n), n >= 16.
@@ -289,6 +296,22 @@ pub unsafe fn move_bytes(dst: *mut u8, src: *const u8, n: usize) {
 /// # Safety
 /// `dst` is writable for `n` bytes.
 pub unsafe fn set_bytes(dst: *mut u8, c: u8, n: usize) {
+    #[cfg(strict_alignment)]
+    // SAFETY: the caller's contract.
+    return unsafe { aligned::set(dst, c, n) };
+    #[cfg(not(strict_alignment))]
+    // SAFETY: the caller's contract.
+    unsafe {
+        set_unaligned(dst, c, n)
+    }
+}
+
+/// `memset` where unaligned word stores are cheap.
+///
+/// # Safety
+/// `dst` is writable for `n` bytes.
+#[cfg_attr(strict_alignment, allow(dead_code))]
+unsafe fn set_unaligned(dst: *mut u8, c: u8, n: usize) {
     // SAFETY: in bounds by the loop conditions.
     unsafe {
         let mut i = 0;
@@ -300,6 +323,118 @@ pub unsafe fn set_bytes(dst: *mut u8, c: u8, n: usize) {
         while i < n {
             ptr::write(dst.add(i), c);
             i += 1;
+        }
+    }
+}
+
+/// Copies and fills for cores without unaligned loads and stores (the device's Xtensa
+/// cores, where the compiler turns every unaligned word access into byte accesses: the
+/// 16-byte moves above cost 16 loads and 16 stores each there, D85). Word accesses are
+/// aligned; a source misaligned against its destination is read as aligned words and
+/// shifted together. Built on every target, so the host's tests cover it; used where
+/// `strict_alignment` is set (build.rs).
+#[cfg_attr(not(strict_alignment), allow(dead_code))]
+mod aligned {
+    use super::WORD;
+
+    /// # Safety
+    /// As [`super::copy_bytes`].
+    #[inline(never)]
+    pub unsafe fn copy(mut dst: *mut u8, mut src: *const u8, mut n: usize) {
+        // SAFETY (whole body): each access lies in [dst, dst+n) or [src, src+n) as they
+        // stand, or (the shifted path) reads an aligned word holding at least one byte of
+        // the source range: such a word never crosses a page or a guard.
+        unsafe {
+            // Bytes until the destination is aligned.
+            while n > 0 && !(dst as usize).is_multiple_of(WORD) {
+                *dst = *src;
+                dst = dst.add(1);
+                src = src.add(1);
+                n -= 1;
+            }
+            let mut d = dst as *mut usize;
+            let skew = src as usize % WORD;
+            if skew == 0 {
+                let mut s = src as *const usize;
+                while n >= 4 * WORD {
+                    let (a, b, c, e) = (*s, *s.add(1), *s.add(2), *s.add(3));
+                    *d = a;
+                    *d.add(1) = b;
+                    *d.add(2) = c;
+                    *d.add(3) = e;
+                    d = d.add(4);
+                    s = s.add(4);
+                    n -= 4 * WORD;
+                }
+                while n >= WORD {
+                    *d = *s;
+                    d = d.add(1);
+                    s = s.add(1);
+                    n -= WORD;
+                }
+                src = s as *const u8;
+            } else if n >= WORD {
+                // Each destination word takes the top of one aligned source word and the
+                // bottom of the next.
+                let (lo, hi) = (skew * 8, (WORD - skew) * 8);
+                let mut s = src.sub(skew) as *const usize;
+                let mut prev = *s;
+                while n >= WORD {
+                    let next = *s.add(1);
+                    #[cfg(target_endian = "little")]
+                    let w = (prev >> lo) | (next << hi);
+                    #[cfg(target_endian = "big")]
+                    let w = (prev << lo) | (next >> hi);
+                    *d = w;
+                    prev = next;
+                    d = d.add(1);
+                    s = s.add(1);
+                    n -= WORD;
+                }
+                src = (s as *const u8).add(skew);
+            }
+            let mut dst = d as *mut u8;
+            while n > 0 {
+                *dst = *src;
+                dst = dst.add(1);
+                src = src.add(1);
+                n -= 1;
+            }
+        }
+    }
+
+    /// # Safety
+    /// `dst` is writable for `n` bytes.
+    #[inline(never)]
+    pub unsafe fn set(mut dst: *mut u8, c: u8, mut n: usize) {
+        // SAFETY (whole body): every store lies in [dst, dst+n) as they stand.
+        unsafe {
+            while n > 0 && !(dst as usize).is_multiple_of(WORD) {
+                *dst = c;
+                dst = dst.add(1);
+                n -= 1;
+            }
+            let word = usize::from_ne_bytes([c; WORD]);
+            let mut d = dst as *mut usize;
+            while n >= 4 * WORD {
+                *d = word;
+                *d.add(1) = word;
+                *d.add(2) = word;
+                *d.add(3) = word;
+                d = d.add(4);
+                n -= 4 * WORD;
+            }
+            while n >= WORD {
+                *d = word;
+                d = d.add(1);
+                n -= WORD;
+            }
+            let mut dst = d as *mut u8;
+            while n > 0 {
+                *dst = c;
+                dst = dst.add(1);
+                n -= 1;
+            }
         }
     }
 }
@@ -354,6 +489,31 @@ mod tests {
                     assert_eq!(got_c, want, "C len {len} src+{off_s} dst+{off_d}");
                     assert_eq!(got_v, want, "VEC len {len} src+{off_s} dst+{off_d}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn aligned_copy_and_set_match_at_every_offset_and_length() {
+        for len in (0..=130).chain([1000, 4099]) {
+            let src = pattern(len + 16);
+            for off_s in 0..8 {
+                for off_d in 0..8 {
+                    let mut want = std::vec![0xEEu8; len + 16];
+                    let mut got = want.clone();
+                    // SAFETY: in-bounds, non-overlapping buffers.
+                    unsafe {
+                        ptr::copy(src.as_ptr().add(off_s), want.as_mut_ptr().add(off_d), len);
+                        aligned::copy(got.as_mut_ptr().add(off_d), src.as_ptr().add(off_s), len);
+                    }
+                    assert_eq!(got, want, "len {len} src+{off_s} dst+{off_d}");
+                }
+                let mut want = std::vec![1u8; len + 16];
+                let mut got = want.clone();
+                want[off_s..off_s + len].fill(0xAB);
+                // SAFETY: in bounds.
+                unsafe { aligned::set(got.as_mut_ptr().add(off_s), 0xAB, len) };
+                assert_eq!(got, want, "set len {len} at +{off_s}");
             }
         }
     }

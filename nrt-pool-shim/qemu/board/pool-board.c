@@ -57,6 +57,8 @@ struct boot {
 #define GUARD_LO(g) REG(0x400 + 8 * (g))
 #define GUARD_HI(g) REG(0x404 + 8 * (g))
 #define SHOWN(w) REG(0x900 + 4 * (w))
+/* Guard registers take effect when this is written (one memory map change per set). */
+#define GUARDS_APPLY REG(0x600)
 enum { GUARDS = 32, DMA_WINDOW = 7, PIN_SBUF = 0, PIN_HBM = 1, PIN_DATARAM = 2 };
 /* The host's tensor guards take slots 0-30; the HBM stack's guard page slot 31. */
 enum { HOST_GUARDS = GUARDS - 1, STACK_GUARD = GUARDS - 1 };
@@ -252,6 +254,7 @@ static u32 svc_stack(u32 size, u32 guard_lo, u32 guard_hi) {
     board_stack.guard_hi = guard_hi;
     GUARD_HI(STACK_GUARD) = guard_hi;
     GUARD_LO(STACK_GUARD) = (guard_lo | guard_hi) ? (guard_lo & ~0xfffu) | 1 : 0;
+    GUARDS_APPLY = 1;
     return LOCAL_STACK_LIMIT;
 }
 
@@ -430,6 +433,7 @@ int board_main(void) {
                 GUARD_HI(g) = page[1];
                 GUARD_LO(g) = g < n ? (page[0] & ~0xfffu) | 1 : 0;
             }
+            GUARDS_APPLY = 1;
             break;
         }
         case CMD_DEBUG:

@@ -42,7 +42,11 @@
  *   0x300 + 8k  PINk_LO/HI (k 0-2): the pinned windows' SoC bases (the firmware's job on
  *               hardware; 64 MiB-aligned for k 0-1, 64 KiB for k 2)
  *   0x400 + 8g  GUARDg_LO/HI (g 0-31): a SoC page (4 KiB) no window shows; LO bit 0 set
- *               means in use. The engine's guard pages after tensors.
+ *               means in use. The engine's guard pages after tensors. Written values take
+ *               effect at the next write of GUARDS_APPLY
+ *   0x600       GUARDS_APPLY: any value applies the guard registers to every window, once
+ *               (one change of the memory map for a whole set of guards: each change
+ *               rebuilds QEMU's view of the address space and empties the core's TLB)
  *   0x800       LAST_ACCESS: 1 if the last bus error was a read (load or fetch), 2 a
  *               write; bit 8 set when a window's span holds the address (a guard page, or
  *               past what the window shows), then LAST_SOC is the SoC address it stands for
@@ -85,6 +89,7 @@ enum {
 #define REG_WINDOWS 0x200u
 #define REG_PINS 0x300u
 #define REG_GUARDS 0x400u
+#define REG_GUARDS_APPLY 0x600u
 #define REG_LAST_ACCESS 0x800u
 #define REG_LAST_ADDRESS 0x804u
 #define REG_LAST_SOC 0x808u
@@ -117,6 +122,7 @@ struct NrtPoolMachineState {
     unsigned hidden_count;
     Window windows[WINDOWS];
     uint32_t guard_lo[GUARDS], guard_hi[GUARDS];
+    bool guards_changed;
     uint32_t last_access, last_address;
     uint64_t last_soc;
     MemoryRegion regs, bus_error, vectors, board_code, board, stack;
@@ -219,24 +225,29 @@ static void regs_write(void *opaque, hwaddr addr, uint64_t value, unsigned size)
         w = &s->windows[DYNAMIC_WINDOWS + (addr - REG_PINS) / 8];
     }
     if (w) {
-        if (addr & 4) {
-            w->hi = value;
-        } else {
-            w->lo = value;
+        uint32_t *word = (addr & 4) ? &w->hi : &w->lo;
+        /* The same value again (a kernel translating the window it has) changes nothing:
+           no new memory map. */
+        if (*word != value) {
+            *word = value;
+            window_update(s, w);
         }
-        window_update(s, w);
         return;
     }
     if (addr >= REG_GUARDS && addr < REG_GUARDS + 8 * GUARDS) {
         unsigned g = (addr - REG_GUARDS) / 8;
-        if (addr & 4) {
-            s->guard_hi[g] = value;
-        } else {
-            s->guard_lo[g] = value;
-        }
+        uint32_t *word = (addr & 4) ? &s->guard_hi[g] : &s->guard_lo[g];
+        s->guards_changed |= *word != value;
+        *word = value;
+        return;
+    }
+    if (addr == REG_GUARDS_APPLY && s->guards_changed) {
+        s->guards_changed = false;
+        memory_region_transaction_begin();
         for (unsigned i = 0; i < WINDOWS; i++) {
             window_update(s, &s->windows[i]);
         }
+        memory_region_transaction_commit();
     }
 }
 
@@ -355,6 +366,7 @@ static void window_init(NrtPoolMachineState *s, Window *w, const char *name, hwa
                         uint64_t span)
 {
     MemoryRegion *sysmem = get_system_memory();
+    char part[64];
 
     w->local = local;
     w->span = span;
@@ -365,8 +377,11 @@ static void window_init(NrtPoolMachineState *s, Window *w, const char *name, hwa
         ErrorSite *e = g_new0(ErrorSite, 1);
         e->s = s;
         e->mr = &w->holes[g];
-        memory_region_init_io(&w->holes[g], OBJECT(s), &error_ops, e, "nrt-pool.guard",
-                              GUARD_PAGE);
+        /* Names unique to the region: QEMU numbers a region's name among its owner's
+           children by trying 0, 1, ... in turn, so ~600 regions of one name cost it ~60 ms
+           at every core's start. */
+        snprintf(part, sizeof part, "%s.guard%u", name, g);
+        memory_region_init_io(&w->holes[g], OBJECT(s), &error_ops, e, part, GUARD_PAGE);
         memory_region_add_subregion_overlap(sysmem, local, &w->holes[g], 2);
         memory_region_set_enabled(&w->holes[g], false);
     }
@@ -374,8 +389,8 @@ static void window_init(NrtPoolMachineState *s, Window *w, const char *name, hwa
         ErrorSite *e = g_new0(ErrorSite, 1);
         e->s = s;
         e->mr = &w->hidden[h];
-        memory_region_init_io(&w->hidden[h], OBJECT(s), &error_ops, e, "nrt-pool.hidden",
-                              GUARD_PAGE);
+        snprintf(part, sizeof part, "%s.hidden%u", name, h);
+        memory_region_init_io(&w->hidden[h], OBJECT(s), &error_ops, e, part, GUARD_PAGE);
         memory_region_add_subregion_overlap(sysmem, local, &w->hidden[h], 2);
         memory_region_set_enabled(&w->hidden[h], false);
     }
@@ -397,6 +412,10 @@ static void nrt_pool_init(MachineState *machine)
     if (!parse_regions(s, &error_fatal) || !parse_hidden(s, &error_fatal)) {
         exit(EXIT_FAILURE);
     }
+    /* One change of the memory map for the whole machine: each of the ~600 regions below
+       would otherwise rebuild QEMU's view of the address space (most of a core's start
+       time, issue #29). */
+    memory_region_transaction_begin();
     cpu = XTENSA_CPU(cpu_create(machine->cpu_type));
     env = &cpu->env;
     env->sregs[PRID] = s->core;
@@ -446,6 +465,7 @@ static void nrt_pool_init(MachineState *machine)
     window_init(s, &s->windows[DYNAMIC_WINDOWS + 2], "nrt-pool.dataram", 0x00080000, 64 << 10);
     /* Window 0 shows the APB on hardware (SUNDA_APB_BASE); nothing backs it here. */
     s->windows[0].lo = 0xF0000000u;
+    memory_region_transaction_commit();
 
     xtensa_sim_load_kernel(cpu, machine);
 }
