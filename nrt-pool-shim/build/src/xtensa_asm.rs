@@ -10,6 +10,14 @@
 //!   movsp aT, aS  -> T << 4, 0x10 | S, 0x00   (GCC's frames beyond entry's 32760 bytes)
 //! Other windowed mnemonics are refused by name.
 //!
+//! The cores' FPU (D86): a call of the soft-float single-precision add, subtract or
+//! multiply (`call8 __addsf3`, `__subsf3`, `__mulsf3`: arguments in a10 and a11, the
+//! result in a10) becomes the FPU's instruction between moves to and from f0 and f1
+//! (`wfr f0, a10; wfr f1, a11; OP.s f0, f0, f1; rfr a10, f0`), the same IEEE single-
+//! precision operation rounded to nearest: 4 instructions for ~60 and two windowed calls.
+//! The call clobbered a8-a15 and f0/f1 hold nothing else (the code is built without
+//! floating-point registers), so the code around it cannot tell.
+//!
 //! LLVM writes a function's literal pool (`.literal_position`, `.literal`s) before the
 //! `.section .text.NAME` of the function, so with literals in the text section each pool
 //! would land in the previous function's section, every function referring to the next
@@ -20,6 +28,30 @@
 const REFUSED: [&str; 9] = [
     "call4", "call12", "callx4", "callx12", "rotw", "s32e", "l32e", "rfwo", "rfwu",
 ];
+
+/// The soft-float calls the FPU replaces, with the RRR encoding of their instruction
+/// (`OP.s f0, f0, f1`: op2, op1 = 0xA; r = s = 0, t = 1).
+const FPU_CALLS: [(&str, &str, u32); 3] = [
+    ("__addsf3", "add.s", 0x0a_0010),
+    ("__subsf3", "sub.s", 0x1a_0010),
+    ("__mulsf3", "mul.s", 0x2a_0010),
+];
+
+/// `wfr f0, a10; wfr f1, a11; OP f0, f0, f1; rfr a10, f0` as bytes (little-endian).
+fn fpu_call(name: &str, op: u32) -> String {
+    let bytes = |w: u32| {
+        let [a, b, c, _] = w.to_le_bytes();
+        format!("\t.byte {a:#04x}, {b:#04x}, {c:#04x}")
+    };
+    // WFR fr, as = 0xfa0050 | r << 12 | s << 8; RFR ar, fs = 0xfa0040 | r << 12 | s << 8.
+    format!(
+        "{}\t# wfr f0, a10\n{}\t# wfr f1, a11\n{}\t# {name} f0, f0, f1\n{}\t# rfr a10, f0",
+        bytes(0xfa_0a50),
+        bytes(0xfa_1b50),
+        bytes(op),
+        bytes(0xfa_a040),
+    )
+}
 
 /// Why a line could not be rewritten (1-based line number, the line).
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -66,6 +98,14 @@ pub fn windowed(asm: &str) -> Result<String, AsmError> {
         let code = text.split('#').next().unwrap_or("");
         let mut words = code.split([' ', '\t', ',']).filter(|w| !w.is_empty());
         let (op, a, b) = (words.next(), words.next(), words.next());
+        let fpu = a
+            .filter(|_| op == Some("call8"))
+            .and_then(|t| FPU_CALLS.iter().find(|(f, ..)| *f == t));
+        if let Some(&(_, name, encoding)) = fpu {
+            out.push_str(&fpu_call(name, encoding));
+            out.push('\n');
+            continue;
+        }
         let line = match op {
             Some("entry") => {
                 let s = a.and_then(register).ok_or_else(|| bad("entry register"))?;
@@ -175,6 +215,38 @@ mod tests {
             let out = windowed(asm).unwrap();
             assert!(out.starts_with(bytes), "{asm:?}: {out}");
         }
+    }
+
+    #[test]
+    fn soft_float_calls_become_fpu_instructions() {
+        // The encodings of QEMU's de233_fpu instruction tables (xtensa-modules.c.inc):
+        // wfr 0xfa0050, rfr 0xfa0040, add.s 0x0a0000, sub.s 0x1a0000, mul.s 0x2a0000, with
+        // r (bits 12-15), s (8-11) and t (4-7) filled in.
+        for (call, op) in [
+            ("__addsf3", "0x10, 0x00, 0x0a"),
+            ("__subsf3", "0x10, 0x00, 0x1a"),
+            ("__mulsf3", "0x10, 0x00, 0x2a"),
+        ] {
+            let out = windowed(&format!("\tcall8\t{call}\n")).unwrap();
+            let bytes: Vec<&str> = out
+                .lines()
+                .map(|l| l.split('#').next().unwrap().trim())
+                .collect();
+            assert_eq!(
+                bytes,
+                [
+                    ".byte 0x50, 0x0a, 0xfa",
+                    ".byte 0x50, 0x1b, 0xfa",
+                    &format!(".byte {op}"),
+                    ".byte 0x40, 0xa0, 0xfa"
+                ],
+                "{call}"
+            );
+        }
+        // Other float helpers stay calls.
+        assert!(windowed("\tcall8\t__divsf3\n")
+            .unwrap()
+            .contains(".literal .Lwindowed_call1, __divsf3"));
     }
 
     #[test]

@@ -222,6 +222,10 @@ _pool_start:
     isync
     dsync
     WINDOWED_PS
+    /* The FPU (coprocessor 0) on: kernels' single-precision arithmetic runs on it (D86). */
+    movi    a2, 1
+    .byte 0x20, 0xe0, 0x13  /* wsr a2, cpenable (the lx106 assembler lacks the register) */
+    rsync
     movi    a0, 0           /* the root: a call stack's walk ends here */
     l32r    a8, .Lmain
     .byte 0xe0, 0x08, 0x00  /* callx8 a8 */

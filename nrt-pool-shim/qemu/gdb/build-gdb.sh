@@ -1,12 +1,12 @@
 #!/bin/sh
-# Builds xtensa-elf-gdb for the emulated Pool cores (QEMU's de212 as build-qemu.sh edits it;
+# Builds xtensa-elf-gdb for the emulated Pool cores (QEMU's de233_fpu as build-qemu.sh edits it;
 # docs/decisions.md D83) from Debian's gdb source package, into OUT (a single binary).
 # Debian's gdb has no Xtensa target, and an Xtensa gdb is built for one core configuration:
 # overlay.py writes it from the configuration QEMU's source carries, so gdb and QEMU's gdb
 # stub agree on every register.
 #
 # usage: build-gdb.sh OUT QEMU_SOURCE [WORK]
-#   QEMU_SOURCE: the QEMU source tree build-qemu.sh prepared (its target/xtensa/core-de212)
+#   QEMU_SOURCE: the QEMU source tree build-qemu.sh prepared (its target/xtensa/core-de233_fpu)
 #   WORK (default: OUT's directory/gdb-build) keeps the source and the build between runs;
 #   a run with the same overlay, scripts and source and an existing OUT does nothing.
 # The source comes from Debian's source package (packaging/debian-source.sh, a private apt
@@ -19,9 +19,9 @@ usage="usage: build-gdb.sh OUT QEMU_SOURCE [WORK]"
 out="${1:?$usage}"
 qemu_src="${2:?$usage}"
 work="${3:-$(dirname "$out")/gdb-build}"
-core="$qemu_src/target/xtensa/core-de212"
+core="$qemu_src/target/xtensa/core-de233_fpu"
 [ -f "$core/gdb-config.c.inc" ] || {
-    echo "build-gdb.sh: no QEMU de212 configuration at $core (make pool-qemu first)" >&2
+    echo "build-gdb.sh: no QEMU de233_fpu configuration at $core (make pool-qemu first)" >&2
     exit 1
 }
 mkdir -p "$work" "$(dirname "$out")"

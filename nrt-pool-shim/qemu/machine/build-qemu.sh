@@ -36,7 +36,7 @@ fi
 # The source tree and its build stay in WORK, so a change to nrt-pool.c rebuilds one file;
 # a new tarball or a change to the edits below (their level is in the marker) starts over.
 src="$work/src"
-marker="$(basename "$tarball") edits-4"
+marker="$(basename "$tarball") edits-5"
 if [ ! -f "$src/configure" ] || [ ! -f "$src/.nrt-pool-tarball" ] \
     || [ "$(cat "$src/.nrt-pool-tarball")" != "$marker" ]; then
     rm -rf "$src"
@@ -56,6 +56,37 @@ if [ ! -f "$src/configure" ] || [ ! -f "$src/.nrt-pool-tarball" ] \
     # that a debugger (the gdb built from this map, build-gdb.sh) unwinds all 64; QEMU
     # reads only their order, target numbers and types.
     regs="$src/target/xtensa/core-de212/gdb-config.c.inc"
+    awk '{ print }
+        /XTREG\( *32,.*,ar31,/ {
+            for (i = 32; i < 64; i++)
+                printf "  XTREG(%3d,%3d,32, 4, 4,0x%04x,0x0006,-2, 1,0x0002,ar%d,        0,0,0,0,0,0)\n", i + 1, 4 * (i + 1), 256 + i, i
+        }' "$regs" >"$regs.new"
+    mv "$regs.new" "$regs"
+    grep -q ',ar63,' "$regs" \
+        || { echo "build-qemu.sh: cannot add ar32-ar63 to $regs" >&2; exit 1; }
+    # The Pool cores' configuration (D86): de233_fpu's instruction set, with its
+    # single-precision FPU and booleans, laid out as de212 (the board's map: reset vector
+    # at 0x50000000, vectors at 0x60000000, no MMU, region protection) with 64 registers.
+    isa="$src/target/xtensa/core-de233_fpu/core-isa.h"
+    sed -i -e 's/^\(#define XCHAL_NUM_AREGS[[:space:]]*\)32\b/\164/' \
+        -e 's/^\(#define XCHAL_NUM_AREGS_LOG2[[:space:]]*\)5\b/\16/' \
+        -e 's/^\(#define XCHAL_HAVE_IDENTITY_MAP[[:space:]]*\)0\b/\11/' \
+        -e 's/^\(#define XCHAL_HAVE_MIMIC_CACHEATTR[[:space:]]*\)0\b/\11/' \
+        -e 's/^\(#define XCHAL_HAVE_PTP_MMU[[:space:]]*\)1\b/\10/' \
+        -e 's/^\(#define XCHAL_MMU_ASID_BITS[[:space:]]*\)8\b/\10/' \
+        -e 's/^\(#define XCHAL_MMU_RINGS[[:space:]]*\)4\b/\11/' \
+        -e 's/^\(#define XCHAL_MMU_RING_BITS[[:space:]]*\)2\b/\10/' \
+        -e 's/^\(#define XCHAL_RESET_VECTOR0_[VP]ADDR[[:space:]]*\)0xFE000000/\10x50000000/' \
+        -e 's/^\(#define XCHAL_RESET_VECTOR1_[VP]ADDR[[:space:]]*\)0x00001000/\10x40000400/' \
+        -e 's/^\(#define XCHAL_[A-Z0-9_]*\(VECTOR\|VECTORS\|VECBASE_RESET\)_[VP]ADDR[[:space:]]*\)0x00002/\10x60000/' \
+        "$isa"
+    for want in 'XCHAL_NUM_AREGS[[:space:]]*64' 'XCHAL_HAVE_PTP_MMU[[:space:]]*0' \
+        'XCHAL_HAVE_MIMIC_CACHEATTR[[:space:]]*1' 'XCHAL_RESET_VECTOR0_VADDR[[:space:]]*0x50000000' \
+        'XCHAL_VECBASE_RESET_VADDR[[:space:]]*0x60000000' 'XCHAL_USER_VECTOR_VADDR[[:space:]]*0x60000340'; do
+        grep -q "^#define $want" "$isa" \
+            || { echo "build-qemu.sh: cannot set $want in $isa" >&2; exit 1; }
+    done
+    regs="$src/target/xtensa/core-de233_fpu/gdb-config.c.inc"
     awk '{ print }
         /XTREG\( *32,.*,ar31,/ {
             for (i = 32; i < 64; i++)

@@ -511,7 +511,7 @@ static void nrt_pool_class_init(ObjectClass *oc, void *data)
     mc->desc = "one nrt-pool Pool core over the engine's shared device memory";
     mc->init = nrt_pool_init;
     mc->max_cpus = 1;
-    mc->default_cpu_type = XTENSA_CPU_TYPE_NAME("de212");
+    mc->default_cpu_type = XTENSA_CPU_TYPE_NAME("de233_fpu");
     object_class_property_add_str(oc, "regions", get_regions, set_regions);
     object_class_property_set_description(oc, "regions",
         "where SoC ranges lie in the device memory: SOC+SIZE@OFFSET;... (hexadecimal)");

@@ -283,7 +283,7 @@ impl XtensaCore {
                 regions_property(memory),
                 hidden_property(memory, core)
             ))
-            .args(["-cpu", "de212", "-object"])
+            .args(["-cpu", "de233_fpu", "-object"])
             .arg(format!(
                 "memory-backend-file,id=device,mem-path=/dev/fd/{MEMORY_FD},share=on,size={}",
                 memory.file_len()

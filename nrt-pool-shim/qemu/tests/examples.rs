@@ -218,6 +218,124 @@ fn pool_images_hold_windowed_code_only() {
     }
 }
 
+/// Single-precision add, subtract and multiply run on the cores' FPU (the device build
+/// turns the soft-float calls into FPU instructions, D86): every result is IEEE's (Rust's
+/// own arithmetic here) bit for bit, denormals, infinities, signed zeros and rounding at
+/// overflow and underflow included; a NaN result is a NaN (its payload is the FPU's, as the
+/// host build's is SSE's). The host build is held to the same.
+#[test]
+fn float_arithmetic_on_the_fpu_is_ieee_single_precision() {
+    let dir = tempfile::tempdir().unwrap();
+    let (so, pool) = test_op(dir.path(), "fpu");
+    let special = [
+        0u32,
+        0x8000_0000,
+        1,
+        0x8000_0001,
+        3,
+        0x0040_0000,
+        0x007f_ffff,
+        0x0080_0000,
+        0x0080_0001,
+        0x0c00_0000,
+        0x1f80_0000,
+        0x3380_0000,
+        0x3400_0000,
+        0x3f80_0000,
+        0xbf80_0000,
+        0x3f80_0001,
+        0x3fff_ffff,
+        0x5f80_0000,
+        0x7f7f_ffff,
+        0xff7f_ffff,
+        0x7f80_0000,
+        0xff80_0000,
+        0x7fc0_0000,
+        0x7f80_0001,
+    ];
+    let mut state = 0x2545_f491u32;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        state
+    };
+    let words: Vec<u32> = special
+        .iter()
+        .copied()
+        .chain((0..3000).map(|i| {
+            let w = next();
+            // A third of the draws near 1.0 (cancellation in subtraction, ties in
+            // rounding), the rest over every exponent.
+            if i % 3 == 0 {
+                (w & 0x807f_ffff) | ((0x7c + (w >> 23) % 8) << 23)
+            } else {
+                w
+            }
+        }))
+        .collect();
+    let n = words.len();
+    let x = HostTensor::new(
+        DType::U32,
+        vec![n as u64],
+        words.iter().flat_map(|w| w.to_le_bytes()).collect(),
+    )
+    .unwrap();
+    let ops: [(&str, fn(f32, f32) -> f32); 3] = [
+        ("fpu_add", |p, q| p + q),
+        ("fpu_sub", |p, q| p - q),
+        ("fpu_mul", |p, q| p * q),
+    ];
+    let mut host = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
+    host.load(&so).unwrap();
+    for (kernel, op) in ops {
+        let device = on_qemu(&pool, kernel, LaunchArg::hbm(x.clone()), 1)
+            .unwrap_or_else(|e| panic!("{kernel} on QEMU: {e}"));
+        let output = host
+            .output_for(kernel, &[LaunchArg::hbm(x.clone())])
+            .unwrap();
+        let on_host = host
+            .launch(&Launch {
+                kernel: kernel.into(),
+                args: vec![LaunchArg::hbm(x.clone())],
+                output,
+                cores: 1,
+            })
+            .unwrap();
+        for (build, got) in [
+            ("device", &device.output.data),
+            ("host", &on_host.output.data),
+        ] {
+            for (i, chunk) in got.chunks_exact(4).enumerate() {
+                let (p, q) = (words[i], words[(7 * i + 1) % n]);
+                let want = op(f32::from_bits(p), f32::from_bits(q));
+                let g = u32::from_le_bytes(chunk.try_into().unwrap());
+                if want.is_nan() {
+                    assert!(
+                        f32::from_bits(g).is_nan(),
+                        "{build} {kernel}({p:#010x}, {q:#010x}) = {g:#010x}, not a NaN"
+                    );
+                } else {
+                    assert_eq!(g, want.to_bits(), "{build} {kernel}({p:#010x}, {q:#010x})");
+                }
+            }
+        }
+    }
+    // The kernels' arithmetic is the FPU's: no soft-float routine is linked for them.
+    let image = &pool_cores(&pool).unwrap()[0];
+    use object::{Object, ObjectSymbol};
+    let file = object::File::parse(&**image).unwrap();
+    let soft: Vec<&str> = file
+        .symbols()
+        .filter_map(|s| s.name().ok())
+        .filter(|n| ["__addsf3", "__subsf3", "__mulsf3"].contains(n))
+        .collect();
+    assert!(
+        soft.is_empty(),
+        "soft-float routines in the image: {soft:?}"
+    );
+}
+
 /// math.h on the device (the archive's libm) gives the host build's (glibc's) bytes on these
 /// inputs, in float and through double.
 #[test]
