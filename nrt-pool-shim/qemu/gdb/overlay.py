@@ -152,7 +152,12 @@ def config_header(stock, core_isa):
 
 def isa_modules(inc):
     """bfd/xtensa-modules.c from QEMU's copy (QEMU's own header and `static` undone)."""
-    inc = inc.replace('#include "qemu/osdep.h"', '#include "ansidecl.h"')
+    # gdb's ATTRIBUTE_UNUSED comes from ansidecl.h: in place of QEMU's osdep.h where the
+    # file includes it (de212's), else ahead of the ISA header (de233_fpu's).
+    if '#include "qemu/osdep.h"' in inc:
+        inc = inc.replace('#include "qemu/osdep.h"', '#include "ansidecl.h"')
+    else:
+        inc = inc.replace('#include "xtensa-isa.h"', '#include "ansidecl.h"\n#include "xtensa-isa.h"', 1)
     inc = re.sub(r"^static (xtensa_isa_internal xtensa_modules)", r"\1", inc, flags=re.M)
     if not re.search(r"^xtensa_isa_internal xtensa_modules", inc, re.M):
         sys.exit("overlay.py: xtensa-modules.c.inc defines no xtensa_modules")

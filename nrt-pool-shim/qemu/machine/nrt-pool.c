@@ -107,8 +107,12 @@ typedef struct {
     /* What the window shows now: SoC base and bytes (0: nothing). */
     uint64_t base, shown;
     MemoryRegion alias;
+    /* Made when first needed (most windows never show a guard page or another core's
+       range; ~600 regions made up front cost each core's start ~4 ms). */
     MemoryRegion holes[GUARDS];
     MemoryRegion hidden[MAX_HIDDEN];
+    bool hole_made[GUARDS], hidden_made[MAX_HIDDEN];
+    char name[32];
 } Window;
 
 struct NrtPoolMachineState {
@@ -139,6 +143,29 @@ static const Region *region_of(NrtPoolMachineState *s, uint64_t soc)
     return NULL;
 }
 
+static const MemoryRegionOps error_ops;
+typedef struct ErrorSite ErrorSite;
+static ErrorSite *error_site(NrtPoolMachineState *s, MemoryRegion *mr);
+
+/* Hole `mr` of window w (a guard page's or a hidden range's, `kind` and index i): made and
+   added, disabled, the first time it is asked for. */
+static MemoryRegion *window_hole(NrtPoolMachineState *s, Window *w, MemoryRegion *mr,
+                                 bool *made, const char *kind, unsigned i)
+{
+    if (!*made) {
+        char part[64];
+
+        /* Names unique to the region: QEMU numbers a region's name among its owner's
+           children by trying 0, 1, ... in turn (quadratic in regions of one name). */
+        snprintf(part, sizeof part, "%s.%s%u", w->name, kind, i);
+        memory_region_init_io(mr, OBJECT(s), &error_ops, error_site(s, mr), part, GUARD_PAGE);
+        memory_region_add_subregion_overlap(get_system_memory(), w->local, mr, 2);
+        memory_region_set_enabled(mr, false);
+        *made = true;
+    }
+    return mr;
+}
+
 /* Shows window w's SoC base (from its registers) and punches the guard pages it covers. */
 static void window_update(NrtPoolMachineState *s, Window *w)
 {
@@ -163,9 +190,12 @@ static void window_update(NrtPoolMachineState *s, Window *w)
         uint64_t page = ((uint64_t)s->guard_hi[g] << 32) | (s->guard_lo[g] & ~(GUARD_PAGE - 1u));
         bool on = (s->guard_lo[g] & 1) && w->shown && page >= base && page - base < w->shown;
         if (on) {
+            window_hole(s, w, &w->holes[g], &w->hole_made[g], "guard", g);
             memory_region_set_address(&w->holes[g], w->local + (page - base));
         }
-        memory_region_set_enabled(&w->holes[g], on);
+        if (w->hole_made[g]) {
+            memory_region_set_enabled(&w->holes[g], on);
+        }
     }
     for (unsigned h = 0; h < MAX_HIDDEN; h++) {
         bool on = false;
@@ -174,11 +204,14 @@ static void window_update(NrtPoolMachineState *s, Window *w)
             uint64_t hi = MIN(s->hidden[h].soc + s->hidden[h].size, base + w->shown);
             if (lo < hi) {
                 on = true;
+                window_hole(s, w, &w->hidden[h], &w->hidden_made[h], "hidden", h);
                 memory_region_set_address(&w->hidden[h], w->local + (lo - base));
                 memory_region_set_size(&w->hidden[h], hi - lo);
             }
         }
-        memory_region_set_enabled(&w->hidden[h], on);
+        if (w->hidden_made[h]) {
+            memory_region_set_enabled(&w->hidden[h], on);
+        }
     }
     memory_region_transaction_commit();
 }
@@ -261,10 +294,19 @@ static const MemoryRegionOps regs_ops = {
 
 /* Where the core has no memory: every access fails (the CPU raises LoadStorePIFAddrError,
    or InstrPIFAddrError for a fetch), and the machine notes the kind and the local address. */
-typedef struct {
+struct ErrorSite {
     NrtPoolMachineState *s;
     MemoryRegion *mr;
-} ErrorSite;
+};
+
+static ErrorSite *error_site(NrtPoolMachineState *s, MemoryRegion *mr)
+{
+    ErrorSite *e = g_new0(ErrorSite, 1);
+
+    e->s = s;
+    e->mr = mr;
+    return e;
+}
 
 static MemTxResult note_error(ErrorSite *e, hwaddr addr, uint32_t access)
 {
@@ -366,34 +408,13 @@ static void window_init(NrtPoolMachineState *s, Window *w, const char *name, hwa
                         uint64_t span)
 {
     MemoryRegion *sysmem = get_system_memory();
-    char part[64];
 
     w->local = local;
     w->span = span;
+    g_strlcpy(w->name, name, sizeof w->name);
     memory_region_init_alias(&w->alias, OBJECT(s), name, s->parent_obj.ram, 0, span);
     memory_region_add_subregion_overlap(sysmem, local, &w->alias, 1);
     memory_region_set_enabled(&w->alias, false);
-    for (unsigned g = 0; g < GUARDS; g++) {
-        ErrorSite *e = g_new0(ErrorSite, 1);
-        e->s = s;
-        e->mr = &w->holes[g];
-        /* Names unique to the region: QEMU numbers a region's name among its owner's
-           children by trying 0, 1, ... in turn, so ~600 regions of one name cost it ~60 ms
-           at every core's start. */
-        snprintf(part, sizeof part, "%s.guard%u", name, g);
-        memory_region_init_io(&w->holes[g], OBJECT(s), &error_ops, e, part, GUARD_PAGE);
-        memory_region_add_subregion_overlap(sysmem, local, &w->holes[g], 2);
-        memory_region_set_enabled(&w->holes[g], false);
-    }
-    for (unsigned h = 0; h < MAX_HIDDEN; h++) {
-        ErrorSite *e = g_new0(ErrorSite, 1);
-        e->s = s;
-        e->mr = &w->hidden[h];
-        snprintf(part, sizeof part, "%s.hidden%u", name, h);
-        memory_region_init_io(&w->hidden[h], OBJECT(s), &error_ops, e, part, GUARD_PAGE);
-        memory_region_add_subregion_overlap(sysmem, local, &w->hidden[h], 2);
-        memory_region_set_enabled(&w->hidden[h], false);
-    }
 }
 
 static void nrt_pool_init(MachineState *machine)
@@ -423,9 +444,7 @@ static void nrt_pool_init(MachineState *machine)
     nrt_pool_reset(cpu);
 
     /* Bus errors below everything else. */
-    everywhere = g_new0(ErrorSite, 1);
-    everywhere->s = s;
-    everywhere->mr = &s->bus_error;
+    everywhere = error_site(s, &s->bus_error);
     memory_region_init_io(&s->bus_error, OBJECT(s), &error_ops, everywhere,
                           "nrt-pool.bus-error", UINT64_C(1) << 32);
     memory_region_add_subregion_overlap(sysmem, 0, &s->bus_error, -1);
@@ -436,15 +455,11 @@ static void nrt_pool_init(MachineState *machine)
     /* The board's vectors and code are ROM devices: reads and fetches from their RAM,
        stores through error_ops (a bus error noted like any other), so no kernel changes
        the board that runs the next launch; the ELF loader writes them at reset. */
-    vectors = g_new0(ErrorSite, 1);
-    vectors->s = s;
-    vectors->mr = &s->vectors;
+    vectors = error_site(s, &s->vectors);
     memory_region_init_rom_device(&s->vectors, OBJECT(s), &error_ops, vectors,
                                   "nrt-pool.vectors", 1 << 20, &error_fatal);
     memory_region_add_subregion(sysmem, 0x60000000, &s->vectors);
-    board_code = g_new0(ErrorSite, 1);
-    board_code->s = s;
-    board_code->mr = &s->board_code;
+    board_code = error_site(s, &s->board_code);
     memory_region_init_rom_device(&s->board_code, OBJECT(s), &error_ops, board_code,
                                   "nrt-pool.board-code", 16 << 20, &error_fatal);
     memory_region_add_subregion(sysmem, 0x88000000, &s->board_code);
