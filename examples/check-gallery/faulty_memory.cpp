@@ -6,6 +6,8 @@
 //   standard_mc reads through a standard accessor while 8 cores run (--check=rules)
 //   no_dst      each core returns a whole tensor instead of writing its part of
 //               get_dst_tensor() (--check=rules, and race)
+//   hbm_leaky   takes HBM scratch with neuron_hbm_allocate and never gives it back
+//               (--check=memory)
 #include "gallery.h"
 
 using namespace gallery;
@@ -70,3 +72,13 @@ torch::Tensor no_dst(const torch::Tensor &x) {
     return y;
 }
 
+
+torch::Tensor hbm_leaky(const torch::Tensor &x) {
+    torch::Tensor y = get_dst_tensor();
+    unsigned long long scratch = 0;
+    neuron_hbm_allocate(4096, &scratch, 64);  // The mistake: no neuron_hbm_deallocate.
+    float *a = static_cast<float *>(torch::neuron::tcm_malloc(TILE * sizeof(float)));
+    if (a != nullptr) relu_tile(x, y, a);
+    torch::neuron::tcm_free(a);
+    return y;
+}

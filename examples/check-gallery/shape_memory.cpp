@@ -9,4 +9,5 @@ NEURON_LIBRARY(gallery_mem, m) {
     m.def("stale_free", &same_shape, "stale_free");
     m.def("standard_mc", &same_shape, "standard_mc");
     m.def("no_dst", &same_shape, "no_dst");
+    m.def("hbm_leaky", &same_shape, "hbm_leaky");
 }

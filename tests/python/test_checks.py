@@ -316,6 +316,58 @@ def test_tcm_blocks_held_at_the_kernels_end_are_leaks(gallery_mem):
     np.testing.assert_array_equal(err.result, np.maximum(x(), 0))
 
 
+def test_hbm_blocks_held_at_the_kernels_end_are_leaks(gallery_mem):
+    err = findings(gallery_mem.ops["hbm_leaky"], check="memory")
+    [f] = only(err, "memory")
+    assert f["cores"] == list(range(8)) and f["tensor"] == "HBM blocks", f
+    assert "1 block(s), 4096 bytes, still held when the kernel returned" in f["message"], f
+    np.testing.assert_array_equal(err.result, np.maximum(x(), 0))
+
+
+TEMPS = r"""
+#include <torch/torch.h>
+// A temporary tensor per tile: 4096 tiles of 4 KiB, 16 MiB in all, more than a core's
+// 6 MiB HBM heap holds at once; each goes back to the heap when its tile ends.
+torch::Tensor tile_temps(const torch::Tensor &x) {
+    torch::Tensor y = torch::empty(x.sizes(), torch::kFloat);
+    auto in = x.accessor<float, 1>();
+    auto out = y.accessor<float, 1>();
+    float sum = 0;
+    for (int t = 0; t < 4096; t++) {
+        torch::Tensor tmp = torch::empty({1024}, torch::kFloat);
+        torch::Tensor alias = tmp;  // a copy shares the storage
+        auto a = alias.accessor<float, 1>();
+        a[t % 1024] = float(t);
+        sum += tmp.accessor<float, 1>()[t % 1024];
+    }
+    for (int64_t i = 0; i < x.numel(); i++) out[i] = in[i] + sum;
+    return y;
+}
+"""
+
+TEMPS_SHAPE = r"""
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+torch::Tensor temps_shape(torch::Tensor x) { return torch::empty(x.sizes(), torch::kFloat); }
+NEURON_LIBRARY(temps_ops, m) { m.def("tile_temps", &temps_shape, "tile_temps"); }
+"""
+
+
+@pytest.mark.parametrize("isa", ["host", "xtensa"])
+def test_a_kernels_tensors_give_their_hbm_back_when_their_last_copy_goes(isa, tmp_path):
+    from gpsimd_open import custom_op
+
+    (tmp_path / "k.cpp").write_text(TEMPS)
+    (tmp_path / "s.cpp").write_text(TEMPS_SHAPE)
+    lib = custom_op.load("temps_ops", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"],
+                         build_directory=tmp_path, isa=isa)
+    v = np.arange(16, dtype=np.float32)
+    want = v + np.float32(sum(range(4096)))
+    # Checked: no HBM block is left held (every temporary went back).
+    np.testing.assert_array_equal(lib.ops["tile_temps"](v, check="memory"), want)
+    np.testing.assert_array_equal(lib.ops["tile_temps"](v), want)
+
+
 def test_a_tcm_block_freed_twice_is_found(gallery_mem):
     err = findings(gallery_mem.ops["double_free"], check="memory")
     [f] = only(err, "memory")

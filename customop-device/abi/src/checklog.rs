@@ -48,7 +48,7 @@ pub enum NoteKind {
     DoubleFree = 1,
     /// `count` tcm_malloc blocks of `a` bytes in all still held when the kernel returned.
     TcmLeak = 2,
-    /// Reserved (HBM tensors are the launch's until it ends: not reported).
+    /// `count` HBM blocks of `a` bytes in all still held when the kernel returned (D87).
     HbmLeak = 3,
     /// A multicore launch (`count` cores) whose kernel never took `get_dst_tensor()`.
     NoDstTensor = 4,

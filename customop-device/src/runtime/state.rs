@@ -91,7 +91,7 @@ pub struct State {
     pub check_fill: u8,
     /// The TCM heap as the kernel found it (live blocks, free bytes); blocks beyond them at
     /// its end were leaked.
-    pub heaps_at_setup: [(usize, u64); 1],
+    pub heaps_at_setup: [(usize, u64); 2],
 }
 
 pub static STATE: Global<State> = Global::new(State {
@@ -116,7 +116,7 @@ pub static STATE: Global<State> = Global::new(State {
     curr_arg: 0,
     get_dst_tensor_called: false,
     check_fill: 0,
-    heaps_at_setup: [(0, 0); 1],
+    heaps_at_setup: [(0, 0); 2],
 });
 
 /// DMA where an engine exists (the host's emulated one), VEC otherwise (docs/decisions.md,
@@ -246,10 +246,13 @@ pub fn setup() {
         s.curr_arg = 0;
         s.get_dst_tensor_called = false;
         s.check_fill = fill;
-        s.heaps_at_setup = [(
-            s.dataram_heap.live_allocations(),
-            s.dataram_heap.free_bytes(),
-        )];
+        s.heaps_at_setup = [
+            (
+                s.dataram_heap.live_allocations(),
+                s.dataram_heap.free_bytes(),
+            ),
+            (s.hbm_heap.live_allocations(), s.hbm_heap.free_bytes()),
+        ];
         if sbuf != 0 {
             let r = &mut s.translate.records[SBUF_RECORD];
             r.ptr = sbuf & PINNED_MASK;
@@ -401,26 +404,31 @@ pub fn check_note(kind: NoteKind, count: u32, a: u64, b: u64) {
     }
 }
 
-/// Checking mode, at the kernel's end: `tcm_malloc` blocks the kernel took and still holds.
-/// (HBM tensors are the launch's until it ends, when the heap is reset: not a leak.)
+/// Checking mode, at the kernel's end: `tcm_malloc` blocks and HBM blocks the kernel took
+/// and still holds. A kernel's tensors give their HBM back when their last copy goes (the
+/// headers' reference-counted storage, D87), so an HBM block still held is a tensor kept
+/// past the kernel (a static one) or a `neuron_hbm_allocate` without its deallocate.
 pub fn check_leaks() {
     let (now, before) = STATE.with(|s| {
         (
-            (
-                s.dataram_heap.live_allocations(),
-                s.dataram_heap.free_bytes(),
-            ),
-            s.heaps_at_setup[0],
+            [
+                (
+                    s.dataram_heap.live_allocations(),
+                    s.dataram_heap.free_bytes(),
+                ),
+                (s.hbm_heap.live_allocations(), s.hbm_heap.free_bytes()),
+            ],
+            s.heaps_at_setup,
         )
     });
-    let blocks = now.0.saturating_sub(before.0);
-    if blocks > 0 {
-        check_note(
-            NoteKind::TcmLeak,
-            blocks as u32,
-            before.1.saturating_sub(now.1),
-            0,
-        );
+    for (kind, (now, before)) in [NoteKind::TcmLeak, NoteKind::HbmLeak]
+        .into_iter()
+        .zip(now.into_iter().zip(before))
+    {
+        let blocks = now.0.saturating_sub(before.0);
+        if blocks > 0 {
+            check_note(kind, blocks as u32, before.1.saturating_sub(now.1), 0);
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <c10/core/Scalar.h>
 #include <c10/core/ScalarType.h>
 #include <c10/core/TensorOptions.h>
@@ -73,6 +74,39 @@ inline StorageState &state_of(unsigned long long soc) {
             return s[k];
         }
     return s[63];  // full: the last slot is shared (checks stay conservative)
+}
+
+/// A storage's accessor state goes with it (its memory may come back for another tensor).
+inline void forget_state(unsigned long long soc) {
+    StorageState *s = states();
+    for (int k = 0; k < 64; k++)
+        if (s[k].soc == soc) s[k] = StorageState();
+}
+
+/// A kernel tensor's device memory, shared by the tensor's copies and given back to the
+/// core's HBM heap when the last one goes, as the device's tensors hold theirs (a
+/// reference-counted storage whose deleter calls neuron_hbm_deallocate): a kernel that
+/// makes a temporary tensor per tile does not run out of heap (D87).
+struct Storage {
+    unsigned long long soc;
+    long refs;
+};
+
+inline Storage *own(unsigned long long soc) {
+    Storage *st = static_cast<Storage *>(malloc(sizeof(Storage)));
+    if (st) {
+        st->soc = soc;
+        st->refs = 1;
+    }
+    return st;  // none: the memory stays the launch's, as before (freed when it ends)
+}
+
+inline void release(Storage *st) {
+    if (st && --st->refs == 0) {
+        forget_state(st->soc);
+        neuron_hbm_deallocate(st->soc);
+        free(st);
+    }
 }
 
 /// TCM blocks handed out by tcm_malloc, to check the sizes the TCM accessor copies.
@@ -394,14 +428,31 @@ template <bool read_only> class TensorTcmAccessor {
 class Tensor {
   public:
     Tensor() = default;
-    Tensor(const Tensor &) = default;
-    Tensor(Tensor &&) = default;
-    Tensor &operator=(const Tensor &x) & = default;
-    Tensor &operator=(Tensor &&x) & = default;
+    Tensor(const Tensor &x) : Tensor(x.fields()) {
+        if (storage_) storage_->refs++;
+    }
+    Tensor(Tensor &&x) : Tensor(x.fields()) { x.storage_ = nullptr; }
+    Tensor &operator=(const Tensor &x) & {
+        if (x.storage_) x.storage_->refs++;
+        neuron::detail::release(storage_);
+        assign(x);
+        return *this;
+    }
+    Tensor &operator=(Tensor &&x) & {
+        if (this != &x) {
+            neuron::detail::release(storage_);
+            assign(x);
+            x.storage_ = nullptr;
+        }
+        return *this;
+    }
+    ~Tensor() { neuron::detail::release(storage_); }
 
-    /// Internal: a tensor over `soc` (0 and `meta`: shape only), labelled for reports.
-    Tensor(unsigned long long soc, ScalarType dtype, IntArrayRef sizes, bool meta, const char *label)
-        : soc_(soc), dtype_(dtype), sizes_(sizes), meta_(meta), label_(label) {
+    /// Internal: a tensor over `soc` (0 and `meta`: shape only), labelled for reports;
+    /// `storage`, when given, owns the memory (a kernel's new tensor).
+    Tensor(unsigned long long soc, ScalarType dtype, IntArrayRef sizes, bool meta, const char *label,
+           neuron::detail::Storage *storage = nullptr)
+        : soc_(soc), dtype_(dtype), sizes_(sizes), meta_(meta), label_(label), storage_(storage) {
         rank_ = sizes.size();
         int64_t st[8] = {0};
         int64_t stride = 1;
@@ -486,6 +537,18 @@ class Tensor {
     }
 
   private:
+    /// Every field but the storage's count (the copy and move constructors' common part).
+    struct Fields {
+        const Tensor &t;
+    };
+    Fields fields() const { return Fields{*this}; }
+    explicit Tensor(Fields f)
+        : soc_(f.t.soc_), dtype_(f.t.dtype_), sizes_(f.t.sizes_), strides_(f.t.strides_), rank_(f.t.rank_),
+          numel_(f.t.numel_), meta_(f.t.meta_), label_(f.t.label_), storage_(f.t.storage_) {}
+    void assign(const Tensor &x) {
+        soc_ = x.soc_, dtype_ = x.dtype_, sizes_ = x.sizes_, strides_ = x.strides_, rank_ = x.rank_;
+        numel_ = x.numel_, meta_ = x.meta_, label_ = x.label_, storage_ = x.storage_;
+    }
     size_t wrap(int64_t d) const {
         int64_t r = int64_t(rank_);
         if (d < -r || d >= r) {
@@ -534,6 +597,7 @@ class Tensor {
     int64_t numel_ = 0;
     bool meta_ = true;
     const char *label_ = "an undefined tensor";
+    neuron::detail::Storage *storage_ = nullptr;
 };
 
 namespace neuron { namespace detail {
@@ -588,7 +652,8 @@ inline NeuronArgTensor to_desc(const Tensor &t) {
     return d;
 }
 
-/// Device memory for a new tensor, from the core's HBM heap (freed when the launch ends).
+/// Device memory for a new tensor, from the core's HBM heap (given back when its last tensor
+/// goes, and at the launch's end in any case).
 inline unsigned long long allocate(uint64_t bytes, const char *who) {
     unsigned long long soc = 0;
     if (bytes == 0) bytes = 1;
@@ -653,7 +718,7 @@ inline Tensor make(IntArrayRef sizes, TensorOptions opts, const char *who) {
     uint64_t numel = check_shape(sizes, who);
     if (shape_mode()) return Tensor(0, t, sizes, true, "a tensor from a factory function");
     unsigned long long soc = allocate(numel * c10::elementSize(t), who);
-    return Tensor(soc, t, sizes, false, "a tensor from a factory function");
+    return Tensor(soc, t, sizes, false, "a tensor from a factory function", own(soc));
 }
 
 }}  // namespace neuron::detail

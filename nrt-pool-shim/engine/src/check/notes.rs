@@ -113,7 +113,15 @@ impl PoolEngine {
                 "an HBM block".into(),
                 format!("freed twice, or never allocated (SoC {:#x})", n.a),
             ),
-            NoteKind::TcmLeak | NoteKind::HbmLeak => (
+            NoteKind::HbmLeak => (
+                Check::Memory,
+                "HBM blocks".into(),
+                format!(
+                    "{} block(s), {} bytes, still held when the kernel returned (a tensor kept past the kernel, or neuron_hbm_allocate without neuron_hbm_deallocate)",
+                    n.count, n.a
+                ),
+            ),
+            NoteKind::TcmLeak => (
                 Check::Memory,
                 "tcm_malloc blocks".into(),
                 format!(
