@@ -8,6 +8,10 @@
 //               get_dst_tensor() (--check=rules, and race)
 //   hbm_leaky   takes HBM scratch with neuron_hbm_allocate and never gives it back
 //               (--check=memory)
+//   tile_overrun  stores one element past its TCM tile (--check=memory)
+//   new_overrun   stores one element past an array from new[] (--check=memory)
+#include <stdio.h>
+
 #include "gallery.h"
 
 using namespace gallery;
@@ -80,5 +84,32 @@ torch::Tensor hbm_leaky(const torch::Tensor &x) {
     float *a = static_cast<float *>(torch::neuron::tcm_malloc(TILE * sizeof(float)));
     if (a != nullptr) relu_tile(x, y, a);
     torch::neuron::tcm_free(a);
+    return y;
+}
+
+torch::Tensor tile_overrun(const torch::Tensor &x) {
+    torch::Tensor y = get_dst_tensor();
+    float *a = static_cast<float *>(torch::neuron::tcm_malloc(TILE * sizeof(float)));
+    if (a == nullptr) return y;
+    relu_tile(x, y, a);
+    a[TILE] = 0.0f;  // The mistake: one element past the tile (a loop bound off by one).
+    torch::neuron::tcm_free(a);
+    return y;
+}
+
+torch::Tensor new_overrun(const torch::Tensor &x) {
+    torch::Tensor y = get_dst_tensor();
+    size_t n = size_t(x.numel()), begin, end;
+    slice(n, &begin, &end);
+    int *buckets = new int[16];  // this core's elements by index mod 16
+    for (int i = 0; i <= 16; i++) buckets[i] = 0;  // The mistake: `<=` writes buckets[16].
+    for (size_t i = begin; i < end; i++) buckets[i % 16]++;
+    int most = 0;
+    for (int i = 0; i < 16; i++) most = buckets[i] > most ? buckets[i] : most;
+    float *a = static_cast<float *>(torch::neuron::tcm_malloc(TILE * sizeof(float)));
+    if (a != nullptr) relu_tile(x, y, a);
+    torch::neuron::tcm_free(a);
+    if (most > int(TILE)) printf("new_overrun: a bucket holds more than a tile\n");
+    delete[] buckets;
     return y;
 }

@@ -10,4 +10,6 @@ NEURON_LIBRARY(gallery_mem, m) {
     m.def("standard_mc", &same_shape, "standard_mc");
     m.def("no_dst", &same_shape, "no_dst");
     m.def("hbm_leaky", &same_shape, "hbm_leaky");
+    m.def("tile_overrun", &same_shape, "tile_overrun");
+    m.def("new_overrun", &same_shape, "new_overrun");
 }

@@ -158,7 +158,7 @@ def test_nrt_pool_run_check_exits_4_writes_the_output_and_lists_findings(gallery
     assert p.returncode == 4, err
     assert "nrt-pool: check init: kernel 'remainder', the output: never written by any core" in err
     assert "elements [1000, 1003) (3 elements)" in err
-    assert "note: memory: plain stores past the end of a heap block are not seen" in err, \
+    assert "note: memory: a store past a heap block's end is seen in the 32 bytes after it" in err, \
         "what the checks cannot see is said, not hidden"
     y = np.load(out)
     np.testing.assert_array_equal(y[:1000], np.maximum(x(), 0)[:1000])
@@ -322,6 +322,19 @@ def test_hbm_blocks_held_at_the_kernels_end_are_leaks(gallery_mem):
     assert f["cores"] == list(range(8)) and f["tensor"] == "HBM blocks", f
     assert "1 block(s), 4096 bytes, still held when the kernel returned" in f["message"], f
     np.testing.assert_array_equal(err.result, np.maximum(x(), 0))
+
+
+@pytest.mark.parametrize("op,block,size", [("tile_overrun", "a tcm_malloc block", 1024),
+                                           ("new_overrun", "a malloc/new block", 64)])
+def test_a_store_past_a_heap_blocks_end_is_found(gallery_mem, op, block, size):
+    err = findings(gallery_mem.ops[op], check="memory")
+    [f] = only(err, "memory")
+    assert f["cores"] == list(range(8)) and f["tensor"] == block, f
+    said = f"a store past the end of the block's {size} bytes (byte +0 after its end changed)"
+    assert said in f["message"], f
+    np.testing.assert_array_equal(err.result, np.maximum(x(), 0))
+    # Unchecked, the launch runs as on the device: nothing seen, the same numbers.
+    np.testing.assert_array_equal(gallery_mem.ops[op](x()), np.maximum(x(), 0))
 
 
 TEMPS = r"""

@@ -61,6 +61,9 @@ pub enum NoteKind {
     /// A host build's `new` of `a` bytes the device heap could not give (the device build
     /// fails there).
     HeapFull = 7,
+    /// A store past the end of a heap block of `a` bytes: byte `count` of the red zone after
+    /// it changed; `b` the heap (0 malloc/new, 1 tcm_malloc, 2 HBM) (D88).
+    HeapOverrun = 8,
 }
 
 impl NoteKind {
@@ -73,6 +76,7 @@ impl NoteKind {
             5 => NoteKind::MulticoreAccessor,
             6 => NoteKind::UseAfterFree,
             7 => NoteKind::HeapFull,
+            8 => NoteKind::HeapOverrun,
             _ => return None,
         })
     }

@@ -7,6 +7,7 @@ use core::ffi::{c_int, c_void};
 
 use crate::rule;
 use crate::rule::fatal;
+use crate::runtime::redzone::{self, HeapKind};
 use crate::runtime::STATE;
 
 /// malloc's alignment (max_align_t on the targets).
@@ -17,11 +18,21 @@ pub extern "C" fn malloc(n: usize) -> *mut c_void {
     let Ok(n) = u32::try_from(n) else {
         return core::ptr::null_mut();
     };
-    let p = STATE
-        .with(|s| s.libc_heap.alloc(n, MALLOC_ALIGN))
-        .map_or(core::ptr::null_mut(), |a| a as usize as *mut c_void);
+    let p = libc_alloc(n, MALLOC_ALIGN);
     crate::runtime::poison_block(p as usize, n as usize);
     p
+}
+
+/// A block of the libc heap, with a red zone in a checked launch (redzone.rs); NULL when
+/// the heap is full.
+fn libc_alloc(n: u32, align: u32) -> *mut c_void {
+    redzone::allocate(
+        HeapKind::Libc,
+        n,
+        |k| STATE.with(|s| s.libc_heap.alloc(k, align)),
+        |a| a as usize,
+    )
+    .map_or(core::ptr::null_mut(), |a| a as usize as *mut c_void)
 }
 
 /// `calloc(n, size)`: zeroed, with the product checked (an overflow is NULL, as C says).
@@ -43,9 +54,7 @@ pub extern "C" fn memalign(align: usize, n: usize) -> *mut c_void {
     let (Ok(a), Ok(n)) = (u32::try_from(align), u32::try_from(n)) else {
         return core::ptr::null_mut();
     };
-    let p = STATE
-        .with(|s| s.libc_heap.alloc(n, a))
-        .map_or(core::ptr::null_mut(), |a| a as usize as *mut c_void);
+    let p = libc_alloc(n, a);
     crate::runtime::poison_block(p as usize, n as usize);
     p
 }
@@ -84,6 +93,7 @@ pub extern "C" fn free(p: *mut c_void) {
     if p.is_null() {
         return;
     }
+    redzone::release(p as usize);
     if STATE.with(|s| s.libc_heap.free(p as usize as u64)).is_err() {
         fatal(rule!(
             "start_exit.cpp",

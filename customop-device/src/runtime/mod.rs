@@ -5,12 +5,14 @@
 //!   re-exported here as `runtime::*`.
 //! - [`exports`]: the vendor roster's C ABI over it.
 //! - [`platform`]: what differs between device and host (windows, core id, DMA, faults).
-//! - [`translate`], [`heap`], [`mem`], [`stack`], [`scalar`], [`stdio`], [`global`].
+//! - [`translate`], [`heap`], [`mem`], [`stack`], [`scalar`], [`stdio`], [`global`],
+//!   [`redzone`] (checking mode's red zones after heap blocks).
 
 pub mod global;
 pub mod heap;
 pub mod mem;
 pub mod platform;
+pub mod redzone;
 pub mod scalar;
 pub mod stack;
 pub mod state;

@@ -3,6 +3,8 @@
 
 use core::mem::{offset_of, size_of};
 
+use crate::runtime::redzone::{self, HeapKind};
+
 use crate::descriptor::{ArgTensor, LOCATION_SBUF};
 use crate::rule;
 use crate::rule::{fatal, require};
@@ -92,6 +94,8 @@ pub struct State {
     /// The TCM heap as the kernel found it (live blocks, free bytes); blocks beyond them at
     /// its end were leaked.
     pub heaps_at_setup: [(usize, u64); 2],
+    /// Checking mode: the blocks whose red zones are watched (redzone.rs).
+    pub red_zones: crate::runtime::redzone::RedZones,
 }
 
 pub static STATE: Global<State> = Global::new(State {
@@ -117,6 +121,7 @@ pub static STATE: Global<State> = Global::new(State {
     get_dst_tensor_called: false,
     check_fill: 0,
     heaps_at_setup: [(0, 0); 2],
+    red_zones: crate::runtime::redzone::RedZones::new(),
 });
 
 /// DMA where an engine exists (the host's emulated one), VEC otherwise (docs/decisions.md,
@@ -246,6 +251,7 @@ pub fn setup() {
         s.curr_arg = 0;
         s.get_dst_tensor_called = false;
         s.check_fill = fill;
+        s.red_zones.clear();
         s.heaps_at_setup = [
             (
                 s.dataram_heap.live_allocations(),
@@ -367,7 +373,12 @@ fn copy_tensor(dst: u64, src: u64, n: usize) {
 // ---- allocators ----
 
 pub fn hbm_allocate(size: u32, align: u32) -> Result<u64, HeapError> {
-    let r = STATE.with(|s| s.hbm_heap.alloc(size, align));
+    let r = redzone::allocate(
+        HeapKind::Hbm,
+        size,
+        |n| STATE.with(|s| s.hbm_heap.alloc(n, align)),
+        local_of_hbm_scratch,
+    );
     if let Ok(soc) = r {
         poison_block(local_of_hbm_scratch(soc), size as usize);
     }
@@ -409,6 +420,11 @@ pub fn check_note(kind: NoteKind, count: u32, a: u64, b: u64) {
 /// headers' reference-counted storage, D87), so an HBM block still held is a tensor kept
 /// past the kernel (a static one) or a `neuron_hbm_allocate` without its deallocate.
 pub fn check_leaks() {
+    let zones = [
+        redzone::watched_bytes(HeapKind::Tcm),
+        redzone::watched_bytes(HeapKind::Hbm),
+    ];
+    redzone::verify_all();
     let (now, before) = STATE.with(|s| {
         (
             [
@@ -421,13 +437,15 @@ pub fn check_leaks() {
             s.heaps_at_setup,
         )
     });
-    for (kind, (now, before)) in [NoteKind::TcmLeak, NoteKind::HbmLeak]
+    for ((kind, zone), (now, before)) in [NoteKind::TcmLeak, NoteKind::HbmLeak]
         .into_iter()
+        .zip(zones)
         .zip(now.into_iter().zip(before))
     {
         let blocks = now.0.saturating_sub(before.0);
         if blocks > 0 {
-            check_note(kind, blocks as u32, before.1.saturating_sub(now.1), 0);
+            let bytes = before.1.saturating_sub(now.1).saturating_sub(zone);
+            check_note(kind, blocks as u32, bytes, 0);
         }
     }
 }
@@ -453,6 +471,9 @@ pub fn poison_block(local: usize, len: usize) {
 }
 
 pub fn hbm_deallocate(addr: u64) -> Result<(), HeapError> {
+    if hbm_alloc_size(addr).is_some() {
+        redzone::release(local_of_hbm_scratch(addr));
+    }
     STATE.with(|s| s.hbm_heap.free(addr))
 }
 
@@ -461,9 +482,13 @@ pub fn hbm_alloc_size(addr: u64) -> Option<u64> {
 }
 
 pub fn dataram_allocate(size: u32, align: u32) -> Result<usize, HeapError> {
-    let r = STATE
-        .with(|s| s.dataram_heap.alloc(size, align))
-        .map(|a| a as usize);
+    let r = redzone::allocate(
+        HeapKind::Tcm,
+        size,
+        |n| STATE.with(|s| s.dataram_heap.alloc(n, align)),
+        |a| a as usize,
+    )
+    .map(|a| a as usize);
     if let Ok(p) = r {
         poison_block(p, size as usize);
     }
@@ -471,6 +496,7 @@ pub fn dataram_allocate(size: u32, align: u32) -> Result<usize, HeapError> {
 }
 
 pub fn dataram_deallocate(p: usize) -> Result<(), HeapError> {
+    redzone::release(p);
     STATE.with(|s| s.dataram_heap.free(p as u64))
 }
 

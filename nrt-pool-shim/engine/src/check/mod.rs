@@ -134,7 +134,11 @@ impl Checks {
     pub fn limits(self) -> Vec<&'static str> {
         let mut said = Vec::new();
         if self.has(Check::Memory) {
-            said.push("memory: plain stores past the end of a heap block are not seen");
+            said.push(
+                "memory: a store past a heap block's end is seen in the 32 bytes after it \
+                 (its red zone), when the block is freed or the kernel returns; further out, \
+                 or storing the zone's own byte 0xFD, it is not",
+            );
         }
         if self.has(Check::Race) {
             said.push(

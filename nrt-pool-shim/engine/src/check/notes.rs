@@ -129,6 +129,19 @@ impl PoolEngine {
                     n.count, n.a
                 ),
             ),
+            NoteKind::HeapOverrun => (
+                Check::Memory,
+                match n.b {
+                    0 => "a malloc/new block",
+                    1 => "a tcm_malloc block",
+                    _ => "an HBM block",
+                }
+                .into(),
+                format!(
+                    "a store past the end of the block's {} bytes (byte +{} after its end changed)",
+                    n.a, n.count
+                ),
+            ),
             NoteKind::UseAfterFree => (
                 Check::Memory,
                 "a tcm_malloc block".into(),
