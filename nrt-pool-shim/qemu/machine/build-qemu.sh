@@ -37,25 +37,16 @@ fi
 # a new tarball or a change to the edits below (their level is in the marker) starts over.
 src="$work/src"
 marker="$(basename "$tarball") edits-5"
-if [ ! -f "$src/configure" ] || [ ! -f "$src/.nrt-pool-tarball" ] \
-    || [ "$(cat "$src/.nrt-pool-tarball")" != "$marker" ]; then
-    rm -rf "$src"
-    mkdir -p "$src"
-    tar -xJf "$tarball" -C "$src" --strip-components=1
-    echo "xtensa_ss.add(when: 'CONFIG_XTENSA_SIM', if_true: files('nrt-pool.c'))" \
-        >> "$src/hw/xtensa/meson.build"
-    # de212 with 64 physical address registers instead of 32 (D63): windowed code then
-    # takes fewer window overflow and underflow exceptions, each an exit from translated
-    # code; the code itself cannot tell.
-    isa="$src/target/xtensa/core-de212/core-isa.h"
+# Core CORE of the source with 64 physical address registers, its gdb register map naming
+# the 32 added ones too (ar32-ar63, after ar31), so that a debugger (the gdb built from the
+# map, build-gdb.sh) unwinds all 64; QEMU reads only their order, target numbers and types.
+sixty_four_registers() {
+    isa="$src/target/xtensa/core-$1/core-isa.h"
     sed -i -e 's/^\(#define XCHAL_NUM_AREGS[[:space:]]*\)32\b/\164/' \
         -e 's/^\(#define XCHAL_NUM_AREGS_LOG2[[:space:]]*\)5\b/\16/' "$isa"
     grep -q '^#define XCHAL_NUM_AREGS[[:space:]]*64' "$isa" \
-        || { echo "build-qemu.sh: cannot set de212's register count in $isa" >&2; exit 1; }
-    # The gdb register map names the 32 added registers too (ar32-ar63, after ar31), so
-    # that a debugger (the gdb built from this map, build-gdb.sh) unwinds all 64; QEMU
-    # reads only their order, target numbers and types.
-    regs="$src/target/xtensa/core-de212/gdb-config.c.inc"
+        || { echo "build-qemu.sh: cannot set $1's register count in $isa" >&2; exit 1; }
+    regs="$src/target/xtensa/core-$1/gdb-config.c.inc"
     awk '{ print }
         /XTREG\( *32,.*,ar31,/ {
             for (i = 32; i < 64; i++)
@@ -64,13 +55,25 @@ if [ ! -f "$src/configure" ] || [ ! -f "$src/.nrt-pool-tarball" ] \
     mv "$regs.new" "$regs"
     grep -q ',ar63,' "$regs" \
         || { echo "build-qemu.sh: cannot add ar32-ar63 to $regs" >&2; exit 1; }
+}
+
+if [ ! -f "$src/configure" ] || [ ! -f "$src/.nrt-pool-tarball" ] \
+    || [ "$(cat "$src/.nrt-pool-tarball")" != "$marker" ]; then
+    rm -rf "$src"
+    mkdir -p "$src"
+    tar -xJf "$tarball" -C "$src" --strip-components=1
+    echo "xtensa_ss.add(when: 'CONFIG_XTENSA_SIM', if_true: files('nrt-pool.c'))" \
+        >> "$src/hw/xtensa/meson.build"
+    # de212 and the Pool cores' configuration with 64 physical address registers
+    # instead of 32 (D63): windowed code then takes fewer window overflow and underflow
+    # exceptions, each an exit from translated code; the code itself cannot tell.
+    sixty_four_registers de212
     # The Pool cores' configuration (D86): de233_fpu's instruction set, with its
     # single-precision FPU and booleans, laid out as de212 (the board's map: reset vector
-    # at 0x50000000, vectors at 0x60000000, no MMU, region protection) with 64 registers.
+    # at 0x50000000, vectors at 0x60000000, no MMU, region protection).
+    sixty_four_registers de233_fpu
     isa="$src/target/xtensa/core-de233_fpu/core-isa.h"
-    sed -i -e 's/^\(#define XCHAL_NUM_AREGS[[:space:]]*\)32\b/\164/' \
-        -e 's/^\(#define XCHAL_NUM_AREGS_LOG2[[:space:]]*\)5\b/\16/' \
-        -e 's/^\(#define XCHAL_HAVE_IDENTITY_MAP[[:space:]]*\)0\b/\11/' \
+    sed -i -e 's/^\(#define XCHAL_HAVE_IDENTITY_MAP[[:space:]]*\)0\b/\11/' \
         -e 's/^\(#define XCHAL_HAVE_MIMIC_CACHEATTR[[:space:]]*\)0\b/\11/' \
         -e 's/^\(#define XCHAL_HAVE_PTP_MMU[[:space:]]*\)1\b/\10/' \
         -e 's/^\(#define XCHAL_MMU_ASID_BITS[[:space:]]*\)8\b/\10/' \
@@ -80,21 +83,12 @@ if [ ! -f "$src/configure" ] || [ ! -f "$src/.nrt-pool-tarball" ] \
         -e 's/^\(#define XCHAL_RESET_VECTOR1_[VP]ADDR[[:space:]]*\)0x00001000/\10x40000400/' \
         -e 's/^\(#define XCHAL_[A-Z0-9_]*\(VECTOR\|VECTORS\|VECBASE_RESET\)_[VP]ADDR[[:space:]]*\)0x00002/\10x60000/' \
         "$isa"
-    for want in 'XCHAL_NUM_AREGS[[:space:]]*64' 'XCHAL_HAVE_PTP_MMU[[:space:]]*0' \
-        'XCHAL_HAVE_MIMIC_CACHEATTR[[:space:]]*1' 'XCHAL_RESET_VECTOR0_VADDR[[:space:]]*0x50000000' \
+    for want in 'XCHAL_HAVE_PTP_MMU[[:space:]]*0' 'XCHAL_HAVE_MIMIC_CACHEATTR[[:space:]]*1' \
+        'XCHAL_RESET_VECTOR0_VADDR[[:space:]]*0x50000000' \
         'XCHAL_VECBASE_RESET_VADDR[[:space:]]*0x60000000' 'XCHAL_USER_VECTOR_VADDR[[:space:]]*0x60000340'; do
         grep -q "^#define $want" "$isa" \
             || { echo "build-qemu.sh: cannot set $want in $isa" >&2; exit 1; }
     done
-    regs="$src/target/xtensa/core-de233_fpu/gdb-config.c.inc"
-    awk '{ print }
-        /XTREG\( *32,.*,ar31,/ {
-            for (i = 32; i < 64; i++)
-                printf "  XTREG(%3d,%3d,32, 4, 4,0x%04x,0x0006,-2, 1,0x0002,ar%d,        0,0,0,0,0,0)\n", i + 1, 4 * (i + 1), 256 + i, i
-        }' "$regs" >"$regs.new"
-    mv "$regs.new" "$regs"
-    grep -q ',ar63,' "$regs" \
-        || { echo "build-qemu.sh: cannot add ar32-ar63 to $regs" >&2; exit 1; }
     echo "$marker" >"$src/.nrt-pool-tarball"
 fi
 cp "$here/nrt-pool.c" "$src/hw/xtensa/nrt-pool.c"
