@@ -24,12 +24,21 @@ pub enum HeapKind {
     Hbm = 2,
 }
 
+/// A watched block: its local address, and the bytes asked for (the zone follows them)
+/// with the heap in the top two bits (no heap block reaches 1 GiB): 8 bytes on the device.
 #[derive(Clone, Copy, Debug)]
 struct Zone {
-    /// The block's local address and the bytes asked for (the zone follows them).
     local: usize,
-    size: u32,
-    heap: HeapKind,
+    size_heap: u32,
+}
+
+impl Zone {
+    fn size(self) -> u32 {
+        self.size_heap & 0x3FFF_FFFF
+    }
+    fn heap(self) -> u32 {
+        self.size_heap >> 30
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -43,8 +52,7 @@ impl RedZones {
         RedZones {
             zones: [Zone {
                 local: 0,
-                size: 0,
-                heap: HeapKind::Libc,
+                size_heap: 0,
             }; SLOTS],
             n: 0,
         }
@@ -67,7 +75,10 @@ pub fn allocate(
     local: impl Fn(u64) -> usize,
 ) -> Result<u64, HeapError> {
     let checked = STATE.with(|s| s.check_fill != 0);
-    if let Some(big) = size.checked_add(RED_ZONE).filter(|_| checked && size > 0) {
+    if let Some(big) = size
+        .checked_add(RED_ZONE)
+        .filter(|_| checked && size > 0 && size < 1 << 30)
+    {
         if let Ok(a) = alloc(big) {
             arm(local(a), size, heap);
             return Ok(a);
@@ -77,7 +88,10 @@ pub fn allocate(
 }
 
 fn arm(local: usize, size: u32, heap: HeapKind) {
-    let zone = Zone { local, size, heap };
+    let zone = Zone {
+        local,
+        size_heap: size | (heap as u32) << 30,
+    };
     let watched = STATE.with(|s| {
         let r = &mut s.red_zones;
         if r.n == SLOTS {
@@ -120,7 +134,11 @@ pub fn release(local: usize) {
 pub fn watched_bytes(heap: HeapKind) -> u64 {
     STATE.with(|s| {
         let r = &s.red_zones;
-        r.zones[..r.n].iter().filter(|z| z.heap == heap).count() as u64 * u64::from(RED_ZONE)
+        r.zones[..r.n]
+            .iter()
+            .filter(|z| z.heap() == heap as u32)
+            .count() as u64
+            * u64::from(RED_ZONE)
     })
 }
 
@@ -145,7 +163,7 @@ impl RedZones {
 }
 
 fn verify(z: Zone) {
-    let start = z.local + z.size as usize;
+    let start = z.local + z.size() as usize;
     let changed = (0..RED_ZONE as usize).find(|&i| {
         // SAFETY: the zone's bytes follow the block inside its allocation (armed above).
         unsafe { ((start + i) as *const u8).read_volatile() != RED_BYTE }
@@ -154,8 +172,8 @@ fn verify(z: Zone) {
         check_note(
             NoteKind::HeapOverrun,
             i as u32,
-            u64::from(z.size),
-            z.heap as u64,
+            u64::from(z.size()),
+            u64::from(z.heap()),
         );
     }
 }

@@ -92,7 +92,8 @@ struct Storage {
     long refs;
 };
 
-inline Storage *own(unsigned long long soc) {
+// Out of line: every tensor's copy and destructor calls them (a Pool image's bytes count).
+__attribute__((noinline)) inline Storage *own(unsigned long long soc) {
     Storage *st = static_cast<Storage *>(malloc(sizeof(Storage)));
     if (st) {
         st->soc = soc;
@@ -101,7 +102,7 @@ inline Storage *own(unsigned long long soc) {
     return st;  // none: the memory stays the launch's, as before (freed when it ends)
 }
 
-inline void release(Storage *st) {
+__attribute__((noinline)) inline void release(Storage *st) {
     if (st && --st->refs == 0) {
         forget_state(st->soc);
         neuron_hbm_deallocate(st->soc);
