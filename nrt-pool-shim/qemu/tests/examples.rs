@@ -281,7 +281,8 @@ fn float_arithmetic_on_the_fpu_is_ieee_single_precision() {
         words.iter().flat_map(|w| w.to_le_bytes()).collect(),
     )
     .unwrap();
-    let ops: [(&str, fn(f32, f32) -> f32); 3] = [
+    type Op = fn(f32, f32) -> f32;
+    let ops: [(&str, Op); 3] = [
         ("fpu_add", |p, q| p + q),
         ("fpu_sub", |p, q| p - q),
         ("fpu_mul", |p, q| p * q),
