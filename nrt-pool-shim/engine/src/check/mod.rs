@@ -21,7 +21,7 @@ use super::*;
 mod notes;
 mod scan;
 
-use scan::{each_differing, races, Element, Ranges, Written, BLOCK};
+use scan::{differing_blocks, each_differing, races, Element, Ranges, Written, BLOCK};
 
 /// The byte every output starts as in a checked launch: NaN in each float type, -1 in each
 /// signed integer type, the largest value of each unsigned one.
@@ -538,7 +538,7 @@ impl PoolEngine {
             }
             let bytes = bytes.bytes();
             if let Some(dst) = self.device_bytes_mut(d) {
-                if dst != bytes {
+                if dst.len() != bytes.len() || !differing_blocks(dst, bytes).is_empty() {
                     changed.push((d.clone(), dst.to_vec()));
                     copy_parallel(dst, bytes);
                 }

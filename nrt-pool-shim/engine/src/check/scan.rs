@@ -115,25 +115,37 @@ impl Written<'_> {
     }
 }
 
-/// The `BLOCK`-byte blocks of `bytes` not all `fill`, in order: the output split between
-/// threads (the scan is memory-bound; each thread ORs a block's bytes with the fill).
+/// The `BLOCK`-byte blocks of `bytes` not all `fill`, in order (each block's bytes ORed
+/// with the fill).
 pub(super) fn dirty_blocks(bytes: &[u8], fill: u8) -> Vec<usize> {
-    let blocks = bytes.len().div_ceil(BLOCK);
+    blocks_where(bytes.len(), |r| {
+        bytes[r].iter().fold(0u8, |d, &x| d | (x ^ fill)) != 0
+    })
+}
+
+/// The `BLOCK`-byte blocks where `a` and `b` (of one length) differ, in order.
+pub(super) fn differing_blocks(a: &[u8], b: &[u8]) -> Vec<usize> {
+    debug_assert_eq!(a.len(), b.len());
+    blocks_where(a.len().min(b.len()), |r| a[r.clone()] != b[r])
+}
+
+/// The blocks of a `len`-byte range for which `pred(block's byte range)` holds, in order:
+/// the range split between threads (these scans are memory-bound).
+fn blocks_where(len: usize, pred: impl Fn(std::ops::Range<usize>) -> bool + Sync) -> Vec<usize> {
+    let blocks = len.div_ceil(BLOCK);
     let part = |from: usize, to: usize| -> Vec<usize> {
         (from..to)
-            .filter(|&b| {
-                let block = &bytes[b * BLOCK..((b + 1) * BLOCK).min(bytes.len())];
-                block.iter().fold(0u8, |d, &x| d | (x ^ fill)) != 0
-            })
+            .filter(|&b| pred(b * BLOCK..((b + 1) * BLOCK).min(len)))
             .collect()
     };
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 8);
-    if threads == 1 || bytes.len() < (1 << 20) {
+    if threads == 1 || len < (1 << 20) {
         return part(0, blocks);
     }
     let per = blocks.div_ceil(threads);
+    let part = &part;
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..blocks)
             .step_by(per)
@@ -151,13 +163,12 @@ pub(super) fn dirty_blocks(bytes: &[u8], fill: u8) -> Vec<usize> {
 }
 
 /// Calls `f(e)` for each `size`-byte element that differs between `a` and `b` (equal
-/// 64-byte blocks are passed over whole).
+/// 64-byte blocks are passed over whole, found between threads).
 pub(super) fn each_differing(a: &[u8], b: &[u8], size: usize, mut f: impl FnMut(usize)) {
-    for (i, (x, y)) in a.chunks(BLOCK).zip(b.chunks(BLOCK)).enumerate() {
-        if x == y {
-            continue;
-        }
+    for i in differing_blocks(a, b) {
+        let r = i * BLOCK..((i + 1) * BLOCK).min(a.len()).min(b.len());
         let first = i * BLOCK / size;
+        let (x, y) = (&a[r.clone()], &b[r]);
         for (j, (p, q)) in x.chunks_exact(size).zip(y.chunks_exact(size)).enumerate() {
             if p != q {
                 f(first + j);
@@ -302,5 +313,40 @@ mod tests {
         assert!(Ranges::default()
             .finding(Check::Race, "k", vec![], String::new())
             .is_none());
+    }
+
+    #[test]
+    fn differing_elements_are_found_across_threads_and_block_edges() {
+        // 3 MiB + 5 bytes: the threaded path, and a last partial block.
+        let len = (3 << 20) + 5;
+        let a = vec![7u8; len];
+        let mut b = a.clone();
+        let at = [0usize, BLOCK - 1, BLOCK, 1 << 20, (2 << 20) + 3, len - 1];
+        for &i in &at {
+            b[i] ^= 0x40;
+        }
+        let mut found = Vec::new();
+        each_differing(&a, &b, 1, |e| found.push(e));
+        assert_eq!(found, at);
+        let mut found4 = Vec::new();
+        each_differing(&a, &b, 4, |e| found4.push(e));
+        // The partial last element (bytes len-5..len-1 are one whole element, len-1 is in
+        // a 1-byte tail no whole element covers).
+        assert_eq!(
+            found4,
+            [
+                0,
+                (BLOCK - 1) / 4,
+                BLOCK / 4,
+                (1 << 20) / 4,
+                ((2 << 20) + 3) / 4
+            ]
+        );
+        assert!(differing_blocks(&a, &a).is_empty());
+        assert_eq!(
+            differing_blocks(&a, &b).len(),
+            5,
+            "bytes 0 and BLOCK - 1 share a block"
+        );
     }
 }
