@@ -321,7 +321,8 @@ mod tests {
         let len = (3 << 20) + 5;
         let a = vec![7u8; len];
         let mut b = a.clone();
-        let at = [0usize, BLOCK - 1, BLOCK, 1 << 20, (2 << 20) + 3, len - 1];
+        let odd = (2 << 20) + 3;
+        let at = [0usize, BLOCK - 1, BLOCK, 1 << 20, odd, len - 1];
         for &i in &at {
             b[i] ^= 0x40;
         }
@@ -334,13 +335,7 @@ mod tests {
         // a 1-byte tail no whole element covers).
         assert_eq!(
             found4,
-            [
-                0,
-                (BLOCK - 1) / 4,
-                BLOCK / 4,
-                (1 << 20) / 4,
-                ((2 << 20) + 3) / 4
-            ]
+            [0, (BLOCK - 1) / 4, BLOCK / 4, (1 << 20) / 4, odd / 4]
         );
         assert!(differing_blocks(&a, &a).is_empty());
         assert_eq!(
