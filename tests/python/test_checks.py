@@ -356,13 +356,28 @@ torch::Tensor tile_temps(const torch::Tensor &x) {
     for (int64_t i = 0; i < x.numel(); i++) out[i] = in[i] + sum;
     return y;
 }
+
+// A tensor kept in a static variable past its launch: the next launch's heaps are fresh,
+// so it owns nothing then (replacing it frees nothing of the new launch's).
+static torch::Tensor kept;
+torch::Tensor keep_last(const torch::Tensor &x) {
+    torch::Tensor fresh = torch::empty(x.sizes(), torch::kFloat);
+    kept = fresh;
+    auto in = x.accessor<float, 1>();
+    auto out = kept.accessor<float, 1>();
+    for (int64_t i = 0; i < x.numel(); i++) out[i] = in[i] + 1.0f;
+    return fresh;
+}
 """
 
 TEMPS_SHAPE = r"""
 #include <torch/torch.h>
 #include "torchneuron/register.h"
 torch::Tensor temps_shape(torch::Tensor x) { return torch::empty(x.sizes(), torch::kFloat); }
-NEURON_LIBRARY(temps_ops, m) { m.def("tile_temps", &temps_shape, "tile_temps"); }
+NEURON_LIBRARY(temps_ops, m) {
+    m.def("tile_temps", &temps_shape, "tile_temps");
+    m.def("keep_last", &temps_shape, "keep_last");
+}
 """
 
 
@@ -379,6 +394,15 @@ def test_a_kernels_tensors_give_their_hbm_back_when_their_last_copy_goes(isa, tm
     # Checked: no HBM block is left held (every temporary went back).
     np.testing.assert_array_equal(lib.ops["tile_temps"](v, check="memory"), want)
     np.testing.assert_array_equal(lib.ops["tile_temps"](v), want)
+    # A tensor kept past its launch: every launch right, the checked one names the block.
+    for _ in range(3):
+        np.testing.assert_array_equal(lib.ops["keep_last"](v), v + 1)
+    from gpsimd_open import CheckError
+    with pytest.raises(CheckError) as e:
+        lib.ops["keep_last"](v, check="memory")
+    [f] = e.value.findings
+    assert f["tensor"] == "HBM blocks" and "1 block(s), 64 bytes, still held" in f["message"], f
+    np.testing.assert_array_equal(lib.ops["keep_last"](v), v + 1)
 
 
 def test_a_tcm_block_freed_twice_is_found(gallery_mem):

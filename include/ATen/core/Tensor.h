@@ -83,6 +83,14 @@ inline void forget_state(unsigned long long soc) {
         if (s[k].soc == soc) s[k] = StorageState();
 }
 
+/// Launches so far on this core (the generated wrapper's begin_launch counts them): a
+/// tensor's storage belongs to the launch that made it, since every launch starts with
+/// fresh heaps (a tensor kept in a static variable past its launch owns nothing after).
+inline unsigned &launch_number() {
+    static unsigned n = 0;
+    return n;
+}
+
 /// A kernel tensor's device memory, shared by the tensor's copies and given back to the
 /// core's HBM heap when the last one goes, as the device's tensors hold theirs (a
 /// reference-counted storage whose deleter calls neuron_hbm_deallocate): a kernel that
@@ -128,6 +136,7 @@ inline bool &dst_taken() {
 
 /// Fresh per-launch state (the generated wrapper calls this before the kernel).
 inline void begin_launch(const char *kernel) {
+    launch_number()++;
     dst_taken() = false;
     current_kernel() = kernel;
     shape_mode() = false;
@@ -430,30 +439,36 @@ class Tensor {
   public:
     Tensor() = default;
     Tensor(const Tensor &x) : Tensor(x.fields()) {
-        if (storage_) storage_->refs++;
+        if (owns())
+            storage_->refs++;
+        else
+            storage_ = nullptr;
     }
-    Tensor(Tensor &&x) : Tensor(x.fields()) { x.storage_ = nullptr; }
+    Tensor(Tensor &&x) : Tensor(x.fields()) {
+        x.storage_ = nullptr;
+        if (!owns()) storage_ = nullptr;
+    }
     Tensor &operator=(const Tensor &x) & {
-        if (x.storage_) x.storage_->refs++;
-        neuron::detail::release(storage_);
-        assign(x);
-        return *this;
+        Tensor copy(x);
+        return *this = static_cast<Tensor &&>(copy);
     }
     Tensor &operator=(Tensor &&x) & {
         if (this != &x) {
-            neuron::detail::release(storage_);
+            drop();
             assign(x);
             x.storage_ = nullptr;
+            if (!owns()) storage_ = nullptr;
         }
         return *this;
     }
-    ~Tensor() { neuron::detail::release(storage_); }
+    ~Tensor() { drop(); }
 
     /// Internal: a tensor over `soc` (0 and `meta`: shape only), labelled for reports;
     /// `storage`, when given, owns the memory (a kernel's new tensor).
     Tensor(unsigned long long soc, ScalarType dtype, IntArrayRef sizes, bool meta, const char *label,
            neuron::detail::Storage *storage = nullptr)
-        : soc_(soc), dtype_(dtype), sizes_(sizes), meta_(meta), label_(label), storage_(storage) {
+        : soc_(soc), dtype_(dtype), sizes_(sizes), meta_(meta), label_(label), storage_(storage),
+          launch_(neuron::detail::launch_number()) {
         rank_ = sizes.size();
         int64_t st[8] = {0};
         int64_t stride = 1;
@@ -545,10 +560,17 @@ class Tensor {
     Fields fields() const { return Fields{*this}; }
     explicit Tensor(Fields f)
         : soc_(f.t.soc_), dtype_(f.t.dtype_), sizes_(f.t.sizes_), strides_(f.t.strides_), rank_(f.t.rank_),
-          numel_(f.t.numel_), meta_(f.t.meta_), label_(f.t.label_), storage_(f.t.storage_) {}
+          numel_(f.t.numel_), meta_(f.t.meta_), label_(f.t.label_), storage_(f.t.storage_), launch_(f.t.launch_) {}
     void assign(const Tensor &x) {
         soc_ = x.soc_, dtype_ = x.dtype_, sizes_ = x.sizes_, strides_ = x.strides_, rank_ = x.rank_;
-        numel_ = x.numel_, meta_ = x.meta_, label_ = x.label_, storage_ = x.storage_;
+        numel_ = x.numel_, meta_ = x.meta_, label_ = x.label_, storage_ = x.storage_, launch_ = x.launch_;
+    }
+    /// Whether this tensor's storage is live: made in this launch (an earlier launch's went
+    /// with its heaps).
+    bool owns() const { return storage_ && launch_ == neuron::detail::launch_number(); }
+    void drop() {
+        if (owns()) neuron::detail::release(storage_);
+        storage_ = nullptr;
     }
     size_t wrap(int64_t d) const {
         int64_t r = int64_t(rank_);
@@ -599,6 +621,7 @@ class Tensor {
     bool meta_ = true;
     const char *label_ = "an undefined tensor";
     neuron::detail::Storage *storage_ = nullptr;
+    unsigned launch_ = 0;
 };
 
 namespace neuron { namespace detail {
