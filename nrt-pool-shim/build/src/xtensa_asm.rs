@@ -16,7 +16,10 @@
 //! (`wfr f0, a10; wfr f1, a11; OP.s f0, f0, f1; rfr a10, f0`), the same IEEE single-
 //! precision operation rounded to nearest: 4 instructions for ~60 and two windowed calls.
 //! The call clobbered a8-a15 and f0/f1 hold nothing else (the code is built without
-//! floating-point registers), so the code around it cannot tell.
+//! floating-point registers), so the code around it cannot tell. The comparisons
+//! (`__eqsf2` ... `__unordsf2`) become compares into boolean b0 and conditional moves that
+//! give libgcc's results exactly (-1, 0 or 1; an unordered pair 1 for eq/ne/lt/le, -1 for
+//! ge/gt), with a8 as scratch.
 //!
 //! LLVM writes a function's literal pool (`.literal_position`, `.literal`s) before the
 //! `.section .text.NAME` of the function, so with literals in the text section each pool
@@ -37,20 +40,84 @@ const FPU_CALLS: [(&str, &str, u32); 3] = [
     ("__mulsf3", "mul.s", 0x2a_0010),
 ];
 
-/// `wfr f0, a10; wfr f1, a11; OP f0, f0, f1; rfr a10, f0` as bytes (little-endian).
+/// The soft-float comparisons the FPU replaces: what a10 holds first, then each
+/// `(value, compare)` that overrides it when the compare holds (applied in order), the
+/// compares encoded into b0 (`OP.s b0, fS, fT`: op2, op1 = 0xB, r = 0).
+/// A comparison's replacement: the value a10 starts with, then its overrides.
+type Compare = (&'static str, i32, &'static [(i32, &'static str, u32)]);
+const FPU_COMPARES: [Compare; 7] = [
+    // lt/le: a < b -> -1, a == b -> 0, otherwise (greater or unordered) 1.
+    (
+        "__ltsf2",
+        1,
+        &[
+            (0, "oeq.s b0, f0, f1", 0x2b_0010),
+            (-1, "olt.s b0, f0, f1", 0x4b_0010),
+        ],
+    ),
+    (
+        "__lesf2",
+        1,
+        &[
+            (0, "oeq.s b0, f0, f1", 0x2b_0010),
+            (-1, "olt.s b0, f0, f1", 0x4b_0010),
+        ],
+    ),
+    // gt/ge: a > b -> 1, a == b -> 0, otherwise (less or unordered) -1.
+    (
+        "__gtsf2",
+        -1,
+        &[
+            (0, "oeq.s b0, f0, f1", 0x2b_0010),
+            (1, "olt.s b0, f1, f0", 0x4b_0100),
+        ],
+    ),
+    (
+        "__gesf2",
+        -1,
+        &[
+            (0, "oeq.s b0, f0, f1", 0x2b_0010),
+            (1, "olt.s b0, f1, f0", 0x4b_0100),
+        ],
+    ),
+    // eq/ne: 0 when ordered and equal, else 1.
+    ("__eqsf2", 1, &[(0, "oeq.s b0, f0, f1", 0x2b_0010)]),
+    ("__nesf2", 1, &[(0, "oeq.s b0, f0, f1", 0x2b_0010)]),
+    // unord: 1 when either is a NaN.
+    ("__unordsf2", 0, &[(1, "un.s b0, f0, f1", 0x1b_0010)]),
+];
+
+/// An instruction word as `.byte`s (little-endian, 3 bytes).
+fn encoded(w: u32, what: &str) -> String {
+    let [a, b, c, _] = w.to_le_bytes();
+    format!("\t.byte {a:#04x}, {b:#04x}, {c:#04x}\t# {what}\n")
+}
+
+/// The operands into f0 and f1: WFR fr, as = 0xfa0050 | r << 12 | s << 8.
+fn operands() -> String {
+    encoded(0xfa_0a50, "wfr f0, a10") + &encoded(0xfa_1b50, "wfr f1, a11")
+}
+
+/// `wfr f0, a10; wfr f1, a11; OP f0, f0, f1; rfr a10, f0`.
 fn fpu_call(name: &str, op: u32) -> String {
-    let bytes = |w: u32| {
-        let [a, b, c, _] = w.to_le_bytes();
-        format!("\t.byte {a:#04x}, {b:#04x}, {c:#04x}")
-    };
-    // WFR fr, as = 0xfa0050 | r << 12 | s << 8; RFR ar, fs = 0xfa0040 | r << 12 | s << 8.
-    format!(
-        "{}\t# wfr f0, a10\n{}\t# wfr f1, a11\n{}\t# {name} f0, f0, f1\n{}\t# rfr a10, f0",
-        bytes(0xfa_0a50),
-        bytes(0xfa_1b50),
-        bytes(op),
-        bytes(0xfa_a040),
-    )
+    // RFR ar, fs = 0xfa0040 | r << 12 | s << 8.
+    let mut out = operands() + &encoded(op, &format!("{name} f0, f0, f1"));
+    out += &encoded(0xfa_a040, "rfr a10, f0");
+    out.pop();
+    out
+}
+
+/// A comparison: the operands into f0/f1, a10 its first value, then per override a8 the
+/// value, the compare into b0, and `movt a10, a8, b0` (0xd30000 | 10 << 12 | 8 << 8).
+fn fpu_compare(first: i32, overrides: &[(i32, &str, u32)]) -> String {
+    let mut out = operands() + &format!("\tmovi\ta10, {first}\n");
+    for &(value, what, op) in overrides {
+        out += &format!("\tmovi\ta8, {value}\n");
+        out += &encoded(op, what);
+        out += &encoded(0xd3_a800, "movt a10, a8, b0");
+    }
+    out.pop();
+    out
 }
 
 /// Why a line could not be rewritten (1-based line number, the line).
@@ -103,6 +170,14 @@ pub fn windowed(asm: &str) -> Result<String, AsmError> {
             .and_then(|t| FPU_CALLS.iter().find(|(f, ..)| *f == t));
         if let Some(&(_, name, encoding)) = fpu {
             out.push_str(&fpu_call(name, encoding));
+            out.push('\n');
+            continue;
+        }
+        let compare = a
+            .filter(|_| op == Some("call8"))
+            .and_then(|t| FPU_COMPARES.iter().find(|(f, ..)| *f == t));
+        if let Some(&(_, first, overrides)) = compare {
+            out.push_str(&fpu_compare(first, overrides));
             out.push('\n');
             continue;
         }
@@ -243,6 +318,26 @@ mod tests {
                 "{call}"
             );
         }
+        // A comparison: libgcc's -1/0/1 through b0 and conditional moves.
+        let out = windowed("\tcall8\t__gtsf2\n").unwrap();
+        let lines: Vec<&str> = out
+            .lines()
+            .map(|l| l.split('#').next().unwrap().trim())
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                ".byte 0x50, 0x0a, 0xfa",
+                ".byte 0x50, 0x1b, 0xfa",
+                "movi\ta10, -1",
+                "movi\ta8, 0",
+                ".byte 0x10, 0x00, 0x2b",
+                ".byte 0x00, 0xa8, 0xd3",
+                "movi\ta8, 1",
+                ".byte 0x00, 0x01, 0x4b",
+                ".byte 0x00, 0xa8, 0xd3",
+            ]
+        );
         // Other float helpers stay calls.
         assert!(windowed("\tcall8\t__divsf3\n")
             .unwrap()

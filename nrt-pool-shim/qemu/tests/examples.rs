@@ -322,6 +322,42 @@ fn float_arithmetic_on_the_fpu_is_ieee_single_precision() {
             }
         }
     }
+    // The comparisons, NaN pairs included, as Rust (IEEE) answers them, on both builds.
+    let output = host
+        .output_for("fpu_cmp", &[LaunchArg::hbm(x.clone())])
+        .unwrap();
+    let on_host = host
+        .launch(&Launch {
+            kernel: "fpu_cmp".into(),
+            args: vec![LaunchArg::hbm(x.clone())],
+            output,
+            cores: 1,
+        })
+        .unwrap();
+    let device = on_qemu(&pool, "fpu_cmp", LaunchArg::hbm(x.clone()), 1).unwrap();
+    let want: Vec<u8> = (0..n)
+        .flat_map(|i| {
+            let (p, q) = (
+                f32::from_bits(words[i]),
+                f32::from_bits(words[(7 * i + 1) % n]),
+            );
+            let bits = [
+                p < q,
+                p <= q,
+                p > q,
+                p >= q,
+                p == q,
+                p != q,
+                p.is_nan() || q.is_nan(),
+            ]
+            .iter()
+            .enumerate()
+            .fold(0u32, |m, (k, &b)| m | u32::from(b) << k);
+            bits.to_le_bytes()
+        })
+        .collect();
+    assert_eq!(on_host.output.data, want, "host build's comparisons");
+    assert_eq!(device.output.data, want, "device build's comparisons");
     // The kernels' arithmetic is the FPU's: no soft-float routine is linked for them.
     let image = &pool_cores(&pool).unwrap()[0];
     use object::{Object, ObjectSymbol};
@@ -329,7 +365,21 @@ fn float_arithmetic_on_the_fpu_is_ieee_single_precision() {
     let soft: Vec<&str> = file
         .symbols()
         .filter_map(|s| s.name().ok())
-        .filter(|n| ["__addsf3", "__subsf3", "__mulsf3"].contains(n))
+        .filter(|n| {
+            [
+                "__addsf3",
+                "__subsf3",
+                "__mulsf3",
+                "__ltsf2",
+                "__lesf2",
+                "__gtsf2",
+                "__gesf2",
+                "__eqsf2",
+                "__nesf2",
+                "__unordsf2",
+            ]
+            .contains(n)
+        })
         .collect();
     assert!(
         soft.is_empty(),

@@ -38,3 +38,14 @@ void fpu_sub(const neuron::Tensor &x, neuron::Tensor &out) {
 void fpu_mul(const neuron::Tensor &x, neuron::Tensor &out) {
     pairs(x, out, [](float p, float q) { return p * q; });
 }
+
+void fpu_cmp(const neuron::Tensor &x, neuron::Tensor &out) {
+    auto a = x.accessor<uint32_t, 1>();
+    auto o = out.accessor<uint32_t, 1>();
+    const int64_t n = x.numel();
+    for (int64_t i = 0; i < n; i++) {
+        float p = as_float(a[i]), q = as_float(a[(7 * i + 1) % n]);
+        o[i] = uint32_t(p < q) | uint32_t(p <= q) << 1 | uint32_t(p > q) << 2 | uint32_t(p >= q) << 3 |
+               uint32_t(p == q) << 4 | uint32_t(p != q) << 5 | uint32_t(__builtin_isunordered(p, q)) << 6;
+    }
+}
