@@ -87,6 +87,15 @@ const FPU_COMPARES: [Compare; 7] = [
     ("__unordsf2", 0, &[(1, "un.s b0, f0, f1", 0x1b_0010)]),
 ];
 
+/// What the FPU does instead of a call of soft-float routine `target`, if it can.
+fn fpu_instead(target: &str) -> Option<String> {
+    if let Some(&(_, name, encoding)) = FPU_CALLS.iter().find(|(f, ..)| *f == target) {
+        return Some(fpu_call(name, encoding));
+    }
+    let &(_, first, overrides) = FPU_COMPARES.iter().find(|(f, ..)| *f == target)?;
+    Some(fpu_compare(first, overrides))
+}
+
 /// An instruction word as `.byte`s (little-endian, 3 bytes).
 fn encoded(w: u32, what: &str) -> String {
     let [a, b, c, _] = w.to_le_bytes();
@@ -165,19 +174,8 @@ pub fn windowed(asm: &str) -> Result<String, AsmError> {
         let code = text.split('#').next().unwrap_or("");
         let mut words = code.split([' ', '\t', ',']).filter(|w| !w.is_empty());
         let (op, a, b) = (words.next(), words.next(), words.next());
-        let fpu = a
-            .filter(|_| op == Some("call8"))
-            .and_then(|t| FPU_CALLS.iter().find(|(f, ..)| *f == t));
-        if let Some(&(_, name, encoding)) = fpu {
-            out.push_str(&fpu_call(name, encoding));
-            out.push('\n');
-            continue;
-        }
-        let compare = a
-            .filter(|_| op == Some("call8"))
-            .and_then(|t| FPU_COMPARES.iter().find(|(f, ..)| *f == t));
-        if let Some(&(_, first, overrides)) = compare {
-            out.push_str(&fpu_compare(first, overrides));
+        if let Some(fpu) = a.filter(|_| op == Some("call8")).and_then(fpu_instead) {
+            out.push_str(&fpu);
             out.push('\n');
             continue;
         }
