@@ -471,9 +471,7 @@ pub fn poison_block(local: usize, len: usize) {
 }
 
 pub fn hbm_deallocate(addr: u64) -> Result<(), HeapError> {
-    if hbm_alloc_size(addr).is_some() {
-        redzone::release(local_of_hbm_scratch(addr));
-    }
+    redzone::release(local_of_hbm_scratch(addr));
     STATE.with(|s| s.hbm_heap.free(addr))
 }
 

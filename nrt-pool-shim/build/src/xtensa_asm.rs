@@ -40,50 +40,32 @@ const FPU_CALLS: [(&str, &str, u32); 3] = [
     ("__mulsf3", "mul.s", 0x2a_0010),
 ];
 
-/// The soft-float comparisons the FPU replaces: what a10 holds first, then each
-/// `(value, compare)` that overrides it when the compare holds (applied in order), the
-/// compares encoded into b0 (`OP.s b0, fS, fT`: op2, op1 = 0xB, r = 0).
-/// A comparison's replacement: the value a10 starts with, then its overrides.
-type Compare = (&'static str, i32, &'static [(i32, &'static str, u32)]);
-const FPU_COMPARES: [Compare; 7] = [
-    // lt/le: a < b -> -1, a == b -> 0, otherwise (greater or unordered) 1.
-    (
-        "__ltsf2",
-        1,
-        &[
-            (0, "oeq.s b0, f0, f1", 0x2b_0010),
-            (-1, "olt.s b0, f0, f1", 0x4b_0010),
-        ],
-    ),
-    (
-        "__lesf2",
-        1,
-        &[
-            (0, "oeq.s b0, f0, f1", 0x2b_0010),
-            (-1, "olt.s b0, f0, f1", 0x4b_0010),
-        ],
-    ),
-    // gt/ge: a > b -> 1, a == b -> 0, otherwise (less or unordered) -1.
-    (
-        "__gtsf2",
-        -1,
-        &[
-            (0, "oeq.s b0, f0, f1", 0x2b_0010),
-            (1, "olt.s b0, f1, f0", 0x4b_0100),
-        ],
-    ),
-    (
-        "__gesf2",
-        -1,
-        &[
-            (0, "oeq.s b0, f0, f1", 0x2b_0010),
-            (1, "olt.s b0, f1, f0", 0x4b_0100),
-        ],
-    ),
-    // eq/ne: 0 when ordered and equal, else 1.
-    ("__eqsf2", 1, &[(0, "oeq.s b0, f0, f1", 0x2b_0010)]),
-    ("__nesf2", 1, &[(0, "oeq.s b0, f0, f1", 0x2b_0010)]),
-    // unord: 1 when either is a NaN.
+/// A value a10 takes when a compare into b0 holds (`OP.s b0, fS, fT`: op2, op1 = 0xB,
+/// r = 0), and the compare's text and encoding.
+type Override = (i32, &'static str, u32);
+/// Equal and ordered -> 0, then a < b -> -1 (lt/le: greater or unordered keep 1).
+const LESS: &[Override] = &[
+    (0, "oeq.s b0, f0, f1", 0x2b_0010),
+    (-1, "olt.s b0, f0, f1", 0x4b_0010),
+];
+/// Equal and ordered -> 0, then b < a -> 1 (gt/ge: less or unordered keep -1).
+const GREATER: &[Override] = &[
+    (0, "oeq.s b0, f0, f1", 0x2b_0010),
+    (1, "olt.s b0, f1, f0", 0x4b_0100),
+];
+/// Equal and ordered -> 0 (eq/ne: anything else keeps 1).
+const EQUAL: &[Override] = &[(0, "oeq.s b0, f0, f1", 0x2b_0010)];
+
+/// The soft-float comparisons the FPU replaces: the value a10 holds first, then the
+/// overrides, applied in order.
+const FPU_COMPARES: [(&str, i32, &[Override]); 7] = [
+    ("__ltsf2", 1, LESS),
+    ("__lesf2", 1, LESS),
+    ("__gtsf2", -1, GREATER),
+    ("__gesf2", -1, GREATER),
+    ("__eqsf2", 1, EQUAL),
+    ("__nesf2", 1, EQUAL),
+    // 1 when either is a NaN.
     ("__unordsf2", 0, &[(1, "un.s b0, f0, f1", 0x1b_0010)]),
 ];
 
@@ -118,7 +100,7 @@ fn fpu_call(name: &str, op: u32) -> String {
 
 /// A comparison: the operands into f0/f1, a10 its first value, then per override a8 the
 /// value, the compare into b0, and `movt a10, a8, b0` (0xd30000 | 10 << 12 | 8 << 8).
-fn fpu_compare(first: i32, overrides: &[(i32, &str, u32)]) -> String {
+fn fpu_compare(first: i32, overrides: &[Override]) -> String {
     let mut out = operands() + &format!("\tmovi\ta10, {first}\n");
     for &(value, what, op) in overrides {
         out += &format!("\tmovi\ta8, {value}\n");
@@ -290,6 +272,15 @@ mod tests {
         }
     }
 
+    /// The lines of `windowed(asm)`, each without its comment.
+    fn code_lines(asm: &str) -> Vec<String> {
+        windowed(asm)
+            .unwrap()
+            .lines()
+            .map(|l| l.split('#').next().unwrap().trim().to_string())
+            .collect()
+    }
+
     #[test]
     fn soft_float_calls_become_fpu_instructions() {
         // The encodings of QEMU's de233_fpu instruction tables (xtensa-modules.c.inc):
@@ -300,13 +291,8 @@ mod tests {
             ("__subsf3", "0x10, 0x00, 0x1a"),
             ("__mulsf3", "0x10, 0x00, 0x2a"),
         ] {
-            let out = windowed(&format!("\tcall8\t{call}\n")).unwrap();
-            let bytes: Vec<&str> = out
-                .lines()
-                .map(|l| l.split('#').next().unwrap().trim())
-                .collect();
             assert_eq!(
-                bytes,
+                code_lines(&format!("\tcall8\t{call}\n")),
                 [
                     ".byte 0x50, 0x0a, 0xfa",
                     ".byte 0x50, 0x1b, 0xfa",
@@ -317,13 +303,8 @@ mod tests {
             );
         }
         // A comparison: libgcc's -1/0/1 through b0 and conditional moves.
-        let out = windowed("\tcall8\t__gtsf2\n").unwrap();
-        let lines: Vec<&str> = out
-            .lines()
-            .map(|l| l.split('#').next().unwrap().trim())
-            .collect();
         assert_eq!(
-            lines,
+            code_lines("\tcall8\t__gtsf2\n"),
             [
                 ".byte 0x50, 0x0a, 0xfa",
                 ".byte 0x50, 0x1b, 0xfa",

@@ -149,8 +149,8 @@ static ErrorSite *error_site(NrtPoolMachineState *s, MemoryRegion *mr);
 
 /* Hole `mr` of window w (a guard page's or a hidden range's, `kind` and index i): made and
    added, disabled, the first time it is asked for. */
-static MemoryRegion *window_hole(NrtPoolMachineState *s, Window *w, MemoryRegion *mr,
-                                 bool *made, const char *kind, unsigned i)
+static void window_hole(NrtPoolMachineState *s, Window *w, MemoryRegion *mr, bool *made,
+                        const char *kind, unsigned i)
 {
     if (!*made) {
         char part[64];
@@ -163,7 +163,6 @@ static MemoryRegion *window_hole(NrtPoolMachineState *s, Window *w, MemoryRegion
         memory_region_set_enabled(mr, false);
         *made = true;
     }
-    return mr;
 }
 
 /* Shows window w's SoC base (from its registers) and punches the guard pages it covers. */
