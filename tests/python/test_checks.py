@@ -178,6 +178,61 @@ def test_nrt_pool_run_check_exits_4_writes_the_output_and_lists_findings(gallery
     assert p.returncode == 2 and "unknown check 'bogus'" in p.stderr.decode()
 
 
+WINDOW_WRITES = """
+#include <torch/torch.h>
+#include <neuron/neuron-utils.hpp>
+// Each core writes its slice of y, and one element past it (its neighbour's first: a race),
+// through pointers neuron_translate gives; after every Mi elements, and at the end, it takes
+// all three dynamic windows to x's three 16 MiB regions: the windows it wrote through are
+// replaced before the kernel returns.
+torch::Tensor win(const torch::Tensor &x) {
+    torch::Tensor y = get_dst_tensor();
+    NeuronArgTensor dx = torch::neuron::detail::to_desc(x), dy = torch::neuron::detail::to_desc(y);
+    unsigned long long xs = customop_tensor_soc_addr(&dx), ys = customop_tensor_soc_addr(&dy);
+    void *ctx = neuron_translate_ctx();
+    size_t n = size_t(y.numel()), cores = get_cpu_count(), per = (n + cores - 1) / cores;
+    size_t begin = per * get_cpu_id() < n ? per * get_cpu_id() : n;
+    size_t end = begin + per + 1 < n ? begin + per + 1 : n;
+    for (size_t i = begin; i < end; i++) {
+        *static_cast<float *>(neuron_translate(ctx, ys + 4 * i)) = float(i & 1023);
+        if ((i & 0xFFFFF) == 0xFFFFF || i + 1 == end)
+            for (unsigned long long k = 0; k < 3; k++) neuron_translate(ctx, xs + (k << 24));
+    }
+    return y;
+}
+"""
+WINDOW_SHAPE = """
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+torch::Tensor s(torch::Tensor x) { return torch::empty({x.numel()}, torch::kFloat); }
+NEURON_LIBRARY(win_ops, m) { m.def("win", &s, "win"); }
+"""
+
+
+def test_writes_through_replaced_windows_are_seen_by_the_checks(tmp_path):
+    """Host cores' checked runs compare only the output pages a core touched (D89), through
+    its view of device memory or a dynamic window, one replaced mid-kernel included: the
+    elements two cores write that way are races, on 8 cores and 3, and nothing else is
+    found."""
+    from gpsimd_open import CheckError, custom_op
+
+    (tmp_path / "k.cpp").write_text(WINDOW_WRITES)
+    (tmp_path / "s.cpp").write_text(WINDOW_SHAPE)
+    lib = custom_op.load("win_ops", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"],
+                         build_directory=tmp_path, multicore=True)
+    x = np.zeros(12 << 20, np.float32)  # 48 MiB: three 16 MiB regions
+    want = (np.arange(x.size) & 1023).astype(np.float32)
+    for cores in (8, 3):
+        with pytest.raises(CheckError) as e:
+            lib.ops["win"](x, cores=cores, check="all")
+        per = -(-x.size // cores)
+        got = sorted((tuple(f["cores"]), tuple(map(tuple, f["ranges"])))
+                     for f in e.value.findings)
+        assert got == [((c, c + 1), ((per * (c + 1), per * (c + 1) + 1),))
+                       for c in range(cores - 1)], (cores, e.value)
+        np.testing.assert_array_equal(e.value.result, want)
+
+
 def test_the_examples_check_clean(tmp_path):
     """The repository's examples pass every check: the multicore TCM-tile ReLU on 8 and 3
     cores, the MLP ops (stream accessors, one core)."""

@@ -1,9 +1,10 @@
 //! The Pool control block's layout: a page of shared device memory where each core reports
 //! completion or a fault, the stdio ring the host drains after a launch (256-byte entries,
 //! as `pool_stdio_*` drains them on hardware), the registration names and schema the
-//! load-time probe finds, and the guard list. The engine's `ControlBlock` reads and writes
-//! it; the fields are atomics (the block is shared between the host and core processes),
-//! so the records exist where the target has 64-bit atomics (the host).
+//! load-time probe finds, the guard list and a checked run's watch. The engine's
+//! `ControlBlock` reads and writes it; the fields are atomics (the block is shared between
+//! the host and core processes), so the records exist where the target has 64-bit atomics
+//! (the host).
 
 #[cfg(target_has_atomic = "64")]
 use core::sync::atomic::{AtomicU32, AtomicU64};
@@ -176,3 +177,20 @@ pub const FRAMES_BYTES: usize = 256;
 /// Addresses one core's call stack holds.
 pub const MAX_FRAMES: usize = FRAMES_BYTES / 8 - 1;
 const _: () = assert!(FRAMES_OFFSET + CORES * FRAMES_BYTES <= RING_OFFSET);
+
+/// A checked launch's watch (host cores, D89): the host names a SoC range before a core
+/// runs alone; the core reports which chunks of it its process touched (read or wrote), so
+/// the host compares only those with the poison the range started as. Layout: SoC start
+/// (u64), length (u64), chunk bytes (u64), state (u32: [`WATCH_NONE`], [`WATCH_ASKED`],
+/// [`WATCH_REPORTED`]), a u32 of padding, then [`WATCH_BITMAP_BYTES`] of bits, chunk `i` at
+/// byte `i / 8`, bit `i % 8`.
+pub const WATCH_OFFSET: usize = FRAMES_OFFSET + CORES * FRAMES_BYTES;
+pub const WATCH_HEADER_BYTES: usize = 32;
+pub const WATCH_BITMAP_BYTES: usize = 1024;
+/// Most chunks a watch reports (a range is split into at most this many).
+pub const WATCH_CHUNKS: usize = WATCH_BITMAP_BYTES * 8;
+pub const WATCH_NONE: u32 = 0;
+pub const WATCH_ASKED: u32 = 1;
+pub const WATCH_REPORTED: u32 = 2;
+const _: () = assert!(WATCH_OFFSET.is_multiple_of(8));
+const _: () = assert!(WATCH_OFFSET + WATCH_HEADER_BYTES + WATCH_BITMAP_BYTES <= RING_OFFSET);

@@ -226,6 +226,9 @@ pub struct Team {
     pub all_stdio: bool,
     /// The cores measure the kernel (`--profile`): [`Launched::profiles`].
     pub profile: bool,
+    /// A SoC range (start, bytes) the core of a team of one reports touching, where the
+    /// backend can tell: [`Launched::touched`] (a check's run alone, D89).
+    pub watch: Option<(u64, u64)>,
 }
 
 impl Team {
@@ -236,6 +239,7 @@ impl Team {
             only: None,
             all_stdio: false,
             profile: false,
+            watch: None,
         }
     }
 
@@ -262,6 +266,15 @@ impl Team {
             only: Some(core),
             all_stdio: false,
             profile: false,
+            watch: None,
+        }
+    }
+
+    /// The same team, its one core reporting what it touches of `bytes` at SoC `soc`.
+    pub fn watching(self, soc: u64, bytes: u64) -> Team {
+        Team {
+            watch: Some((soc, bytes)),
+            ..self
         }
     }
 
@@ -282,6 +295,10 @@ pub struct Launched {
     pub stdio: Stdio,
     /// Each core's measurements when the team asked for them (else empty).
     pub profiles: Vec<CoreProfile>,
+    /// What the team's one core touched of its watched range ([`Team::watch`]): byte
+    /// ranges from the range's start, a superset of what it wrote. None: the backend cannot
+    /// tell (no watch, more than one core, a core that did not complete, or no way to see).
+    pub touched: Option<Vec<std::ops::Range<u64>>>,
 }
 
 /// A shape function's result: core 0's end and, when it completed with a nonzero status,
@@ -519,11 +536,15 @@ impl IsaBackend for HostBackend {
         ctl.set_stdio_all_cores(team.all_stdio);
         ctl.set_profile(team.profile);
         let run = team.cores();
+        let watching = matches!((team.watch, run.len()), (Some(_), 1));
+        if let (true, Some((soc, bytes))) = (watching, team.watch) {
+            ctl.set_watch(soc, bytes);
+        }
         let program = Self::program(memory, library);
         let exits = self
             .cores
             .launch(&program, kernel, &run, team.count, deadline)?;
-        let cores = exits
+        let cores: Vec<CoreEnd> = exits
             .into_iter()
             .zip(&run)
             .map(|(CoreExit { exit, stderr }, &c)| CoreEnd {
@@ -551,10 +572,12 @@ impl IsaBackend for HostBackend {
         } else {
             Vec::new()
         };
+        let done = cores.iter().all(|c| matches!(c.outcome, Outcome::Done(_)));
         Ok(Launched {
             cores,
             stdio: drain(&ctl, team.all_stdio),
             profiles,
+            touched: ctl.touched().filter(|_| watching && done),
         })
     }
 

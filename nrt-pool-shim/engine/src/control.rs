@@ -157,6 +157,103 @@ impl ControlBlock {
             .collect()
     }
 
+    fn watch_word(&self, at: usize) -> *mut u64 {
+        debug_assert!(at < WATCH_HEADER_BYTES);
+        // SAFETY: inside the watch area (const asserts in the ABI), 8-byte aligned.
+        unsafe { self.base.add(WATCH_OFFSET + at).cast::<u64>() }
+    }
+
+    fn watch_state(&self) -> &std::sync::atomic::AtomicU32 {
+        // SAFETY: the state word lies inside the watch area, 4-byte aligned; an atomic.
+        unsafe { &*(self.base.add(WATCH_OFFSET + 24) as *const std::sync::atomic::AtomicU32) }
+    }
+
+    /// Host side: asks the next launch's core to report which parts of `len` bytes at SoC
+    /// `soc` it touches (after [`Self::reset`], which ends any earlier watch).
+    pub fn set_watch(&self, soc: u64, len: u64) {
+        let chunk = len
+            .div_ceil(WATCH_CHUNKS as u64)
+            .max(1)
+            .next_multiple_of(crate::memory::PAGE);
+        // SAFETY: host-written while no core runs; plain words of the watch area.
+        unsafe {
+            self.watch_word(0).write_volatile(soc);
+            self.watch_word(8).write_volatile(len);
+            self.watch_word(16).write_volatile(chunk);
+        }
+        self.watch_state().store(WATCH_ASKED, Ordering::Release);
+    }
+
+    /// Core side: the watch asked for this launch: (SoC start, length, chunk bytes).
+    pub fn watch(&self) -> Option<(u64, u64, u64)> {
+        if self.watch_state().load(Ordering::Acquire) != WATCH_ASKED {
+            return None;
+        }
+        // SAFETY: as in set_watch; written before the state.
+        let (soc, len, chunk) = unsafe {
+            (
+                self.watch_word(0).read_volatile(),
+                self.watch_word(8).read_volatile(),
+                self.watch_word(16).read_volatile(),
+            )
+        };
+        (chunk > 0 && len.div_ceil(chunk) <= WATCH_CHUNKS as u64).then_some((soc, len, chunk))
+    }
+
+    /// Core side: the chunks of the watched range this core touched (bit `i`: chunk `i`).
+    pub fn set_touched(&self, bits: &[u8]) {
+        let n = bits.len().min(WATCH_BITMAP_BYTES);
+        // SAFETY: inside the watch's bitmap (at most its length); one core runs a watched
+        // launch.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bits.as_ptr(),
+                self.base.add(WATCH_OFFSET + WATCH_HEADER_BYTES),
+                n,
+            )
+        };
+        self.watch_state().store(WATCH_REPORTED, Ordering::Release);
+    }
+
+    /// Host side: the byte ranges (from the watched range's start, merged, in order) the
+    /// core reported touching; None when it reported nothing (no watch asked, the core did
+    /// not complete, or it could not tell).
+    pub fn touched(&self) -> Option<Vec<std::ops::Range<u64>>> {
+        if self.watch_state().load(Ordering::Acquire) != WATCH_REPORTED {
+            return None;
+        }
+        // SAFETY: as in set_watch.
+        let (len, chunk) = unsafe {
+            (
+                self.watch_word(8).read_volatile(),
+                self.watch_word(16).read_volatile(),
+            )
+        };
+        let chunks = usize::try_from(len.div_ceil(chunk.max(1))).ok()?;
+        if chunk == 0 || chunks > WATCH_CHUNKS {
+            return None;
+        }
+        let mut bits = [0u8; WATCH_BITMAP_BYTES];
+        // SAFETY: the bitmap lies inside the watch area; the core that wrote it has
+        // completed.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.base.add(WATCH_OFFSET + WATCH_HEADER_BYTES),
+                bits.as_mut_ptr(),
+                WATCH_BITMAP_BYTES,
+            )
+        };
+        let mut ranges: Vec<std::ops::Range<u64>> = Vec::new();
+        for i in (0..chunks).filter(|i| bits[i / 8] & (1 << (i % 8)) != 0) {
+            let (from, to) = (i as u64 * chunk, ((i as u64 + 1) * chunk).min(len));
+            match ranges.last_mut() {
+                Some(r) if r.end == from => r.end = to,
+                _ => ranges.push(from..to),
+            }
+        }
+        Some(ranges)
+    }
+
     /// Probe side: the library's schema text. False if it does not fit.
     pub fn set_schema(&self, text: &[u8]) -> bool {
         if text.len() > SCHEMA_BYTES {
@@ -295,5 +392,49 @@ impl ControlBlock {
             .filter(|s| !s.is_empty())
             .map(<[u8]>::to_vec)
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A control block in ordinary memory (page-aligned, as device memory is).
+    fn block() -> (Vec<u64>, ControlBlock) {
+        let mut mem = vec![0u64; STATUS_BYTES as usize / 8 + 512];
+        let at = (mem.as_mut_ptr() as usize).next_multiple_of(4096) as *mut u8;
+        // SAFETY: STATUS_BYTES of the vector from a page boundary, kept alive by the caller.
+        (mem, unsafe { ControlBlock::new(at) })
+    }
+
+    #[test]
+    fn a_watch_reports_the_chunks_touched_as_merged_byte_ranges() {
+        let (_mem, ctl) = block();
+        assert_eq!((ctl.watch(), ctl.touched()), (None, None), "no watch asked");
+        // 100 MiB + 5 bytes: chunks of 16 KiB (the range split into at most 8192 pages).
+        let len = (100 << 20) + 5;
+        ctl.set_watch(0x4000_0000, len);
+        let (soc, got_len, chunk) = ctl.watch().expect("asked");
+        assert_eq!((soc, got_len, chunk), (0x4000_0000, len, 16 << 10));
+        assert_eq!(ctl.touched(), None, "asked, not reported");
+        let chunks = len.div_ceil(chunk) as usize;
+        let mut bits = vec![0u8; chunks.div_ceil(8)];
+        for i in [0, 1, 2, 9, chunks - 1] {
+            bits[i / 8] |= 1 << (i % 8);
+        }
+        ctl.set_touched(&bits);
+        assert_eq!(ctl.watch(), None, "a reported watch is over");
+        let c = chunk;
+        assert_eq!(
+            ctl.touched().expect("reported"),
+            [0..3 * c, 9 * c..10 * c, (chunks as u64 - 1) * c..len],
+            "adjacent chunks merge; the last one ends with the range"
+        );
+        // A launch's reset ends it.
+        ctl.reset();
+        assert_eq!((ctl.watch(), ctl.touched()), (None, None));
+        // Small ranges are watched page by page.
+        ctl.set_watch(0x4000_0000, 10);
+        assert_eq!(ctl.watch().map(|w| w.2), Some(4096));
     }
 }

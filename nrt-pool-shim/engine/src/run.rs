@@ -1,6 +1,11 @@
 //! Running a launch on the cores and turning what they report into a completion or a fault.
 
+use std::ops::Range;
+
 use super::*;
+
+/// Byte ranges of a watched range a core touched ([`Launched::touched`]).
+type Touched = Vec<Range<u64>>;
 
 impl PoolEngine {
     /// Runs a launch to completion or to its first fault; the output comes back to the host.
@@ -142,11 +147,21 @@ impl PoolEngine {
         team: Team,
         into: Option<&DeviceTensor>,
         fill: Fill,
-        inspect: impl FnOnce(&[u8]),
+        inspect: impl FnOnce(&[u8], Option<&[Range<u64>]>),
     ) -> Result<Run, EmuError> {
         let blob = self.place_all(kernel, args, spec, into, fill)?;
-        let run = self.execute(kernel, &blob, team, Instant::now())?;
-        inspect(self.placed_bytes(&blob.output, spec.dtype)?);
+        // A core alone reports what it touches of the output, where its backend can tell.
+        let team = match (team.only, blob.output.soc_addr(memory::SBUF_BASE)) {
+            (Some(_), Some(soc)) => {
+                team.watching(soc, (blob.output.num_elem() * spec.dtype.size()) as u64)
+            }
+            _ => team,
+        };
+        let (run, touched) = self.execute_touching(kernel, &blob, team, Instant::now())?;
+        inspect(
+            self.placed_bytes(&blob.output, spec.dtype)?,
+            touched.as_deref(),
+        );
         Ok(run)
     }
 
@@ -158,6 +173,19 @@ impl PoolEngine {
         team: Team,
         start: Instant,
     ) -> Result<Run, EmuError> {
+        self.execute_touching(kernel, blob, team, start)
+            .map(|(run, _)| run)
+    }
+
+    /// [`Self::execute`], and what the core touched of the team's watched range
+    /// ([`Launched::touched`]).
+    fn execute_touching(
+        &mut self,
+        kernel: &str,
+        blob: &ArgBlob,
+        team: Team,
+        start: Instant,
+    ) -> Result<(Run, Option<Touched>), EmuError> {
         let lib = self.library.as_ref().ok_or(EmuError::NoLibrary)?;
         let lib_file = lib.file();
         let run = team.cores();
@@ -254,13 +282,16 @@ impl PoolEngine {
         } else if let Some(first) = launched.cores.first() {
             stdio.err.extend_from_slice(&first.stderr);
         }
-        Ok(Run {
-            stdout: stdio.out,
-            stderr: stdio.err,
-            stdio_dropped: stdio.dropped,
-            results,
-            elapsed: start.elapsed(),
-        })
+        Ok((
+            Run {
+                stdout: stdio.out,
+                stderr: stdio.err,
+                stdio_dropped: stdio.dropped,
+                results,
+                elapsed: start.elapsed(),
+            },
+            launched.touched,
+        ))
     }
 
     /// The report of core `c`'s fault in `kernel` (a kernel, or the start code or a shape

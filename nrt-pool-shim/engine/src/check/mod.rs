@@ -3,7 +3,8 @@
 //!
 //! The launch itself runs first, its output filled with [`POISON`] (the bytes a user sees
 //! where no core wrote). Then each core runs alone, as core `c` of the same count, over an
-//! output filled with [`POISON_ALONE`]: the elements it changed are the ones it writes.
+//! output filled with [`POISON_ALONE`]: the elements it changed are the ones it writes
+//! (compared only where the core touched the output, when its backend says: D89).
 //! From those runs:
 //! - init: output elements no core writes; elements whose value differs between the launch
 //!   and their core run alone (they depend on memory the kernel never wrote, which the two
@@ -380,12 +381,13 @@ impl PoolEngine {
                     Team::alone(c, cores),
                     alone_out.as_ref(),
                     fill,
-                    |bytes| {
+                    |bytes, touched| {
                         let written = Written {
                             bytes,
                             launch: launch_bytes,
                             size,
                             fill: POISON_ALONE,
+                            touched,
                         };
                         dirty = written.scan(&mut writers, 1 << c, differ);
                     },
@@ -464,7 +466,7 @@ impl PoolEngine {
                 Team::all(other),
                 alone_out.as_ref(),
                 Fill::poison(POISON),
-                |bytes| each_differing(bytes, launch_bytes, size, |e| differ.push(e as u64)),
+                |bytes, _| each_differing(bytes, launch_bytes, size, |e| differ.push(e as u64)),
             );
             match rerun {
                 Ok(_) => report.findings.extend(differ.finding(

@@ -1,6 +1,8 @@
 //! How a checked launch compares outputs: blocks of poison passed over whole, the
 //! elements a run wrote and whether they hold the launch's values, and element ranges.
 
+use std::ops::Range;
+
 use super::{Check, Finding, SHOWN_RANGES};
 
 /// Element ranges, gathered in increasing order.
@@ -64,13 +66,16 @@ pub(super) struct Written<'a> {
     pub launch: &'a [u8],
     pub size: usize,
     pub fill: u8,
+    /// The byte ranges the run touched, where its backend could tell (the rest holds
+    /// `fill`): [`dirty_blocks_in`].
+    pub touched: Option<&'a [Range<u64>]>,
 }
 
 impl Written<'_> {
     /// Sets `bit` in `writers` for each element written, and puts those that differ from
     /// the launch's in `differ`; the blocks that held any (to poison again). Blocks of
-    /// `fill` are passed over whole, and so is the comparison of a block equal to the
-    /// launch's.
+    /// `fill` are passed over whole, and so is the element comparison of a block equal to
+    /// the launch's.
     pub(super) fn scan(&self, writers: &mut [u8], bit: u8, differ: &mut Ranges) -> Vec<usize> {
         match self.size {
             1 => self.scan_sized::<1>(writers, bit, differ),
@@ -87,52 +92,164 @@ impl Written<'_> {
         differ: &mut Ranges,
     ) -> Vec<usize> {
         let fill = [self.fill; N];
-        let dirty = dirty_blocks(self.bytes, self.fill);
-        for &b in &dirty {
+        let blocks = candidate_blocks(self.bytes.len(), self.touched);
+        let (dirty, unlike) = self.mark_parallel::<N>(&blocks, writers, bit);
+        // The elements unlike the launch's are listed in order after the marking (rare: a
+        // kernel whose output depends on memory it never wrote).
+        for b in unlike {
             let at = b * BLOCK;
             let end = (at + BLOCK).min(self.bytes.len());
-            let (block, launch) = (&self.bytes[at..end], &self.launch[at..end]);
-            let marks = &mut writers[at / N..end / N];
-            if launch == block {
-                for (m, el) in marks.iter_mut().zip(block.chunks_exact(N)) {
-                    if el != fill {
-                        *m |= bit;
-                    }
-                }
-                continue;
-            }
-            let elements = block.chunks_exact(N).zip(launch.chunks_exact(N));
-            for (i, (m, (el, was))) in marks.iter_mut().zip(elements).enumerate() {
-                if el != fill {
-                    *m |= bit;
-                    if el != was {
-                        differ.push((at / N + i) as u64);
-                    }
+            let elements = self.bytes[at..end]
+                .chunks_exact(N)
+                .zip(self.launch[at..end].chunks_exact(N));
+            for (i, (el, was)) in elements.enumerate() {
+                if el != fill && el != was {
+                    differ.push((at / N + i) as u64);
                 }
             }
         }
         dirty
     }
+
+    /// [`Self::mark`] over the block ranges `blocks` (in order), split between threads
+    /// (each part marks its own elements; the pass is memory-bound): the dirty blocks and
+    /// those unlike the launch's, in order.
+    fn mark_parallel<const N: usize>(
+        &self,
+        blocks: &[Range<usize>],
+        writers: &mut [u8],
+        bit: u8,
+    ) -> (Vec<usize>, Vec<usize>) {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, 8);
+        let total: usize = blocks.iter().map(ExactSizeIterator::len).sum();
+        if threads == 1 || total < (1 << 20) / BLOCK {
+            return self.mark::<N>(blocks, writers, 0, bit);
+        }
+        let len = self.bytes.len();
+        let parts = split(blocks, total.div_ceil(threads));
+        std::thread::scope(|scope| {
+            let mut rest: &mut [u8] = writers;
+            let mut base = 0;
+            let mut handles = Vec::new();
+            for part in &parts {
+                let (Some(first), Some(last)) = (part.first(), part.last()) else {
+                    continue;
+                };
+                let from = first.start * BLOCK / N;
+                let to = (last.end * BLOCK).min(len) / N;
+                let (_, tail) = std::mem::take(&mut rest).split_at_mut(from - base);
+                let (mine, tail) = tail.split_at_mut(to - from);
+                (rest, base) = (tail, to);
+                handles.push(scope.spawn(move || self.mark::<N>(part, mine, from, bit)));
+            }
+            let (mut dirty, mut unlike) = (Vec::new(), Vec::new());
+            for h in handles {
+                let (d, u) = h.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+                dirty.extend(d);
+                unlike.extend(u);
+            }
+            (dirty, unlike)
+        })
+    }
+
+    /// Sets `bit` in the marks of the written elements (not all `fill`) of the block
+    /// ranges `blocks`, `marks` starting at element `first`: the dirty blocks (not all
+    /// `fill`: passed over after one look) and those unlike the launch's.
+    fn mark<const N: usize>(
+        &self,
+        blocks: &[Range<usize>],
+        marks: &mut [u8],
+        first: usize,
+        bit: u8,
+    ) -> (Vec<usize>, Vec<usize>) {
+        let fill = [self.fill; N];
+        let (mut dirty, mut unlike) = (Vec::new(), Vec::new());
+        for b in blocks.iter().flat_map(Clone::clone) {
+            let at = b * BLOCK;
+            let end = (at + BLOCK).min(self.bytes.len());
+            let block = &self.bytes[at..end];
+            if block.iter().fold(0u8, |d, &x| d | (x ^ self.fill)) == 0 {
+                continue;
+            }
+            dirty.push(b);
+            let marks = &mut marks[at / N - first..end / N - first];
+            for (m, el) in marks.iter_mut().zip(block.chunks_exact(N)) {
+                let el: [u8; N] = el.try_into().expect("chunks of N bytes");
+                // Branch-free: the bit where the element is not the fill.
+                *m |= bit & 0u8.wrapping_sub(u8::from(el != fill));
+            }
+            if block != &self.launch[at..end] {
+                unlike.push(b);
+            }
+        }
+        (dirty, unlike)
+    }
 }
 
-/// The `BLOCK`-byte blocks of `bytes` not all `fill`, in order (each block's bytes ORed
-/// with the fill).
-pub(super) fn dirty_blocks(bytes: &[u8], fill: u8) -> Vec<usize> {
-    blocks_where(bytes.len(), |r| {
-        bytes[r].iter().fold(0u8, |d, &x| d | (x ^ fill)) != 0
-    })
+/// The `BLOCK`-byte blocks of a `len`-byte output a scan looks at, as ordered, disjoint
+/// ranges: those holding the byte ranges `touched` (in order), or all when None (a
+/// core's run alone reports what it touched, D89; the rest still holds the fill).
+fn candidate_blocks(len: usize, touched: Option<&[Range<u64>]>) -> Vec<Range<usize>> {
+    let blocks = len.div_ceil(BLOCK);
+    let Some(touched) = touched else {
+        return std::iter::once(0..blocks).collect();
+    };
+    let mut out: Vec<Range<usize>> = Vec::new();
+    for r in touched {
+        let from = usize::try_from(r.start).map_or(blocks, |s| s / BLOCK);
+        let to = usize::try_from(r.end).map_or(blocks, |e| e.div_ceil(BLOCK));
+        // A block two ranges share is looked at once.
+        let from = from.max(out.last().map_or(0, |l| l.end));
+        let to = to.min(blocks);
+        match out.last_mut() {
+            _ if from >= to => {}
+            Some(l) if l.end == from => l.end = to,
+            _ => out.push(from..to),
+        }
+    }
+    out
+}
+
+/// Ordered block ranges cut into consecutive parts of about `per` blocks each.
+fn split(ranges: &[Range<usize>], per: usize) -> Vec<Vec<Range<usize>>> {
+    let per = per.max(1);
+    let mut parts: Vec<Vec<Range<usize>>> = vec![Vec::new()];
+    let mut room = per;
+    for r in ranges {
+        let mut r = r.clone();
+        while !r.is_empty() {
+            if room == 0 {
+                parts.push(Vec::new());
+                room = per;
+            }
+            let take = r.len().min(room);
+            parts
+                .last_mut()
+                .expect("one part at least")
+                .push(r.start..r.start + take);
+            r.start += take;
+            room -= take;
+        }
+    }
+    parts
 }
 
 /// The `BLOCK`-byte blocks where `a` and `b` (of one length) differ, in order.
 pub(super) fn differing_blocks(a: &[u8], b: &[u8]) -> Vec<usize> {
     debug_assert_eq!(a.len(), b.len());
-    blocks_where(a.len().min(b.len()), |r| a[r.clone()] != b[r])
+    let len = a.len().min(b.len());
+    blocks_where(len, 0..len.div_ceil(BLOCK), |r| a[r.clone()] != b[r])
 }
 
-/// The blocks of a `len`-byte range for which `pred(block's byte range)` holds, in order:
-/// the range split between threads (these scans are memory-bound).
-fn blocks_where(len: usize, pred: impl Fn(std::ops::Range<usize>) -> bool + Sync) -> Vec<usize> {
-    let blocks = len.div_ceil(BLOCK);
+/// The blocks `blocks` of a `len`-byte range for which `pred(block's byte range)` holds,
+/// in order: split between threads (these scans are memory-bound).
+fn blocks_where(
+    len: usize,
+    blocks: Range<usize>,
+    pred: impl Fn(Range<usize>) -> bool + Sync,
+) -> Vec<usize> {
     let part = |from: usize, to: usize| -> Vec<usize> {
         (from..to)
             .filter(|&b| pred(b * BLOCK..((b + 1) * BLOCK).min(len)))
@@ -141,16 +258,17 @@ fn blocks_where(len: usize, pred: impl Fn(std::ops::Range<usize>) -> bool + Sync
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 8);
-    if threads == 1 || len < (1 << 20) {
-        return part(0, blocks);
+    if threads == 1 || blocks.len() < (1 << 20) / BLOCK {
+        return part(blocks.start, blocks.end);
     }
-    let per = blocks.div_ceil(threads);
+    let per = blocks.len().div_ceil(threads);
     let part = &part;
     std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..blocks)
+        let handles: Vec<_> = blocks
+            .clone()
             .step_by(per)
             .map(|from| {
-                let to = (from + per).min(blocks);
+                let to = (from + per).min(blocks.end);
                 (from, to, scope.spawn(move || part(from, to)))
             })
             .collect();
@@ -263,6 +381,7 @@ mod tests {
             launch: &launch,
             size: 4,
             fill: 0xA5,
+            touched: None,
         };
         let mut writers = vec![0u8; 21];
         writers[3] = 0b100;
@@ -278,6 +397,7 @@ mod tests {
             launch: &run,
             size: 1,
             fill: 0xA5,
+            touched: None,
         };
         let mut writers = [0u8; 3];
         let mut differ = Ranges::default();
@@ -286,7 +406,86 @@ mod tests {
         // Every thread's part of a large output.
         let mut big = vec![0xA5u8; 3 << 20];
         big[(2 << 20) + 65] = 0;
-        assert_eq!(dirty_blocks(&big, 0xA5), [((2 << 20) + 65) / BLOCK]);
+        let scan = |touched: Option<&[Range<u64>]>| {
+            let w = Written {
+                bytes: &big,
+                launch: &big,
+                size: 1,
+                fill: 0xA5,
+                touched,
+            };
+            w.scan(&mut vec![0; big.len()], 1, &mut Ranges::default())
+        };
+        assert_eq!(scan(None), [((2 << 20) + 65) / BLOCK]);
+    }
+
+    #[test]
+    fn a_touched_report_limits_the_scan_to_its_blocks() {
+        // f32 elements; writes (bytes not the fill) at these offsets.
+        let mut run = vec![0xA5u8; 4 << 20];
+        let writes = [100, (1 << 20) + 7, (3 << 20) + 64, (4 << 20) - 1];
+        for at in writes {
+            run[at] = 0;
+        }
+        let mut launch = run.clone();
+        launch[(4 << 20) - 1] = 1; // the last element is unlike the launch's
+        let scan = |touched: Option<&[Range<u64>]>| {
+            let w = Written {
+                bytes: &run,
+                launch: &launch,
+                size: 4,
+                fill: 0xA5,
+                touched,
+            };
+            let mut writers = vec![0u8; run.len() / 4];
+            let mut differ = Ranges::default();
+            let dirty = w.scan(&mut writers, 0b100, &mut differ);
+            let marked: Vec<usize> = (0..writers.len()).filter(|&e| writers[e] != 0).collect();
+            (dirty, marked, differ.elements)
+        };
+        let all = scan(None);
+        assert_eq!(all.0, writes.map(|w| w / BLOCK));
+        assert_eq!(all.1, writes.map(|w| w / 4));
+        assert_eq!(all.2, 1);
+        // Ranges ending or starting inside a block take the whole block; two ranges
+        // sharing a block look at it once; a range past the end is clipped; the write at
+        // 3 MiB + 64 lies in no range.
+        let only = [
+            0..65,
+            65..130,
+            (1 << 20)..(1 << 20) + 8,
+            (4 << 20) - 1..(5 << 20),
+        ];
+        let some = scan(Some(&only));
+        assert_eq!(
+            some.0,
+            [100 / BLOCK, (1 << 20) / BLOCK, (4 << 20) / BLOCK - 1]
+        );
+        assert_eq!(some.1, [100 / 4, ((1 << 20) + 7) / 4, (4 << 20) / 4 - 1]);
+        assert_eq!(some.2, 1);
+        // Large touched ranges are split between threads, as the whole scan is.
+        let only = [0..(2 << 20) + 3, (2 << 20) + 3..(4 << 20)];
+        assert_eq!(scan(Some(&only)), all);
+        // Nothing touched: nothing to look at.
+        assert_eq!(scan(Some(&[])), (vec![], vec![], 0));
+    }
+
+    #[test]
+    #[allow(clippy::single_range_in_vec_init)] // lists of block ranges, one range long
+    fn block_ranges_merge_and_split_into_parts_in_order() {
+        assert_eq!(
+            candidate_blocks(640, None),
+            std::iter::once(0..10).collect::<Vec<_>>()
+        );
+        let touched = [0..64, 64..65, 200..300, 300..330, 700..900];
+        assert_eq!(candidate_blocks(640, Some(&touched)), [0..2, 3..6]);
+        let parts = split(&[0..5, 7..8, 10..13], 3);
+        assert_eq!(
+            parts,
+            [vec![0..3], vec![3..5, 7..8], vec![10..13]],
+            "each part takes 3 blocks, in order"
+        );
+        assert_eq!(split(&[], 4), [Vec::<Range<usize>>::new()]);
     }
 
     #[test]

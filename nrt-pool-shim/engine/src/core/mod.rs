@@ -23,6 +23,7 @@ use super::memory::{DeviceMemory, PAGE};
 
 mod services;
 mod signals;
+mod watch;
 
 use services::*;
 use signals::*;
@@ -594,9 +595,11 @@ pub(super) fn serve(core: usize, p: &Program<'_>, seen: u32, stderr: i32) -> ! {
             Some((_, Some(f))) => {
                 let guards = ctl.guards();
                 update_guards(&mut protected, &guards);
+                watch::begin(&ctl);
                 let measure = ctl.profiling().then(KernelMeter::start);
                 // SAFETY: a launcher the library registered under the kernel's name.
                 let code = unsafe { f() };
+                watch::finish(&ctl);
                 if let Some(m) = measure {
                     let (wall, instructions) = m.stop();
                     r.wall_ns.store(wall, Ordering::Release);

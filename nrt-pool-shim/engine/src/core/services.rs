@@ -45,6 +45,22 @@ const WINDOWS: usize = 8;
 /// base each shows.
 static WINDOW_AREA: AtomicUsize = AtomicUsize::new(0);
 static WINDOW_SOC: [AtomicU64; WINDOWS] = [const { AtomicU64::new(u64::MAX) }; WINDOWS];
+static WINDOW_LEN: [AtomicU64; WINDOWS] = [const { AtomicU64::new(0) }; WINDOWS];
+
+/// The windows mapped now: (local address, SoC address, bytes).
+pub(super) fn windows() -> impl Iterator<Item = (usize, u64, u64)> {
+    let area = WINDOW_AREA.load(Ordering::Relaxed);
+    (0..WINDOWS).filter_map(move |r| {
+        let soc = WINDOW_SOC[r].load(Ordering::Relaxed);
+        (area != 0 && soc != u64::MAX).then(|| {
+            (
+                area + r * WINDOW_SPAN,
+                soc,
+                WINDOW_LEN[r].load(Ordering::Relaxed),
+            )
+        })
+    })
+}
 
 /// The windows' address range, reserved (no access) on first use, 2 MiB aligned so huge
 /// pages can back the windows.
@@ -86,6 +102,11 @@ pub(super) unsafe extern "C" fn svc_window(record: u32, soc: u64, len: u64) -> *
         return std::ptr::null_mut();
     };
     let at = area + r * WINDOW_SPAN;
+    let shown = WINDOW_SOC[r].load(Ordering::Relaxed);
+    if shown != u64::MAX {
+        // What a checked kernel touched through the window it replaces.
+        super::watch::window_replaced(at, shown, WINDOW_LEN[r].load(Ordering::Relaxed));
+    }
     // SAFETY: replaces window `r`'s part of this process's reserved range with a shared
     // mapping of the device memory file at the window's offset (inside the file: checked).
     let p = unsafe {
@@ -102,6 +123,7 @@ pub(super) unsafe extern "C" fn svc_window(record: u32, soc: u64, len: u64) -> *
         return std::ptr::null_mut();
     }
     WINDOW_SOC[r].store(soc, Ordering::Relaxed);
+    WINDOW_LEN[r].store(len, Ordering::Relaxed);
     for g in control().guards() {
         if g >= soc && g - soc < len {
             // SAFETY: a page of the window just mapped.
