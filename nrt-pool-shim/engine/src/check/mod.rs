@@ -22,7 +22,9 @@ use super::*;
 mod notes;
 mod scan;
 
-use scan::{differing_blocks, each_differing, races, Element, Ranges, Written, BLOCK};
+use scan::{
+    differing_blocks, each_differing, marked_blocks, races, Element, Ranges, Written, BLOCK,
+};
 
 /// The byte every output starts as in a checked launch: NaN in each float type, -1 in each
 /// signed integer type, the largest value of each unsigned one.
@@ -410,11 +412,8 @@ impl PoolEngine {
             }
             if checks.has(Check::Init) {
                 let mut never = Ranges::default();
-                for (k, chunk) in writers.chunks(BLOCK).enumerate() {
-                    if !chunk.contains(&0) {
-                        continue;
-                    }
-                    for (i, &w) in chunk.iter().enumerate() {
+                for k in marked_blocks(&writers, |w| w == 0) {
+                    for (i, &w) in writers[k * BLOCK..].iter().take(BLOCK).enumerate() {
                         let e = k * BLOCK + i;
                         if w == 0 && !element.changed(launch_bytes, e) {
                             never.push(e as u64);

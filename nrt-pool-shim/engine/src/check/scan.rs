@@ -236,6 +236,16 @@ fn split(ranges: &[Range<usize>], per: usize) -> Vec<Vec<Range<usize>>> {
     parts
 }
 
+/// The `BLOCK`-long blocks of writer marks (one per element) holding a mark for which
+/// `pred` holds, in order, found between threads.
+pub(super) fn marked_blocks(writers: &[u8], pred: impl Fn(u8) -> bool + Sync) -> Vec<usize> {
+    let len = writers.len();
+    blocks_where(len, 0..len.div_ceil(BLOCK), |r| {
+        // No early exit: the loop vectorises.
+        writers[r].iter().fold(false, |d, &w| d | pred(w))
+    })
+}
+
 /// The `BLOCK`-byte blocks where `a` and `b` (of one length) differ, in order.
 pub(super) fn differing_blocks(a: &[u8], b: &[u8]) -> Vec<usize> {
     debug_assert_eq!(a.len(), b.len());
@@ -330,13 +340,13 @@ impl Element {
 /// The output's elements written by more than one core, one finding per set of cores.
 pub(super) fn races(kernel: &str, writers: &[u8]) -> Vec<Finding> {
     let mut by_set: Vec<(u8, Ranges)> = Vec::new();
-    // Masks with two bits or more, found a block at a time (x & (x - 1) keeps all but the
-    // lowest bit).
-    let shared = writers
-        .chunks(BLOCK)
-        .enumerate()
-        .filter(|(_, c)| c.iter().fold(0, |d, &w| d | (w & w.wrapping_sub(1))) != 0)
-        .flat_map(|(k, c)| c.iter().enumerate().map(move |(i, &w)| (k * BLOCK + i, w)));
+    // Masks with two bits or more (x & (x - 1) keeps all but the lowest bit).
+    let shared = marked_blocks(writers, |w| w & w.wrapping_sub(1) != 0)
+        .into_iter()
+        .flat_map(|k| {
+            let block = writers[k * BLOCK..].iter().take(BLOCK);
+            block.enumerate().map(move |(i, &w)| (k * BLOCK + i, w))
+        });
     for (e, w) in shared {
         if w.count_ones() < 2 {
             continue;
