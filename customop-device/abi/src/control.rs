@@ -144,7 +144,7 @@ pub struct Header {
 }
 
 pub const RECORDS_OFFSET: usize = 0x100;
-pub const RING_OFFSET: usize = 0x2000;
+pub const RING_OFFSET: usize = 0x4000;
 pub const RING_ENTRY: usize = 256;
 /// Payload bytes per ring entry (a 4-byte entry header: length u16, fd u8, core u8).
 pub const RING_PAYLOAD: usize = RING_ENTRY - 4;
@@ -178,19 +178,22 @@ pub const FRAMES_BYTES: usize = 256;
 pub const MAX_FRAMES: usize = FRAMES_BYTES / 8 - 1;
 const _: () = assert!(FRAMES_OFFSET + CORES * FRAMES_BYTES <= RING_OFFSET);
 
-/// A checked launch's watch (host cores, D89): the host names a SoC range before a core
-/// runs alone; the core reports which chunks of it its process touched (read or wrote), so
-/// the host compares only those with the poison the range started as. Layout: SoC start
-/// (u64), length (u64), chunk bytes (u64), state (u32: [`WATCH_NONE`], [`WATCH_ASKED`],
-/// [`WATCH_REPORTED`]), a u32 of padding, then [`WATCH_BITMAP_BYTES`] of bits, chunk `i` at
-/// byte `i / 8`, bit `i % 8`.
+/// A checked launch's watch (host cores, D89): the host names a SoC range before cores run
+/// alone or in a group; each reports which chunks of it its process touched (read or
+/// wrote), so the host compares only those with the poison the range started as. Layout:
+/// a header of SoC start (u64), length (u64), chunk bytes (u64), state (u32: [`WATCH_NONE`]
+/// or [`WATCH_ASKED`]) and a u32 of padding; then one record per core: state (u32:
+/// [`WATCH_REPORTED`] once it reported), a u32 of padding, [`WATCH_BITMAP_BYTES`] of bits
+/// (chunk `i` at byte `i / 8`, bit `i % 8`).
 pub const WATCH_OFFSET: usize = FRAMES_OFFSET + CORES * FRAMES_BYTES;
 pub const WATCH_HEADER_BYTES: usize = 32;
 pub const WATCH_BITMAP_BYTES: usize = 1024;
+pub const WATCH_RECORD_BYTES: usize = 8 + WATCH_BITMAP_BYTES;
 /// Most chunks a watch reports (a range is split into at most this many).
 pub const WATCH_CHUNKS: usize = WATCH_BITMAP_BYTES * 8;
 pub const WATCH_NONE: u32 = 0;
 pub const WATCH_ASKED: u32 = 1;
 pub const WATCH_REPORTED: u32 = 2;
-const _: () = assert!(WATCH_OFFSET.is_multiple_of(8));
-const _: () = assert!(WATCH_OFFSET + WATCH_HEADER_BYTES + WATCH_BITMAP_BYTES <= RING_OFFSET);
+const _: () = assert!(WATCH_OFFSET.is_multiple_of(8) && WATCH_RECORD_BYTES.is_multiple_of(8));
+const _: () =
+    assert!(WATCH_OFFSET + WATCH_HEADER_BYTES + CORES * WATCH_RECORD_BYTES <= RING_OFFSET);

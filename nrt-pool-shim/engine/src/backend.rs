@@ -216,18 +216,19 @@ pub struct Probed {
 }
 
 /// The cores a launch runs: `count` cores take part (each kernel sees `get_cpu_count() ==
-/// count`), and all of them start, or `only` one of them alone (a check's run, D82).
+/// count`), and all of them start, or `only` some of them (a mask: a check's runs alone
+/// or in groups, D82, D90).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Team {
     pub count: usize,
-    pub only: Option<usize>,
+    pub only: Option<u8>,
     /// Every core's stdio reaches the host, each line prefixed with its core
     /// (`--all-cores-stdio`); otherwise core 0's alone, as on hardware.
     pub all_stdio: bool,
     /// The cores measure the kernel (`--profile`): [`Launched::profiles`].
     pub profile: bool,
-    /// A SoC range (start, bytes) the core of a team of one reports touching, where the
-    /// backend can tell: [`Launched::touched`] (a check's run alone, D89).
+    /// A SoC range (start, bytes) each core reports touching, where the backend can tell:
+    /// [`Launched::touched`] (a check's runs, D89).
     pub watch: Option<(u64, u64)>,
 }
 
@@ -261,16 +262,21 @@ impl Team {
 
     /// Core `core` of a launch of `count` cores, alone.
     pub fn alone(core: usize, count: usize) -> Team {
+        Team::group(1 << core, count)
+    }
+
+    /// The cores in `mask` of a launch of `count` cores.
+    pub fn group(mask: u8, count: usize) -> Team {
         Team {
             count,
-            only: Some(core),
+            only: Some(mask),
             all_stdio: false,
             profile: false,
             watch: None,
         }
     }
 
-    /// The same team, its one core reporting what it touches of `bytes` at SoC `soc`.
+    /// The same team, each core reporting what it touches of `bytes` at SoC `soc`.
     pub fn watching(self, soc: u64, bytes: u64) -> Team {
         Team {
             watch: Some((soc, bytes)),
@@ -280,10 +286,9 @@ impl Team {
 
     /// The cores started, in order.
     pub fn cores(&self) -> Vec<usize> {
-        match self.only {
-            Some(c) => vec![c],
-            None => (0..self.count).collect(),
-        }
+        (0..self.count)
+            .filter(|&c| self.only.is_none_or(|m| c < 8 && m & (1 << c) != 0))
+            .collect()
     }
 }
 
@@ -295,10 +300,11 @@ pub struct Launched {
     pub stdio: Stdio,
     /// Each core's measurements when the team asked for them (else empty).
     pub profiles: Vec<CoreProfile>,
-    /// What the team's one core touched of its watched range ([`Team::watch`]): byte
-    /// ranges from the range's start, a superset of what it wrote. None: the backend cannot
-    /// tell (no watch, more than one core, a core that did not complete, or no way to see).
-    pub touched: Option<Vec<std::ops::Range<u64>>>,
+    /// What each core started touched of the watched range ([`Team::watch`]), in
+    /// [`Team::cores`] order (empty without a watch): byte ranges from the range's start, a
+    /// superset of what it wrote. None: the backend cannot tell (a core that did not
+    /// complete, or no way to see).
+    pub touched: Vec<Option<Vec<std::ops::Range<u64>>>>,
 }
 
 /// A shape function's result: core 0's end and, when it completed with a nonzero status,
@@ -358,6 +364,11 @@ pub trait IsaBackend: Send {
 
     /// Stops every core (a new library, or the engine's end).
     fn shutdown(&mut self);
+
+    /// Whether its cores report what they touch of a watched range ([`Team::watch`]).
+    fn reports_touches(&self) -> bool {
+        false
+    }
 
     /// Opens a gdb remote stub on core `core` before a launch of `count` cores: where it
     /// listens (the engine adds the kernel and library). The core waits, stopped, for the
@@ -536,8 +547,7 @@ impl IsaBackend for HostBackend {
         ctl.set_stdio_all_cores(team.all_stdio);
         ctl.set_profile(team.profile);
         let run = team.cores();
-        let watching = matches!((team.watch, run.len()), (Some(_), 1));
-        if let (true, Some((soc, bytes))) = (watching, team.watch) {
+        if let Some((soc, bytes)) = team.watch {
             ctl.set_watch(soc, bytes);
         }
         let program = Self::program(memory, library);
@@ -572,12 +582,22 @@ impl IsaBackend for HostBackend {
         } else {
             Vec::new()
         };
-        let done = cores.iter().all(|c| matches!(c.outcome, Outcome::Done(_)));
+        let touched = match team.watch {
+            Some(_) => run
+                .iter()
+                .zip(&cores)
+                .map(|(&c, end)| {
+                    ctl.touched(c)
+                        .filter(|_| matches!(end.outcome, Outcome::Done(_)))
+                })
+                .collect(),
+            None => Vec::new(),
+        };
         Ok(Launched {
             cores,
             stdio: drain(&ctl, team.all_stdio),
             profiles,
-            touched: ctl.touched().filter(|_| watching && done),
+            touched,
         })
     }
 
@@ -605,6 +625,10 @@ impl IsaBackend for HostBackend {
     fn shutdown(&mut self) {
         self.end_debug();
         self.cores.shutdown();
+    }
+
+    fn reports_touches(&self) -> bool {
+        true
     }
 
     fn debug_core(

@@ -163,13 +163,32 @@ impl ControlBlock {
         unsafe { self.base.add(WATCH_OFFSET + at).cast::<u64>() }
     }
 
-    fn watch_state(&self) -> &std::sync::atomic::AtomicU32 {
-        // SAFETY: the state word lies inside the watch area, 4-byte aligned; an atomic.
-        unsafe { &*(self.base.add(WATCH_OFFSET + 24) as *const std::sync::atomic::AtomicU32) }
+    /// The watch's state word (`core` None) or core `core`'s.
+    fn watch_state(&self, core: Option<usize>) -> &std::sync::atomic::AtomicU32 {
+        let at = match core {
+            None => WATCH_OFFSET + 24,
+            Some(c) => {
+                assert!(c < CORES);
+                WATCH_OFFSET + WATCH_HEADER_BYTES + c * WATCH_RECORD_BYTES
+            }
+        };
+        // SAFETY: a state word inside the watch area (const asserts), 4-byte aligned; an
+        // atomic.
+        unsafe { &*(self.base.add(at) as *const std::sync::atomic::AtomicU32) }
     }
 
-    /// Host side: asks the next launch's core to report which parts of `len` bytes at SoC
-    /// `soc` it touches (after [`Self::reset`], which ends any earlier watch).
+    /// Core `core`'s bitmap.
+    fn watch_bits(&self, core: usize) -> *mut u8 {
+        assert!(core < CORES);
+        // SAFETY: inside core `core`'s record, after its state and padding (const asserts).
+        unsafe {
+            self.base
+                .add(WATCH_OFFSET + WATCH_HEADER_BYTES + core * WATCH_RECORD_BYTES + 8)
+        }
+    }
+
+    /// Host side: asks the next launch's cores to report which parts of `len` bytes at SoC
+    /// `soc` they touch (after [`Self::reset`], which ends any earlier watch).
     pub fn set_watch(&self, soc: u64, len: u64) {
         let chunk = len
             .div_ceil(WATCH_CHUNKS as u64)
@@ -181,12 +200,12 @@ impl ControlBlock {
             self.watch_word(8).write_volatile(len);
             self.watch_word(16).write_volatile(chunk);
         }
-        self.watch_state().store(WATCH_ASKED, Ordering::Release);
+        self.watch_state(None).store(WATCH_ASKED, Ordering::Release);
     }
 
     /// Core side: the watch asked for this launch: (SoC start, length, chunk bytes).
     pub fn watch(&self) -> Option<(u64, u64, u64)> {
-        if self.watch_state().load(Ordering::Acquire) != WATCH_ASKED {
+        if self.watch_state(None).load(Ordering::Acquire) != WATCH_ASKED {
             return None;
         }
         // SAFETY: as in set_watch; written before the state.
@@ -200,26 +219,21 @@ impl ControlBlock {
         (chunk > 0 && len.div_ceil(chunk) <= WATCH_CHUNKS as u64).then_some((soc, len, chunk))
     }
 
-    /// Core side: the chunks of the watched range this core touched (bit `i`: chunk `i`).
-    pub fn set_touched(&self, bits: &[u8]) {
+    /// Core side: the chunks of the watched range core `core` touched (bit `i`: chunk `i`).
+    pub fn set_touched(&self, core: usize, bits: &[u8]) {
         let n = bits.len().min(WATCH_BITMAP_BYTES);
-        // SAFETY: inside the watch's bitmap (at most its length); one core runs a watched
-        // launch.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                bits.as_ptr(),
-                self.base.add(WATCH_OFFSET + WATCH_HEADER_BYTES),
-                n,
-            )
-        };
-        self.watch_state().store(WATCH_REPORTED, Ordering::Release);
+        // SAFETY: inside the core's bitmap (at most its length); only this core's process
+        // writes its record.
+        unsafe { std::ptr::copy_nonoverlapping(bits.as_ptr(), self.watch_bits(core), n) };
+        self.watch_state(Some(core))
+            .store(WATCH_REPORTED, Ordering::Release);
     }
 
-    /// Host side: the byte ranges (from the watched range's start, merged, in order) the
-    /// core reported touching; None when it reported nothing (no watch asked, the core did
+    /// Host side: the byte ranges (from the watched range's start, merged, in order) core
+    /// `core` reported touching; None when it reported nothing (no watch asked, the core did
     /// not complete, or it could not tell).
-    pub fn touched(&self) -> Option<Vec<std::ops::Range<u64>>> {
-        if self.watch_state().load(Ordering::Acquire) != WATCH_REPORTED {
+    pub fn touched(&self, core: usize) -> Option<Vec<std::ops::Range<u64>>> {
+        if self.watch_state(Some(core)).load(Ordering::Acquire) != WATCH_REPORTED {
             return None;
         }
         // SAFETY: as in set_watch.
@@ -234,11 +248,10 @@ impl ControlBlock {
             return None;
         }
         let mut bits = [0u8; WATCH_BITMAP_BYTES];
-        // SAFETY: the bitmap lies inside the watch area; the core that wrote it has
-        // completed.
+        // SAFETY: the core's bitmap; the core that wrote it has completed.
         unsafe {
             std::ptr::copy_nonoverlapping(
-                self.base.add(WATCH_OFFSET + WATCH_HEADER_BYTES),
+                self.watch_bits(core),
                 bits.as_mut_ptr(),
                 WATCH_BITMAP_BYTES,
             )
@@ -408,31 +421,38 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::single_range_in_vec_init)] // lists of byte ranges, one range long
     fn a_watch_reports_the_chunks_touched_as_merged_byte_ranges() {
         let (_mem, ctl) = block();
-        assert_eq!((ctl.watch(), ctl.touched()), (None, None), "no watch asked");
+        assert_eq!(
+            (ctl.watch(), ctl.touched(3)),
+            (None, None),
+            "no watch asked"
+        );
         // 100 MiB + 5 bytes: chunks of 16 KiB (the range split into at most 8192 pages).
         let len = (100 << 20) + 5;
         ctl.set_watch(0x4000_0000, len);
         let (soc, got_len, chunk) = ctl.watch().expect("asked");
         assert_eq!((soc, got_len, chunk), (0x4000_0000, len, 16 << 10));
-        assert_eq!(ctl.touched(), None, "asked, not reported");
+        assert_eq!(ctl.touched(3), None, "asked, not reported");
         let chunks = len.div_ceil(chunk) as usize;
         let mut bits = vec![0u8; chunks.div_ceil(8)];
         for i in [0, 1, 2, 9, chunks - 1] {
             bits[i / 8] |= 1 << (i % 8);
         }
-        ctl.set_touched(&bits);
-        assert_eq!(ctl.watch(), None, "a reported watch is over");
+        ctl.set_touched(3, &bits);
+        ctl.set_touched(5, &[0b10]);
+        assert_eq!(ctl.touched(4), None, "each core reports its own");
+        assert_eq!(ctl.touched(5), Some(vec![chunk..2 * chunk]));
         let c = chunk;
         assert_eq!(
-            ctl.touched().expect("reported"),
+            ctl.touched(3).expect("reported"),
             [0..3 * c, 9 * c..10 * c, (chunks as u64 - 1) * c..len],
             "adjacent chunks merge; the last one ends with the range"
         );
         // A launch's reset ends it.
         ctl.reset();
-        assert_eq!((ctl.watch(), ctl.touched()), (None, None));
+        assert_eq!((ctl.watch(), ctl.touched(3)), (None, None));
         // Small ranges are watched page by page.
         ctl.set_watch(0x4000_0000, 10);
         assert_eq!(ctl.watch().map(|w| w.2), Some(4096));

@@ -5,7 +5,7 @@ use std::ops::Range;
 use super::*;
 
 /// Byte ranges of a watched range a core touched ([`Launched::touched`]).
-type Touched = Vec<Range<u64>>;
+pub(crate) type Touched = Vec<Range<u64>>;
 
 impl PoolEngine {
     /// Runs a launch to completion or to its first fault; the output comes back to the host.
@@ -147,10 +147,11 @@ impl PoolEngine {
         team: Team,
         into: Option<&DeviceTensor>,
         fill: Fill,
-        inspect: impl FnOnce(&[u8], Option<&[Range<u64>]>),
+        inspect: impl FnOnce(&[u8], &[Option<Touched>]),
     ) -> Result<Run, EmuError> {
         let blob = self.place_all(kernel, args, spec, into, fill)?;
-        // A core alone reports what it touches of the output, where its backend can tell.
+        // Cores run alone or in a group report what they touch of the output, where their
+        // backend can tell.
         let team = match (team.only, blob.output.soc_addr(memory::SBUF_BASE)) {
             (Some(_), Some(soc)) => {
                 team.watching(soc, (blob.output.num_elem() * spec.dtype.size()) as u64)
@@ -158,10 +159,7 @@ impl PoolEngine {
             _ => team,
         };
         let (run, touched) = self.execute_touching(kernel, &blob, team, Instant::now())?;
-        inspect(
-            self.placed_bytes(&blob.output, spec.dtype)?,
-            touched.as_deref(),
-        );
+        inspect(self.placed_bytes(&blob.output, spec.dtype)?, &touched);
         Ok(run)
     }
 
@@ -177,7 +175,7 @@ impl PoolEngine {
             .map(|(run, _)| run)
     }
 
-    /// [`Self::execute`], and what the core touched of the team's watched range
+    /// [`Self::execute`], and what each core touched of the team's watched range
     /// ([`Launched::touched`]).
     fn execute_touching(
         &mut self,
@@ -185,7 +183,7 @@ impl PoolEngine {
         blob: &ArgBlob,
         team: Team,
         start: Instant,
-    ) -> Result<(Run, Option<Touched>), EmuError> {
+    ) -> Result<(Run, Vec<Option<Touched>>), EmuError> {
         let lib = self.library.as_ref().ok_or(EmuError::NoLibrary)?;
         let lib_file = lib.file();
         let run = team.cores();

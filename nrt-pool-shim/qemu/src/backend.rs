@@ -513,7 +513,7 @@ impl IsaBackend for XtensaBackend {
             stdio,
             profiles,
             // QEMU's cores report no watch: a check compares the whole range.
-            touched: None,
+            touched: Vec::new(),
         })
     }
 

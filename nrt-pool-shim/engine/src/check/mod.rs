@@ -357,7 +357,9 @@ impl PoolEngine {
 
         // 2. Each core alone: what it writes, and whether it writes what it wrote in the launch.
         // An HBM output is one device tensor for all of them, poisoned once; only the
-        // blocks a core changed are poisoned again after it.
+        // blocks a core changed are poisoned again after it. Where the backend reports what
+        // each core touches, cores run in groups whose parts of the output cannot meet
+        // (D90); a group whose cores did meet, or one that failed, runs again core by core.
         if checks.has(Check::Init) || checks.has(Check::Race) {
             let mut writers = self.take_buffer();
             writers.resize(numel, 0);
@@ -371,43 +373,64 @@ impl PoolEngine {
                 output: alone_out.is_none().then_some(POISON_ALONE),
                 heaps: POISON_ALONE,
             };
-            for (c, differ) in differ.iter_mut().enumerate() {
+            let groupable = self.backend.reports_touches() && !writes_inputs && alone_out.is_some();
+            let mut runs: std::collections::VecDeque<u8> =
+                groups(cores, launch_bytes.len(), groupable).into();
+            while let Some(mask) = runs.pop_front() {
+                let members: Vec<usize> = (0..cores).filter(|c| mask & (1 << c) != 0).collect();
                 if writes_inputs {
                     self.restore(&saved);
                 }
                 let mut dirty = Vec::new();
-                let alone = self.run_inspect(
+                let mut met = false;
+                let ran = self.run_inspect(
                     kernel,
                     args,
                     spec,
-                    Team::alone(c, cores),
+                    Team::group(mask, cores),
                     alone_out.as_ref(),
                     fill,
                     |bytes, touched| {
-                        let written = Written {
-                            bytes,
-                            launch: launch_bytes,
-                            size,
-                            fill: POISON_ALONE,
-                            touched,
-                        };
-                        dirty = written.scan(&mut writers, 1 << c, differ);
+                        if members.len() > 1 && !apart(touched, members.len()) {
+                            met = true;
+                            return;
+                        }
+                        for (i, &c) in members.iter().enumerate() {
+                            let written = Written {
+                                bytes,
+                                launch: launch_bytes,
+                                size,
+                                fill: POISON_ALONE,
+                                touched: touched.get(i).and_then(|t| t.as_deref()),
+                            };
+                            dirty.extend(written.scan(&mut writers, 1 << c, &mut differ[c]));
+                        }
                     },
                 );
+                let again = members.len() > 1 && (met || ran.is_err());
                 if let Some(dst) = alone_out.as_ref().and_then(|d| self.device_bytes_mut(d)) {
+                    if again {
+                        // What the group wrote is not known: all of it is poisoned again.
+                        fill_parallel(dst, POISON_ALONE);
+                    }
                     for b in dirty {
                         let end = ((b + 1) * BLOCK).min(dst.len());
                         dst[b * BLOCK..end].fill(POISON_ALONE);
                     }
                 }
-                if let Err(e) = alone {
-                    report.findings.push(Finding::about(
-                        Check::Init,
-                        kernel,
-                        vec![c],
-                        "the output",
-                        format!("run alone (as core {c} of {cores}), it failed: {e}"),
-                    ));
+                match ran {
+                    _ if again => runs.extend(members.iter().map(|c| 1u8 << c)),
+                    Err(e) => {
+                        let c = members.first().copied().unwrap_or_default();
+                        report.findings.push(Finding::about(
+                            Check::Init,
+                            kernel,
+                            vec![c],
+                            "the output",
+                            format!("run alone (as core {c} of {cores}), it failed: {e}"),
+                        ))
+                    }
+                    Ok(_) => {}
                 }
             }
             if checks.has(Check::Init) {
@@ -589,6 +612,36 @@ fn reborrow<'a>(to: &'a mut Destination<'_>) -> Destination<'a> {
     }
 }
 
+/// Output bytes each core's share must reach before cores run in groups: two 2 MiB pages,
+/// so cores two apart never share a page (a page is the least a core reports touching).
+const GROUP_SHARE: usize = 4 << 20;
+
+/// The runs of step 2, as masks of cores: where cores can run in groups (`groupable`: the
+/// backend reports touches, the launch wrote no input, one output for all runs) and each
+/// core's share of an output of `bytes` is large, the even cores, then the odd ones (a
+/// kernel partitioning its output in order gives neighbours adjacent parts); else each
+/// core alone.
+fn groups(cores: usize, bytes: usize, groupable: bool) -> Vec<u8> {
+    let cores = cores.min(8);
+    if groupable && cores > 2 && bytes / cores >= GROUP_SHARE {
+        let even = (0..cores).step_by(2).fold(0u8, |m, c| m | 1 << c);
+        let odd = (1..cores).step_by(2).fold(0u8, |m, c| m | 1 << c);
+        return vec![even, odd];
+    }
+    (0..cores).map(|c| 1u8 << c).collect()
+}
+
+/// Whether `members` cores each reported what they touched, and no two touched a common
+/// byte: each one's run is then its run alone (it saw none of the others' writes).
+fn apart(touched: &[Option<run::Touched>], members: usize) -> bool {
+    if touched.len() != members || touched.iter().any(Option::is_none) {
+        return false;
+    }
+    let mut all: Vec<&std::ops::Range<u64>> = touched.iter().flatten().flatten().collect();
+    all.sort_by_key(|r| r.start);
+    all.windows(2).all(|w| w[0].end <= w[1].start)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -607,5 +660,36 @@ mod tests {
         assert!(e.contains("unknown check 'raec'"), "{e}");
         assert_eq!(Checks::DEFAULT.limits().len(), 2);
         assert!(Checks::parse("init").unwrap().limits().is_empty());
+    }
+
+    #[test]
+    fn cores_run_in_two_groups_only_where_their_shares_are_large() {
+        let big = 8 * GROUP_SHARE;
+        assert_eq!(groups(8, big, true), [0b0101_0101, 0b1010_1010]);
+        assert_eq!(groups(3, 3 * GROUP_SHARE, true), [0b101, 0b010]);
+        // Small shares, a backend that cannot tell, two cores or one: alone.
+        assert_eq!(
+            groups(8, big - 1, true),
+            (0..8).map(|c| 1 << c).collect::<Vec<u8>>()
+        );
+        assert_eq!(groups(8, big, false).len(), 8);
+        assert_eq!(groups(2, big, true), [0b01, 0b10]);
+        assert_eq!(groups(1, big, true), [0b1]);
+    }
+
+    #[test]
+    #[allow(clippy::single_range_in_vec_init)] // lists of byte ranges, one range long
+    fn a_group_is_apart_when_every_core_reported_and_none_met() {
+        let t = |r: &[std::ops::Range<u64>]| Some(r.to_vec());
+        assert!(apart(&[t(&[0..10, 30..40]), t(&[10..30]), t(&[])], 3));
+        assert!(
+            !apart(&[t(&[0..10, 30..40]), t(&[39..50])], 2),
+            "a shared byte"
+        );
+        assert!(
+            !apart(&[t(&[0..10]), None], 2),
+            "a core that could not tell"
+        );
+        assert!(!apart(&[t(&[0..10])], 2), "a core missing");
     }
 }

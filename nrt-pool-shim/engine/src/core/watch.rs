@@ -182,6 +182,6 @@ pub(super) fn finish(ctl: &ControlBlock) {
         }
     }
     if !w.blind {
-        ctl.set_touched(&w.bits);
+        ctl.set_touched(core(), &w.bits);
     }
 }
