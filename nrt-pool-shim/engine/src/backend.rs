@@ -582,17 +582,12 @@ impl IsaBackend for HostBackend {
         } else {
             Vec::new()
         };
-        let touched = match team.watch {
-            Some(_) => run
-                .iter()
-                .zip(&cores)
-                .map(|(&c, end)| {
-                    ctl.touched(c)
-                        .filter(|_| matches!(end.outcome, Outcome::Done(_)))
-                })
-                .collect(),
-            None => Vec::new(),
-        };
+        // What each core touched of a watched range (only a core that completed reports).
+        let done = |end: &CoreEnd| matches!(end.outcome, Outcome::Done(_));
+        let watched = run.iter().zip(&cores).filter(|_| team.watch.is_some());
+        let touched = watched
+            .map(|(&c, e)| ctl.touched(c).filter(|_| done(e)))
+            .collect();
         Ok(Launched {
             cores,
             stdio: drain(&ctl, team.all_stdio),
