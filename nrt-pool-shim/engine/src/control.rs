@@ -69,10 +69,17 @@ impl ControlBlock {
         unsafe { &*(self.base.add(DOORBELL_OFFSET) as *const HostBell) }
     }
 
-    /// Clears the header and every record before a launch (not the doorbells).
+    /// Clears the header and every record before a launch (not the doorbells), and ends
+    /// any watch (its state words: a bitmap is read only once its core's state says so).
     pub fn reset(&self) {
-        // SAFETY: the first RING_OFFSET bytes are the header and records (constructor).
-        unsafe { std::ptr::write_bytes(self.base, 0, RING_OFFSET) };
+        // SAFETY: the header, records, guard list and call stacks lie below WATCH_OFFSET
+        // (constructor; const asserts in the ABI).
+        unsafe { std::ptr::write_bytes(self.base, 0, WATCH_OFFSET) };
+        self.watch_state(None).store(WATCH_NONE, Ordering::Release);
+        for c in 0..CORES {
+            self.watch_state(Some(c))
+                .store(WATCH_NONE, Ordering::Release);
+        }
     }
 
     /// Core side: records a fault and its message.
