@@ -67,7 +67,7 @@ pub(super) struct Written<'a> {
     pub size: usize,
     pub fill: u8,
     /// The byte ranges the run touched, where its backend could tell (the rest holds
-    /// `fill`): [`dirty_blocks_in`].
+    /// `fill`): [`candidate_blocks`].
     pub touched: Option<&'a [Range<u64>]>,
 }
 
@@ -120,9 +120,7 @@ impl Written<'_> {
         writers: &mut [u8],
         bit: u8,
     ) -> (Vec<usize>, Vec<usize>) {
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .clamp(1, 8);
+        let threads = threads();
         let total: usize = blocks.iter().map(ExactSizeIterator::len).sum();
         if threads == 1 || total < (1 << 20) / BLOCK {
             return self.mark::<N>(blocks, writers, 0, bit);
@@ -239,8 +237,7 @@ fn split(ranges: &[Range<usize>], per: usize) -> Vec<Vec<Range<usize>>> {
 /// The `BLOCK`-long blocks of writer marks (one per element) holding a mark for which
 /// `pred` holds, in order, found between threads.
 pub(super) fn marked_blocks(writers: &[u8], pred: impl Fn(u8) -> bool + Sync) -> Vec<usize> {
-    let len = writers.len();
-    blocks_where(len, 0..len.div_ceil(BLOCK), |r| {
+    blocks_where(writers.len(), |r| {
         // No early exit: the loop vectorises.
         writers[r].iter().fold(false, |d, &w| d | pred(w))
     })
@@ -249,36 +246,36 @@ pub(super) fn marked_blocks(writers: &[u8], pred: impl Fn(u8) -> bool + Sync) ->
 /// The `BLOCK`-byte blocks where `a` and `b` (of one length) differ, in order.
 pub(super) fn differing_blocks(a: &[u8], b: &[u8]) -> Vec<usize> {
     debug_assert_eq!(a.len(), b.len());
-    let len = a.len().min(b.len());
-    blocks_where(len, 0..len.div_ceil(BLOCK), |r| a[r.clone()] != b[r])
+    blocks_where(a.len().min(b.len()), |r| a[r.clone()] != b[r])
 }
 
-/// The blocks `blocks` of a `len`-byte range for which `pred(block's byte range)` holds,
-/// in order: split between threads (these scans are memory-bound).
-fn blocks_where(
-    len: usize,
-    blocks: Range<usize>,
-    pred: impl Fn(Range<usize>) -> bool + Sync,
-) -> Vec<usize> {
+/// Threads a memory-bound pass is split between.
+fn threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 8)
+}
+
+/// The blocks of a `len`-byte range for which `pred(block's byte range)` holds, in order:
+/// the range split between threads (these scans are memory-bound).
+fn blocks_where(len: usize, pred: impl Fn(Range<usize>) -> bool + Sync) -> Vec<usize> {
+    let blocks = len.div_ceil(BLOCK);
     let part = |from: usize, to: usize| -> Vec<usize> {
         (from..to)
             .filter(|&b| pred(b * BLOCK..((b + 1) * BLOCK).min(len)))
             .collect()
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 8);
-    if threads == 1 || blocks.len() < (1 << 20) / BLOCK {
-        return part(blocks.start, blocks.end);
+    let threads = threads();
+    if threads == 1 || len < (1 << 20) {
+        return part(0, blocks);
     }
-    let per = blocks.len().div_ceil(threads);
+    let per = blocks.div_ceil(threads);
     let part = &part;
     std::thread::scope(|scope| {
-        let handles: Vec<_> = blocks
-            .clone()
+        let handles: Vec<_> = (0..blocks)
             .step_by(per)
             .map(|from| {
-                let to = (from + per).min(blocks.end);
+                let to = (from + per).min(blocks);
                 (from, to, scope.spawn(move || part(from, to)))
             })
             .collect();
