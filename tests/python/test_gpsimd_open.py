@@ -92,6 +92,25 @@ def test_device_arrays_chain_ops_without_host_copies(mlp):
         other.relu_forward(d)
 
 
+def test_device_arrays_take_the_dtype_in_numpys_spellings_too(mlp):
+    from gpsimd_open import bfloat16
+
+    # (dtype as given, the device's name, what .numpy() gives: bf16 as its uint16 bits)
+    cases = [("f32", "f32", np.float32), (np.float32, "f32", np.float32),
+             ("float32", "f32", np.float32), (np.dtype(">f4"), "f32", np.float32),
+             (np.int8, "i8", np.int8), ("uint16", "u16", np.uint16),
+             (np.float16, "f16", np.float16), (np.int64, "i64", np.int64),
+             (bfloat16, "bf16", np.uint16), ("bf16", "bf16", np.uint16)]
+    for dtype, name, host in cases:
+        a = mlp.device_array((2, 3), dtype)
+        assert (a.dtype, a.shape) == (name, (2, 3)), dtype
+        np.testing.assert_array_equal(a.numpy(), np.zeros((2, 3), host))
+        assert a.numpy().dtype == host, dtype
+    for bad in (np.float64, "complex64", object, "f33", None):
+        with pytest.raises(ValueError, match="has no device type"):
+            mlp.device_array((2,), bad)
+
+
 def test_array_arguments_are_copied_in_and_released_each_call(tmp_path):
     # An array argument is copied once, straight into device memory, and freed when the
     # call ends: 40 calls with 64 MiB each (2.5 GiB in all) fit a 1 GiB device, and a

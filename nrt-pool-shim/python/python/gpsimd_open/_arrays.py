@@ -37,6 +37,26 @@ def bfloat16_to_float32(bits):
     return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
 
 
+def dtype_name(dtype):
+    """A dtype as the engine names it, from its own names ("f32", "bf16", ...), a NumPy
+    dtype of one of them in any spelling (np.float32, "float32", np.dtype("<i4")) or
+    :class:`bfloat16`; ValueError naming the dtype for anything else."""
+    if dtype is bfloat16:
+        return "bf16"
+    if isinstance(dtype, str) and dtype in _NUMPY:
+        return dtype
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    for name, t in _NUMPY.items():
+        if dt is not None and name != "bf16" and np.dtype(t) == dt.newbyteorder("="):
+            return name
+    known = ", ".join(_NUMPY)
+    raise ValueError(f"dtype {dtype!r} has no device type (the device's: {known}, or "
+                     "NumPy's of the same; gpsimd_open.bfloat16 for bf16)")
+
+
 def to_engine(value):
     """A call argument as the native module takes it: C-contiguous native-endian arrays,
     ("bf16", bits) for bfloat16, numbers and device arrays as they are."""

@@ -7,7 +7,7 @@ import tempfile
 import sys
 
 from . import _check, _cores, _native
-from ._arrays import from_engine, to_engine
+from ._arrays import dtype_name, from_engine, to_engine
 
 __all__ = ["load", "load_library", "ops", "Library", "DeviceArray"]
 
@@ -342,8 +342,10 @@ class Library:
         self._native.timeout = seconds
 
     def device_array(self, shape, dtype="f32"):
-        """A zeroed device array of ``shape`` and ``dtype`` ("f32", "f16", "bf16", "i32", ...)."""
-        return DeviceArray(self._native.device_array(list(shape), dtype))
+        """A zeroed device array of ``shape`` and ``dtype``: the device's names ("f32",
+        "f16", "bf16", "i32", ...), a NumPy dtype of one of them (``np.float32``,
+        ``"float32"``) or ``gpsimd_open.bfloat16``."""
+        return DeviceArray(self._native.device_array(list(shape), dtype_name(dtype)))
 
     def to_device(self, array):
         """A device array holding a copy of ``array``."""
