@@ -180,11 +180,8 @@ const _: () = assert!(FRAMES_OFFSET + CORES * FRAMES_BYTES <= RING_OFFSET);
 
 /// A checked launch's watch (host cores, D89): the host names a SoC range before cores run
 /// alone or in a group; each reports which chunks of it its process touched (read or
-/// wrote), so the host compares only those with the poison the range started as. Layout:
-/// a header of SoC start (u64), length (u64), chunk bytes (u64), state (u32: [`WATCH_NONE`]
-/// or [`WATCH_ASKED`]) and a u32 of padding; then one record per core: state (u32:
-/// [`WATCH_REPORTED`] once it reported), a u32 of padding, [`WATCH_BITMAP_BYTES`] of bits
-/// (chunk `i` at byte `i / 8`, bit `i % 8`).
+/// wrote), so the host compares only those with the poison the range started as. A
+/// [`WatchHeader`], then one [`WatchRecord`] per core.
 pub const WATCH_OFFSET: usize = FRAMES_OFFSET + CORES * FRAMES_BYTES;
 pub const WATCH_HEADER_BYTES: usize = 32;
 pub const WATCH_BITMAP_BYTES: usize = 1024;
@@ -197,3 +194,35 @@ pub const WATCH_REPORTED: u32 = 2;
 const _: () = assert!(WATCH_OFFSET.is_multiple_of(8) && WATCH_RECORD_BYTES.is_multiple_of(8));
 const _: () =
     assert!(WATCH_OFFSET + WATCH_HEADER_BYTES + CORES * WATCH_RECORD_BYTES <= RING_OFFSET);
+
+/// What the host asks of a watch.
+#[cfg(target_has_atomic = "64")]
+#[repr(C)]
+pub struct WatchHeader {
+    /// The watched range: SoC start and bytes.
+    pub soc: AtomicU64,
+    pub len: AtomicU64,
+    /// Bytes each bit of a report stands for.
+    pub chunk: AtomicU64,
+    /// [`WATCH_NONE`] or [`WATCH_ASKED`] (written last).
+    pub state: AtomicU32,
+    pub _pad: u32,
+}
+
+/// What one core reports of a watch.
+#[cfg(target_has_atomic = "64")]
+#[repr(C)]
+pub struct WatchRecord {
+    /// [`WATCH_REPORTED`] once `bits` hold the report.
+    pub state: AtomicU32,
+    pub _pad: u32,
+    /// Chunk `i` touched: byte `i / 8`, bit `i % 8`.
+    pub bits: [u8; WATCH_BITMAP_BYTES],
+}
+
+#[cfg(target_has_atomic = "64")]
+const _: () = {
+    assert!(core::mem::size_of::<WatchHeader>() == WATCH_HEADER_BYTES);
+    assert!(core::mem::size_of::<WatchRecord>() == WATCH_RECORD_BYTES);
+    assert!(core::mem::offset_of!(WatchRecord, bits) == 8);
+};

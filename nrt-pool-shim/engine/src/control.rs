@@ -75,9 +75,12 @@ impl ControlBlock {
         // SAFETY: the header, records, guard list and call stacks lie below WATCH_OFFSET
         // (constructor; const asserts in the ABI).
         unsafe { std::ptr::write_bytes(self.base, 0, WATCH_OFFSET) };
-        self.watch_state(None).store(WATCH_NONE, Ordering::Release);
+        self.watch_header()
+            .state
+            .store(WATCH_NONE, Ordering::Release);
         for c in 0..CORES {
-            self.watch_state(Some(c))
+            self.watch_record(c)
+                .state
                 .store(WATCH_NONE, Ordering::Release);
         }
     }
@@ -164,33 +167,21 @@ impl ControlBlock {
             .collect()
     }
 
-    fn watch_word(&self, at: usize) -> *mut u64 {
-        debug_assert!(at < WATCH_HEADER_BYTES);
-        // SAFETY: inside the watch area (const asserts in the ABI), 8-byte aligned.
-        unsafe { self.base.add(WATCH_OFFSET + at).cast::<u64>() }
+    fn watch_header(&self) -> &WatchHeader {
+        // SAFETY: the header lies inside the region at WATCH_OFFSET (const asserts in the
+        // ABI), 8-byte aligned; its fields are atomics.
+        unsafe { &*(self.base.add(WATCH_OFFSET) as *const WatchHeader) }
     }
 
-    /// The watch's state word (`core` None) or core `core`'s.
-    fn watch_state(&self, core: Option<usize>) -> &std::sync::atomic::AtomicU32 {
-        let at = match core {
-            None => WATCH_OFFSET + 24,
-            Some(c) => {
-                assert!(c < CORES);
-                WATCH_OFFSET + WATCH_HEADER_BYTES + c * WATCH_RECORD_BYTES
-            }
-        };
-        // SAFETY: a state word inside the watch area (const asserts), 4-byte aligned; an
-        // atomic.
-        unsafe { &*(self.base.add(at) as *const std::sync::atomic::AtomicU32) }
-    }
-
-    /// Core `core`'s bitmap.
-    fn watch_bits(&self, core: usize) -> *mut u8 {
+    fn watch_record(&self, core: usize) -> &WatchRecord {
         assert!(core < CORES);
-        // SAFETY: inside core `core`'s record, after its state and padding (const asserts).
+        // SAFETY: core `core`'s record lies inside the region after the header (const
+        // asserts), 8-byte aligned; its bits are written only by that core's process.
         unsafe {
-            self.base
-                .add(WATCH_OFFSET + WATCH_HEADER_BYTES + core * WATCH_RECORD_BYTES + 8)
+            &*(self
+                .base
+                .add(WATCH_OFFSET + WATCH_HEADER_BYTES + core * WATCH_RECORD_BYTES)
+                as *const WatchRecord)
         }
     }
 
@@ -201,70 +192,56 @@ impl ControlBlock {
             .div_ceil(WATCH_CHUNKS as u64)
             .max(1)
             .next_multiple_of(crate::memory::PAGE);
-        // SAFETY: host-written while no core runs; plain words of the watch area.
-        unsafe {
-            self.watch_word(0).write_volatile(soc);
-            self.watch_word(8).write_volatile(len);
-            self.watch_word(16).write_volatile(chunk);
-        }
-        self.watch_state(None).store(WATCH_ASKED, Ordering::Release);
+        let h = self.watch_header();
+        h.soc.store(soc, Ordering::Relaxed);
+        h.len.store(len, Ordering::Relaxed);
+        h.chunk.store(chunk, Ordering::Relaxed);
+        h.state.store(WATCH_ASKED, Ordering::Release);
     }
 
     /// Core side: the watch asked for this launch: (SoC start, length, chunk bytes).
     pub fn watch(&self) -> Option<(u64, u64, u64)> {
-        if self.watch_state(None).load(Ordering::Acquire) != WATCH_ASKED {
+        let h = self.watch_header();
+        if h.state.load(Ordering::Acquire) != WATCH_ASKED {
             return None;
         }
-        // SAFETY: as in set_watch; written before the state.
-        let (soc, len, chunk) = unsafe {
-            (
-                self.watch_word(0).read_volatile(),
-                self.watch_word(8).read_volatile(),
-                self.watch_word(16).read_volatile(),
-            )
-        };
+        let (soc, len, chunk) = (
+            h.soc.load(Ordering::Relaxed),
+            h.len.load(Ordering::Relaxed),
+            h.chunk.load(Ordering::Relaxed),
+        );
         (chunk > 0 && len.div_ceil(chunk) <= WATCH_CHUNKS as u64).then_some((soc, len, chunk))
     }
 
     /// Core side: the chunks of the watched range core `core` touched (bit `i`: chunk `i`).
     pub fn set_touched(&self, core: usize, bits: &[u8]) {
-        let n = bits.len().min(WATCH_BITMAP_BYTES);
-        // SAFETY: inside the core's bitmap (at most its length); only this core's process
-        // writes its record.
-        unsafe { std::ptr::copy_nonoverlapping(bits.as_ptr(), self.watch_bits(core), n) };
-        self.watch_state(Some(core))
-            .store(WATCH_REPORTED, Ordering::Release);
+        let r = self.watch_record(core);
+        let n = bits.len().min(r.bits.len());
+        // SAFETY: at most the bitmap's length; only this core's process writes its record
+        // (as set_fault writes its message).
+        unsafe { std::ptr::copy_nonoverlapping(bits.as_ptr(), r.bits.as_ptr() as *mut u8, n) };
+        r.state.store(WATCH_REPORTED, Ordering::Release);
     }
 
     /// Host side: the byte ranges (from the watched range's start, merged, in order) core
     /// `core` reported touching; None when it reported nothing (no watch asked, the core did
     /// not complete, or it could not tell).
     pub fn touched(&self, core: usize) -> Option<Vec<std::ops::Range<u64>>> {
-        if self.watch_state(Some(core)).load(Ordering::Acquire) != WATCH_REPORTED {
+        let r = self.watch_record(core);
+        if r.state.load(Ordering::Acquire) != WATCH_REPORTED {
             return None;
         }
-        // SAFETY: as in set_watch.
-        let (len, chunk) = unsafe {
-            (
-                self.watch_word(8).read_volatile(),
-                self.watch_word(16).read_volatile(),
-            )
-        };
+        let h = self.watch_header();
+        let (len, chunk) = (
+            h.len.load(Ordering::Relaxed),
+            h.chunk.load(Ordering::Relaxed),
+        );
         let chunks = usize::try_from(len.div_ceil(chunk.max(1))).ok()?;
         if chunk == 0 || chunks > WATCH_CHUNKS {
             return None;
         }
-        let mut bits = [0u8; WATCH_BITMAP_BYTES];
-        // SAFETY: the core's bitmap; the core that wrote it has completed.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                self.watch_bits(core),
-                bits.as_mut_ptr(),
-                WATCH_BITMAP_BYTES,
-            )
-        };
         let mut ranges: Vec<std::ops::Range<u64>> = Vec::new();
-        for i in (0..chunks).filter(|i| bits[i / 8] & (1 << (i % 8)) != 0) {
+        for i in (0..chunks).filter(|i| r.bits[i / 8] & (1 << (i % 8)) != 0) {
             let (from, to) = (i as u64 * chunk, ((i as u64 + 1) * chunk).min(len));
             match ranges.last_mut() {
                 Some(r) if r.end == from => r.end = to,
