@@ -32,6 +32,17 @@ def gallery(gallery_build, request):
     return lib
 
 
+def load_op(tmp_path, name, kernel, shape, **kw):
+    """Library `name` built in tmp_path from a kernel's and a shape function's source
+    texts, as custom_op.load builds one."""
+    from gpsimd_open import custom_op
+
+    (tmp_path / "k.cpp").write_text(kernel)
+    (tmp_path / "s.cpp").write_text(shape)
+    return custom_op.load(name, [tmp_path / "k.cpp"], [tmp_path / "s.cpp"],
+                          build_directory=tmp_path, **kw)
+
+
 def x():
     return np.linspace(-4.0, 4.0, N, dtype=np.float32)
 
@@ -231,12 +242,9 @@ def test_writes_through_replaced_windows_are_seen_by_the_checks(tmp_path):
     its view of device memory or a dynamic window, one replaced mid-kernel included: the
     elements two cores write that way are races, on 8 cores and 3, and nothing else is
     found."""
-    from gpsimd_open import CheckError, custom_op
+    from gpsimd_open import CheckError
 
-    (tmp_path / "k.cpp").write_text(WINDOW_WRITES)
-    (tmp_path / "s.cpp").write_text(WINDOW_SHAPE)
-    lib = custom_op.load("win_ops", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"],
-                         build_directory=tmp_path, multicore=True)
+    lib = load_op(tmp_path, "win_ops", WINDOW_WRITES, WINDOW_SHAPE, multicore=True)
     x = np.zeros(12 << 20, np.float32)  # 48 MiB: three 16 MiB regions
     want = (np.arange(x.size) & 1023).astype(np.float32)
     for cores in (8, 3):
@@ -296,12 +304,7 @@ NEURON_LIBRARY(inplace_ops, m) { m.def("twice", &s, "twice_in_place"); }
 def test_a_kernel_that_writes_its_input_is_checked_from_the_same_input(tmp_path, isa):
     """Every checked run starts from the caller's input, and the caller sees the input as
     the launch left it (written once, not once per run)."""
-    from gpsimd_open import custom_op
-
-    (tmp_path / "k.cpp").write_text(INPLACE)
-    (tmp_path / "s.cpp").write_text(INPLACE_SHAPE)
-    lib = custom_op.load("inplace_ops", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"],
-                         build_directory=tmp_path, isa=isa)
+    lib = load_op(tmp_path, "inplace_ops", INPLACE, INPLACE_SHAPE, isa=isa)
     v = np.arange(10, dtype=np.float32)
     d = lib.to_device(v)
     y = lib.ops["twice"](d, check=True)
@@ -342,12 +345,7 @@ NEURON_LIBRARY(empty_ops, m) { m.def("half", &s, "half_empty"); }
 
 @pytest.mark.parametrize("isa", ["host", "xtensa"])
 def test_torch_empty_starts_poisoned_and_its_unwritten_elements_are_found(tmp_path, isa):
-    from gpsimd_open import custom_op
-
-    (tmp_path / "k.cpp").write_text(EMPTY)
-    (tmp_path / "s.cpp").write_text(EMPTY_SHAPE)
-    lib = custom_op.load("empty_ops", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"],
-                         build_directory=tmp_path, isa=isa)
+    lib = load_op(tmp_path, "empty_ops", EMPTY, EMPTY_SHAPE, isa=isa)
     v = np.arange(1, 9, dtype=np.float32)
     from gpsimd_open import CheckError
 
@@ -458,12 +456,7 @@ NEURON_LIBRARY(temps_ops, m) {
 
 @pytest.mark.parametrize("isa", ["host", "xtensa"])
 def test_a_kernels_tensors_give_their_hbm_back_when_their_last_copy_goes(isa, tmp_path):
-    from gpsimd_open import custom_op
-
-    (tmp_path / "k.cpp").write_text(TEMPS)
-    (tmp_path / "s.cpp").write_text(TEMPS_SHAPE)
-    lib = custom_op.load("temps_ops", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"],
-                         build_directory=tmp_path, isa=isa)
+    lib = load_op(tmp_path, "temps_ops", TEMPS, TEMPS_SHAPE, isa=isa)
     v = np.arange(16, dtype=np.float32)
     want = v + np.float32(sum(range(4096)))
     # Checked: no HBM block is left held (every temporary went back).
@@ -535,12 +528,9 @@ NEURON_LIBRARY(big_ops, m) { m.def("big", &s, "big"); }
 def test_host_cores_hold_new_to_the_device_heap_in_a_checked_launch(tmp_path):
     """A 4 MiB std::vector passes a host build and faults its device build: checked, the
     host build's new takes the device heap and the check says where it runs out."""
-    from gpsimd_open import CheckError, custom_op
+    from gpsimd_open import CheckError
 
-    (tmp_path / "k.cpp").write_text(BIG_VECTOR)
-    (tmp_path / "s.cpp").write_text(BIG_SHAPE)
-    lib = custom_op.load("big_ops", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"],
-                         build_directory=tmp_path)
+    lib = load_op(tmp_path, "big_ops", BIG_VECTOR, BIG_SHAPE)
     v = np.arange(8, dtype=np.float32)
     np.testing.assert_array_equal(lib.ops["big"](v), v * 2 + 1)  # unchecked: glibc's heap
     with pytest.raises(CheckError) as e:
@@ -582,10 +572,7 @@ def test_a_stale_translated_pointer_reads_what_the_device_reads_in_a_checked_lau
     it reads what the window shows now, as the Xtensa cores (and the device) do."""
     from gpsimd_open import custom_op
 
-    (tmp_path / "k.cpp").write_text(STALE_WINDOW)
-    (tmp_path / "s.cpp").write_text(STALE_SHAPE)
-    lib = custom_op.load("stale_ops", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"],
-                         build_directory=tmp_path, isa="xtensa")
+    lib = load_op(tmp_path, "stale_ops", STALE_WINDOW, STALE_SHAPE, isa="xtensa")
     # 128 MiB; element i holds i's 16 MiB segment number.
     x = (np.arange(32 << 20, dtype=np.int64) >> 22).astype(np.float32)
     host = custom_op.load_library(tmp_path / "libstale_ops.so")
@@ -617,12 +604,9 @@ NEURON_LIBRARY(past_ops, m) { m.def("past_end", &s, "past_end"); }
 def test_guard_pages_hold_in_separately_mapped_windows(tmp_path):
     """A checked launch's windows keep the guard page after each tensor: a read past the
     end faults, named by the tensor, as unchecked."""
-    from gpsimd_open import DeviceFault, custom_op
+    from gpsimd_open import DeviceFault
 
-    (tmp_path / "k.cpp").write_text(PAST_END)
-    (tmp_path / "s.cpp").write_text(PAST_END_SHAPE)
-    lib = custom_op.load("past_ops", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"],
-                         build_directory=tmp_path)
+    lib = load_op(tmp_path, "past_ops", PAST_END, PAST_END_SHAPE)
     x = np.ones(1000, np.float32)
     for check in (False, True):
         with pytest.raises(DeviceFault) as e:
