@@ -133,8 +133,7 @@ impl Watch {
 
 /// Before a kernel runs: starts the watch its launch asked for (else none).
 pub(super) fn begin(ctl: &ControlBlock) {
-    let mut slot = WATCH.lock().unwrap_or_else(|p| p.into_inner());
-    *slot = None;
+    // Unchecked launches take no lock here (the last watch ended with its kernel).
     let Some((soc, len, chunk)) = ctl.watch() else {
         return;
     };
@@ -154,7 +153,7 @@ pub(super) fn begin(ctl: &ControlBlock) {
             w.drop_pages(l, n);
         }
     }
-    *slot = Some(w);
+    *WATCH.lock().unwrap_or_else(|p| p.into_inner()) = Some(w);
 }
 
 /// Window `local` (showing `len` bytes from SoC `soc`) is about to be replaced: notes what
@@ -171,8 +170,12 @@ pub(super) fn window_replaced(local: usize, soc: u64, len: u64) {
 /// After the kernel returned: reports what it touched (nothing if the watch missed
 /// something).
 pub(super) fn finish(ctl: &ControlBlock) {
-    let mut slot = WATCH.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(mut w) = slot.take() else { return };
+    if ctl.watch().is_none() {
+        return;
+    }
+    let Some(mut w) = WATCH.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+        return;
+    };
     if let Some(p) = memory().host(w.soc, w.len) {
         w.note_present(p as usize, w.soc, w.len as usize);
     }
