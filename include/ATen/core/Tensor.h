@@ -438,15 +438,13 @@ template <bool read_only> class TensorTcmAccessor {
 class Tensor {
   public:
     Tensor() = default;
-    Tensor(const Tensor &x) : Tensor(x.fields()) {
-        if (owns())
-            storage_->refs++;
-        else
-            storage_ = nullptr;
+    Tensor(const Tensor &x) {
+        assign(x);
+        if (storage_) storage_->refs++;
     }
-    Tensor(Tensor &&x) : Tensor(x.fields()) {
+    Tensor(Tensor &&x) {
+        assign(x);
         x.storage_ = nullptr;
-        if (!owns()) storage_ = nullptr;
     }
     Tensor &operator=(const Tensor &x) & {
         Tensor copy(x);
@@ -457,7 +455,6 @@ class Tensor {
             drop();
             assign(x);
             x.storage_ = nullptr;
-            if (!owns()) storage_ = nullptr;
         }
         return *this;
     }
@@ -553,17 +550,12 @@ class Tensor {
     }
 
   private:
-    /// Every field but the storage's count (the copy and move constructors' common part).
-    struct Fields {
-        const Tensor &t;
-    };
-    Fields fields() const { return Fields{*this}; }
-    explicit Tensor(Fields f)
-        : soc_(f.t.soc_), dtype_(f.t.dtype_), sizes_(f.t.sizes_), strides_(f.t.strides_), rank_(f.t.rank_),
-          numel_(f.t.numel_), meta_(f.t.meta_), label_(f.t.label_), storage_(f.t.storage_), launch_(f.t.launch_) {}
+    /// Every field of `x`, its storage only while live (the count is the caller's: copies
+    /// add one, moves take the source's).
     void assign(const Tensor &x) {
         soc_ = x.soc_, dtype_ = x.dtype_, sizes_ = x.sizes_, strides_ = x.strides_, rank_ = x.rank_;
-        numel_ = x.numel_, meta_ = x.meta_, label_ = x.label_, storage_ = x.storage_, launch_ = x.launch_;
+        numel_ = x.numel_, meta_ = x.meta_, label_ = x.label_, launch_ = x.launch_;
+        storage_ = x.owns() ? x.storage_ : nullptr;
     }
     /// Whether this tensor's storage is live: made in this launch (an earlier launch's went
     /// with its heaps).
