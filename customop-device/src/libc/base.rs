@@ -169,7 +169,7 @@ pub extern "C" fn fsync(fd: c_int) -> c_int {
 /// Stops the kernel: reported to the host as a fault, then the core waits forever.
 #[no_mangle]
 pub extern "C" fn abort() -> ! {
-    fault(b"customop: abort()")
+    crate::runtime::platform::fault(b"customop: abort()")
 }
 
 /// What libc++ would throw in device builds (include/device/libcxx's support functions,
@@ -181,7 +181,7 @@ pub extern "C" fn abort() -> ! {
 #[no_mangle]
 pub unsafe extern "C" fn __neuron_cxx_fatal(what: *const core::ffi::c_char) -> ! {
     // SAFETY: NUL-terminated (the contract).
-    fault(unsafe { core::ffi::CStr::from_ptr(what) }.to_bytes())
+    crate::runtime::platform::fault(unsafe { core::ffi::CStr::from_ptr(what) }.to_bytes())
 }
 
 /// A failed `assert` (include/device/assert.h): a device fault whose message reads as
@@ -213,7 +213,7 @@ pub unsafe extern "C" fn __assert_fail(
     m.put(b": Assertion `");
     m.put(text(assertion));
     m.put(b"' failed.");
-    fault(m.bytes())
+    crate::runtime::platform::fault(m.bytes())
 }
 
 /// A fault message of at most `N` bytes: bytes (kept as they are) and formatted text, cut
@@ -252,21 +252,11 @@ impl<const N: usize> core::fmt::Write for Message<N> {
     }
 }
 
-fn fault(msg: &[u8]) -> ! {
-    if let Some(f) = crate::runtime::platform::services().fault {
-        // SAFETY: the service has the documented signature; `msg` is readable.
-        unsafe { f(msg.as_ptr().cast(), msg.len()) };
-    }
-    loop {
-        core::hint::spin_loop();
-    }
-}
-
 #[cfg(not(test))]
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     use core::fmt::Write;
     let mut m = Message::<256>::new();
     let _ = write!(m, "{}", info.message());
-    fault(m.bytes())
+    crate::runtime::platform::fault(m.bytes())
 }

@@ -6,7 +6,8 @@
 //! - [`exports`]: the vendor roster's C ABI over it.
 //! - [`platform`]: what differs between device and host (windows, core id, DMA, faults).
 //! - [`translate`], [`heap`], [`mem`], [`stack`], [`scalar`], [`stdio`], [`global`],
-//!   [`redzone`] (checking mode's red zones after heap blocks).
+//!   [`redzone`] (checking mode's red zones after heap blocks), `ubsan` (host builds: the
+//!   device's alignment faults).
 
 pub mod global;
 pub mod heap;
@@ -18,6 +19,9 @@ pub mod stack;
 pub mod state;
 pub mod stdio;
 pub mod translate;
+/// Host builds only: the device's alignment faults, judged in the compiler's checks.
+#[cfg(all(feature = "archive", not(target_os = "none")))]
+pub mod ubsan;
 
 #[cfg(feature = "exports")]
 pub mod exports;

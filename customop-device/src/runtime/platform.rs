@@ -41,6 +41,18 @@ static SERVICES: Global<HostServices> = Global::new(HostServices {
     window: None,
 });
 
+/// Ends the kernel with a device fault: the host's fault service reports `msg` and stops
+/// this core (a device without one halts here).
+pub fn fault(msg: &[u8]) -> ! {
+    if let Some(f) = services().fault {
+        // SAFETY: the service has the documented signature; `msg` is readable.
+        unsafe { f(msg.as_ptr().cast(), msg.len()) };
+    }
+    loop {
+        core::hint::spin_loop();
+    }
+}
+
 /// Installs host services (the emulator via `entry_func`, or tests).
 pub fn install(s: HostServices) {
     SERVICES.with(|g| *g = s);

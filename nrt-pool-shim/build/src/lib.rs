@@ -387,6 +387,10 @@ pub fn assemble_windowed(asm: &Path, obj: &Path) -> Result<(), BuildError> {
 
 pub const XTENSA_AS: &str = "xtensa-lx106-elf-as";
 
+/// Flags host op builds take so host cores follow the device where a compiler flag can
+/// make them (D92).
+pub const DEVICE_RULES_ON_HOST: &[&str] = &["-funsigned-char", "-fsanitize=alignment"];
+
 /// The host C++ compiler's command for an op library's object `obj` from `src`.
 pub(crate) fn host_cxx(
     cxx: &str,
@@ -411,6 +415,10 @@ pub(crate) fn host_cxx(
         "-fstack-clash-protection",
         "-c",
     ]);
+    // The device's rules where x86 differs and a flag can say so (D92): plain `char` is
+    // unsigned on a Pool core; an access through a misaligned pointer faults there (the
+    // runtime's handler for this check applies the device's rule and reports it).
+    c.args(DEVICE_RULES_ON_HOST);
     flags.add_includes(&mut c);
     c.arg("-I").arg(include);
     flags.add_cflags(&mut c);

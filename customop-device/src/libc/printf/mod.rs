@@ -4,7 +4,7 @@
 //! the host libc's `snprintf`, and the Xtensa self-test runs it in place.
 //!
 //! Supported: flags `-+ #0`, width and precision (numbers or `*`), length modifiers
-//! `hh h l ll j z t L`, conversions `d i u o x X c s p f F e E g G %`. `%n` writes nothing
+//! `hh h l ll j z t L`, conversions `d i u o x X c s p f F e E g G a A %`. `%n` writes nothing
 //! (it is a classic format-string hole) and an unknown conversion is copied through as
 //! written. Floats are formatted from their exact decimal value (a small bignum, no
 //! `core::fmt`: its float tables and algorithms would take a third of a lean device image),
@@ -168,7 +168,7 @@ fn parse(f: &[u8], args: &mut dyn Args) -> (Option<Spec>, usize) {
         i += n;
     }
     match f.get(i) {
-        Some(&c) if b"diuoxXcspfFeEgGn%".contains(&c) => {
+        Some(&c) if b"diuoxXcspfFeEgGaAn%".contains(&c) => {
             s.conv = c;
             (Some(s), i + 1)
         }
@@ -218,8 +218,93 @@ fn convert(s: &Spec, args: &mut dyn Args, out: &mut Sink<'_>) {
                 field(s, out, b"0x", digits.bytes(), 0);
             }
         }
+        b'a' | b'A' => hex_float(s, out, args.double()),
         _ => float(s, out, args.double()),
     }
+}
+
+/// `%a`: `[-]0xh.hhhp±d`, as glibc prints it: a normal number's leading digit is 1, a
+/// subnormal's 0 with exponent -1022; without a precision the 13 hex digits of the
+/// fraction lose their trailing zeros, with one the fraction is rounded to nearest (ties
+/// to even), a carry showing as a leading 2.
+fn hex_float(s: &Spec, out: &mut Sink<'_>, v: f64) {
+    const FRACTION_DIGITS: usize = 13;
+    if !v.is_finite() {
+        return float(s, out, v);
+    }
+    let upper = s.conv == b'A';
+    let bits = v.to_bits();
+    let biased = ((bits >> 52) & 0x7ff) as i64;
+    let mut fraction = bits & ((1u64 << 52) - 1);
+    let (mut lead, exp) = match (biased, fraction) {
+        (0, 0) => (0u8, 0i64),
+        (0, _) => (0, -1022),
+        _ => (1, biased - 1023),
+    };
+    let shown = match s.precision {
+        Some(p) if p < FRACTION_DIGITS => {
+            let drop = 4 * (FRACTION_DIGITS - p) as u32;
+            let rest = fraction & ((1u64 << drop) - 1);
+            let half = 1u64 << (drop - 1);
+            fraction >>= drop;
+            // Ties go to an even last digit: the leading one when no fraction is shown.
+            let odd = if p == 0 { lead & 1 == 1 } else { fraction & 1 == 1 };
+            if rest > half || (rest == half && odd) {
+                fraction += 1;
+                if fraction >> (4 * p) != 0 {
+                    fraction = 0;
+                    lead += 1;
+                }
+            }
+            p
+        }
+        Some(_) => FRACTION_DIGITS,
+        None => {
+            let mut n = FRACTION_DIGITS;
+            while n > 0 && fraction & 0xf == 0 {
+                fraction >>= 4;
+                n -= 1;
+            }
+            n
+        }
+    };
+    let hex: &[u8; 16] = if upper {
+        b"0123456789ABCDEF"
+    } else {
+        b"0123456789abcdef"
+    };
+    let mut digits = [0u8; FRACTION_DIGITS];
+    for (i, d) in digits[..shown].iter_mut().rev().enumerate() {
+        *d = hex[((fraction >> (4 * i)) & 0xf) as usize];
+    }
+    let zeros = s.precision.map_or(0, |p| p.saturating_sub(shown));
+    let mut head = [0u8; 3];
+    let sign = sign(s, v.is_sign_negative());
+    head[..sign.len()].copy_from_slice(sign);
+    head[sign.len()..sign.len() + 2].copy_from_slice(if upper { b"0X" } else { b"0x" });
+    let head = &head[..sign.len() + 2];
+    let dot: &[u8] = if shown + zeros > 0 || s.alt { b"." } else { b"" };
+    let mut e = Digits::new();
+    e.number(exp.unsigned_abs(), 10, false);
+    let p_sign: &[u8] = match (upper, exp < 0) {
+        (false, true) => b"p-",
+        (false, false) => b"p+",
+        (true, true) => b"P-",
+        (true, false) => b"P+",
+    };
+    field_parts(
+        s,
+        out,
+        head,
+        &[
+            Part::Bytes(&[b'0' + lead]),
+            Part::Bytes(dot),
+            Part::Bytes(&digits[..shown]),
+            Part::Zeros(zeros),
+            Part::Bytes(p_sign),
+            Part::Bytes(e.bytes()),
+        ],
+    );
 }
 
 /// The sign a signed conversion shows: '-', or what the '+' / ' ' flags ask for.

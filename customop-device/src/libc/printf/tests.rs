@@ -115,6 +115,44 @@ fn same(f: &str, a: A) {
 }
 
 #[test]
+fn hex_floats_match_the_host_libc() {
+    let formats = [
+        "%a", "%A", "%.0a", "%.1a", "%.3a", "%.13a", "%.20a", "%#.0a", "%20a", "%-20a|", "%020a",
+        "%+a", "% a", "%+.2A",
+    ];
+    let values = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.5,
+        0.1,
+        3.0,
+        1.96875,
+        1.0 + f64::EPSILON,
+        1.03125,
+        1.09375,
+        f64::MAX,
+        f64::MIN_POSITIVE,
+        f64::MIN_POSITIVE / 3.0,
+        5e-324,
+        123456.789,
+        f64::INFINITY,
+        f64::NAN,
+    ];
+    for f in formats {
+        for &v in &values {
+            same(f, A::F(v));
+        }
+    }
+}
+
+#[test]
+fn a_hex_float_takes_its_argument_so_the_next_one_is_read_right() {
+    let got = ours("%a %d", std::vec![A::F(0.5), A::I(7)]);
+    assert_eq!(got, b"0x1p-1 7");
+}
+
+#[test]
 fn integers_match_the_host_libc() {
     let formats = [
         "%d", "%i", "%5d", "%-5d|", "%05d", "%+d", "% d", "%.3d", "%8.3d", "%-8.3d|", "%.0d", "%u",

@@ -1,0 +1,181 @@
+//! Device faults on host cores: handlers for the compiler checks that host op builds carry.
+//!
+//! A Pool core (Xtensa) faults on a 2- or 4-byte load or store at an address that is not a
+//! multiple of its size, and reads 8-byte values as two 4-byte words; x86 does not fault at
+//! all. Host op builds are compiled with `-fsanitize=alignment -fno-sanitize-recover`, so
+//! each access through a typed pointer calls here when its address is not a multiple of
+//! the type's alignment; here the device's rule decides, and a core that would fault ends
+//! with the same cause the Xtensa backend reports ("unaligned load/store"), its frames
+//! naming the op's line (docs/decisions.md D92). Host builds only: device builds fault for
+//! real.
+
+use core::ffi::c_char;
+use core::fmt::Write;
+
+/// `__ubsan_source_location` (GCC's and LLVM's layout).
+#[repr(C)]
+pub struct SourceLocation {
+    pub file: *const c_char,
+    pub line: u32,
+    pub column: u32,
+}
+
+/// `__ubsan_type_descriptor`: kind, info, then the type's quoted name (NUL-terminated).
+#[repr(C)]
+pub struct TypeDescriptor {
+    pub kind: u16,
+    pub info: u16,
+    pub name: [c_char; 0],
+}
+
+/// `__ubsan_type_mismatch_data_v1`.
+#[repr(C)]
+pub struct TypeMismatchData {
+    pub location: SourceLocation,
+    pub ty: *const TypeDescriptor,
+    pub log_alignment: u8,
+    pub check_kind: u8,
+}
+
+const _: () = assert!(core::mem::size_of::<SourceLocation>() == 8 + core::mem::size_of::<usize>());
+const _: () = assert!(
+    core::mem::offset_of!(TypeMismatchData, log_alignment)
+        == core::mem::size_of::<SourceLocation>() + core::mem::size_of::<usize>()
+);
+
+/// The widest access a Pool core checks the alignment of: wider values (`double`,
+/// `int64_t`) are moved as 4-byte words.
+pub const DEVICE_WORD: u64 = 4;
+
+/// Whether a Pool core faults on an access to `addr` of a type aligned to `align` bytes.
+pub fn device_faults(addr: u64, align: u64) -> bool {
+    let need = align.clamp(1, DEVICE_WORD);
+    addr % need != 0
+}
+
+/// What the access was, in the compiler's numbering (`type_check_kind`).
+fn access_name(kind: u8) -> &'static str {
+    match kind {
+        0 => "load of",
+        1 => "store to",
+        2 => "reference binding to",
+        3 => "member access within",
+        4 => "member call on",
+        5 => "constructor call on",
+        6 | 7 => "downcast of",
+        8 => "upcast of",
+        9 => "cast to virtual base of",
+        _ => "access to",
+    }
+}
+
+/// A message in a fixed buffer (no allocator here); longer text is cut.
+struct Message {
+    buf: [u8; 240],
+    len: usize,
+}
+
+impl Write for Message {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let k = s.len().min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + k].copy_from_slice(&s.as_bytes()[..k]);
+        self.len += k;
+        Ok(())
+    }
+}
+
+/// The type's name as the compiler spelled it (quotes included), at most 64 bytes.
+///
+/// # Safety
+/// `ty` is NULL or a type descriptor the compiler emitted.
+unsafe fn type_name(ty: *const TypeDescriptor) -> &'static [u8] {
+    if ty.is_null() {
+        return b"a value";
+    }
+    // SAFETY: the descriptor's name follows its two u16 fields, NUL-terminated.
+    let name = unsafe { core::ptr::addr_of!((*ty).name).cast::<u8>() };
+    let mut n = 0;
+    // SAFETY: read up to the NUL (or 64 bytes) of the compiler's string.
+    while n < 64 && unsafe { *name.add(n) } != 0 {
+        n += 1;
+    }
+    // SAFETY: those `n` bytes are readable and live as long as the library.
+    unsafe { core::slice::from_raw_parts(name, n) }
+}
+
+/// Ends the kernel as a Pool core would (its report: "unaligned load/store") where the
+/// device's rule says it faults; returns otherwise.
+///
+/// # Safety
+/// `data` is the compiler's record for the check.
+unsafe fn misaligned(data: *const TypeMismatchData, addr: usize) {
+    if data.is_null() {
+        return;
+    }
+    // SAFETY: the compiler's record (function contract).
+    let d = unsafe { &*data };
+    let align = 1u64 << d.log_alignment.min(12);
+    if !device_faults(addr as u64, align) {
+        return;
+    }
+    let mut m = Message {
+        buf: [0; 240],
+        len: 0,
+    };
+    // SAFETY: the record's type descriptor (function contract).
+    let ty = unsafe { type_name(d.ty) };
+    let _ = write!(
+        m,
+        "unaligned load/store: {} {} at {addr:#x}, which a Pool core accesses only at a multiple of {}",
+        access_name(d.check_kind),
+        core::str::from_utf8(ty).unwrap_or("a value"),
+        align.min(DEVICE_WORD),
+    );
+    crate::runtime::platform::fault(&m.buf[..m.len])
+}
+
+/// `-fsanitize=alignment` (recoverable, as host op builds compile it): an access the device
+/// would not fault on goes on.
+///
+/// # Safety
+/// Called by compiled code with its own record.
+#[no_mangle]
+pub unsafe extern "C" fn __ubsan_handle_type_mismatch_v1(data: *const TypeMismatchData, addr: usize) {
+    // SAFETY: the compiler's record (function contract).
+    unsafe { misaligned(data, addr) }
+}
+
+/// `-fno-sanitize-recover=alignment` (a build that asked for it): the compiled code does
+/// not go on after this call, so an access the device would take ends the kernel too.
+///
+/// # Safety
+/// Called by compiled code with its own record.
+#[no_mangle]
+pub unsafe extern "C" fn __ubsan_handle_type_mismatch_v1_abort(
+    data: *const TypeMismatchData,
+    addr: usize,
+) -> ! {
+    // SAFETY: the compiler's record (function contract).
+    unsafe { misaligned(data, addr) };
+    crate::runtime::platform::fault(
+        b"unaligned load/store: an access the op's build declared unrecoverable (-fno-sanitize-recover=alignment)",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::device_faults;
+
+    #[test]
+    fn the_device_checks_alignment_up_to_a_word() {
+        assert!(device_faults(0x1001, 4));
+        assert!(device_faults(0x1002, 4));
+        assert!(!device_faults(0x1004, 4));
+        assert!(device_faults(0x1001, 2));
+        assert!(!device_faults(0x1002, 2));
+        assert!(!device_faults(0x1001, 1));
+        // 8-byte values move as two words: 4-byte alignment is enough.
+        assert!(!device_faults(0x1004, 8));
+        assert!(device_faults(0x1006, 8));
+    }
+}
