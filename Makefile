@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 CUSTOMOP_TARGETS := x86_64-unknown-linux-gnu riscv32imac-unknown-none-elf xtensa-q7-none-elf
 CUSTOMOP_OUT := target/customop
 
-.PHONY: all build tools tools-build demo demo-parts demo-build test test-parts customop-host customop-riscv32 customop-xtensa pool-board pool-qemu pool-gdb lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch soak install install-files uninstall deb
+.PHONY: parity all build tools tools-build demo demo-parts demo-build test test-parts customop-host customop-riscv32 customop-xtensa pool-board pool-qemu pool-gdb lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch soak install install-files uninstall deb
 
 ## make install PREFIX=/usr/local DESTDIR=: libraries, archives, headers, tools, pkg-config and
 ## CMake files (install-files installs what is already built; uninstall removes them).
@@ -116,6 +116,14 @@ PYTEST_WORKERS ?= auto
 test-python: pyenv customop-archives
 	$(PYVENV)/bin/pip install -q ./nrt-pool-shim/python
 	cd tests/python && ../../$(PYTHON) -m pytest -q -rs -n $(PYTEST_WORKERS) --dist loadfile
+
+## make parity: the parity corpus (tests/parity/corpus.py) and the examples on host and
+## Xtensa cores in one, three and eight cores, each compared and checked with
+## --check=parity; prints one line per run and the parity rate (issue #40, D93). make test
+## runs a bounded form (one core: tests/python/test_parity_corpus.py).
+parity: pyenv customop-archives
+	$(PYVENV)/bin/pip install -q ./nrt-pool-shim/python
+	$(PYTHON) tests/parity/run.py --cores 1,3,8
 
 ## make soak: the full soak (issue #31): 100,000 launches on host cores and 10,000 on Xtensa
 ## cores in one process each, with memory, descriptors, threads and core processes counted

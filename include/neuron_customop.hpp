@@ -56,6 +56,9 @@ void *customop_tensor_data(const NeuronArgTensor *t);
 ptrdiff_t customop_stdio_write(int fd, const void *buf, size_t len);
 /// Prepares a launch and runs `wrapper` (switch_stack_or_call_wrapper for any pointer size).
 int customop_call_wrapper(void (*wrapper)(void));
+/// customop_call_wrapper on a stack for `stack_size` (STACK_SIZE): on host cores, as much
+/// as a Pool core would give the kernel, guarded (docs/decisions.md D94).
+int customop_call_wrapper_on_stack(void (*wrapper)(void), unsigned stack_size);
 
 // ---- the launch protocol a host (the emulator, or a test) follows ----
 
@@ -181,13 +184,13 @@ extern uint32_t dma_queue_s2m_offset;
 
 /// A kernel's launcher (what the build generates for each kernel): on a 32-bit Pool core,
 /// switch_stack_or_call_wrapper with this translation unit's STACK_SIZE, as the vendor's
-/// generated launchers call it; on a 64-bit host, customop_call_wrapper (host cores have a
-/// stack of their own, D79).
+/// generated launchers call it; on a 64-bit host, customop_call_wrapper_on_stack with the
+/// same STACK_SIZE (host cores give the kernel the stack the device would, D94).
 static inline int customop_launch(void (*wrapper)(void)) {
 #if __SIZEOF_POINTER__ == 4
     return switch_stack_or_call_wrapper((unsigned)(uintptr_t)wrapper, STACK_SIZE);
 #else
-    return customop_call_wrapper(wrapper);
+    return customop_call_wrapper_on_stack(wrapper, STACK_SIZE);
 #endif
 }
 

@@ -77,6 +77,22 @@ fn dependency_arrows_run_one_way() {
         ["customop-abi", "nrt-pool-engine", "nrt-pool-schema"],
         "the Xtensa backend's arrows: the engine's interface, nothing of the CLI or build flow"
     );
+    assert_eq!(
+        deps("nrt-pool-open", false),
+        [
+            "customop-abi",
+            "nrt-pool-engine",
+            "nrt-pool-qemu",
+            "nrt-pool-schema"
+        ],
+        "the one way in: above the engine and the Xtensa backend, below every front end"
+    );
+    for front_end in ["nrt-pool-cli", "nrt-pool-shim"] {
+        assert!(
+            deps(front_end, false).contains(&"nrt-pool-open".to_string()),
+            "{front_end} opens its engines through nrt-pool-open"
+        );
+    }
     let shim = deps("nrt-pool-shim", false);
     assert!(
         !shim
@@ -108,6 +124,7 @@ fn no_dev_dependency_cycle() {
         "nrt-pool-engine",
         "nrt-pool-build",
         "nrt-pool-qemu",
+        "nrt-pool-open",
         "nrt-pool-shim",
         "nrt-pool-testkit",
     ] {
@@ -131,6 +148,34 @@ fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
             rust_files(&p, out);
         } else if p.extension().is_some_and(|x| x == "rs") {
             out.push(p);
+        }
+    }
+}
+
+/// Every front end opens its engines through `nrt-pool-open` (issue #41): none builds an
+/// engine or a backend itself, or looks for the board or the runtime archives on its own.
+#[test]
+fn front_ends_open_engines_one_way() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["cli/src", "ffi/src", "python/src"] {
+        rust_files(&root.join("nrt-pool-shim").join(dir), &mut files);
+    }
+    assert!(files.len() > 10, "the front ends' sources: {files:?}");
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for own_way in [
+            "PoolEngine::new(",
+            "PoolEngine::with_backend(",
+            "XtensaBackend::new(",
+            "pool-board.elf",
+            "libneuroncustomop.a\"",
+        ] {
+            assert!(
+                !text.contains(own_way),
+                "{} opens or finds on its own ({own_way}): use nrt_pool_open",
+                f.display()
+            );
         }
     }
 }

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from gpsimd_open import DeviceFault, custom_op
+from gpsimd_open._check import CheckError, CheckWarning
 
 KERNELS = r"""
 #include <stdint.h>
@@ -140,3 +141,139 @@ def test_misaligned_accesses_fault_as_on_the_device_naming_the_line(lib, op, off
     assert re.search(rf"k\.cpp:{number}\b", msg), (number, msg)
     # The core stays usable: the next launch is exact.
     np.testing.assert_array_equal(lib.ops["word_at"](X, 4), [0x070605])
+
+
+# ---- the parity check (--check=parity, check="parity"): what the build cannot make equal
+# is named, with the first differing element (D93) ----
+
+MODEL = r"""
+#include <stdint.h>
+#include <stdio.h>
+#include <torch/torch.h>
+
+// A counter in `long`: 64-bit on host cores, 32-bit on the device.
+torch::Tensor long_sum(const torch::Tensor &x) {
+    auto in = x.accessor<float, 1>();
+    long acc = 0;
+    for (int64_t i = 0; i < x.numel(); i++) acc += (long)in[i] * 100000;
+    return torch::full({1}, (float)(acc % 1000003), torch::kFloat);
+}
+
+// What the data model prints.
+torch::Tensor sizes(const torch::Tensor &x) {
+    printf("long %d size_t %d pointer %d\n", (int)sizeof(long), (int)sizeof(size_t), (int)sizeof(void *));
+    return torch::full({1}, 1.0f, torch::kFloat);
+}
+
+// A control: float arithmetic both builds compute alike.
+torch::Tensor scale(const torch::Tensor &x) {
+    torch::Tensor y = torch::empty({x.numel()}, torch::kFloat);
+    auto in = x.accessor<float, 1>();
+    auto out = y.accessor<float, 1>();
+    for (int64_t i = 0; i < x.numel(); i++) out[i] = in[i] * 0.5f + 1.0f;
+    return y;
+}
+
+// A misaligned word in a local buffer at a constant offset: the device compiler sees the
+// misalignment and reads bytes; host cores report the access (D92).
+torch::Tensor folded(const torch::Tensor &x) {
+    unsigned char buf[16];
+    auto in = x.accessor<float, 1>();
+    for (int i = 0; i < 16; i++) buf[i] = (unsigned char)in[i];
+    return torch::full({1}, (float)(*(int *)(buf + 1) & 0xffff), torch::kFloat);
+}
+"""
+MODEL_SHAPES = r"""
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+torch::Tensor one(torch::Tensor x) { return torch::empty({1}, torch::kFloat); }
+torch::Tensor like(torch::Tensor x) { return torch::empty({x.numel()}, torch::kFloat); }
+NEURON_LIBRARY(model_ops, m) {
+    m.def("long_sum", &one, "long_sum");
+    m.def("sizes", &one, "sizes");
+    m.def("scale", &like, "scale");
+    m.def("folded", &one, "folded");
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def model_build(tmp_path_factory):
+    """libmodel_ops.so and libmodel_ops.pool side by side."""
+    d = tmp_path_factory.mktemp("model")
+    (d / "k.cpp").write_text(MODEL)
+    (d / "s.cpp").write_text(MODEL_SHAPES)
+    custom_op.load("model_ops", [d / "k.cpp"], [d / "s.cpp"], build_directory=d / "out", isa="xtensa")
+    return d / "out"
+
+
+@pytest.fixture(scope="module", params=["host", "xtensa"])
+def model(model_build, request):
+    name = "libmodel_ops.so" if request.param == "host" else "libmodel_ops.pool"
+    return custom_op.load_library(model_build / name)
+
+
+XS = np.arange(1000, dtype=np.float32)
+
+
+def wrap32(v):
+    return (v + 2**31) % 2**32 - 2**31
+
+
+def c_mod(a, m):
+    """C's % (the sign of the dividend)."""
+    r = abs(a) % m
+    return -r if a < 0 else r
+
+
+def test_parity_names_the_first_differing_element_of_a_long_counter(model):
+    host = c_mod(sum(i * 100000 for i in range(1000)), 1000003)
+    device = c_mod(wrap32(sum(i * 100000 for i in range(1000))), 1000003)
+    assert host != device
+    with pytest.raises(CheckError) as e:
+        model.ops["long_sum"](XS, check="parity")
+    f = e.value.findings
+    assert [x["check"] for x in f] == ["parity"], f
+    msg = f[0]["message"]
+    assert "element [0]" in msg and "the output" in msg, msg
+    mine, theirs = (host, device) if model.path.endswith(".so") else (device, host)
+    assert f"is {float(mine)!r} on " in msg and f", {float(theirs)!r} on " in msg, msg
+    assert "class: data model" in msg, msg
+    # The output is this backend's all the same.
+    np.testing.assert_array_equal(e.value.result, [mine])
+
+
+def test_parity_names_what_core_0_printed_differently(model):
+    with pytest.raises(CheckError) as e:
+        model.ops["sizes"](XS, check="parity")
+    [f] = e.value.findings
+    assert f["tensor"] == "stdout", f
+    assert "long 8 size_t 8 pointer 8" in f["message"] and "long 4 size_t 4 pointer 4" in f["message"], f
+
+
+def test_parity_is_silent_where_the_builds_agree(model):
+    np.testing.assert_array_equal(model.ops["scale"](XS, check="parity"), XS * 0.5 + 1)
+    np.testing.assert_array_equal(model.ops["scale"](XS, check="all"), XS * 0.5 + 1)
+
+
+def test_a_fault_only_one_build_gives_says_so(model):
+    if model.path.endswith(".so"):
+        with pytest.raises(DeviceFault) as e:
+            model.ops["folded"](XS, check="parity")
+        msg = str(e.value)
+        assert "unaligned load/store" in msg, msg
+        assert "check parity: the launch completes on Xtensa cores" in msg and "class: alignment" in msg, msg
+    else:
+        with pytest.raises(CheckError) as e:
+            model.ops["folded"](XS, check="parity")
+        [f] = e.value.findings
+        assert "completes on Xtensa cores (the device build) but faults on host cores (class: alignment)" in f["message"], f
+
+
+def test_parity_without_the_other_build_is_a_warning_not_silence(tmp_path):
+    (tmp_path / "k.cpp").write_text(MODEL)
+    (tmp_path / "s.cpp").write_text(MODEL_SHAPES)
+    lib = custom_op.load("model_ops", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"],
+                         build_directory=tmp_path / "out", isa="host")
+    with pytest.warns(CheckWarning, match=r"parity: not checked: no .*libmodel_ops\.pool beside"):
+        np.testing.assert_array_equal(lib.ops["scale"](XS, check="parity"), XS * 0.5 + 1)

@@ -2,8 +2,8 @@
 
 On Xtensa cores a kernel runs on the core's 8 KiB local stack when its STACK_SIZE (4196
 unless -DSTACK_SIZE) fits there, else on an HBM block of STACK_SIZE bytes; a guard below
-either turns an overflow into a reported fault. Host cores give kernels an 8 MiB stack
-with a guard. No store of a core reaches another core's image or scratch, the board's code
+either turns an overflow into a reported fault. Host cores give kernels the same budget
+with a guard, judged for x86's frames (D94). No store of a core reaches another core's image or scratch, the board's code
 or vectors: each is a reported fault, and later launches on all cores stay exact (D79)."""
 import re
 
@@ -133,16 +133,80 @@ def test_deep_recursion_and_a_1_mib_array_are_stack_overflows_on_xtensa(xtensa, 
     np.testing.assert_array_equal(xtensa.ops["recurse"](np.zeros(10, np.float32)), [10])
 
 
-def test_host_cores_have_an_8_mib_guarded_stack(host):
-    np.testing.assert_array_equal(host.ops["big"](X), np.full(8, BIG_SUM, np.float32))
-    np.testing.assert_array_equal(host.ops["huge"](X), [0])
-    np.testing.assert_array_equal(host.ops["recurse"](np.zeros(1000, np.float32)), [1000])
-    with pytest.raises(DeviceFault) as e:
-        host.ops["recurse"](np.zeros(200000, np.float32))
-    msg = str(e.value)
-    assert e.value.kind == "stack overflow", msg
-    assert "more than the host core's 8 MiB of stack" in msg and "--isa xtensa" in msg, msg
-    np.testing.assert_array_equal(host.ops["recurse"](np.zeros(1000, np.float32)), [1000])
+def test_host_cores_give_a_kernel_the_devices_stack(host):
+    """Host cores size and guard a kernel's stack as a Pool core would (D94): what
+    overflows on Xtensa cores overflows here, naming STACK_SIZE and the line."""
+    np.testing.assert_array_equal(host.ops["recurse"](np.zeros(10, np.float32)), [10])
+    for op, arg in (("big", X), ("huge", X), ("recurse", np.zeros(100000, np.float32))):
+        with pytest.raises(DeviceFault) as e:
+            host.ops[op](arg)
+        msg = str(e.value)
+        assert e.value.kind == "stack overflow", msg
+        assert "more than a Pool core's 8 KiB of local stack leaves a kernel" in msg, msg
+        assert "STACK_SIZE=4196 fitted there" in msg and "-DSTACK_SIZE=N" in msg, msg
+        assert re.search(r"k\.cpp:\d+ in ", msg), msg
+    np.testing.assert_array_equal(host.ops["recurse"](np.zeros(10, np.float32)), [10])
+
+
+@pytest.mark.parametrize("isa", ["host", "xtensa"])
+def test_with_stack_size_32768_both_backends_run_what_fits_and_stop_what_does_not(tmp_path, isa):
+    lib = build(tmp_path, isa, ["-DSTACK_SIZE=32768"])
+    np.testing.assert_array_equal(lib.ops["big"](X), np.full(8, BIG_SUM, np.float32))
+    np.testing.assert_array_equal(lib.ops["recurse"](np.zeros(50, np.float32)), [50])
+    with pytest.raises(DeviceFault, match=r"stack overflow: more than STACK_SIZE=32768 bytes \(its HBM stack\)"):
+        lib.ops["recurse"](np.zeros(100000, np.float32))
+    np.testing.assert_array_equal(lib.ops["big"](X), np.full(8, BIG_SUM, np.float32))
+
+
+EDGE = """
+#include <torch/torch.h>
+#define LOCALS(N) \\
+    torch::Tensor s##N(const torch::Tensor &x) { \\
+        volatile char buf[N]; \\
+        auto in = x.accessor<float, 1>(); \\
+        for (int i = 0; i < N; i++) buf[i] = (char)in[i % x.numel()]; \\
+        int s = 0; \\
+        for (int i = 0; i < N; i += 64) s += buf[i]; \\
+        return torch::full({1}, (float)s, torch::kFloat); \\
+    }
+LOCALS(4000)
+LOCALS(5000)
+LOCALS(7000)
+LOCALS(9000)
+LOCALS(28000)
+LOCALS(36000)
+"""
+EDGE_SHAPES = """
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+torch::Tensor one(torch::Tensor x) { return torch::empty({1}, torch::kFloat); }
+NEURON_LIBRARY(edge_ops, m) {
+    m.def("s4000", &one, "s4000"); m.def("s5000", &one, "s5000"); m.def("s7000", &one, "s7000");
+    m.def("s9000", &one, "s9000"); m.def("s28000", &one, "s28000"); m.def("s36000", &one, "s36000");
+}
+"""
+
+
+@pytest.mark.parametrize("isa", ["host", "xtensa"])
+@pytest.mark.parametrize("stack_size, runs, overflows", [
+    (None, ["s4000", "s5000"], ["s7000", "s9000"]),
+    (32768, ["s9000", "s28000"], ["s36000"]),
+])
+def test_both_sides_of_the_stack_edge_agree_on_both_backends(tmp_path, isa, stack_size, runs, overflows):
+    (tmp_path / "k.cpp").write_text(EDGE)
+    (tmp_path / "s.cpp").write_text(EDGE_SHAPES)
+    flags = [] if stack_size is None else [f"-DSTACK_SIZE={stack_size}"]
+    lib = custom_op.load("edge_ops", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"],
+                         build_directory=tmp_path / "out", isa=isa, extra_cflags=flags)
+    x = np.ones(8, np.float32)
+    for op in runs:
+        n = int(op[1:])
+        np.testing.assert_array_equal(lib.ops[op](x), [len(range(0, n, 64))], err_msg=op)
+    for op in overflows:
+        with pytest.raises(DeviceFault) as e:
+            lib.ops[op](x)
+        assert e.value.kind == "stack overflow", (op, str(e.value))
+        assert f"STACK_SIZE={stack_size or 4196}" in str(e.value), str(e.value)
 
 
 @pytest.mark.parametrize("flag", ["-DSTACK_SIZE=0", "-DSTACK_SIZE=409601", "-DSTACK_SIZE=0x100000"])

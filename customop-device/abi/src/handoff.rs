@@ -48,6 +48,9 @@ pub type FaultFn = unsafe extern "C" fn(msg: *const c_char, len: usize);
 pub type WriteFn = unsafe extern "C" fn(fd: i32, buf: *const c_void, len: usize) -> isize;
 /// Chooses the stack a kernel runs on (Xtensa board; D79).
 pub type StackFn = unsafe extern "C" fn(size: u32, guard_lo: u32, guard_hi: u32) -> u32;
+/// Host cores: the top of a stack for a kernel of STACK_SIZE `stack_size`, as much as the
+/// device would give it and guarded below (D94); NULL: run on the current stack.
+pub type KernelStackFn = unsafe extern "C" fn(stack_size: u32) -> *mut c_void;
 /// `void *neuron_host_window(record, soc, len)`: programs dynamic window `record` to show
 /// `len` bytes from SoC `soc` at a local address of its own (so an older pointer into the
 /// window reads what the window shows now, as on the device); NULL where not offered.
@@ -64,10 +67,11 @@ pub enum Service {
     Write,
     Stack,
     Window,
+    KernelStack,
 }
 
 impl Service {
-    pub const ALL: [Service; 8] = [
+    pub const ALL: [Service; 9] = [
         Service::Map,
         Service::CpuId,
         Service::CpuCount,
@@ -76,6 +80,7 @@ impl Service {
         Service::Write,
         Service::Stack,
         Service::Window,
+        Service::KernelStack,
     ];
 
     /// The name `get_libc_fn` is asked for.
@@ -89,6 +94,7 @@ impl Service {
             Service::Write => "neuron_host_write",
             Service::Stack => "neuron_host_stack",
             Service::Window => "neuron_host_window",
+            Service::KernelStack => "neuron_host_kernel_stack",
         }
     }
 
@@ -101,10 +107,10 @@ impl Service {
 }
 
 /// The service names, in [`Service::ALL`] order.
-pub const SERVICE_NAMES: [&str; 8] = {
-    let mut n = [""; 8];
+pub const SERVICE_NAMES: [&str; 9] = {
+    let mut n = [""; 9];
     let mut i = 0;
-    while i < 8 {
+    while i < 9 {
         n[i] = Service::ALL[i].name();
         i += 1;
     }

@@ -33,5 +33,9 @@ pub mod stdio;
 /// Cores of the Pool engine (NeuronCore-v2: 8 Vision-Q7 cores).
 pub const CORES: usize = 8;
 
+/// How a host build's report of an access a Pool core faults on begins (the runtime's
+/// alignment check, D92): the host core records it as a memory fault, as Xtensa cores do.
+pub const UNALIGNED_REPORT: &str = "unaligned load/store";
+
 /// The largest STACK_SIZE the guide supports (400 KB); builds refuse more (D79).
 pub const MAX_STACK_SIZE: u32 = 400 * 1024;

@@ -434,6 +434,22 @@ pub unsafe extern "C" fn customop_call_wrapper(f: Option<unsafe extern "C" fn()>
     0
 }
 
+/// [`customop_call_wrapper`] on a stack for `stack_size` (the kernel's STACK_SIZE): the
+/// runtime's stack switch, which host cores serve with the stack the device would give
+/// (D94).
+#[no_mangle]
+pub unsafe extern "C" fn customop_call_wrapper_on_stack(
+    f: Option<unsafe extern "C" fn()>,
+    stack_size: u32,
+) -> c_int {
+    runtime::init_for_launch();
+    if let Some(f) = f {
+        // SAFETY: the generated wrapper (C contract).
+        unsafe { crate::runtime::stack::run(f, stack_size) };
+    }
+    0
+}
+
 // ---- memcpy ----
 
 /// HBM→local.

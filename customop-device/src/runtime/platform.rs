@@ -11,7 +11,8 @@ use core::ffi::{c_char, c_void};
 use crate::runtime::global::Global;
 
 pub use customop_abi::handoff::{
-    CpuCountFn, CpuIdFn, DmaFn, FaultFn, MapFn, StackFn, WindowFn, WriteFn, SERVICE_NAMES,
+    CpuCountFn, CpuIdFn, DmaFn, FaultFn, KernelStackFn, MapFn, StackFn, WindowFn, WriteFn,
+    SERVICE_NAMES,
 };
 
 /// Host services, all optional. Names are what `get_libc_fn` is asked for.
@@ -27,6 +28,9 @@ pub struct HostServices {
     /// Host cores only (a device programs its windows' registers).
     #[cfg(not(target_os = "none"))]
     pub window: Option<WindowFn>,
+    /// Host cores only: the stack a kernel runs on, as the device's (D94).
+    #[cfg(not(target_os = "none"))]
+    pub kernel_stack: Option<KernelStackFn>,
 }
 
 static SERVICES: Global<HostServices> = Global::new(HostServices {
@@ -39,6 +43,8 @@ static SERVICES: Global<HostServices> = Global::new(HostServices {
     stack: None,
     #[cfg(not(target_os = "none"))]
     window: None,
+    #[cfg(not(target_os = "none"))]
+    kernel_stack: None,
 });
 
 /// Ends the kernel with a device fault: the host's fault service reports `msg` and stops
@@ -91,6 +97,8 @@ pub unsafe fn resolve(resolve: unsafe extern "C" fn(*const c_char) -> *mut c_voi
             stack: cast::<StackFn>(get(b"neuron_host_stack\0")),
             #[cfg(not(target_os = "none"))]
             window: cast::<WindowFn>(get(b"neuron_host_window\0")),
+            #[cfg(not(target_os = "none"))]
+            kernel_stack: cast::<KernelStackFn>(get(b"neuron_host_kernel_stack\0")),
         }
     };
     install(s);

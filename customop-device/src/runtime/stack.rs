@@ -3,8 +3,9 @@
 //! stack when the room left on it, from the stack pointer down to the local stack's limit,
 //! holds STACK_SIZE bytes; otherwise an HBM block of STACK_SIZE bytes from the core's HBM
 //! heap, aborting when there is none. The board names the limit and guards the page below
-//! an HBM stack (the `neuron_host_stack` service); without that service (host cores, tests)
-//! the kernel runs on the current stack.
+//! an HBM stack (the `neuron_host_stack` service). Host cores size and guard a stack of
+//! their own as the device would (the `neuron_host_kernel_stack` service, D94); without
+//! either service (tests) the kernel runs on the current stack.
 
 use crate::rule::fatal_with;
 use crate::runtime;
@@ -20,11 +21,52 @@ extern "C" {
     fn __neuron_call_on_stack(f: unsafe extern "C" fn(), top: usize);
 }
 
+#[cfg(all(not(target_os = "none"), target_arch = "x86_64", feature = "archive"))]
+extern "C" {
+    /// `f()` with the stack pointer at `top` (16-aligned down), back on the caller's stack
+    /// after; described to unwinders, so fault reports walk through it.
+    fn __neuron_host_call_on_stack(f: unsafe extern "C" fn(), top: usize);
+}
+
+#[cfg(all(not(target_os = "none"), target_arch = "x86_64", feature = "archive"))]
+core::arch::global_asm!(
+    ".globl __neuron_host_call_on_stack",
+    ".hidden __neuron_host_call_on_stack",
+    ".type __neuron_host_call_on_stack,@function",
+    "__neuron_host_call_on_stack:",
+    ".cfi_startproc",
+    "push rbp",
+    ".cfi_def_cfa_offset 16",
+    ".cfi_offset rbp, -16",
+    "mov rbp, rsp",
+    ".cfi_def_cfa_register rbp",
+    "and rsi, -16",
+    "mov rsp, rsi",
+    "call rdi",
+    "mov rsp, rbp",
+    "pop rbp",
+    ".cfi_def_cfa rsp, 8",
+    "ret",
+    ".cfi_endproc",
+    ".size __neuron_host_call_on_stack, .-__neuron_host_call_on_stack",
+);
+
 /// Runs `f` on a stack of at least `stack_size` bytes.
 ///
 /// # Safety
 /// `f` is a kernel wrapper (C contract).
 pub unsafe fn run(f: unsafe extern "C" fn(), stack_size: u32) {
+    #[cfg(all(not(target_os = "none"), target_arch = "x86_64", feature = "archive"))]
+    if let Some(kernel_stack) = platform::services().kernel_stack {
+        // SAFETY: the host core's service (platform contract).
+        let top = unsafe { kernel_stack(stack_size) } as usize;
+        if top != 0 {
+            // SAFETY: `top` ends a writable stack the core keeps for its kernels; `f` per
+            // the caller's contract.
+            unsafe { __neuron_host_call_on_stack(f, top) };
+            return;
+        }
+    }
     let Some(stack) = platform::services().stack else {
         // SAFETY: the caller's contract.
         return unsafe { f() };

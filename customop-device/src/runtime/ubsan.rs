@@ -124,9 +124,10 @@ unsafe fn misaligned(data: *const TypeMismatchData, addr: usize) {
     };
     // SAFETY: the record's type descriptor (function contract).
     let ty = unsafe { type_name(d.ty) };
+    let _ = m.write_str(customop_abi::UNALIGNED_REPORT);
     let _ = write!(
         m,
-        "unaligned load/store: {} {} at {addr:#x}, which a Pool core accesses only at a multiple of {}",
+        ": {} {} at {addr:#x} (a Pool core needs {}-byte alignment for it; memcpy reads any address)",
         access_name(d.check_kind),
         core::str::from_utf8(ty).unwrap_or("a value"),
         align.min(DEVICE_WORD),
@@ -140,7 +141,10 @@ unsafe fn misaligned(data: *const TypeMismatchData, addr: usize) {
 /// # Safety
 /// Called by compiled code with its own record.
 #[no_mangle]
-pub unsafe extern "C" fn __ubsan_handle_type_mismatch_v1(data: *const TypeMismatchData, addr: usize) {
+pub unsafe extern "C" fn __ubsan_handle_type_mismatch_v1(
+    data: *const TypeMismatchData,
+    addr: usize,
+) {
     // SAFETY: the compiler's record (function contract).
     unsafe { misaligned(data, addr) }
 }

@@ -10,12 +10,11 @@ use std::path::PathBuf;
 
 use nrt_pool_engine::check::{Check, Checks};
 use nrt_pool_engine::tensor::{HostTensor, Location};
-use nrt_pool_engine::{
-    ArgValue, Call, Destination, Launch, LaunchArg, Output, PoolEngine, PoolImage,
-};
+use nrt_pool_engine::{ArgValue, Call, Destination, Launch, LaunchArg, Output, PoolImage};
 use std::time::Instant;
 
 use nrt_pool_build as opbuild;
+use nrt_pool_open::{Isa, OpenOptions};
 use nrt_pool_shim::launch::{
     nrt_pool_last_error, nrt_pool_launch_v1, nrt_pool_tensor, NRT_POOL_LOCATION_HBM, NRT_POOL_OK,
 };
@@ -293,8 +292,9 @@ fn neuron_examples(
             relu,
         ),
     ];
-    let mut engine = PoolEngine::new(nrt_pool_engine::DEFAULT_HBM_BYTES, PoolImage::default())
-        .map_err(|e| e.to_string())?;
+    let mut engine =
+        nrt_pool_open::engine(Isa::Host, PoolImage::default(), &OpenOptions::default())
+            .map_err(|e| e.to_string())?;
     for (lib, op, args, want) in cases {
         if engine.library().map(|l| &l.path) != Some(lib) {
             engine.load(lib).map_err(|e| e.to_string())?;
@@ -365,8 +365,9 @@ fn check_gallery(
         setup: host_setup(o, None),
     })
     .map_err(|e| format!("building examples/check-gallery: {e}"))?;
-    let mut engine = PoolEngine::new(nrt_pool_engine::DEFAULT_HBM_BYTES, PoolImage::default())
-        .map_err(|e| e.to_string())?;
+    let mut engine =
+        nrt_pool_open::engine(Isa::Host, PoolImage::default(), &OpenOptions::default())
+            .map_err(|e| e.to_string())?;
     engine.load(&built.library).map_err(|e| e.to_string())?;
     engine.checks = Checks::DEFAULT;
     let n = 1003u64;
@@ -510,13 +511,15 @@ fn device_examples(
     ];
     let mut loaded = usize::MAX;
     let mut last = None;
-    let mut host = PoolEngine::new(64 << 20, PoolImage::default()).map_err(|e| e.to_string())?;
-    let mut xt = PoolEngine::with_backend(
-        64 << 20,
-        PoolImage::default(),
-        Box::new(nrt_pool_qemu::XtensaBackend::new(o.device.board.clone())),
-    )
-    .map_err(|e| e.to_string())?;
+    let small = OpenOptions {
+        hbm_bytes: 64 << 20,
+        board: Some(o.device.board.clone()),
+        ..OpenOptions::default()
+    };
+    let mut host = nrt_pool_open::engine(Isa::Host, PoolImage::default(), &small)
+        .map_err(|e| e.to_string())?;
+    let mut xt = nrt_pool_open::engine(Isa::Xtensa, PoolImage::default(), &small)
+        .map_err(|e| e.to_string())?;
     for (lib, kernel, args, cores) in cases {
         if lib != loaded {
             host.load(&libs[lib].with_extension("so"))

@@ -21,8 +21,10 @@ use nrt_pool_cli::npy;
 use nrt_pool_cli::progress::Progress;
 use nrt_pool_engine::tensor::{DType, HostTensor, Location};
 use nrt_pool_engine::{
-    ArgValue, Call, Destination, EmuError, LaunchPhases, Output, OutputSpec, PoolEngine, PoolImage,
+    ArgValue, Call, Destination, EmuError, LaunchPhases, Output, OutputSpec, PoolEngine,
 };
+use nrt_pool_open::installation::{self, Part};
+use nrt_pool_open::{Environment, OpenError, OpenOptions};
 use nrt_pool_schema::{ArgKind, ParamKind};
 use nrt_sim_device::bringup;
 
@@ -40,29 +42,17 @@ fn default_provider() -> PathBuf {
     beside_exe("libnrtucode_extisa.so")
 }
 
-/// The installed layout (`make install`: PREFIX/bin beside PREFIX/lib/gpsimd-open and
-/// PREFIX/include/gpsimd-open) first, else the repository's build tree.
+/// The host archive: installed (`make install`: PREFIX/bin beside PREFIX/lib/gpsimd-open),
+/// else the build tree's (`nrt_pool_open::installation`).
 fn default_archive() -> PathBuf {
-    let installed = beside_exe("../lib/gpsimd-open/x86_64-unknown-linux-gnu/libneuroncustomop.a");
-    if installed.exists() {
-        return installed;
-    }
-    beside_exe("../customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a")
+    installation::find(Part::HostArchive)
 }
 
-/// The Xtensa archive and the Pool core link script for --device-image: installed, else the
-/// repository's.
+/// The Xtensa archive and the Pool core link script for --device-image.
 fn default_device_files() -> (PathBuf, PathBuf) {
-    let installed = beside_exe("../lib/gpsimd-open/xtensa-q7-none-elf");
-    if installed.join("libneuroncustomop.a").exists() {
-        return (
-            installed.join("libneuroncustomop.a"),
-            installed.join("pool-core.ld"),
-        );
-    }
     (
-        beside_exe("../customop/xtensa-q7-none-elf/release/libneuroncustomop.a"),
-        beside_exe("../../customop-device/xtensa/pool-core.ld"),
+        installation::find(Part::XtensaArchive),
+        installation::find(Part::LinkScript),
     )
 }
 
@@ -80,11 +70,7 @@ fn device_image(a: &BuildArgs, out: PathBuf) -> Option<opbuild::DeviceImage> {
 }
 
 fn default_include() -> PathBuf {
-    let installed = beside_exe("../include/gpsimd-open");
-    if installed.join("torch/torch.h").exists() {
-        return installed;
-    }
-    beside_exe("../../include")
+    installation::find(Part::Include)
 }
 
 fn main() -> ExitCode {
@@ -179,15 +165,6 @@ fn echo(stdout: &[u8], stderr: &[u8]) {
     let _ = std::io::stderr().write_all(stderr);
 }
 
-/// The QEMU board for Xtensa cores (`nrt_pool_qemu::find_board` beside this executable).
-fn default_board() -> PathBuf {
-    let exe_dir = beside_exe(".");
-    nrt_pool_qemu::find_board(
-        Some(&exe_dir),
-        beside_exe("../customop/xtensa-q7-none-elf/pool-board.elf"),
-    )
-}
-
 /// `nrt-pool gdb LIB CORE`: gdb attached to the core a debug launch of LIB stopped, with
 /// the session's symbols and breakpoints; exits as gdb does.
 fn gdb(a: GdbArgs) -> Result<(), Failure> {
@@ -212,7 +189,7 @@ fn gdb(a: GdbArgs) -> Result<(), Failure> {
         )));
     }
     let gdb = match s.isa.as_str() {
-        "xtensa" => nrt_pool_qemu::gdb_for(&default_board()),
+        "xtensa" => nrt_pool_qemu::gdb_for(&installation::board()),
         _ => PathBuf::from("gdb"),
     };
     let status = std::process::Command::new(&gdb)
@@ -265,36 +242,29 @@ fn report_image_sizes(pool: &Path) {
 
 /// An engine with `lib` loaded on the backend `isa` asks for (by default the file's: a
 /// Pool image runs on Xtensa cores); asked for the other, the build beside `lib` is used.
-fn engine_with(lib: &Path, isa: Option<Isa>) -> Result<PoolEngine, Failure> {
-    let is_pool = nrt_pool_schema::pool_image::is_pool_path(lib);
-    let isa = isa.unwrap_or(if is_pool { Isa::Xtensa } else { Isa::Host });
-    let path = match (isa, is_pool) {
-        (Isa::Xtensa, false) => lib.with_extension("pool"),
-        (Isa::Host, true) => lib.with_extension("so"),
-        _ => lib.to_path_buf(),
-    };
-    if path != lib && !path.is_file() {
-        return Err(Failure::Error(format!(
-            "--isa {}: no {} beside {} (nrt-pool build --device-image writes both)",
-            if isa == Isa::Xtensa { "xtensa" } else { "host" },
-            path.display(),
-            lib.display()
-        )));
+/// An engine with `lib` loaded on the cores `isa` asks for (else those it is built for),
+/// the environment's call defaults applied when `env` is given.
+fn engine_with(
+    lib: &Path,
+    isa: Option<Isa>,
+    env: Option<Environment>,
+) -> Result<PoolEngine, Failure> {
+    let o = OpenOptions {
+        environment: env.unwrap_or_default(),
+        ..OpenOptions::default()
     }
-    let mut e = match isa {
-        Isa::Host => PoolEngine::new(nrt_pool_engine::DEFAULT_HBM_BYTES, PoolImage::default())?,
-        Isa::Xtensa => PoolEngine::with_backend(
-            nrt_pool_engine::DEFAULT_HBM_BYTES,
-            PoolImage::default(),
-            Box::new(nrt_pool_qemu::XtensaBackend::new(default_board())),
-        )?,
-    };
-    e.load(&path)?;
-    Ok(e)
+    .with_isa(isa.map(|i| match i {
+        Isa::Host => nrt_pool_open::Isa::Host,
+        Isa::Xtensa => nrt_pool_open::Isa::Xtensa,
+    }));
+    nrt_pool_open::open(lib, &o).map_err(|e| match e {
+        OpenError::Engine(e) => e.into(),
+        other => Failure::Error(other.to_string()),
+    })
 }
 
 fn list(a: ListArgs) -> Result<(), Failure> {
-    let e = engine_with(&a.lib, a.isa)?;
+    let e = engine_with(&a.lib, a.isa, None)?;
     if let Some(ops) = e.neuron_library() {
         if a.json {
             let list: Vec<_> = ops
@@ -518,14 +488,9 @@ fn demo(a: DemoArgs) -> Result<(), Failure> {
         include: default_include(),
         device: {
             let (archive, link_script) = default_device_files();
-            let board = link_script.with_file_name("pool-board.elf");
             nrt_pool_cli::demo::DeviceFiles {
                 archive,
-                board: if board.exists() {
-                    board
-                } else {
-                    beside_exe("../customop/xtensa-q7-none-elf/pool-board.elf")
-                },
+                board: installation::board(),
                 link_script,
             }
         },

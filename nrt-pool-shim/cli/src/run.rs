@@ -5,6 +5,7 @@
 use super::*;
 use nrt_pool_engine::check::{CheckReport, Checks};
 use nrt_pool_engine::debug;
+use nrt_pool_open::environment::Asked;
 
 /// `run --timings`: wall time from start to output file, by phase.
 struct Timings {
@@ -100,15 +101,19 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
     let out_shape = out_shape.map(|s| s.0);
     let cores = cores.map(usize::from);
     let kernel = &kernel;
-    let checks = checks_asked(check.as_deref())?;
-    let mut e = engine_with(&lib, isa)?;
-    e.checks = checks;
-    e.all_cores_stdio = all_cores_stdio || nrt_pool_engine::all_cores_stdio_from_env();
-    e.profile = profile.is_some();
-    e.debug = match gdb {
-        Some(core) => Some(debug::printing_request(usize::from(core), "nrt-pool")),
-        None => debug::request_from_env("nrt-pool").map_err(Failure::Usage)?,
+    let asked = Asked {
+        checks: check
+            .as_deref()
+            .map(|list| Checks::parse(list).map_err(|m| Failure::Usage(format!("--check: {m}"))))
+            .transpose()?,
+        all_cores_stdio,
+        debug: gdb.map(|core| debug::printing_request(usize::from(core), "nrt-pool")),
     };
+    let env =
+        Environment::read_after("nrt-pool", asked).map_err(|e| Failure::Usage(e.to_string()))?;
+    let checks = env.checks;
+    let mut e = engine_with(&lib, isa, Some(env))?;
+    e.profile = profile.is_some();
     clock.lap("library load (probed in a core process)");
     if let Some(t) = timeout {
         e.timeout = Duration::from_secs_f64(t);
@@ -339,22 +344,6 @@ fn profile_json(p: &nrt_pool_engine::profile::Profile) -> serde_json::Value {
         "functions": p.top().iter().map(|(f, n, share)| json!({"function": f, "instructions": n, "share": share})).collect::<Vec<_>>(),
     })
 }
-
-/// The checks `--check[=LIST]` asks for, or else `$GPSIMD_OPEN_CHECK` (none without either).
-fn checks_asked(flag: Option<&str>) -> Result<Checks, Failure> {
-    match flag {
-        Some(list) => Checks::parse(list).map_err(|m| Failure::Usage(format!("--check: {m}"))),
-        None => match std::env::var(CHECK_ENV) {
-            Ok(list) => {
-                Checks::parse(&list).map_err(|m| Failure::Usage(format!("${CHECK_ENV}: {m}")))
-            }
-            Err(_) => Ok(Checks::NONE),
-        },
-    }
-}
-
-/// The environment variable that turns checks on where no flag or argument says.
-pub(crate) const CHECK_ENV: &str = "GPSIMD_OPEN_CHECK";
 
 /// The last launch's findings and notes, one line each, on stderr.
 fn print_checks(report: &CheckReport) {

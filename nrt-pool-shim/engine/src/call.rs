@@ -6,7 +6,8 @@
 //! word for a library that carries neither), places everything and runs the launch.
 
 use super::*;
-use crate::check::CheckReport;
+use crate::check::parity::ParityInputs;
+use crate::check::{reborrow, Check, CheckReport};
 
 /// One argument, as a front end holds it.
 #[derive(Clone, Debug)]
@@ -142,7 +143,23 @@ impl PoolEngine {
     /// freed when it ends, whatever happened.
     pub fn call(&mut self, call: Call<'_>) -> Result<Called, EmuError> {
         let start = Instant::now();
-        self.with_temporaries(|e| e.call_in(call, start))
+        // The parity check runs the call again from the same inputs: taken before the
+        // launch, which may write its device tensors.
+        let parity = self
+            .checks
+            .has(Check::Parity)
+            .then(|| self.parity_inputs(&call.args));
+        let (target, cores) = (call.target, call.cores);
+        let r = self.with_temporaries(|e| e.call_in(call, start, parity.as_ref()));
+        match (r, parity) {
+            // A fault here that the other build does not give is named as such.
+            (Err(EmuError::Fault(mut f)), Some(inputs)) => {
+                let cores = cores.unwrap_or_else(|| self.default_cores());
+                self.parity_of_fault(target, &inputs, cores, &mut f);
+                Err(EmuError::Fault(f))
+            }
+            (r, _) => r,
+        }
     }
 
     /// The output a call of `target` with these arguments gives (the op's shape function,
@@ -160,7 +177,12 @@ impl PoolEngine {
         self.output_of(&kernel, &args, given)
     }
 
-    fn call_in(&mut self, call: Call<'_>, start: Instant) -> Result<Called, EmuError> {
+    fn call_in(
+        &mut self,
+        call: Call<'_>,
+        start: Instant,
+        parity: Option<&ParityInputs<'_>>,
+    ) -> Result<Called, EmuError> {
         let Call {
             target,
             args,
@@ -207,8 +229,21 @@ impl PoolEngine {
                 });
             }
         }
-        let (output, run, phases, check) = if self.checks.any() {
-            self.run_checking(&kernel, &launch_args, &sources, &spec, cores, to, start)?
+        let mut to = to;
+        let device_out = match &to {
+            Destination::Device(d) => Some(d.clone()),
+            _ => None,
+        };
+        let (output, run, phases, mut check) = if self.checks.without(Check::Parity).any() {
+            self.run_checking(
+                &kernel,
+                &launch_args,
+                &sources,
+                &spec,
+                cores,
+                reborrow(&mut to),
+                start,
+            )?
         } else {
             let (output, run, phases) = self.run_checked(
                 &kernel,
@@ -217,12 +252,35 @@ impl PoolEngine {
                 Team::all(cores)
                     .with_all_stdio(self.all_cores_stdio)
                     .with_profile(self.profile),
-                to,
+                reborrow(&mut to),
                 Fill::default(),
                 start,
             )?;
-            (output, run, phases, CheckReport::default())
+            let report = CheckReport {
+                checks: self.checks,
+                ..CheckReport::default()
+            };
+            (output, run, phases, report)
         };
+        if let Some(inputs) = parity {
+            // What this launch gave: where it went.
+            let mine: Vec<u8> = match (&output, &to, &device_out) {
+                (Some(t), _, _) => t.data.clone(),
+                (None, Destination::Buffer(b), _) => b.to_vec(),
+                (None, _, Some(d)) => self.device_bytes(d).unwrap_or_default().to_vec(),
+                _ => Vec::new(),
+            };
+            self.check_parity(
+                target,
+                &kernel,
+                inputs,
+                &spec,
+                cores,
+                &mine,
+                &run.stdout,
+                &mut check,
+            );
+        }
         Ok(Called {
             spec,
             output,

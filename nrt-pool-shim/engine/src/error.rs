@@ -119,10 +119,12 @@ impl DeviceFault {
             }
             return Ok(());
         }
-        if let Some(a) = self.soc_addr {
-            write!(f, " at SoC address {a:#x}")?;
-        } else if let Some(a) = self.host_addr {
-            write!(f, " at host address {a:#x} (outside device memory)")?;
+        // A stack overflow's address is its guard page's: the message says what overflowed.
+        match (self.kind, self.soc_addr, self.host_addr) {
+            (FaultKind::StackOverflow, ..) => {}
+            (_, Some(a), _) => write!(f, " at SoC address {a:#x}")?,
+            (_, None, Some(a)) => write!(f, " at host address {a:#x} (outside device memory)")?,
+            _ => {}
         }
         if let Some(l) = &self.location {
             write!(f, " by the instruction at {l}")?;

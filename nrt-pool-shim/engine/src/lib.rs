@@ -138,6 +138,8 @@ pub struct PoolEngine {
     pub checks: check::Checks,
     /// Host buffers checked launches reuse for their copies.
     check_buffers: Vec<Vec<u8>>,
+    /// The other backend's engine the parity check compares with.
+    parity_twin: check::parity::Twin,
 }
 
 impl PoolEngine {
@@ -179,6 +181,7 @@ impl PoolEngine {
             all_cores_stdio: false,
             checks: check::Checks::NONE,
             check_buffers: Vec::new(),
+            parity_twin: check::parity::Twin::default(),
         })
     }
 

@@ -7,15 +7,14 @@
 //! is what the emulator runs.
 #![allow(clippy::missing_safety_doc, non_camel_case_types)]
 
-use nrt_pool_schema::pool_image;
 use std::ffi::c_void;
 use std::mem::{offset_of, size_of};
-use std::os::unix::ffi::OsStrExt;
 
 use parking_lot::Mutex;
 
 use super::{guard, set_error, Lifecycle, STATE};
-use nrt_pool_engine::{PoolEngine, PoolImage, DEFAULT_HBM_BYTES};
+use nrt_pool_engine::{PoolEngine, PoolImage};
+use nrt_pool_open::OpenOptions;
 
 /// `nrt_ucode_img`: one image (16 bytes).
 #[repr(C)]
@@ -97,24 +96,9 @@ unsafe fn image(addr: usize, size: usize) -> Option<Vec<u8>> {
     (addr != 0).then(|| unsafe { std::slice::from_raw_parts(addr as *const u8, size) }.to_vec())
 }
 
-/// Whether an image is an ELF shared object for this host (what the emulator can run).
-fn is_host_library(b: &[u8]) -> bool {
-    const EM_X86_64: u16 = 62;
-    const EM_AARCH64: u16 = 183;
-    let machine = if cfg!(target_arch = "aarch64") {
-        EM_AARCH64
-    } else {
-        EM_X86_64
-    };
-    b.len() > 20
-        && &b[..4] == b"\x7fELF"
-        && b[4] == 2
-        && u16::from_le_bytes([b[16], b[17]]) == 3
-        && u16::from_le_bytes([b[18], b[19]]) == machine
-}
-
 /// Builds the engine: the stock image (none in the emulator) or the registered pair, and
-/// the op library if the IRAM image is one.
+/// the op library if the IRAM image is one (`nrt_pool_open::open_image`), with the
+/// environment's call defaults.
 fn init_engine() -> Result<PoolEngine, String> {
     let r = REGISTERED.lock();
     // SAFETY: the caller of nrt_set_pool_eng_ucode keeps its images alive until init, as
@@ -126,63 +110,8 @@ fn init_engine() -> Result<PoolEngine, String> {
         iram: iram.unwrap_or_default(),
         dram: dram.unwrap_or_default(),
     };
-    let host_lib = is_host_library(&img.iram);
-    // An Xtensa Pool image (libNAME.pool's IRAM/DRAM pair) runs on QEMU cores (D57).
-    let xtensa = pool_image::parse_pair(&img.iram, &img.dram).is_ok();
-    if xtensa {
-        let file = pool_image::write_file_from_pair(&img.iram, &img.dram);
-        let mut engine = PoolEngine::with_backend(
-            DEFAULT_HBM_BYTES,
-            img,
-            Box::new(nrt_pool_qemu::XtensaBackend::new(xtensa_board())),
-        )
-        .map_err(|e| e.to_string())?;
-        engine.checks = env_checks()?;
-        engine.all_cores_stdio = nrt_pool_engine::all_cores_stdio_from_env();
-        engine.debug = nrt_pool_engine::debug::request_from_env("nrt_pool")?;
-        engine
-            .load_image(&file, "the registered Pool image")
-            .map_err(|e| e.to_string())?;
-        return Ok(engine);
-    }
-    let mut engine = PoolEngine::new(DEFAULT_HBM_BYTES, img).map_err(|e| e.to_string())?;
-    engine.checks = env_checks()?;
-    engine.all_cores_stdio = nrt_pool_engine::all_cores_stdio_from_env();
-    engine.debug = nrt_pool_engine::debug::request_from_env("nrt_pool")?;
-    if host_lib {
-        let iram = engine.image().iram.clone();
-        engine
-            .load_image(&iram, "the registered Pool image")
-            .map_err(|e| e.to_string())?;
-    }
-    Ok(engine)
-}
-
-/// The checks `$GPSIMD_OPEN_CHECK` asks every launch to make (none when unset).
-fn env_checks() -> Result<nrt_pool_engine::check::Checks, String> {
-    match std::env::var("GPSIMD_OPEN_CHECK") {
-        Ok(list) => nrt_pool_engine::check::Checks::parse(&list)
-            .map_err(|m| format!("$GPSIMD_OPEN_CHECK: {m}")),
-        Err(_) => Ok(nrt_pool_engine::check::Checks::NONE),
-    }
-}
-
-/// The QEMU board for Xtensa cores (`nrt_pool_qemu::find_board` beside this library),
-/// else where the Debian packages put it.
-fn xtensa_board() -> std::path::PathBuf {
-    // SAFETY: Dl_info is plain data (pointers and integers); all-zero is a valid value.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: dladdr on a function of this library fills `info` or returns 0.
-    let found = unsafe { libc::dladdr(xtensa_board as *const libc::c_void, &mut info) } != 0;
-    let me = (found && !info.dli_fname.is_null()).then(|| {
-        // SAFETY: dladdr's file name is a NUL-terminated string owned by the loader.
-        let me = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
-        std::path::PathBuf::from(std::ffi::OsStr::from_bytes(me.to_bytes()))
-    });
-    nrt_pool_qemu::find_board(
-        me.as_deref().and_then(std::path::Path::parent),
-        "/opt/gpsimd-open/lib/gpsimd-open/xtensa-q7-none-elf/pool-board.elf".into(),
-    )
+    let o = OpenOptions::from_env("nrt_pool").map_err(|e| e.to_string())?;
+    nrt_pool_open::open_image(img, &o).map_err(|e| e.to_string())
 }
 
 /// `nrt_init` for the emulated engine: 0, or 1 with `nrt_pool_last_error` set (also when

@@ -35,9 +35,9 @@ use pyo3::types::{PyFloat, PyInt, PyTuple};
 
 use nrt_pool_engine::check::{CheckReport, Checks};
 use nrt_pool_engine::tensor::{DType, Location};
-use nrt_pool_engine::{
-    ArgValue, Call, Destination, DeviceTensor, EmuError, Output, PoolEngine, PoolImage,
-};
+use nrt_pool_engine::{ArgValue, Call, Destination, DeviceTensor, EmuError, Output, PoolEngine};
+use nrt_pool_open::installation::{self, Part};
+use nrt_pool_open::{OpenError, OpenOptions};
 use nrt_pool_schema::ArgKind;
 
 pyo3::create_exception!(
@@ -160,32 +160,18 @@ impl Library {
     /// Loads an op library (built by `build` or `nrt-pool build`) on a fresh engine. Its
     /// static constructors run in the emulated cores, never in this process.
     /// A Pool image (`lib{name}.pool`) runs on emulated Xtensa cores under QEMU, with
-    /// `board` (default: `$NRT_POOL_XTENSA_BOARD`, else the repository's build).
+    /// `board` (default: `$NRT_POOL_XTENSA_BOARD`, else where the package finds it:
+    /// `nrt_pool_open::installation`).
     #[new]
     #[pyo3(signature = (path, board=None))]
     fn new(py: Python<'_>, path: PathBuf, board: Option<PathBuf>) -> PyResult<Self> {
-        let is_pool = nrt_pool_schema::pool_image::is_pool_path(&path);
-        let engine = if is_pool {
-            let board = board.unwrap_or_else(|| {
-                nrt_pool_qemu::find_board(
-                    None,
-                    PathBuf::from(source_root())
-                        .join("target/customop/xtensa-q7-none-elf/pool-board.elf"),
-                )
-            });
-            PoolEngine::with_backend(
-                nrt_pool_engine::DEFAULT_HBM_BYTES,
-                PoolImage::default(),
-                Box::new(nrt_pool_qemu::XtensaBackend::new(board)),
-            )
-        } else {
-            PoolEngine::new(nrt_pool_engine::DEFAULT_HBM_BYTES, PoolImage::default())
-        };
-        let mut engine = engine.map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-        py.detach(|| engine.load(&path).map(|_| ()))
+        let o = OpenOptions::default().with_board(board);
+        let engine = py
+            .detach(|| nrt_pool_open::open(&path, &o))
             .map_err(|e| match e {
-                EmuError::Library(l) => PyRuntimeError::new_err(l.to_string()),
-                other => to_py(py, other),
+                OpenError::Engine(EmuError::Library(l)) => PyRuntimeError::new_err(l.to_string()),
+                OpenError::Engine(other) => to_py(py, other),
+                other => PyRuntimeError::new_err(other.to_string()),
             })?;
         Ok(Library {
             device: Arc::new(Device {
@@ -629,15 +615,11 @@ fn build(
 ) -> PyResult<String> {
     let device_image = match isa {
         "host" => None,
-        "xtensa" => {
-            let root = PathBuf::from(source_root());
-            Some(nrt_pool_build::DeviceImage {
-                out: build_directory.join(format!("lib{name}.pool")),
-                archive: root
-                    .join("target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a"),
-                link_script: root.join("customop-device/xtensa/pool-core.ld"),
-            })
-        }
+        "xtensa" => Some(nrt_pool_build::DeviceImage {
+            out: build_directory.join(format!("lib{name}.pool")),
+            archive: installation::find(Part::XtensaArchive),
+            link_script: installation::find(Part::LinkScript),
+        }),
         other => {
             return Err(pyo3::exceptions::PyValueError::new_err(format!(
                 "isa={other:?}: 'host' or 'xtensa'"
@@ -674,10 +656,18 @@ fn build(
 #[pyfunction]
 fn noop() {}
 
-/// The repository this module was built from (the headers and runtime archive it uses).
+/// Where the package finds a part of the installation ("include", "host-archive",
+/// "xtensa-archive", "link-script", "board"): `$GPSIMD_OPEN_HOME`'s build tree, else
+/// beside this module (an installed package), else the build tree it was built in.
 #[pyfunction]
-fn source_root() -> String {
-    concat!(env!("CARGO_MANIFEST_DIR"), "/../..").to_string()
+fn installed(part: &str) -> PyResult<String> {
+    let p = Part::from_name(part).ok_or_else(|| {
+        pyo3::exceptions::PyValueError::new_err(format!(
+            "installed({part:?}): one of {}",
+            Part::ALL.map(Part::name).join(", ")
+        ))
+    })?;
+    Ok(installation::find(p).display().to_string())
 }
 
 #[pymodule]
@@ -685,7 +675,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Library>()?;
     m.add_class::<DeviceArray>()?;
     m.add_function(wrap_pyfunction!(build, m)?)?;
-    m.add_function(wrap_pyfunction!(source_root, m)?)?;
+    m.add_function(wrap_pyfunction!(installed, m)?)?;
     m.add_function(wrap_pyfunction!(noop, m)?)?;
     m.add("DeviceFault", m.py().get_type::<DeviceFault>())?;
     Ok(())

@@ -22,34 +22,9 @@ pub mod tools;
 
 pub use self::backend::XtensaBackend;
 
-use std::path::{Path, PathBuf};
-
 /// The variable that names the board, before any search.
 pub const BOARD_ENV: &str = "NRT_POOL_XTENSA_BOARD";
 
-/// The QEMU board for Xtensa cores, found the one way every front end finds it:
-/// `$NRT_POOL_XTENSA_BOARD`; else, for a program or library in directory `beside`, the
-/// first that exists of where `make install` puts it (PREFIX/lib/gpsimd-open/..., from
-/// PREFIX/lib or PREFIX/bin) and where `make` builds it (target/customop/..., from
-/// target/<profile>); else `fallback`.
-pub fn find_board(beside: Option<&Path>, fallback: PathBuf) -> PathBuf {
-    if let Some(p) = std::env::var_os(BOARD_ENV) {
-        return p.into();
-    }
-    const INSTALLED: &str = "gpsimd-open/xtensa-q7-none-elf/pool-board.elf";
-    const BUILT: &str = "../customop/xtensa-q7-none-elf/pool-board.elf";
-    beside
-        .into_iter()
-        .flat_map(|d| {
-            [
-                d.join(INSTALLED),
-                d.join("../lib").join(INSTALLED),
-                d.join(BUILT),
-            ]
-        })
-        .find(|p| p.is_file())
-        .unwrap_or(fallback)
-}
 pub use self::core::{pool_cores, Completion, Kernel, QemuError, XtensaCore};
 pub use self::fault::{CoreFault, FaultCause};
 pub use self::tools::{gdb_for, qemu_for};

@@ -248,7 +248,11 @@ fn hex_float(s: &Spec, out: &mut Sink<'_>, v: f64) {
             let half = 1u64 << (drop - 1);
             fraction >>= drop;
             // Ties go to an even last digit: the leading one when no fraction is shown.
-            let odd = if p == 0 { lead & 1 == 1 } else { fraction & 1 == 1 };
+            let odd = if p == 0 {
+                lead & 1 == 1
+            } else {
+                fraction & 1 == 1
+            };
             if rest > half || (rest == half && odd) {
                 fraction += 1;
                 if fraction >> (4 * p) != 0 {
@@ -283,7 +287,11 @@ fn hex_float(s: &Spec, out: &mut Sink<'_>, v: f64) {
     head[..sign.len()].copy_from_slice(sign);
     head[sign.len()..sign.len() + 2].copy_from_slice(if upper { b"0X" } else { b"0x" });
     let head = &head[..sign.len() + 2];
-    let dot: &[u8] = if shown + zeros > 0 || s.alt { b"." } else { b"" };
+    let dot: &[u8] = if shown + zeros > 0 || s.alt {
+        b"."
+    } else {
+        b""
+    };
     let mut e = Digits::new();
     e.number(exp.unsigned_abs(), 10, false);
     let p_sign: &[u8] = match (upper, exp < 0) {

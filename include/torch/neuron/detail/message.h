@@ -23,12 +23,23 @@ template <> struct is_float<double> { static constexpr bool value = true; };
 
 // ---- faults and warnings (formatted without a C library: the device has none) ----
 
+/// A message being formatted. Its bytes live in one buffer per core, not in the frame of
+/// the kernel that builds it: the checks that format messages sit inside accessors and
+/// tensor functions a kernel inlines, and a 448-byte buffer per check there would count
+/// against the device's small stack (and differently on host and device builds, D94). A
+/// core formats one message at a time (it ends the kernel, or is written out, before the
+/// next is begun).
 struct Msg {
     // The engine's fault record holds 456 bytes of message.
-    char buf[448];
+    static constexpr size_t cap = 448;
+    char *buf = storage();
     size_t n = 0;
+    static char *storage() {
+        static char b[cap];
+        return b;
+    }
     Msg &s(const char *t) {
-        while (t && *t && n < sizeof buf - 1) buf[n++] = *t++;
+        while (t && *t && n < cap - 1) buf[n++] = *t++;
         return *this;
     }
     Msg &i(long long v) {
@@ -40,7 +51,7 @@ struct Msg {
             u /= 10;
         } while (u && k < sizeof tmp);
         if (v < 0) s("-");
-        while (k && n < sizeof buf - 1) buf[n++] = tmp[--k];
+        while (k && n < cap - 1) buf[n++] = tmp[--k];
         return *this;
     }
 };

@@ -21,6 +21,7 @@ use super::library::{
 };
 use super::memory::{DeviceMemory, PAGE};
 
+mod kernel_stack;
 mod services;
 mod signals;
 mod watch;
@@ -322,6 +323,7 @@ fn load(core: usize, p: &Program<'_>, probe: bool) -> (EntryFn, RegisterFuncsFn)
     // SAFETY: dladdr on a symbol of the loaded library, into a local Dl_info.
     if unsafe { libc::dladdr(entry, &mut info) } != 0 {
         MODULE_BASE.store(info.dli_fbase as u64, Ordering::Relaxed);
+        kernel_stack::note_library(info.dli_fbase as usize);
     }
     SHAPE_FN.store(sym(SHAPE_SYMBOL), Ordering::Relaxed);
     if probe {

@@ -185,7 +185,13 @@ pub(super) unsafe extern "C" fn svc_fault(msg: *const c_char, len: usize) {
     let m = unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) };
     drain_early_stdio();
     record_frames(0);
-    control().set_fault(core(), FaultKind::Fatal, 0, 0, m);
+    // An access the device faults on is a memory fault there (Xtensa cores report it so).
+    let kind = if m.starts_with(customop_abi::UNALIGNED_REPORT.as_bytes()) {
+        FaultKind::Memory
+    } else {
+        FaultKind::Fatal
+    };
+    control().set_fault(core(), kind, 0, 0, m);
     finish_stdio();
     notify_exit();
     // SAFETY: ends this core's process, as a fault halts the core.
@@ -214,7 +220,8 @@ pub(super) unsafe extern "C" fn get_libc_fn(name: *const c_char) -> *mut c_void 
     drain_early_stdio();
     // SAFETY: the runtime asks with NUL-terminated names.
     let name = unsafe { CStr::from_ptr(name) }.to_bytes();
-    // Host cores offer every service but the stack (host kernels run on the core's own).
+    // Host cores offer every service but the board's stack: a kernel's stack is theirs,
+    // sized as the device's (`kernel_stack`, D94).
     match Service::from_name(name) {
         Some(Service::Map) => svc_map as *mut c_void,
         Some(Service::CpuId) => svc_cpu_id as *mut c_void,
@@ -223,6 +230,7 @@ pub(super) unsafe extern "C" fn get_libc_fn(name: *const c_char) -> *mut c_void 
         Some(Service::Fault) => svc_fault as *mut c_void,
         Some(Service::Write) => svc_write as *mut c_void,
         Some(Service::Window) => svc_window as *mut c_void,
+        Some(Service::KernelStack) => super::kernel_stack::svc_kernel_stack as *mut c_void,
         Some(Service::Stack) | None => std::ptr::null_mut(),
     }
 }

@@ -46,7 +46,22 @@ pub(super) extern "C" fn on_signal(sig: i32, info: *mut libc::siginfo_t, uctx: *
     } else {
         unsafe { ((*info).si_addr() as u64, (*info).si_code) }
     };
-    let overflow = sig == libc::SIGSEGV && is_stack_overflow(addr);
+    use super::kernel_stack::Touch;
+    let touch = if sig == libc::SIGSEGV {
+        super::kernel_stack::touch(addr, fault_context(uctx).0)
+    } else {
+        Touch::Elsewhere
+    };
+    if touch == Touch::Opened {
+        // Host-only code past the device's budget: the instruction goes on (the handler is
+        // set again, as it resets on delivery).
+        install_handlers();
+        return;
+    }
+    let kernel_overflow = touch == Touch::DeviceOverflow;
+    let overflow = kernel_overflow
+        || touch == Touch::HostOverflow
+        || (sig == libc::SIGSEGV && is_stack_overflow(addr));
     let kind = match sig {
         _ if overflow => FaultKind::StackOverflow,
         // The host stops a core that overstays the launch's deadline with this first, so
@@ -84,14 +99,19 @@ pub(super) extern "C" fn on_signal(sig: i32, info: *mut libc::siginfo_t, uctx: *
     );
     r.phase
         .store(PHASE.load(Ordering::Relaxed), Ordering::Relaxed);
-    let why = if overflow {
-        HOST_STACK_OVERFLOW
+    let mut buf = [0u8; 320];
+    let why: &[u8] = if kernel_overflow {
+        super::kernel_stack::overflow_message(&mut buf)
+    } else if touch == Touch::HostOverflow {
+        super::kernel_stack::HOST_RESERVE_OVERFLOW.as_bytes()
+    } else if overflow {
+        HOST_STACK_OVERFLOW.as_bytes()
     } else if kind == FaultKind::Timeout {
-        "still running at the launch's deadline; stopped"
+        b"still running at the launch's deadline; stopped"
     } else {
-        signal_cause(sig, code)
+        signal_cause(sig, code).as_bytes()
     };
-    ctl.set_fault(core(), kind, sig as u32, addr, why.as_bytes());
+    ctl.set_fault(core(), kind, sig as u32, addr, why);
     drain_early_stdio();
     notify_exit();
     // SAFETY: async-signal-safe exit of this core's process.
@@ -185,8 +205,7 @@ pub(super) fn install_fault_handlers() {
     // SAFETY: writes at most 2 entries.
     unsafe { libc::backtrace(warm.as_mut_ptr(), 2) };
     const ALT_STACK: usize = 64 << 10;
-    // SAFETY: a leaked buffer for the alternate stack (the process ends with the kernel),
-    // and plain sigaction calls with a handler that only does async-signal-safe work.
+    // SAFETY: a leaked buffer for the alternate stack (the process ends with the kernel).
     unsafe {
         let stack = Box::leak(vec![0u8; ALT_STACK].into_boxed_slice());
         let ss = libc::stack_t {
@@ -195,6 +214,14 @@ pub(super) fn install_fault_handlers() {
             ss_size: ALT_STACK,
         };
         libc::sigaltstack(&ss, std::ptr::null_mut());
+    }
+    install_handlers();
+}
+
+/// Sets this core's handler for the fault signals (each resets on delivery).
+fn install_handlers() {
+    // SAFETY: plain sigaction calls with a handler that only does async-signal-safe work.
+    unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction =
             on_signal as extern "C" fn(i32, *mut libc::siginfo_t, *mut c_void) as usize;

@@ -48,7 +48,12 @@ def resolve(check):
 
 
 def report(findings, notes, result, warn):
-    """Raises (or warns about) what a checked call found; returns the call's result."""
+    """Raises (or warns about) what a checked call found; returns the call's result. A
+    check asked for that could not run (``parity`` without the other build beside the
+    library) is a :class:`CheckWarning`, never passed over in silence."""
+    for note in notes:
+        if note.startswith("parity: not checked"):
+            warnings.warn(note, CheckWarning, stacklevel=3)
     if not findings:
         return result
     if warn:

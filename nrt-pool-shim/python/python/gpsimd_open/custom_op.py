@@ -12,10 +12,10 @@ from ._arrays import dtype_name, from_engine, to_engine
 __all__ = ["load", "load_library", "ops", "Library", "DeviceArray"]
 
 
-def _home():
-    """Where the headers and the host runtime archive are: GPSIMD_OPEN_HOME, else the
-    repository the package was built from."""
-    return pathlib.Path(os.environ.get("GPSIMD_OPEN_HOME") or _native.source_root()).resolve()
+def _installed(part):
+    """Where a part of the installation is ("include", "host-archive", ...): the build tree
+    GPSIMD_OPEN_HOME names, else beside the package, else the build tree it was built in."""
+    return pathlib.Path(_native.installed(part))
 
 
 ISA_VARIABLE = "GPSIMD_OPEN_ISA"
@@ -70,8 +70,7 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
     if build_directory is None:
         cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(pathlib.Path.home(), ".cache")
         build_directory = os.path.join(cache, "gpsimd_open", name)
-    home = _home()
-    archive = home / "target/customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a"
+    include, archive = _installed("include"), _installed("host-archive")
     if not archive.exists():
         raise RuntimeError(f"the host runtime archive is missing: {archive} (run `make customop-archives`)")
     if verbose:
@@ -84,7 +83,7 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
         [str(s) for s in shape_srcs],
         str(build_directory),
         bool(multicore),
-        str(home / "include"),
+        str(include),
         str(archive),
         str(isa),
         flags,
@@ -183,7 +182,10 @@ def load_library(path, isa=None, check=None, all_cores_stdio=None, debug=None):
             ``GPSIMD_OPEN_ISA`` environment variable, else the file's own backend.
         check: check every call of the library's ops (a call's own ``check=`` wins):
             ``True`` (init, race, memory, rules), a list such as ``"init,race"`` or
-            ``"all"`` (adds ``cores``: the call again on another core count), ``"warn"``
+            ``"all"`` (adds ``cores``: the call again on another core count, and
+            ``parity``: the call again on the other build beside the library, its Pool
+            image on Xtensa cores for a host build, outputs, stdout and faults compared),
+            ``"warn"``
             or ``"warn:LIST"`` to warn instead of raising :class:`CheckError`. Default:
             the ``GPSIMD_OPEN_CHECK`` environment variable, else no checks.
         all_cores_stdio: an emulator aid: printf from every core reaches stdout and

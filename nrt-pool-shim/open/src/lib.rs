@@ -1,0 +1,311 @@
+//! One way into the emulated Pool engine (issue #41). Every front end (the launch FFI, the
+//! `nrt-pool` CLI, the Python package, the demo) opens its engine here, so each finds the
+//! same things the same way:
+//! - the backend by the file: a Pool image (`libNAME.pool`) runs on Xtensa cores under QEMU,
+//!   a host library (`libNAME.so`) on host cores; asking for the other ISA takes the build
+//!   beside it (`nrt-pool build --device-image` writes both);
+//! - the QEMU board ([`installation`]), relative to the program or library this code is
+//!   linked into (an installed prefix, a build tree, a Python package), once;
+//! - the environment's defaults for every call ([`Environment`]), read in one place.
+
+use std::path::{Path, PathBuf};
+
+use nrt_pool_engine::check::parity::Twin;
+use nrt_pool_engine::{EmuError, PoolEngine, PoolImage, DEFAULT_HBM_BYTES};
+use nrt_pool_schema::pool_image;
+
+pub mod environment;
+pub mod installation;
+
+pub use environment::Environment;
+
+/// The cores an engine runs: host processes, or Xtensa cores under QEMU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    Host,
+    Xtensa,
+}
+
+impl Isa {
+    /// The ISA a library file runs on: Xtensa for a Pool image (by its first bytes).
+    pub fn of(path: &Path) -> Isa {
+        if pool_image::is_pool_path(path) {
+            Isa::Xtensa
+        } else {
+            Isa::Host
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Host => "host",
+            Isa::Xtensa => "xtensa",
+        }
+    }
+
+    /// The other backend's ISA.
+    pub fn other(self) -> Isa {
+        match self {
+            Isa::Host => Isa::Xtensa,
+            Isa::Xtensa => Isa::Host,
+        }
+    }
+
+    /// The file extension of a library built for this ISA.
+    fn extension(self) -> &'static str {
+        match self {
+            Isa::Host => "so",
+            Isa::Xtensa => "pool",
+        }
+    }
+}
+
+/// How to open an engine.
+#[derive(Clone, Debug)]
+pub struct OpenOptions {
+    /// The cores to run on; `None`: by the file ([`Isa::of`]).
+    pub isa: Option<Isa>,
+    /// The QEMU board for Xtensa cores; `None`: [`installation::board`].
+    pub board: Option<PathBuf>,
+    /// HBM the engine offers tensors.
+    pub hbm_bytes: u64,
+    /// The calls' defaults (checks, all-core stdio, a core stopped for gdb).
+    pub environment: Environment,
+}
+
+impl OpenOptions {
+    /// The defaults, with the environment's settings read for front end `who` (its name in
+    /// debug notes: "nrt-pool", "gpsimd_open", "nrt_pool").
+    pub fn from_env(who: &'static str) -> Result<OpenOptions, OpenError> {
+        Ok(OpenOptions {
+            environment: Environment::read(who)?,
+            ..OpenOptions::default()
+        })
+    }
+
+    pub fn with_isa(mut self, isa: Option<Isa>) -> OpenOptions {
+        self.isa = isa;
+        self
+    }
+
+    pub fn with_board(mut self, board: Option<PathBuf>) -> OpenOptions {
+        self.board = board;
+        self
+    }
+}
+
+impl Default for OpenOptions {
+    /// By the file, the board found, 1 GiB of HBM, and no environment defaults.
+    fn default() -> OpenOptions {
+        OpenOptions {
+            isa: None,
+            board: None,
+            hbm_bytes: DEFAULT_HBM_BYTES,
+            environment: Environment::default(),
+        }
+    }
+}
+
+/// Why an engine could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The other ISA was asked for and its build is not beside the library.
+    #[error("--isa {isa}: no {} beside {} (nrt-pool build --device-image writes both)", .wanted.display(), .library.display(), isa = .isa.name())]
+    NoSibling {
+        isa: Isa,
+        wanted: PathBuf,
+        library: PathBuf,
+    },
+    /// A variable of the environment that cannot be used.
+    #[error("{0}")]
+    Environment(String),
+    #[error(transparent)]
+    Engine(#[from] EmuError),
+}
+
+/// The build of `library` for `isa`: the file itself if it is one, else the one beside it
+/// with the other extension (whether or not it exists).
+pub fn build_for(library: &Path, isa: Isa) -> PathBuf {
+    if Isa::of(library) == isa {
+        library.to_path_buf()
+    } else {
+        library.with_extension(isa.extension())
+    }
+}
+
+/// The build of `library` for the other ISA, if it is beside it.
+pub fn sibling(library: &Path) -> Option<PathBuf> {
+    let other = build_for(library, Isa::of(library).other());
+    other.is_file().then_some(other)
+}
+
+/// An engine with no library loaded, on `isa`'s cores.
+pub fn engine(isa: Isa, image: PoolImage, o: &OpenOptions) -> Result<PoolEngine, OpenError> {
+    let mut e = match isa {
+        Isa::Host => PoolEngine::new(o.hbm_bytes, image)?,
+        Isa::Xtensa => PoolEngine::with_backend(
+            o.hbm_bytes,
+            image,
+            Box::new(nrt_pool_qemu::XtensaBackend::new(
+                o.board.clone().unwrap_or_else(installation::board),
+            )),
+        )?,
+    };
+    o.environment.apply(&mut e);
+    Ok(e)
+}
+
+/// An engine with `library` loaded: on the cores `o.isa` names (the build beside `library`
+/// when that is the other ISA), else on those the file is built for. The library's static
+/// constructors run in the emulated cores, never in this process.
+pub fn open(library: &Path, o: &OpenOptions) -> Result<PoolEngine, OpenError> {
+    let isa = o.isa.unwrap_or_else(|| Isa::of(library));
+    let path = build_for(library, isa);
+    if path != library && !path.is_file() {
+        return Err(OpenError::NoSibling {
+            isa,
+            wanted: path,
+            library: library.to_path_buf(),
+        });
+    }
+    let mut e = engine(isa, PoolImage::default(), o)?;
+    e.load(&path)?;
+    e.set_parity_twin(twin(&path, isa, o));
+    Ok(e)
+}
+
+/// The parity check's other engine for `library` on `isa`: the other build beside it,
+/// opened when a launch first asks (D93).
+fn twin(library: &Path, isa: Isa, o: &OpenOptions) -> Twin {
+    let other = build_for(library, isa.other());
+    if !other.is_file() {
+        return Twin::Unavailable(format!(
+            "no {} beside {} to compare with (`nrt-pool build --device-image` or \
+             `custom_op.load(..., isa=\"xtensa\")` writes both)",
+            other.display(),
+            library.display()
+        ));
+    }
+    let o = OpenOptions {
+        environment: Environment::default(),
+        ..o.clone()
+    };
+    Twin::Later(Box::new(move || {
+        let mut e = engine(isa.other(), PoolImage::default(), &o).map_err(|e| e.to_string())?;
+        e.load(&other)
+            .map_err(|e| format!("{}: {e}", other.display()))?;
+        Ok(e)
+    }))
+}
+
+/// An engine for the Pool image `nrt_set_pool_eng_ucode` registered (the launch FFI): an
+/// Xtensa Pool image's IRAM/DRAM pair runs on Xtensa cores; a host library registered as
+/// the IRAM image on host cores; anything else (or nothing) leaves the engine without a
+/// library, as the stock image does.
+pub fn open_image(image: PoolImage, o: &OpenOptions) -> Result<PoolEngine, OpenError> {
+    const LABEL: &str = "the registered Pool image";
+    if pool_image::parse_pair(&image.iram, &image.dram).is_ok() {
+        let file = pool_image::write_file_from_pair(&image.iram, &image.dram);
+        let mut e = engine(Isa::Xtensa, image, o)?;
+        e.load_image(&file, LABEL)?;
+        e.set_parity_twin(Twin::Unavailable(REGISTERED_TWIN.into()));
+        return Ok(e);
+    }
+    let host_library = is_host_library(&image.iram);
+    let mut e = engine(Isa::Host, image, o)?;
+    if host_library {
+        let iram = e.image().iram.clone();
+        e.load_image(&iram, LABEL)?;
+    }
+    e.set_parity_twin(Twin::Unavailable(REGISTERED_TWIN.into()));
+    Ok(e)
+}
+
+/// Why a registered image has no parity twin.
+const REGISTERED_TWIN: &str = "the Pool image registered through nrt_set_pool_eng_ucode \
+    is bytes, not a file beside its other build: compare the two builds with \
+    `nrt-pool run --check=parity` or Python's check=\"parity\"";
+
+/// Whether an image is an ELF shared object for this host (what host cores can run).
+pub fn is_host_library(b: &[u8]) -> bool {
+    const EM_X86_64: u16 = 62;
+    const EM_AARCH64: u16 = 183;
+    let machine = if cfg!(target_arch = "aarch64") {
+        EM_AARCH64
+    } else {
+        EM_X86_64
+    };
+    b.len() > 20
+        && &b[..4] == b"\x7fELF"
+        && b[4] == 2
+        && u16::from_le_bytes([b[16], b[17]]) == 3
+        && u16::from_le_bytes([b[18], b[19]]) == machine
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_isa_is_told_by_the_file_and_the_other_build_sits_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let so = dir.path().join("libop.so");
+        let pool = dir.path().join("libop.pool");
+        std::fs::write(&so, b"\x7fELF...").unwrap();
+        std::fs::write(&pool, pool_image::FILE_MAGIC).unwrap();
+        assert_eq!(Isa::of(&so), Isa::Host);
+        assert_eq!(Isa::of(&pool), Isa::Xtensa, "by its first bytes");
+        assert_eq!(build_for(&so, Isa::Xtensa), pool);
+        assert_eq!(build_for(&pool, Isa::Host), so);
+        assert_eq!(build_for(&so, Isa::Host), so);
+        assert_eq!(sibling(&so), Some(pool.clone()));
+        assert_eq!(sibling(&pool), Some(so));
+    }
+
+    #[test]
+    fn a_missing_other_build_is_named_with_the_way_to_make_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let so = dir.path().join("libop.so");
+        std::fs::write(&so, b"not a library").unwrap();
+        assert_eq!(sibling(&so), None);
+        let o = OpenOptions::default().with_isa(Some(Isa::Xtensa));
+        let e = open(&so, &o).err().expect("no Pool image beside");
+        let msg = e.to_string();
+        assert!(
+            matches!(
+                e,
+                OpenError::NoSibling {
+                    isa: Isa::Xtensa,
+                    ..
+                }
+            ),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("libop.pool") && msg.contains("--device-image"),
+            "{msg}"
+        );
+        std::fs::write(dir.path().join("libop.pool"), b"").unwrap();
+        assert_eq!(sibling(&so), Some(dir.path().join("libop.pool")));
+    }
+
+    #[test]
+    fn only_an_elf_shared_object_of_this_host_is_a_host_library() {
+        let mut elf = vec![0u8; 64];
+        elf[..4].copy_from_slice(b"\x7fELF");
+        elf[4] = 2;
+        elf[16] = 3;
+        elf[18..20].copy_from_slice(
+            &(if cfg!(target_arch = "aarch64") {
+                183u16
+            } else {
+                62
+            })
+            .to_le_bytes(),
+        );
+        assert!(is_host_library(&elf));
+        elf[16] = 2;
+        assert!(!is_host_library(&elf), "an executable");
+        assert!(!is_host_library(b"\x7fELF"));
+    }
+}
