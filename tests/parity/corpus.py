@@ -67,6 +67,7 @@ CASES = [
     ("float_to_u8", "arithmetic", "uint8_t u = (uint8_t)(-in[1]); r[0] = u; r[1] = (unsigned)(-in[2]);"),
     ("nan_to_int", "arithmetic", "float z = in[0] / in[0]; r[0] = (int)z; r[1] = (int)(in[15] * 1e10f); r[2] = (int)(-in[15] * 1e10f);"),
     ("int_min_div", "arithmetic", "int a = INT_MIN + (int)in[0]; int b = -(int)in[1]; r[0] = a / b; r[1] = a % b;"),
+    ("llong_min_div", "arithmetic", "long long a = LLONG_MIN + (long long)in[0]; long long b = -(long long)in[1]; long long q = a / b; r[0] = (int)q; r[1] = (int)(q >> 32); r[2] = (int)(a % b);"),
     ("shift_width", "arithmetic", "unsigned s = (unsigned)in[15] * 2 + 2; r[0] = (int)(1u << s); r[1] = (int)(0xf0f0f0f0u >> s);"),
     ("clz_zero", "arithmetic", "r[0] = __builtin_clz((unsigned)in[0]); r[1] = __builtin_ctz((unsigned)in[0]);"),
     ("nan_sign", "arithmetic", "float z = in[0] / in[0]; r[0] = bits(z); r[1] = bits(-z);"),

@@ -197,14 +197,17 @@ NEURON_LIBRARY(model_ops, m) {
 """
 
 
+def build_both(d, ns, kernels, shapes):
+    """lib{ns}.so and lib{ns}.pool side by side in d/out, from the two sources."""
+    (d / "k.cpp").write_text(kernels)
+    (d / "s.cpp").write_text(shapes)
+    custom_op.load(ns, [d / "k.cpp"], [d / "s.cpp"], build_directory=d / "out", isa="xtensa")
+    return d / "out"
+
+
 @pytest.fixture(scope="module")
 def model_build(tmp_path_factory):
-    """libmodel_ops.so and libmodel_ops.pool side by side."""
-    d = tmp_path_factory.mktemp("model")
-    (d / "k.cpp").write_text(MODEL)
-    (d / "s.cpp").write_text(MODEL_SHAPES)
-    custom_op.load("model_ops", [d / "k.cpp"], [d / "s.cpp"], build_directory=d / "out", isa="xtensa")
-    return d / "out"
+    return build_both(tmp_path_factory.mktemp("model"), "model_ops", MODEL, MODEL_SHAPES)
 
 
 @pytest.fixture(scope="module", params=["host", "xtensa"])
@@ -277,3 +280,97 @@ def test_parity_without_the_other_build_is_a_warning_not_silence(tmp_path):
                          build_directory=tmp_path / "out", isa="host")
     with pytest.warns(CheckWarning, match=r"parity: not checked: no .*libmodel_ops\.pool beside"):
         np.testing.assert_array_equal(lib.ops["scale"](XS, check="parity"), XS * 0.5 + 1)
+
+
+DIVIDE = r"""
+#include <limits.h>
+#include <torch/torch.h>
+torch::Tensor divide(const torch::Tensor &x, int64_t d) {
+    auto in = x.accessor<float, 1>();
+    int a = INT_MIN + (int)in[0], b = (int)d;
+    long long wa = LLONG_MIN + (long long)in[0], wb = d;
+    torch::Tensor y = torch::empty({4}, torch::kInt);
+    auto o = y.accessor<int, 1>();
+    o[0] = a / b;
+    o[1] = a % b;
+    long long q = wa / wb;
+    o[2] = (int)(q >> 32);
+    o[3] = (int)(wa % wb);
+    return y;
+}
+"""
+DIVIDE_SHAPE = r"""
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+torch::Tensor four(torch::Tensor x, int64_t d) { return torch::empty({4}, torch::kInt); }
+NEURON_LIBRARY(divide_ops, m) { m.def("divide", &four, "divide"); }
+"""
+
+
+@pytest.mark.parametrize("isa", ["host", "xtensa"])
+def test_int_min_over_minus_one_is_the_devices_int_min_and_zero_still_traps(tmp_path, isa):
+    (tmp_path / "k.cpp").write_text(DIVIDE)
+    (tmp_path / "s.cpp").write_text(DIVIDE_SHAPE)
+    lib = custom_op.load("divide_ops", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"],
+                         build_directory=tmp_path / "out", isa=isa)
+    x = np.zeros(4, np.float32)
+    # The quotient does not fit: a Pool core gives INT_MIN (LLONG_MIN) and remainder 0.
+    np.testing.assert_array_equal(lib.ops["divide"](x, -1), [-2**31, 0, -2**31, 0])
+    np.testing.assert_array_equal(lib.ops["divide"](x, 2), [-2**30, 0, -2**30, 0])
+    with pytest.raises(DeviceFault, match="divi"):
+        lib.ops["divide"](x, 0)
+
+
+CORNERS = r"""
+#include <stdint.h>
+#include <torch/torch.h>
+torch::Tensor corners(const torch::Tensor &x, int64_t which) {
+    auto in = x.accessor<float, 1>();
+    torch::Tensor y = torch::empty({2}, torch::kInt);
+    auto o = y.accessor<int, 1>();
+    o[0] = 0;
+    o[1] = 0;
+    if (which == 1) o[0] = (int)(in[0] / in[0]);
+    if (which == 2) o[0] = (uint8_t)(-in[1]);
+    if (which == 3) o[0] = __builtin_clz((unsigned)in[0]);
+    if (which == 4) o[0] = (int)(in[1] * 2.5f);
+    return y;
+}
+"""
+CORNERS_SHAPE = r"""
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+torch::Tensor two(torch::Tensor x, int64_t w) { return torch::empty({2}, torch::kInt); }
+NEURON_LIBRARY(corner_ops, m) { m.def("corners", &two, "corners"); }
+"""
+
+
+@pytest.fixture(scope="module")
+def corners(tmp_path_factory):
+    out = build_both(tmp_path_factory.mktemp("corners"), "corner_ops", CORNERS, CORNERS_SHAPE)
+    return (custom_op.load_library(out / "libcorner_ops.so"),
+            custom_op.load_library(out / "libcorner_ops.pool"))
+
+
+@pytest.mark.parametrize("which, line, what", [
+    (1, "if (which == 1)", "float-to-integer conversion of NaN"),
+    (2, "if (which == 2)", "float-to-integer conversion of NaN or of a value outside"),
+    (3, "if (which == 3)", "__builtin_clz(0)"),
+])
+def test_checks_name_arithmetic_the_device_answers_otherwise_with_its_line(corners, which, line, what):
+    host, device = corners
+    x = np.array([0.0, 1.0], np.float32)
+    number = 1 + CORNERS.splitlines().index(next(l for l in CORNERS.splitlines() if l.strip().startswith(line)))
+    with pytest.raises(CheckError) as e:
+        host.ops["corners"](x, which, check=True)
+    [f] = e.value.findings
+    assert f["check"] == "rules" and what in f["message"], f
+    assert re.search(rf"k\.cpp:{number}:\d+", f["message"]), (number, f)
+    # Unchecked, the call returns (x86's value); the device build's run has nothing to say.
+    host.ops["corners"](x, which)
+    device.ops["corners"](x, which, check=True)
+
+
+def test_a_conversion_in_range_is_not_named(corners):
+    host, _ = corners
+    np.testing.assert_array_equal(host.ops["corners"](np.array([0.0, 1.0], np.float32), 4, check=True), [2, 0])

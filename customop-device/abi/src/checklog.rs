@@ -64,7 +64,20 @@ pub enum NoteKind {
     /// A store past the end of a heap block of `a` bytes: byte `count` of the red zone after
     /// it changed; `b` the heap (0 malloc/new, 1 tcm_malloc, 2 HBM) (D88).
     HeapOverrun = 8,
+    /// Host builds: an operation whose result C leaves undefined and a Pool core computes
+    /// differently from x86 (D95): `count` what ([`ARITH_FLOAT_TO_INT`], ...), `a` the
+    /// address of the source file's name in the op library, from its load base, `b` the
+    /// line (high 32 bits) and column.
+    Arithmetic = 9,
 }
+
+/// [`NoteKind::Arithmetic`]: a float-to-integer conversion of NaN or of a value outside the
+/// integer's range.
+pub const ARITH_FLOAT_TO_INT: u32 = 1;
+/// [`NoteKind::Arithmetic`]: `__builtin_clz(0)` (and its `l`/`ll` forms).
+pub const ARITH_CLZ_ZERO: u32 = 2;
+/// [`NoteKind::Arithmetic`]: `__builtin_ctz(0)`.
+pub const ARITH_CTZ_ZERO: u32 = 3;
 
 impl NoteKind {
     pub fn from_u32(v: u32) -> Option<NoteKind> {
@@ -77,6 +90,7 @@ impl NoteKind {
             6 => NoteKind::UseAfterFree,
             7 => NoteKind::HeapFull,
             8 => NoteKind::HeapOverrun,
+            9 => NoteKind::Arithmetic,
             _ => return None,
         })
     }

@@ -1,5 +1,11 @@
 //! Device faults on host cores: handlers for the compiler checks that host op builds carry.
 //!
+//! Also (D95): a float-to-integer conversion of NaN or of a value outside the integer's
+//! range, and `__builtin_clz`/`ctz` of 0, are undefined in C and give other values on a
+//! Pool core than on x86; host builds check for them too (`-fsanitize=float-cast-overflow,
+//! builtin`) and a checked launch notes each with its source line (a `rules` finding).
+//! Unchecked, the x86 value goes on.
+//!
 //! A Pool core (Xtensa) faults on a 2- or 4-byte load or store at an address that is not a
 //! multiple of its size, and reads 8-byte values as two 4-byte words; x86 does not fault at
 //! all. Host op builds are compiled with `-fsanitize=alignment -fno-sanitize-recover`, so
@@ -164,6 +170,67 @@ pub unsafe extern "C" fn __ubsan_handle_type_mismatch_v1_abort(
     crate::runtime::platform::fault(
         b"unaligned load/store: an access the op's build declared unrecoverable (-fno-sanitize-recover=alignment)",
     )
+}
+
+/// `__ubsan_float_cast_overflow_data` (GCC): the source location, then the types.
+#[repr(C)]
+pub struct FloatCastData {
+    pub location: SourceLocation,
+    pub from: *const TypeDescriptor,
+    pub to: *const TypeDescriptor,
+}
+
+/// `__ubsan_invalid_builtin_data`: the source location and which builtin (0 ctz, 1 clz).
+#[repr(C)]
+pub struct BuiltinData {
+    pub location: SourceLocation,
+    pub kind: u8,
+}
+
+extern "C" {
+    /// The op library's ELF header: its load base (the linker defines it).
+    static __ehdr_start: u8;
+}
+
+/// Notes `what` at `location` in a checked launch (nothing otherwise).
+fn note_arithmetic(what: u32, location: &SourceLocation) {
+    // Only the symbol's address is taken (no read).
+    let base = core::ptr::addr_of!(__ehdr_start) as u64;
+    let file = (location.file as u64).wrapping_sub(base);
+    let at = (u64::from(location.line) << 32) | u64::from(location.column);
+    crate::runtime::check_note(customop_abi::checklog::NoteKind::Arithmetic, what, file, at);
+}
+
+/// `-fsanitize=float-cast-overflow`: a conversion of NaN or an out-of-range value.
+///
+/// # Safety
+/// Called by compiled code with its own record.
+#[no_mangle]
+pub unsafe extern "C" fn __ubsan_handle_float_cast_overflow(
+    data: *const FloatCastData,
+    _value: usize,
+) {
+    // SAFETY: the compiler's record (function contract).
+    if let Some(d) = unsafe { data.as_ref() } {
+        note_arithmetic(customop_abi::checklog::ARITH_FLOAT_TO_INT, &d.location);
+    }
+}
+
+/// `-fsanitize=builtin`: `__builtin_clz(0)` or `__builtin_ctz(0)`.
+///
+/// # Safety
+/// Called by compiled code with its own record.
+#[no_mangle]
+pub unsafe extern "C" fn __ubsan_handle_invalid_builtin(data: *const BuiltinData) {
+    // SAFETY: the compiler's record (function contract).
+    if let Some(d) = unsafe { data.as_ref() } {
+        let what = if d.kind == 1 {
+            customop_abi::checklog::ARITH_CLZ_ZERO
+        } else {
+            customop_abi::checklog::ARITH_CTZ_ZERO
+        };
+        note_arithmetic(what, &d.location);
+    }
 }
 
 #[cfg(test)]

@@ -287,6 +287,20 @@ impl<'a> ImageSet<'a> {
 
 /// A debug section's bytes: empty when missing or compressed (the builds here write them
 /// uncompressed; a compressed one leaves lines out rather than failing the report).
+/// The NUL-terminated string at virtual address `vaddr` of an ELF file's bytes (a source
+/// file's name the compiler put in the op library), read through its sections; None when
+/// no section holds it or it does not end.
+pub fn c_string_at(bytes: &[u8], vaddr: u64) -> Option<Vec<u8>> {
+    let file = object::File::parse(bytes).ok()?;
+    let s = file
+        .sections()
+        .find(|s| vaddr >= s.address() && vaddr - s.address() < s.size())?;
+    let data = s.data().ok()?;
+    let rest = data.get(usize::try_from(vaddr - s.address()).ok()?..)?;
+    let end = rest.iter().take(4096).position(|&b| b == 0)?;
+    Some(rest[..end].to_vec())
+}
+
 fn section<'a>(file: &object::File<'a>, name: &str) -> &'a [u8] {
     let Some(s) = file.section_by_name(name) else {
         return &[];

@@ -169,6 +169,11 @@ impl PoolEngine {
                     n.count
                 ),
             ),
+            NoteKind::Arithmetic => (
+                Check::Rules,
+                "the kernel".into(),
+                format!("{} at {}", arithmetic(n.count), self.source_place(n.a, n.b)),
+            ),
             NoteKind::MulticoreAccessor => (
                 Check::Rules,
                 self.tensor_label(n.a),
@@ -182,6 +187,22 @@ impl PoolEngine {
         }
     }
 
+    /// "file:line:column" of a note's source place: the file's name read from the op
+    /// library at offset `file` from its base (the line and column when it cannot be).
+    fn source_place(&self, file: u64, at: u64) -> String {
+        let (line, column) = (at >> 32, at & 0xffff_ffff);
+        let name = self
+            .library
+            .as_ref()
+            .and_then(|l| std::fs::read(l.file()).ok())
+            .and_then(|bytes| crate::symbolize::c_string_at(&bytes, file))
+            .map(|b| String::from_utf8_lossy(&b).into_owned());
+        match name {
+            Some(n) => format!("{n}:{line}:{column}"),
+            None => format!("line {line}, column {column}"),
+        }
+    }
+
     /// The name of the placed tensor at SoC `soc` ("argument 0 (x)", "the output"), else
     /// its address.
     fn tensor_label(&self, soc: u64) -> String {
@@ -192,6 +213,27 @@ impl PoolEngine {
                 || format!("the tensor at SoC {soc:#x}"),
                 |t| t.label.clone(),
             )
+    }
+}
+
+/// What an arithmetic note's operation is, and what the two machines make of it.
+fn arithmetic(what: u32) -> &'static str {
+    use customop_abi::checklog::{ARITH_CLZ_ZERO, ARITH_CTZ_ZERO, ARITH_FLOAT_TO_INT};
+    match what {
+        ARITH_FLOAT_TO_INT => {
+            "a float-to-integer conversion of NaN or of a value outside the integer's range \
+             (undefined in C): a Pool core saturates (NaN gives 0, a negative value 0 for an \
+             unsigned type), x86 gives INT_MIN or wraps; this run has x86's"
+        }
+        ARITH_CLZ_ZERO => {
+            "__builtin_clz(0) (undefined): a Pool core gives 32, x86 another value; this \
+             run has x86's"
+        }
+        ARITH_CTZ_ZERO => {
+            "__builtin_ctz(0) (undefined): a Pool core gives -1, x86 another value; this \
+             run has x86's"
+        }
+        _ => "an operation a Pool core computes otherwise",
     }
 }
 

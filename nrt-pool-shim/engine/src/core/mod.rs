@@ -21,6 +21,7 @@ use super::library::{
 };
 use super::memory::{DeviceMemory, PAGE};
 
+mod divide;
 mod kernel_stack;
 mod services;
 mod signals;

@@ -46,6 +46,11 @@ pub(super) extern "C" fn on_signal(sig: i32, info: *mut libc::siginfo_t, uctx: *
     } else {
         unsafe { ((*info).si_addr() as u64, (*info).si_code) }
     };
+    // INT_MIN / -1: the device's quotient, and the kernel goes on (D95).
+    if sig == libc::SIGFPE && super::divide::device_overflow(uctx) {
+        install_handlers();
+        return;
+    }
     use super::kernel_stack::Touch;
     let touch = if sig == libc::SIGSEGV {
         super::kernel_stack::touch(addr, fault_context(uctx).0)
