@@ -66,8 +66,8 @@ pub enum NoteKind {
     HeapOverrun = 8,
     /// Host builds: an operation whose result C leaves undefined and a Pool core computes
     /// differently from x86 (D95): `count` what ([`ARITH_FLOAT_TO_INT`], ...), `a` the
-    /// address of the source file's name in the op library, from its load base, `b` the
-    /// line (high 32 bits) and column.
+    /// address of the source file's name in the op library less that of its `entry_func`
+    /// (wrapping), `b` the line (high 32 bits) and column.
     Arithmetic = 9,
 }
 

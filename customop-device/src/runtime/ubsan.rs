@@ -187,16 +187,12 @@ pub struct BuiltinData {
     pub kind: u8,
 }
 
-extern "C" {
-    /// The op library's ELF header: its load base (the linker defines it).
-    static __ehdr_start: u8;
-}
-
-/// Notes `what` at `location` in a checked launch (nothing otherwise).
+/// Notes `what` at `location` in a checked launch (nothing otherwise). The source file's
+/// name is given as its distance from `entry_func` (which the op library exports): the
+/// host finds both in the library's file.
 fn note_arithmetic(what: u32, location: &SourceLocation) {
-    // Only the symbol's address is taken (no read).
-    let base = core::ptr::addr_of!(__ehdr_start) as u64;
-    let file = (location.file as u64).wrapping_sub(base);
+    let anchor = crate::runtime::exports::entry_func as *const () as usize as u64;
+    let file = (location.file as u64).wrapping_sub(anchor);
     let at = (u64::from(location.line) << 32) | u64::from(location.column);
     crate::runtime::check_note(customop_abi::checklog::NoteKind::Arithmetic, what, file, at);
 }

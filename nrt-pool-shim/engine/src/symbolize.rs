@@ -287,11 +287,18 @@ impl<'a> ImageSet<'a> {
 
 /// A debug section's bytes: empty when missing or compressed (the builds here write them
 /// uncompressed; a compressed one leaves lines out rather than failing the report).
-/// The NUL-terminated string at virtual address `vaddr` of an ELF file's bytes (a source
-/// file's name the compiler put in the op library), read through its sections; None when
-/// no section holds it or it does not end.
-pub fn c_string_at(bytes: &[u8], vaddr: u64) -> Option<Vec<u8>> {
+/// The NUL-terminated string `delta` bytes (wrapping) from the exported symbol `anchor` in
+/// an ELF file's bytes (a source file's name the compiler put in the op library), read
+/// through its sections; None when the symbol or a section holding it is missing or the
+/// string does not end.
+pub fn c_string_near(bytes: &[u8], anchor: &str, delta: u64) -> Option<Vec<u8>> {
     let file = object::File::parse(bytes).ok()?;
+    let base = file
+        .dynamic_symbols()
+        .chain(file.symbols())
+        .find(|s| s.name_bytes() == Ok(anchor.as_bytes()))?
+        .address();
+    let vaddr = base.wrapping_add(delta);
     let s = file
         .sections()
         .find(|s| vaddr >= s.address() && vaddr - s.address() < s.size())?;

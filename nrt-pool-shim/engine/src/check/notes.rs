@@ -188,14 +188,16 @@ impl PoolEngine {
     }
 
     /// "file:line:column" of a note's source place: the file's name read from the op
-    /// library at offset `file` from its base (the line and column when it cannot be).
+    /// library `file` bytes from its `entry_func` (the line and column when it cannot be).
     fn source_place(&self, file: u64, at: u64) -> String {
         let (line, column) = (at >> 32, at & 0xffff_ffff);
         let name = self
             .library
             .as_ref()
             .and_then(|l| std::fs::read(l.file()).ok())
-            .and_then(|bytes| crate::symbolize::c_string_at(&bytes, file))
+            .and_then(|bytes| {
+                crate::symbolize::c_string_near(&bytes, crate::library::ENTRY_SYMBOL, file)
+            })
             .map(|b| String::from_utf8_lossy(&b).into_owned());
         match name {
             Some(n) => format!("{n}:{line}:{column}"),
