@@ -45,8 +45,11 @@ pub enum DataAccess {
     /// process's address). Host cores: plain arithmetic in gdb, no call into the process
     /// (gdbserver 13 can restore a vector register wrongly after one on some CPUs).
     Mapped(Vec<(u64, u64, u64)>),
-    /// A function of the core to call as `void *f(unsigned long long soc, unsigned n)`:
-    /// it returns a copy of the bytes (the Xtensa board reads them through its own window).
+    /// A function of the core to call as `void *f(unsigned long long soc, unsigned n)`: it
+    /// copies the bytes into the core's `char f_copy[]` and says how many in
+    /// `unsigned f_len` (0: no memory there), which the debugger reads rather than the
+    /// call's return value (the Xtensa board reads through its own window; gdb's calls on
+    /// windowed cores can read a result from the wrong register window).
     Call(String),
 }
 
@@ -263,7 +266,7 @@ impl DebugSession {
                 }
             }
             DataAccess::Call(f) => body.push_str(&format!(
-                "  set $data = (char *)((void *(*)(unsigned long long, unsigned int)){f})({soc}, 256)\n"
+                "  call (void)((void *(*)(unsigned long long, unsigned int)){f})({soc}, 256)\n  if *(unsigned int *)&{f}_len != 0\n    set $data = (char *)&{f}_copy\n  end\n"
             )),
         }
         // printf with no string arguments: gdb's printf copies a string argument into the

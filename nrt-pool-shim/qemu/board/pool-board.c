@@ -367,22 +367,30 @@ static int guarded(u64 page) {
 /* For a debugger (nrt-pool gdb's nrt-data command): a copy of up to 256 bytes of device
    memory from SoC address `soc`, read through the board's own window 7, so the windows
    the kernel's runtime programs are left as they are. The copy stops at a guard page (a
-   tensor's end: the rest stays zero); 0 where no memory is. */
+   tensor's end: the rest stays zero). The copy and the bytes copied (0 where no memory
+   is) are left in nrt_pool_debug_read_copy and nrt_pool_debug_read_len: gdb's inferior
+   calls on windowed cores can read a return value from the wrong register window, so the
+   debugger reads these instead of what the call returns. */
+char nrt_pool_debug_read_copy[256];
+volatile u32 nrt_pool_debug_read_len;
 void *nrt_pool_debug_read(u64 soc, u32 n);
 void *nrt_pool_debug_read(u64 soc, u32 n) {
-    static char copy[256];
-    if (n > sizeof copy) n = sizeof copy;
-    for (u32 i = 0; i < sizeof copy; i++) copy[i] = 0;
+    char *copy = nrt_pool_debug_read_copy;
+    if (n > sizeof nrt_pool_debug_read_copy) n = sizeof nrt_pool_debug_read_copy;
+    for (u32 i = 0; i < sizeof nrt_pool_debug_read_copy; i++) copy[i] = 0;
+    nrt_pool_debug_read_len = 0;
     u32 done = 0;
     while (done < n) {
         u64 at = soc + done;
         u32 left = 0x1000u - (u32)(at & 0xfffu);
         u32 take = n - done < left ? n - done : left;
         if (guarded(at & ~(u64)0xfffu)) break;
-        if (svc_dma(copy + done, at, 1, take) != 0) return done ? copy : 0;
+        if (svc_dma(copy + done, at, 1, take) != 0) break;
         done += take;
     }
-    return copy;
+    /* A guard at the very first byte still shows the (zeroed) copy, as before. */
+    nrt_pool_debug_read_len = done ? done : (guarded(soc & ~(u64)0xfffu) ? n : 0);
+    return nrt_pool_debug_read_len ? copy : 0;
 }
 
 /* Called just before a kernel: where a profile of it begins (the TCG plugin's `begin`). */
