@@ -10,7 +10,9 @@ use std::path::PathBuf;
 
 use nrt_pool_engine::check::{Check, Checks};
 use nrt_pool_engine::tensor::{HostTensor, Location};
-use nrt_pool_engine::{ArgValue, Call, Destination, Launch, LaunchArg, Output, PoolImage};
+use nrt_pool_engine::{
+    ArgValue, Call, CallOptions, Destination, Launch, LaunchArg, Output, PoolImage,
+};
 use std::time::Instant;
 
 use nrt_pool_build as opbuild;
@@ -369,7 +371,6 @@ fn check_gallery(
         nrt_pool_open::engine(Isa::Host, PoolImage::default(), &OpenOptions::default())
             .map_err(|e| e.to_string())?;
     engine.load(&built.library).map_err(|e| e.to_string())?;
-    engine.checks = Checks::DEFAULT;
     let n = 1003u64;
     let x: Vec<f32> = (0..n).map(|i| (i % 13) as f32 - 6.0).collect();
     let x = HostTensor::from_f32(vec![n], &x).map_err(|e| e.to_string())?;
@@ -381,6 +382,10 @@ fn check_gallery(
                 output: Output::Find,
                 to: Destination::Host,
                 cores: None,
+                options: CallOptions {
+                    checks: Some(Checks::DEFAULT),
+                    ..CallOptions::default()
+                },
             })
             .map(|c| c.check.findings)
             .map_err(|e| format!("{op}: {e}"))

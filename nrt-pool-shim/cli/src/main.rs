@@ -21,7 +21,8 @@ use nrt_pool_cli::npy;
 use nrt_pool_cli::progress::Progress;
 use nrt_pool_engine::tensor::{DType, HostTensor, Location};
 use nrt_pool_engine::{
-    ArgValue, Call, Destination, EmuError, LaunchPhases, Output, OutputSpec, PoolEngine,
+    ArgValue, Call, CallOptions, Destination, EmuError, LaunchPhases, Output, OutputSpec,
+    PoolEngine,
 };
 use nrt_pool_open::installation::{self, Part};
 use nrt_pool_open::{Environment, OpenError, OpenOptions};

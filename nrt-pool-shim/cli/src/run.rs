@@ -211,6 +211,7 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
             output: Output::Known(output.clone()),
             to,
             cores: Some(cores),
+            options: CallOptions::default(),
         })?;
         // With inputs and output in device memory nothing is copied in or out: the whole
         // launch is its run on the cores (as --timings has always reported it).

@@ -66,6 +66,8 @@ pub struct Call<'a> {
     pub to: Destination<'a>,
     /// Cores to run on (1-8); `None`: the library's default ([`PoolEngine::default_cores`]).
     pub cores: Option<usize>,
+    /// Checks, profile, debugger, timeout, stdio: each left open takes the engine's.
+    pub options: CallOptions,
 }
 
 /// What a call did.
@@ -143,19 +145,20 @@ impl PoolEngine {
     /// freed when it ends, whatever happened.
     pub fn call(&mut self, call: Call<'_>) -> Result<Called, EmuError> {
         let start = Instant::now();
+        let s = self.settings(&call.options);
         // The parity check runs the call again from the same inputs: taken before the
         // launch, which may write its device tensors.
-        let parity = self
-            .checks
-            .has(Check::Parity)
+        // (Only where there is another build to compare with: a device tensor's copy is
+        // not made for nothing.)
+        let parity = (s.checks.has(Check::Parity) && self.has_parity_twin())
             .then(|| self.parity_inputs(&call.args));
         let (target, cores) = (call.target, call.cores);
-        let r = self.with_temporaries(|e| e.call_in(call, start, parity.as_ref()));
+        let r = self.with_temporaries(|e| e.call_in(call, start, parity.as_ref(), &s));
         match (r, parity) {
             // A fault here that the other build does not give is named as such.
             (Err(EmuError::Fault(mut f)), Some(inputs)) => {
                 let cores = cores.unwrap_or_else(|| self.default_cores());
-                self.parity_of_fault(target, &inputs, cores, &mut f);
+                self.parity_of_fault(target, &inputs, cores, &s, &mut f);
                 Err(EmuError::Fault(f))
             }
             (r, _) => r,
@@ -182,6 +185,7 @@ impl PoolEngine {
         call: Call<'_>,
         start: Instant,
         parity: Option<&ParityInputs<'_>>,
+        s: &Settings,
     ) -> Result<Called, EmuError> {
         let Call {
             target,
@@ -189,6 +193,7 @@ impl PoolEngine {
             output,
             to,
             cores,
+            options: _,
         } = call;
         let kernel = self.kernel_name(target)?;
         let cores = cores.unwrap_or_else(|| self.default_cores());
@@ -234,7 +239,7 @@ impl PoolEngine {
             Destination::Device(d) => Some(d.clone()),
             _ => None,
         };
-        let (output, run, phases, mut check) = if self.checks.without(Check::Parity).any() {
+        let (output, run, phases, mut check) = if s.checks.without(Check::Parity).any() {
             self.run_checking(
                 &kernel,
                 &launch_args,
@@ -243,6 +248,7 @@ impl PoolEngine {
                 cores,
                 reborrow(&mut to),
                 start,
+                s,
             )?
         } else {
             let (output, run, phases) = self.run_checked(
@@ -250,18 +256,22 @@ impl PoolEngine {
                 &launch_args,
                 &spec,
                 Team::all(cores)
-                    .with_all_stdio(self.all_cores_stdio)
-                    .with_profile(self.profile),
+                    .with_all_stdio(s.all_cores_stdio)
+                    .with_profile(s.profile),
                 reborrow(&mut to),
                 Fill::default(),
                 start,
+                s,
             )?;
             let report = CheckReport {
-                checks: self.checks,
+                checks: s.checks,
                 ..CheckReport::default()
             };
             (output, run, phases, report)
         };
+        if let (None, true) = (parity, s.checks.has(Check::Parity)) {
+            check.notes.push(self.parity_unavailable());
+        }
         if let Some(inputs) = parity {
             // What this launch gave: where it went.
             let mine: Vec<u8> = match (&output, &to, &device_out) {
@@ -278,6 +288,7 @@ impl PoolEngine {
                 cores,
                 &mine,
                 &run.stdout,
+                s,
                 &mut check,
             );
         }

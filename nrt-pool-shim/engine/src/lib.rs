@@ -32,6 +32,7 @@ mod launch;
 mod load;
 mod marshal;
 mod run;
+mod settings;
 mod shape;
 
 /// The op contract launches are checked against (kernel signatures, element types).
@@ -63,6 +64,8 @@ pub use self::launch::{
     OutputSpec, Run,
 };
 use self::marshal::{empty_blob, named, Contents, Fill};
+pub use self::settings::CallOptions;
+use self::settings::Settings;
 use self::shape::check_op_args;
 
 /// Whether `$GPSIMD_OPEN_ALL_CORES_STDIO` asks for every core's printf (`1`, `true`,

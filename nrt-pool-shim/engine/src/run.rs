@@ -18,6 +18,7 @@ impl PoolEngine {
             output: Output::Known(l.output.clone()),
             to: Destination::Host,
             cores: Some(l.cores),
+            options: CallOptions::default(),
         })?;
         let run = called.run;
         Ok(Completion {
@@ -52,6 +53,7 @@ impl PoolEngine {
             output: Output::Known(spec),
             to: Destination::Device(out.clone()),
             cores: Some(cores),
+            options: CallOptions::default(),
         })?;
         Ok(called.run)
     }
@@ -69,6 +71,7 @@ impl PoolEngine {
         to: Destination<'_>,
         fill: Fill,
         start: Instant,
+        s: &Settings,
     ) -> Result<(Option<HostTensor>, Run, LaunchPhases), EmuError> {
         let device = match &to {
             Destination::Device(d) => Some(d),
@@ -76,7 +79,7 @@ impl PoolEngine {
         };
         let blob = self.place_all(kernel, args, spec, device, fill)?;
         let placed = Instant::now();
-        let mut run = self.execute(kernel, &blob, team, start)?;
+        let mut run = self.execute(kernel, &blob, team, start, s)?;
         let ran = Instant::now();
         let output = match to {
             Destination::Device(_) => None,
@@ -147,6 +150,7 @@ impl PoolEngine {
         team: Team,
         into: Option<&DeviceTensor>,
         fill: Fill,
+        s: &Settings,
         inspect: impl FnOnce(&[u8], &[Option<Touched>]),
     ) -> Result<Run, EmuError> {
         let blob = self.place_all(kernel, args, spec, into, fill)?;
@@ -158,7 +162,7 @@ impl PoolEngine {
             }
             _ => team,
         };
-        let (run, touched) = self.execute_touching(kernel, &blob, team, Instant::now())?;
+        let (run, touched) = self.execute_touching(kernel, &blob, team, Instant::now(), s)?;
         inspect(self.placed_bytes(&blob.output, spec.dtype)?, &touched);
         Ok(run)
     }
@@ -170,8 +174,9 @@ impl PoolEngine {
         blob: &ArgBlob,
         team: Team,
         start: Instant,
+        s: &Settings,
     ) -> Result<Run, EmuError> {
-        self.execute_touching(kernel, blob, team, start)
+        self.execute_touching(kernel, blob, team, start, s)
             .map(|(run, _)| run)
     }
 
@@ -183,6 +188,7 @@ impl PoolEngine {
         blob: &ArgBlob,
         team: Team,
         start: Instant,
+        s: &Settings,
     ) -> Result<(Run, Vec<Option<Touched>>), EmuError> {
         let lib = self.library.as_ref().ok_or(EmuError::NoLibrary)?;
         let lib_file = lib.file();
@@ -199,9 +205,9 @@ impl PoolEngine {
             kernel: kernel.into(),
             known: self.kernels.clone(),
         })?;
-        let mut deadline = self.deadline();
+        let mut deadline = s.deadline();
         // A launch with a core stopped for a debugger waits as long as someone debugs.
-        let session = match &self.debug {
+        let session = match &s.debug {
             Some(req) if team.only.is_none() => {
                 if req.core >= team.count {
                     return Err(EmuError::Debug {
@@ -213,22 +219,23 @@ impl PoolEngine {
                     core: req.core,
                     why: e.to_string(),
                 };
-                let mut s = self
+                let mut session = self
                     .backend
                     .debug_core(&self.memory, lib, req.core, team.count, &deadline)
                     .map_err(|e| why(&e))?;
                 // The breakpoint goes on the op's compute function (an op's name may differ).
-                s.kernel = self
+                session.kernel = self
                     .neuron_library()
                     .and_then(|l| l.ops.iter().find(|o| o.name == kernel))
                     .map_or_else(|| kernel.to_string(), |o| o.kernel.clone());
                 // Absolute: `nrt-pool gdb` may run from another folder.
-                s.library = std::fs::canonicalize(&s.library).unwrap_or(s.library);
-                s.write().map_err(|e| why(&e))?;
-                (req.notify)(&s);
+                session.library =
+                    std::fs::canonicalize(&session.library).unwrap_or(session.library);
+                session.write().map_err(|e| why(&e))?;
+                (req.notify)(&session);
                 deadline = Deadline::after(Duration::from_secs(7 * 24 * 3600))
-                    .with_interrupt(self.interrupt.clone());
-                Some(s)
+                    .with_interrupt(s.interrupt.clone());
+                Some(session)
             }
             _ => None,
         };

@@ -812,7 +812,7 @@ fn tensors_without_elements_are_refused_naming_the_argument() {
 #[test]
 fn checked_launches_of_a_correct_kernel_find_nothing_wherever_the_output_lies() {
     use nrt_pool_engine::check::Checks;
-    use nrt_pool_engine::{Call, Destination, Output};
+    use nrt_pool_engine::{Call, CallOptions, Destination, Output};
     let dir = tempfile::tempdir().unwrap();
     let mut e = engine(&common::examples(dir.path()));
     let n = 10_003usize;
@@ -824,7 +824,6 @@ fn checked_launches_of_a_correct_kernel_find_nothing_wherever_the_output_lies() 
         LaunchArg::f32(0.75),
         LaunchArg::f32(2.0),
     ];
-    e.checks = Checks::ALL;
     for loc in [Location::Hbm, Location::Sbuf] {
         let mut output = e.output_for("scale_add_mc", &args).unwrap();
         output.location = loc;
@@ -835,6 +834,11 @@ fn checked_launches_of_a_correct_kernel_find_nothing_wherever_the_output_lies() 
                 output: Output::Known(output),
                 to: Destination::Host,
                 cores: Some(8),
+                // The options of this call alone: the engine's default stays unchecked.
+                options: CallOptions {
+                    checks: Some(Checks::ALL),
+                    ..CallOptions::default()
+                },
             })
             .unwrap();
         assert!(
@@ -843,5 +847,11 @@ fn checked_launches_of_a_correct_kernel_find_nothing_wherever_the_output_lies() 
             called.check.findings
         );
         assert_eq!(called.output.unwrap().to_f32().unwrap(), want, "{loc:?}");
+        assert_eq!(called.check.checks, Checks::ALL);
     }
+    assert_eq!(
+        e.checks,
+        Checks::NONE,
+        "a call's options leave the engine's as they were"
+    );
 }

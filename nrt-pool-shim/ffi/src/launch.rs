@@ -16,7 +16,9 @@ use super::{guard, last_error_ptr, set_error, Lifecycle, STATE};
 use nrt_pool_engine::control::PHASE_KERNEL;
 use nrt_pool_engine::schema::{ArgKind, ParamKind};
 use nrt_pool_engine::tensor::{DType, Location};
-use nrt_pool_engine::{ArgValue, Call, Destination, EmuError, Output, OutputSpec, PoolEngine};
+use nrt_pool_engine::{
+    ArgValue, Call, CallOptions, Destination, EmuError, Output, OutputSpec, PoolEngine,
+};
 
 /// The contract version compiled into this library. History: 1, the register + launch
 /// trio with `nrt_pool_launch_v1`; 2, `nrt_pool_op_output_v2` and `nrt_pool_launch_v2`
@@ -480,6 +482,7 @@ unsafe fn call_into(
             output: Output::Check(output),
             to: Destination::Buffer(dst),
             cores,
+            options: CallOptions::default(),
         })
         .map_err(failed)?;
     echo(&called.run.stdout, &called.run.stderr);

@@ -66,6 +66,20 @@ def main():
     row("python 64 MiB relu, 8 cores (ms)", timed(lambda: relu(x), 7), timed(lambda: np.maximum(x, 0), 7), "ms", 1e3)
     del tiles
 
+    # The parity check (issue #40): a call checked against the Pool image beside the host
+    # build (both built as custom_op.load(..., isa="xtensa") does), on 8 cores, 1 MiB,
+    # against the same call unchecked. Warm: the twin's QEMU cores start on the first call.
+    both = work / "both"
+    custom_op.load("tiles", [mc / "relu_tiles.cpp"], [mc / "shape.cpp"], build_directory=both,
+                   multicore=True, isa="xtensa")
+    host_tiles = custom_op.load_library(both / "libtiles.so")
+    m = np.random.default_rng(1).standard_normal(256 * 1024).astype(np.float32)
+    checked = host_tiles.ops["relu"]
+    np.testing.assert_array_equal(checked(m, check="parity"), np.maximum(m, 0))
+    row("python check=parity 1 MiB relu, 8 cores (ms)", timed(lambda: checked(m, check="parity"), 5),
+        timed(lambda: checked(m), 5), "ms", 1e3)
+    del host_tiles
+
     # nrt-pool run, .npy to .npy, vs NumPy doing the same load, compute and save.
     nrt_pool = ROOT / "target" / "release" / "nrt-pool"
     ex = ROOT / "examples" / "ops"

@@ -33,9 +33,11 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyFloat, PyInt, PyTuple};
 
-use nrt_pool_engine::check::{CheckReport, Checks};
+use nrt_pool_engine::check::CheckReport;
 use nrt_pool_engine::tensor::{DType, Location};
-use nrt_pool_engine::{ArgValue, Call, Destination, DeviceTensor, EmuError, Output, PoolEngine};
+use nrt_pool_engine::{
+    ArgValue, Call, CallOptions, Destination, DeviceTensor, EmuError, Output, PoolEngine,
+};
 use nrt_pool_open::installation::{self, Part};
 use nrt_pool_open::{OpenError, OpenOptions};
 use nrt_pool_schema::ArgKind;
@@ -330,9 +332,9 @@ impl Library {
         // thread only, so other threads' launches ask nothing (asking takes the GIL, which
         // would slow their waits for nothing).
         let signal: Arc<Mutex<Option<PyErr>>> = Arc::default();
-        if on_main_thread(py)? {
+        let interrupt: Option<nrt_pool_engine::Interrupt> = if on_main_thread(py)? {
             let seen = signal.clone();
-            e.set_interrupt(Some(Arc::new(move || {
+            Some(Arc::new(move || {
                 Python::attach(|py| match py.check_signals() {
                     Ok(()) => false,
                     Err(err) => {
@@ -340,24 +342,22 @@ impl Library {
                         true
                     }
                 })
-            })));
-        }
+            }))
+        } else {
+            None
+        };
+        // This call's options travel with it; the library's settings stay as they are.
+        let options = CallOptions {
+            checks: Some(checks),
+            profile: Some(profile),
+            debug: debug.map(|c| Some(nrt_pool_engine::debug::printing_request(c, "gpsimd_open"))),
+            interrupt,
+            ..CallOptions::default()
+        };
         // Array arguments go straight from their NumPy buffers into device memory (one copy
         // each, GIL held), as device tensors this call frees again when it ends.
-        e.checks = checks;
-        let library_debug = debug.map(|c| {
-            e.debug
-                .replace(nrt_pool_engine::debug::printing_request(c, "gpsimd_open"))
-        });
-        e.profile = profile;
-        let r = e.with_temporaries(|e| Self::call_in(py, e, op, pending, cores, out));
-        e.profile = false;
-        let measured = e.take_profile();
-        e.checks = Checks::NONE;
-        if let Some(kept) = library_debug {
-            e.debug = kept;
-        }
-        e.set_interrupt(None);
+        let r = e.with_temporaries(|e| Self::call_in(py, e, op, pending, cores, out, options));
+        let measured = if profile { e.take_profile() } else { None };
         drop(guard);
         let raised = signal.lock().take();
         let (output, report) = match raised {
@@ -415,6 +415,7 @@ impl Library {
         pending: Vec<Pending<'py>>,
         cores: Option<usize>,
         out: Option<&Bound<'py, DeviceArray>>,
+        options: CallOptions,
     ) -> PyResult<(Option<Bytes<'py>>, CheckReport)> {
         let mut args = Vec::with_capacity(pending.len());
         for p in &pending {
@@ -443,6 +444,7 @@ impl Library {
                     output: Output::Find,
                     to,
                     cores,
+                    options,
                 })
             })
             .map_err(|err| to_py(py, err))?;

@@ -141,8 +141,9 @@ impl PoolEngine {
         cores: usize,
         to: Destination<'_>,
         start: Instant,
+        s: &Settings,
     ) -> Result<(Option<HostTensor>, Run, LaunchPhases, CheckReport), EmuError> {
-        let checks = self.checks;
+        let checks = s.checks;
         let mut report = CheckReport {
             checks,
             ..CheckReport::default()
@@ -164,10 +165,11 @@ impl PoolEngine {
                     kernel,
                     args,
                     spec,
-                    Team::all(cores).with_all_stdio(self.all_cores_stdio),
+                    Team::all(cores).with_all_stdio(s.all_cores_stdio),
                     to,
                     Fill::default(),
                     start,
+                    s,
                 )?;
                 return Ok((out, run, phases, report));
             }
@@ -202,10 +204,11 @@ impl PoolEngine {
             kernel,
             args,
             spec,
-            Team::all(cores).with_all_stdio(self.all_cores_stdio),
+            Team::all(cores).with_all_stdio(s.all_cores_stdio),
             reborrow(&mut to),
             Fill::poison(POISON),
             start,
+            s,
         );
         let (output, run, phases) = first?;
         // What the cores' runtimes noted (memory and rules), from the launch only.
@@ -275,6 +278,7 @@ impl PoolEngine {
                     Team::group(mask, cores),
                     alone_out.as_ref(),
                     fill,
+                    s,
                     |bytes, touched| {
                         if members.len() > 1 && !apart(touched, members.len()) {
                             met = true;
@@ -373,6 +377,7 @@ impl PoolEngine {
                 Team::all(other),
                 alone_out.as_ref(),
                 Fill::poison(POISON),
+                s,
                 |bytes, _| each_differing(bytes, launch_bytes, size, |e| differ.push(e as u64)),
             );
             match rerun {

@@ -144,6 +144,19 @@ impl PoolEngine {
         self.parity_twin = twin;
     }
 
+    /// Whether a parity check has another build to compare with (opened or not yet).
+    pub(crate) fn has_parity_twin(&self) -> bool {
+        !matches!(self.parity_twin, Twin::Unavailable(_))
+    }
+
+    /// The note of a parity check that cannot run.
+    pub(crate) fn parity_unavailable(&self) -> String {
+        match &self.parity_twin {
+            Twin::Unavailable(why) => format!("parity: not checked: {why}"),
+            _ => "parity: not checked".into(),
+        }
+    }
+
     /// The twin, opened if it was not yet; why not otherwise.
     fn twin(&mut self) -> Result<&mut PoolEngine, String> {
         if let Twin::Later(open) = &mut self.parity_twin {
@@ -190,17 +203,24 @@ impl PoolEngine {
         inputs: &ParityInputs<'_>,
         output: Output,
         cores: usize,
+        s: &Settings,
     ) -> Result<TwinRun, String> {
-        let (here, timeout) = (cores_name(self.isa()), self.timeout);
+        let here = cores_name(self.isa());
         let twin = self.twin()?;
-        twin.timeout = timeout;
-        twin.checks = Checks::NONE;
         let called = twin.call(Call {
             target,
             args: inputs.values(),
             output,
             to: Destination::Host,
             cores: Some(cores),
+            options: CallOptions {
+                checks: Some(Checks::NONE),
+                profile: Some(false),
+                debug: Some(None),
+                timeout: Some(s.timeout),
+                all_cores_stdio: Some(false),
+                interrupt: s.interrupt.clone(),
+            },
         });
         Ok(TwinRun {
             here,
@@ -217,13 +237,14 @@ impl PoolEngine {
         target: &str,
         inputs: &ParityInputs<'_>,
         cores: usize,
+        s: &Settings,
         fault: &mut DeviceFault,
     ) {
         let Ok(TwinRun {
             here,
             there,
             called,
-        }) = self.on_twin(target, inputs, Output::Find, cores)
+        }) = self.on_twin(target, inputs, Output::Find, cores, s)
         else {
             return;
         };
@@ -261,9 +282,10 @@ impl PoolEngine {
         cores: usize,
         output: &[u8],
         stdout: &[u8],
+        s: &Settings,
         report: &mut CheckReport,
     ) {
-        let run = self.on_twin(target, inputs, Output::Known(spec.clone()), cores);
+        let run = self.on_twin(target, inputs, Output::Known(spec.clone()), cores, s);
         let TwinRun {
             here,
             there,

@@ -1,0 +1,103 @@
+//! What a call asks for besides its arguments (issue #41): each call carries its own
+//! options, and each option it leaves open takes the engine's default. Nothing is set on
+//! the engine around a call: the settings travel with it to the runs that need them.
+
+use std::time::Duration;
+
+use super::check::Checks;
+use super::debug::DebugRequest;
+use super::{Deadline, Interrupt, PoolEngine};
+
+/// A call's options; `None` takes the engine's default ([`PoolEngine::checks`],
+/// [`PoolEngine::profile`], [`PoolEngine::debug`], [`PoolEngine::timeout`],
+/// [`PoolEngine::all_cores_stdio`], [`PoolEngine::set_interrupt`]).
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    pub checks: Option<Checks>,
+    /// Measure the kernel ([`PoolEngine::take_profile`] after the call).
+    pub profile: Option<bool>,
+    /// `Some(None)`: no core stops for a debugger in this call.
+    pub debug: Option<Option<DebugRequest>>,
+    pub timeout: Option<Duration>,
+    pub all_cores_stdio: Option<bool>,
+    /// Asked while waiting for the cores; `true` stops the call.
+    pub interrupt: Option<Interrupt>,
+}
+
+impl std::fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("checks", &self.checks)
+            .field("profile", &self.profile)
+            .field("debug", &self.debug)
+            .field("timeout", &self.timeout)
+            .field("all_cores_stdio", &self.all_cores_stdio)
+            .field("interrupt", &self.interrupt.is_some())
+            .finish()
+    }
+}
+
+/// A call's settings: its options over the engine's defaults.
+#[derive(Clone)]
+pub(crate) struct Settings {
+    pub checks: Checks,
+    pub profile: bool,
+    pub debug: Option<DebugRequest>,
+    pub timeout: Duration,
+    pub all_cores_stdio: bool,
+    pub interrupt: Option<Interrupt>,
+}
+
+impl Settings {
+    /// How long the call's waits for the cores may last, and what may interrupt them.
+    pub fn deadline(&self) -> Deadline {
+        Deadline::after(self.timeout).with_interrupt(self.interrupt.clone())
+    }
+}
+
+impl PoolEngine {
+    /// The settings of a call with options `o`.
+    pub(crate) fn settings(&self, o: &CallOptions) -> Settings {
+        Settings {
+            checks: o.checks.unwrap_or(self.checks),
+            profile: o.profile.unwrap_or(self.profile),
+            debug: o.debug.clone().unwrap_or_else(|| self.debug.clone()),
+            timeout: o.timeout.unwrap_or(self.timeout),
+            all_cores_stdio: o.all_cores_stdio.unwrap_or(self.all_cores_stdio),
+            interrupt: o.interrupt.clone().or_else(|| self.interrupt.clone()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PoolImage;
+
+    #[test]
+    fn a_calls_options_win_and_what_it_leaves_open_is_the_engines() {
+        let mut e = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
+        e.checks = Checks::DEFAULT;
+        e.timeout = Duration::from_secs(7);
+        let s = e.settings(&CallOptions::default());
+        assert_eq!(
+            (s.checks, s.timeout, s.profile),
+            (Checks::DEFAULT, Duration::from_secs(7), false)
+        );
+        let s = e.settings(&CallOptions {
+            checks: Some(Checks::NONE),
+            profile: Some(true),
+            timeout: Some(Duration::from_secs(1)),
+            ..CallOptions::default()
+        });
+        assert_eq!(
+            (s.checks, s.timeout, s.profile),
+            (Checks::NONE, Duration::from_secs(1), true)
+        );
+        // The engine's own settings are untouched by a call's.
+        assert_eq!(
+            (e.checks, e.timeout),
+            (Checks::DEFAULT, Duration::from_secs(7))
+        );
+    }
+}
