@@ -29,6 +29,15 @@ const _: () = assert!(size_of::<SundaUcodeLib>() == 36);
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(size_of::<SundaUcodeLib>() == 72);
 
+/// The start code's symbols an op library exports (the firmware and the emulator look them
+/// up by these names): `entry_func`, and `register_funcs` as its C++ mangling spells it
+/// (`SUNDA_UCODE_LIB_STATUS register_funcs(SUNDA_UCODE_LIB_STATUS (*)(void *, const char *,
+/// int (*)()))`). The runtime's `#[export_name]` must spell the same (a test says so).
+pub const ENTRY_SYMBOL: &str = "entry_func";
+pub const REGISTER_FUNCS_SYMBOL: &str = "_Z14register_funcsPF22SUNDA_UCODE_LIB_STATUSPvPKcPFivEE";
+/// The launcher a Pool core's board calls (`switch_stack_or_call_wrapper(unsigned, unsigned)`).
+pub const CALL_WRAPPER_SYMBOL: &str = "_Z28switch_stack_or_call_wrapperjj";
+
 /// The smallest handoff block `entry_func` accepts (36 on the device).
 pub const MIN_HANDOFF_SIZE: usize = size_of::<SundaUcodeLib>();
 /// Kernel counts from this on are refused.

@@ -590,3 +590,20 @@ fn a_checked_launch_hands_out_poisoned_blocks() {
         .all(|&b| b == 0x11));
     tcm_free(q.cast());
 }
+
+/// The runtime exports the start code under the names the engine and the board look up
+/// (`customop_abi::handoff`; an `#[export_name]` cannot take a constant).
+#[test]
+fn start_code_symbols_are_spelled_as_the_contract_names_them() {
+    let src = include_str!("exports.rs");
+    for name in [
+        customop_abi::handoff::REGISTER_FUNCS_SYMBOL,
+        customop_abi::handoff::CALL_WRAPPER_SYMBOL,
+    ] {
+        assert!(
+            src.contains(&std::format!("#[export_name = \"{name}\"]")),
+            "{name}"
+        );
+    }
+    assert!(src.contains(&std::format!("fn {}(", customop_abi::handoff::ENTRY_SYMBOL)));
+}

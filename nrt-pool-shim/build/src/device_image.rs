@@ -16,8 +16,8 @@ pub const XTENSA_LD: &str = "xtensa-lx106-elf-ld";
 /// the kernel roster, the launcher and the op metadata the host reads (the schema or the
 /// op list: whichever the library defines). Everything else the link keeps only if used.
 pub const KEEP_SYMBOLS: [&str; 4] = [
-    "_Z14register_funcsPF22SUNDA_UCODE_LIB_STATUSPvPKcPFivEE",
-    "_Z28switch_stack_or_call_wrapperjj",
+    customop_abi::handoff::REGISTER_FUNCS_SYMBOL,
+    customop_abi::handoff::CALL_WRAPPER_SYMBOL,
     "nrt_pool_op_schema",
     "nrt_pool_op_library",
 ];

@@ -54,8 +54,10 @@ impl Wrapper<'_> {
 /// The host library's version script: the runtime's entry points and `exports`, nothing
 /// else (op code's own symbols stay local, as in a device image).
 pub(crate) fn version_script(exports: &[&str]) -> String {
-    let mut s = String::from(
-        "{\n  global:\n    entry_func;\n    _Z14register_funcsPF22SUNDA_UCODE_LIB_STATUSPvPKcPFivEE;\n",
+    let mut s = format!(
+        "{{\n  global:\n    {};\n    {};\n",
+        customop_abi::handoff::ENTRY_SYMBOL,
+        customop_abi::handoff::REGISTER_FUNCS_SYMBOL
     );
     for e in exports {
         s.push_str("    ");

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use super::schema::{self, KernelSig, NeuronLibrary};
 
-pub const ENTRY_SYMBOL: &str = "entry_func";
+pub use customop_abi::handoff::ENTRY_SYMBOL;
 /// `register_funcs(STATUS (*)(void *, const char *, int (*)()))`, C++ mangled.
-pub const REGISTER_FUNCS_SYMBOL: &str = "_Z14register_funcsPF22SUNDA_UCODE_LIB_STATUSPvPKcPFivEE";
+pub use customop_abi::handoff::REGISTER_FUNCS_SYMBOL;
 /// Optional: `const char *nrt_pool_op_schema(void)` (libraries from `nrt-pool build` with
 /// a schema).
 pub const SCHEMA_SYMBOL: &str = "nrt_pool_op_schema";

@@ -99,9 +99,7 @@ fn place_image(memory: &DeviceMemory, file: &object::File<'_>, core: usize) -> R
 }
 
 /// The image symbols the board calls: the start code, the launcher and the kernel roster.
-pub const ENTRY_SYMBOL: &str = "entry_func";
-pub const CALL_WRAPPER_SYMBOL: &str = "_Z28switch_stack_or_call_wrapperjj";
-pub const REGISTER_FUNCS_SYMBOL: &str = "_Z14register_funcsPF22SUNDA_UCODE_LIB_STATUSPvPKcPFivEE";
+pub use customop_abi::handoff::{CALL_WRAPPER_SYMBOL, ENTRY_SYMBOL, REGISTER_FUNCS_SYMBOL};
 /// The metadata the op build helper adds: a schema (schema flow) or an op list
 /// (NEURON_LIBRARY flow), each a `const char *f(void)`.
 pub const METADATA_SYMBOLS: [&str; 2] = ["nrt_pool_op_schema", "nrt_pool_op_library"];
