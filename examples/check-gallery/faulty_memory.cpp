@@ -10,11 +10,18 @@
 //               (--check=memory)
 //   tile_overrun  stores one element past its TCM tile (--check=memory)
 //   new_overrun   stores one element past an array from new[] (--check=memory)
+//   malloc_leaky  keeps a malloc'd tile past its end: the core's heap starts empty at the
+//                 next launch (--check=memory); malloc_clean, its twin, frees it
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "gallery.h"
 
 using namespace gallery;
+
+// One tile per core through a buffer in the core's libc heap: copied in and out element
+// by element (TCM copies take tcm_malloc blocks only).
+static void relu_tile_local(const torch::Tensor &x, torch::Tensor &y, float *a);
 
 // One tile per core, relu'd: alloc and free are the caller's (the mistakes below).
 static void relu_tile(const torch::Tensor &x, torch::Tensor &y, float *a) {
@@ -112,4 +119,33 @@ torch::Tensor new_overrun(const torch::Tensor &x) {
     if (most > int(TILE)) printf("new_overrun: a bucket holds more than a tile\n");
     delete[] buckets;
     return y;
+}
+
+torch::Tensor malloc_leaky(const torch::Tensor &x) {
+    torch::Tensor y = get_dst_tensor();
+    float *a = static_cast<float *>(malloc(TILE * sizeof(float)));
+    if (a != nullptr) relu_tile_local(x, y, a);
+    return y;  // The mistake: no free(a).
+}
+
+torch::Tensor malloc_clean(const torch::Tensor &x) {
+    torch::Tensor y = get_dst_tensor();
+    float *a = static_cast<float *>(malloc(TILE * sizeof(float)));
+    if (a != nullptr) relu_tile_local(x, y, a);
+    free(a);
+    return y;
+}
+
+static void relu_tile_local(const torch::Tensor &x, torch::Tensor &y, float *a) {
+    size_t n = size_t(x.numel()), begin, end;
+    slice(n, &begin, &end);
+    size_t k = end - begin < TILE ? end - begin : TILE;
+    if (k == 0) return;
+    float *t = static_cast<float *>(torch::neuron::tcm_malloc(TILE * sizeof(float)));
+    if (t == nullptr) return;
+    x.tcm_accessor().tensor_to_tcm<float>(t, begin, k);
+    for (size_t i = 0; i < k; i++) a[i] = relu(t[i], 0.0f);
+    for (size_t i = 0; i < k; i++) t[i] = a[i];
+    y.tcm_accessor().tcm_to_tensor<float>(t, begin, k);
+    torch::neuron::tcm_free(t);
 }

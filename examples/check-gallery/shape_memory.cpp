@@ -12,4 +12,6 @@ NEURON_LIBRARY(gallery_mem, m) {
     m.def("hbm_leaky", &same_shape, "hbm_leaky");
     m.def("tile_overrun", &same_shape, "tile_overrun");
     m.def("new_overrun", &same_shape, "new_overrun");
+    m.def("malloc_leaky", &same_shape, "malloc_leaky");
+    m.def("malloc_clean", &same_shape, "malloc_clean");
 }

@@ -397,6 +397,15 @@ def test_hbm_blocks_held_at_the_kernels_end_are_leaks(gallery_mem):
     np.testing.assert_array_equal(err.result, np.maximum(x(), 0))
 
 
+def test_malloc_blocks_held_at_the_kernels_end_are_leaks_and_the_twin_is_clean(gallery_mem):
+    err = findings(gallery_mem.ops["malloc_leaky"], check="memory")
+    [f] = only(err, "memory")
+    assert f["cores"] == list(range(8)) and f["tensor"] == "malloc/new blocks", f
+    assert "1 block(s), 1024 bytes, still held when the kernel returned" in f["message"], f
+    np.testing.assert_array_equal(err.result, np.maximum(x(), 0))
+    np.testing.assert_array_equal(gallery_mem.ops["malloc_clean"](x(), check="all"), np.maximum(x(), 0))
+
+
 @pytest.mark.parametrize("op,block,size", [("tile_overrun", "a tcm_malloc block", 1024),
                                            ("new_overrun", "a malloc/new block", 64)])
 def test_a_store_past_a_heap_blocks_end_is_found(gallery_mem, op, block, size):
@@ -468,8 +477,10 @@ def test_a_kernels_tensors_give_their_hbm_back_when_their_last_copy_goes(isa, tm
     from gpsimd_open import CheckError
     with pytest.raises(CheckError) as e:
         lib.ops["keep_last"](v, check="memory")
-    [f] = e.value.findings
-    assert f["tensor"] == "HBM blocks" and "1 block(s), 64 bytes, still held" in f["message"], f
+    # The tensor's HBM block, and its storage's control block from the core's heap (new).
+    hbm, storage = sorted(e.value.findings, key=lambda f: f["tensor"])
+    assert hbm["tensor"] == "HBM blocks" and "1 block(s), 64 bytes, still held" in hbm["message"], hbm
+    assert storage["tensor"] == "malloc/new blocks" and "1 block(s)" in storage["message"], storage
     np.testing.assert_array_equal(lib.ops["keep_last"](v), v + 1)
 
 

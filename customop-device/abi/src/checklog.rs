@@ -69,6 +69,9 @@ pub enum NoteKind {
     /// address of the source file's name in the op library less that of its `entry_func`
     /// (wrapping), `b` the line (high 32 bits) and column.
     Arithmetic = 9,
+    /// `count` blocks of `a` bytes in all from the core's libc heap (`malloc`, `calloc`,
+    /// `realloc`, `new`, `new[]`) still held when the kernel returned (issue #42).
+    LibcLeak = 10,
 }
 
 /// [`NoteKind::Arithmetic`]: a float-to-integer conversion of NaN or of a value outside the
@@ -91,6 +94,7 @@ impl NoteKind {
             7 => NoteKind::HeapFull,
             8 => NoteKind::HeapOverrun,
             9 => NoteKind::Arithmetic,
+            10 => NoteKind::LibcLeak,
             _ => return None,
         })
     }

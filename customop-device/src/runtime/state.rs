@@ -91,9 +91,9 @@ pub struct State {
     /// Checking mode: the byte new heap blocks are filled with (the blob's `check_fill`;
     /// 0: none).
     pub check_fill: u8,
-    /// The TCM heap as the kernel found it (live blocks, free bytes); blocks beyond them at
-    /// its end were leaked.
-    pub heaps_at_setup: [(usize, u64); 2],
+    /// The TCM, HBM and libc heaps as the kernel found them (live blocks, free bytes);
+    /// blocks beyond them at its end were leaked.
+    pub heaps_at_setup: [(usize, u64); 3],
     /// Checking mode: the blocks whose red zones are watched (redzone.rs).
     pub red_zones: crate::runtime::redzone::RedZones,
 }
@@ -120,7 +120,7 @@ pub static STATE: Global<State> = Global::new(State {
     curr_arg: 0,
     get_dst_tensor_called: false,
     check_fill: 0,
-    heaps_at_setup: [(0, 0); 2],
+    heaps_at_setup: [(0, 0); 3],
     red_zones: crate::runtime::redzone::RedZones::new(),
 });
 
@@ -258,6 +258,7 @@ pub fn setup() {
                 s.dataram_heap.free_bytes(),
             ),
             (s.hbm_heap.live_allocations(), s.hbm_heap.free_bytes()),
+            (s.libc_heap.live_allocations(), s.libc_heap.free_bytes()),
         ];
         if sbuf != 0 {
             let r = &mut s.translate.records[SBUF_RECORD];
@@ -415,14 +416,15 @@ pub fn check_note(kind: NoteKind, count: u32, a: u64, b: u64) {
     }
 }
 
-/// Checking mode, at the kernel's end: `tcm_malloc` blocks and HBM blocks the kernel took
-/// and still holds. A kernel's tensors give their HBM back when their last copy goes (the
+/// Checking mode, at the kernel's end: `tcm_malloc` blocks, HBM blocks and `malloc`/`new`
+/// blocks (the core's libc heap) the kernel took and still holds. A kernel's tensors give their HBM back when their last copy goes (the
 /// headers' reference-counted storage, D87), so an HBM block still held is a tensor kept
 /// past the kernel (a static one) or a `neuron_hbm_allocate` without its deallocate.
 pub fn check_leaks() {
     let zones = [
         redzone::watched_bytes(HeapKind::Tcm),
         redzone::watched_bytes(HeapKind::Hbm),
+        redzone::watched_bytes(HeapKind::Libc),
     ];
     redzone::verify_all();
     let (now, before) = STATE.with(|s| {
@@ -433,11 +435,12 @@ pub fn check_leaks() {
                     s.dataram_heap.free_bytes(),
                 ),
                 (s.hbm_heap.live_allocations(), s.hbm_heap.free_bytes()),
+                (s.libc_heap.live_allocations(), s.libc_heap.free_bytes()),
             ],
             s.heaps_at_setup,
         )
     });
-    for ((kind, zone), (now, before)) in [NoteKind::TcmLeak, NoteKind::HbmLeak]
+    for ((kind, zone), (now, before)) in [NoteKind::TcmLeak, NoteKind::HbmLeak, NoteKind::LibcLeak]
         .into_iter()
         .zip(zones)
         .zip(now.into_iter().zip(before))

@@ -129,6 +129,15 @@ impl PoolEngine {
                     n.count, n.a
                 ),
             ),
+            NoteKind::LibcLeak => (
+                Check::Memory,
+                "malloc/new blocks".into(),
+                format!(
+                    "{} block(s), {} bytes, still held when the kernel returned (free or delete \
+                     them: the core's heap starts empty at each launch)",
+                    n.count, n.a
+                ),
+            ),
             NoteKind::HeapOverrun => (
                 Check::Memory,
                 match n.b {
