@@ -25,6 +25,7 @@ pub mod blob;
 pub mod checklog;
 pub mod control;
 pub mod descriptor;
+pub mod element;
 pub mod handoff;
 pub mod rule;
 pub mod status;

@@ -3,6 +3,8 @@
 //! findings. The log is device memory a kernel could have overwritten: it is read through
 //! bounds-checked little-endian fields, never cast.
 
+use std::cell::OnceCell;
+
 use customop_abi::blob::scratch;
 use customop_abi::checklog::{NoteKind, CHECK_LOG_SIZE, MAX_NOTES};
 
@@ -65,6 +67,8 @@ impl PoolEngine {
         checks: Checks,
     ) -> Vec<Finding> {
         let mut found: Vec<Finding> = Vec::new();
+        // The op library's bytes, read once if a note needs them (source file names).
+        let library = OnceCell::new();
         for c in 0..cores {
             let soc = self.memory.scratch[c].soc + scratch::CHECK_LOG as u64;
             let Some(log) = self.memory.read(soc, CHECK_LOG_SIZE) else {
@@ -73,7 +77,7 @@ impl PoolEngine {
             let (notes, dropped) = parse(log);
             let mut said: Vec<(Check, String, String)> = notes
                 .iter()
-                .map(|n| self.say(n))
+                .map(|n| self.say(n, &library))
                 .filter(|(check, _, _)| checks.has(*check))
                 .collect();
             if dropped > 0 {
@@ -101,7 +105,7 @@ impl PoolEngine {
     }
 
     /// A note's check, what it is about, and what it says.
-    fn say(&self, n: &Note) -> (Check, String, String) {
+    fn say(&self, n: &Note, library: &OnceCell<Option<Vec<u8>>>) -> (Check, String, String) {
         match n.kind {
             NoteKind::DoubleFree if n.b == 0 => (
                 Check::Memory,
@@ -181,7 +185,11 @@ impl PoolEngine {
             NoteKind::Arithmetic => (
                 Check::Rules,
                 "the kernel".into(),
-                format!("{} at {}", arithmetic(n.count), self.source_place(n.a, n.b)),
+                format!(
+                    "{} at {}",
+                    arithmetic(n.count),
+                    self.source_place(n.a, n.b, library)
+                ),
             ),
             NoteKind::MulticoreAccessor => (
                 Check::Rules,
@@ -198,14 +206,17 @@ impl PoolEngine {
 
     /// "file:line:column" of a note's source place: the file's name read from the op
     /// library `file` bytes from its `entry_func` (the line and column when it cannot be).
-    fn source_place(&self, file: u64, at: u64) -> String {
+    fn source_place(&self, file: u64, at: u64, library: &OnceCell<Option<Vec<u8>>>) -> String {
         let (line, column) = (at >> 32, at & 0xffff_ffff);
-        let name = self
-            .library
-            .as_ref()
-            .and_then(|l| std::fs::read(l.file()).ok())
+        let name = library
+            .get_or_init(|| {
+                self.library
+                    .as_ref()
+                    .and_then(|l| std::fs::read(l.file()).ok())
+            })
+            .as_deref()
             .and_then(|bytes| {
-                crate::symbolize::c_string_near(&bytes, crate::library::ENTRY_SYMBOL, file)
+                crate::symbolize::c_string_near(bytes, crate::library::ENTRY_SYMBOL, file)
             })
             .map(|b| String::from_utf8_lossy(&b).into_owned());
         match name {

@@ -9,6 +9,8 @@
 //! The engine knows no backend but its own: whoever opens it (`nrt-pool-open`) gives it a
 //! [`Twin`], an engine of the other backend opened on the other build when first needed.
 
+use customop_abi::element::{bf16_to_f32, f16_to_f32};
+
 use super::scan::{each_differing, Ranges};
 use super::*;
 
@@ -87,25 +89,13 @@ fn element_text(dtype: DType, b: &[u8]) -> String {
     let u = u64::from_le_bytes(w);
     match dtype {
         DType::F32 => format!("{:?}", f32::from_bits(u as u32)),
-        DType::BF16 => format!("{:?}", f32::from_bits((u as u32) << 16)),
-        DType::F16 => format!("{:?} (f16 bits {:#06x})", half_to_f32(u as u16), u as u16),
+        DType::BF16 => format!("{:?}", bf16_to_f32(u as u16)),
+        DType::F16 => format!("{:?} (f16 bits {:#06x})", f16_to_f32(u as u16), u as u16),
         DType::I8 => (u as u8 as i8).to_string(),
         DType::I16 => (u as u16 as i16).to_string(),
         DType::I32 => (u as u32 as i32).to_string(),
         DType::I64 => (u as i64).to_string(),
         DType::U8 | DType::U16 | DType::U32 | DType::U64 => u.to_string(),
-    }
-}
-
-fn half_to_f32(h: u16) -> f32 {
-    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let exp = i32::from((h >> 10) & 0x1f);
-    let frac = f32::from(h & 0x3ff);
-    match exp {
-        0 => sign * frac * 2f32.powi(-24),
-        31 if frac == 0.0 => sign * f32::INFINITY,
-        31 => f32::NAN,
-        _ => sign * (1.0 + frac / 1024.0) * 2f32.powi(exp - 15),
     }
 }
 
@@ -385,7 +375,13 @@ mod tests {
         assert_eq!(element_text(DType::U8, &[255]), "255");
         assert_eq!(element_text(DType::I8, &[255]), "-1");
         assert_eq!(element_text(DType::BF16, &0x3fc0u16.to_le_bytes()), "1.5");
-        assert_eq!(half_to_f32(0x3e00), 1.5);
-        assert_eq!(half_to_f32(0xc000), -2.0);
+        assert_eq!(
+            element_text(DType::F16, &0x3e00u16.to_le_bytes()),
+            "1.5 (f16 bits 0x3e00)"
+        );
+        assert_eq!(
+            element_text(DType::F16, &0xc000u16.to_le_bytes()),
+            "-2.0 (f16 bits 0xc000)"
+        );
     }
 }
