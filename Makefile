@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 CUSTOMOP_TARGETS := x86_64-unknown-linux-gnu riscv32imac-unknown-none-elf xtensa-q7-none-elf
 CUSTOMOP_OUT := target/customop
 
-.PHONY: parity all build tools tools-build demo demo-parts demo-build test test-parts customop-host customop-riscv32 customop-xtensa pool-board pool-qemu pool-gdb lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch soak install install-files uninstall deb
+.PHONY: parity all build tools tools-build demo demo-parts demo-build test test-parts customop-host customop-device-model core-runner customop-device-model core-runner customop-riscv32 customop-xtensa pool-board pool-qemu pool-gdb lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch soak install install-files uninstall deb
 
 ## make install PREFIX=/usr/local DESTDIR=: libraries, archives, headers, tools, pkg-config and
 ## CMake files (install-files installs what is already built; uninstall removes them).
@@ -31,12 +31,13 @@ build:
 ## D73). Debian packages go through packaging/apt-install.sh, which runs apt only for what
 ## is missing and never lets it remove or downgrade a package.
 APT_INSTALL := packaging/apt-install.sh
-BUILD_PACKAGES := gcc-xtensa-lx106 binutils-xtensa-lx106 libc++-14-dev \
+BUILD_PACKAGES := gcc-xtensa-lx106 binutils-xtensa-lx106 libc++-14-dev g++-multilib \
 	ninja-build meson libglib2.0-dev libpixman-1-dev libfdt-dev flex bison xz-utils libgmp-dev
 TEST_PACKAGES := cmake pkg-config dpkg gdb gdbserver
 tools-build:
 	@rustup component list --installed 2>/dev/null | grep -q '^rust-src' || rustup component add rust-src
 	@rustup target list --installed 2>/dev/null | grep -q '^riscv32imac-unknown-none-elf' || rustup target add riscv32imac-unknown-none-elf
+	@rustup target list --installed 2>/dev/null | grep -q '^i686-unknown-linux-gnu' || rustup target add i686-unknown-linux-gnu
 	@$(APT_INSTALL) $(BUILD_PACKAGES)
 
 tools: tools-build
@@ -58,7 +59,7 @@ demo:
 
 ## What make demo runs, built side by side: the CLI and the provider (make test builds the
 ## rest of the workspace), the host and Xtensa archives, the board, QEMU, the Cayman library.
-demo-parts: demo-build customop-host customop-xtensa pool-board pool-qemu $(XTENSA_OUT)/split.so
+demo-parts: demo-build customop-host customop-device-model core-runner customop-xtensa pool-board pool-qemu $(XTENSA_OUT)/split.so
 demo-build: tools-build
 	$(CARGO) build --release -p nrt-pool-cli -p nrtucode-extisa
 
@@ -73,11 +74,22 @@ PARALLEL ?= 3
 ## runs Xtensa op images on QEMU cores: $(CUSTOMOP_OUT)/xtensa-q7-none-elf/pool-board.elf,
 ## beside QEMU with the nrt-pool machine (built from Debian's QEMU source; D63) and the gdb
 ## for those cores (built from Debian's gdb source for QEMU's core configuration; D83)
-customop-archives: customop-host customop-riscv32 customop-xtensa pool-board pool-qemu pool-gdb
+customop-archives: customop-host customop-device-model core-runner customop-riscv32 customop-xtensa pool-board pool-qemu pool-gdb
 customop-host: tools-build
 	RUSTC_BOOTSTRAP=1 RUSTFLAGS="-C panic=abort" CARGO_TARGET_DIR=$(CUSTOMOP_OUT) $(CARGO) rustc -q \
 		-p customop-device --release --features archive --crate-type staticlib \
 		--target x86_64-unknown-linux-gnu -Zbuild-std=core
+## Host cores in the device's data model (D97): the runtime and device libc built for i386
+## with the device's type sizes, and the 32-bit core runner their cores run in, both in
+## $(CUSTOMOP_OUT)/i386-device (the runner builds in target/core32, apart from the archives'
+## panic=abort builds).
+customop-device-model: tools-build
+	customop-device/i386/build-archive.sh $(CUSTOMOP_OUT)/i386-device/libneuroncustomop.a
+core-runner: tools-build
+	CARGO_TARGET_DIR=target/core32 $(CARGO) build -q --release -p nrt-pool-engine --bin nrt-pool-core \
+		--target i686-unknown-linux-gnu
+	@mkdir -p $(CUSTOMOP_OUT)/i386-device
+	cp target/core32/i686-unknown-linux-gnu/release/nrt-pool-core $(CUSTOMOP_OUT)/i386-device/nrt-pool-core
 customop-riscv32: tools-build
 	RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=$(CUSTOMOP_OUT) $(CARGO) rustc -q \
 		-p customop-device --release --features archive --crate-type staticlib \

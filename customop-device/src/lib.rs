@@ -7,7 +7,10 @@
 #![no_std]
 // C's printf family takes variadic arguments (device builds of the archive only; the
 // archive builds run with RUSTC_BOOTSTRAP for -Zbuild-std already).
-#![cfg_attr(all(feature = "archive", target_os = "none"), feature(c_variadic))]
+#![cfg_attr(
+    all(feature = "archive", device_libc, not(target_arch = "x86")),
+    feature(c_variadic)
+)]
 // Our memcpy/memset must not be turned back into calls to themselves.
 #![no_builtins]
 

@@ -137,8 +137,9 @@ pub union Shape {
     pub out_of_line_shape_addr: u64,
 }
 
-/// `NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR`: 48 bytes.
-#[repr(C)]
+/// `NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR`: 48 bytes, 8-aligned as on the device (its shape
+/// union holds a `u64`; i386 would align it at 4, D97).
+#[repr(C, align(8))]
 #[derive(Clone, Copy)]
 pub struct ArgTensor {
     pub location: Location,

@@ -177,7 +177,7 @@ pub extern "C" fn abort() -> ! {
 ///
 /// # Safety
 /// `what` is NUL-terminated.
-#[cfg(target_os = "none")]
+#[cfg(device_libc)]
 #[no_mangle]
 pub unsafe extern "C" fn __neuron_cxx_fatal(what: *const core::ffi::c_char) -> ! {
     // SAFETY: NUL-terminated (the contract).
@@ -190,7 +190,7 @@ pub unsafe extern "C" fn __neuron_cxx_fatal(what: *const core::ffi::c_char) -> !
 ///
 /// # Safety
 /// Each pointer is NULL or a NUL-terminated string.
-#[cfg(target_os = "none")]
+#[cfg(device_libc)]
 #[no_mangle]
 pub unsafe extern "C" fn __assert_fail(
     assertion: *const core::ffi::c_char,

@@ -8,7 +8,7 @@ pub const EDOM: core::ffi::c_int = 33;
 pub const ERANGE: core::ffi::c_int = 34;
 pub const EILSEQ: core::ffi::c_int = 84;
 
-#[cfg(all(feature = "archive", target_os = "none"))]
+#[cfg(all(feature = "archive", device_libc))]
 mod c {
     use core::ffi::c_int;
 
@@ -27,5 +27,5 @@ mod c {
         ERRNO.with(|v| v as *mut c_int)
     }
 }
-#[cfg(all(feature = "archive", target_os = "none"))]
+#[cfg(all(feature = "archive", device_libc))]
 pub use c::set;

@@ -220,7 +220,7 @@ pub unsafe extern "C" fn sincos(x: f64, s: *mut f64, c: *mut f64) {
 /// The `long double` functions of device builds: the Xtensa ABI's long double is IEEE
 /// double (8 bytes), so each is its double function. (Host builds keep the C library's:
 /// x86's long double is wider.)
-#[cfg(target_os = "none")]
+#[cfg(device_libc)]
 mod long_double {
     macro_rules! same_as_double {
         ($($l:ident = $d:ident($($a:ident: $t:ty),*) -> $r:ty;)*) => {$(

@@ -10,16 +10,16 @@
 #![allow(clippy::missing_safety_doc)]
 
 use core::ffi::{c_char, c_int};
-#[cfg(not(target_arch = "xtensa"))]
+#[cfg(not(any(target_arch = "xtensa", target_arch = "x86")))]
 use core::ffi::{c_long, VaList};
 
 use crate::libc::printf::{self, Args, IntSize};
 
 /// Arguments from a C `va_list`.
-#[cfg(not(target_arch = "xtensa"))]
+#[cfg(not(any(target_arch = "xtensa", target_arch = "x86")))]
 struct VaArgs<'a, 'f>(&'a mut VaList<'f>);
 
-#[cfg(not(target_arch = "xtensa"))]
+#[cfg(not(any(target_arch = "xtensa", target_arch = "x86")))]
 impl Args for VaArgs<'_, '_> {
     fn signed(&mut self, size: IntSize) -> i64 {
         // SAFETY (all reads): the format promised an argument of this C type; C promotes
@@ -216,7 +216,7 @@ unsafe fn into_buffer(buf: *mut c_char, size: usize, f: &[u8], args: &mut dyn Ar
     clamp(n)
 }
 
-#[cfg(not(target_arch = "xtensa"))]
+#[cfg(not(any(target_arch = "xtensa", target_arch = "x86")))]
 #[no_mangle]
 pub unsafe extern "C" fn vprintf(format: *const c_char, mut ap: VaList<'_>) -> c_int {
     let mut out = Stdout {
@@ -230,14 +230,14 @@ pub unsafe extern "C" fn vprintf(format: *const c_char, mut ap: VaList<'_>) -> c
     clamp(n)
 }
 
-#[cfg(not(target_arch = "xtensa"))]
+#[cfg(not(any(target_arch = "xtensa", target_arch = "x86")))]
 #[no_mangle]
 pub unsafe extern "C" fn printf(format: *const c_char, args: ...) -> c_int {
     // SAFETY: forwarded as C's printf forwards to vprintf.
     unsafe { vprintf(format, args) }
 }
 
-#[cfg(not(target_arch = "xtensa"))]
+#[cfg(not(any(target_arch = "xtensa", target_arch = "x86")))]
 #[no_mangle]
 pub unsafe extern "C" fn vsnprintf(
     buf: *mut c_char,
@@ -249,7 +249,7 @@ pub unsafe extern "C" fn vsnprintf(
     unsafe { into_buffer(buf, size, c_bytes(format), &mut VaArgs(&mut ap)) }
 }
 
-#[cfg(not(target_arch = "xtensa"))]
+#[cfg(not(any(target_arch = "xtensa", target_arch = "x86")))]
 #[no_mangle]
 pub unsafe extern "C" fn snprintf(
     buf: *mut c_char,
@@ -261,7 +261,7 @@ pub unsafe extern "C" fn snprintf(
     unsafe { vsnprintf(buf, size, format, args) }
 }
 
-#[cfg(not(target_arch = "xtensa"))]
+#[cfg(not(any(target_arch = "xtensa", target_arch = "x86")))]
 #[no_mangle]
 pub unsafe extern "C" fn vsprintf(
     buf: *mut c_char,
@@ -272,7 +272,7 @@ pub unsafe extern "C" fn vsprintf(
     unsafe { vsnprintf(buf, usize::MAX, format, ap) }
 }
 
-#[cfg(not(target_arch = "xtensa"))]
+#[cfg(not(any(target_arch = "xtensa", target_arch = "x86")))]
 #[no_mangle]
 pub unsafe extern "C" fn sprintf(buf: *mut c_char, format: *const c_char, args: ...) -> c_int {
     // SAFETY: forwarded.

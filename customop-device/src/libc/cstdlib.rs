@@ -219,7 +219,7 @@ pub fn divide(n: i64, d: i64) -> Option<(i64, i64)> {
 }
 
 /// The C entry points, device builds only.
-#[cfg(all(feature = "archive", target_os = "none"))]
+#[cfg(all(feature = "archive", device_libc))]
 mod c {
     use core::ffi::{c_char, c_int, c_long, c_longlong, c_ulong, c_ulonglong, c_void, CStr};
 

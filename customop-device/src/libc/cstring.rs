@@ -11,6 +11,19 @@ unsafe fn at(s: *const c_char, i: usize) -> u8 {
     unsafe { *s.cast::<u8>().add(i) }
 }
 
+/// `strlen` of the i386 device-model archive (D97): rustc's compiler-builtins defines it
+/// for device targets only (an operating system's C library has it elsewhere).
+#[cfg(all(target_arch = "x86", not(target_os = "none")))]
+#[no_mangle]
+pub unsafe extern "C" fn strlen(s: *const c_char) -> usize {
+    let mut n = 0;
+    // SAFETY: a NUL-terminated string (C's contract); stops at the NUL.
+    while unsafe { at(s, n) } != 0 {
+        n += 1;
+    }
+    n
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn strnlen(s: *const c_char, max: usize) -> usize {
     let mut n = 0;

@@ -12,13 +12,13 @@ pub mod strtod;
 mod base;
 #[cfg(feature = "archive")]
 pub use base::*;
-#[cfg(all(feature = "archive", target_os = "none"))]
+#[cfg(all(feature = "archive", device_libc))]
 pub mod cctype;
 #[cfg(feature = "archive")]
 pub mod cmath;
-#[cfg(all(feature = "archive", target_os = "none"))]
+#[cfg(all(feature = "archive", device_libc))]
 pub mod cstdio;
-#[cfg(all(feature = "archive", target_os = "none"))]
+#[cfg(all(feature = "archive", device_libc))]
 pub mod cstring;
-#[cfg(all(feature = "archive", target_os = "none"))]
+#[cfg(all(feature = "archive", device_libc))]
 pub mod cxxrt;

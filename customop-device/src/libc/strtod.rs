@@ -290,7 +290,7 @@ fn scale(mut x: f64, mut k: i32) -> f64 {
 }
 
 /// The C entry points, device builds only.
-#[cfg(all(feature = "archive", target_os = "none"))]
+#[cfg(all(feature = "archive", device_libc))]
 mod c {
     use core::ffi::{c_char, CStr};
 

@@ -21,7 +21,12 @@ extern "C" {
     fn __neuron_call_on_stack(f: unsafe extern "C" fn(), top: usize);
 }
 
-#[cfg(all(not(target_os = "none"), target_arch = "x86_64", feature = "archive"))]
+// Host cores: the x86-64 and i386 (device data model, D97) builds switch stacks.
+#[cfg(all(
+    not(target_os = "none"),
+    any(target_arch = "x86_64", target_arch = "x86"),
+    feature = "archive"
+))]
 extern "C" {
     /// `f()` with the stack pointer at `top` (16-aligned down), back on the caller's stack
     /// after; described to unwinders, so fault reports walk through it.
@@ -51,12 +56,42 @@ core::arch::global_asm!(
     ".size __neuron_host_call_on_stack, .-__neuron_host_call_on_stack",
 );
 
+// The same on i386 (cdecl: `f` and `top` on the stack).
+#[cfg(all(not(target_os = "none"), target_arch = "x86", feature = "archive"))]
+core::arch::global_asm!(
+    ".globl __neuron_host_call_on_stack",
+    ".hidden __neuron_host_call_on_stack",
+    ".type __neuron_host_call_on_stack,@function",
+    "__neuron_host_call_on_stack:",
+    ".cfi_startproc",
+    "push ebp",
+    ".cfi_def_cfa_offset 8",
+    ".cfi_offset ebp, -8",
+    "mov ebp, esp",
+    ".cfi_def_cfa_register ebp",
+    "mov eax, [ebp + 8]",
+    "mov ecx, [ebp + 12]",
+    "and ecx, -16",
+    "mov esp, ecx",
+    "call eax",
+    "mov esp, ebp",
+    "pop ebp",
+    ".cfi_def_cfa esp, 4",
+    "ret",
+    ".cfi_endproc",
+    ".size __neuron_host_call_on_stack, .-__neuron_host_call_on_stack",
+);
+
 /// Runs `f` on a stack of at least `stack_size` bytes.
 ///
 /// # Safety
 /// `f` is a kernel wrapper (C contract).
 pub unsafe fn run(f: unsafe extern "C" fn(), stack_size: u32) {
-    #[cfg(all(not(target_os = "none"), target_arch = "x86_64", feature = "archive"))]
+    #[cfg(all(
+        not(target_os = "none"),
+        any(target_arch = "x86_64", target_arch = "x86"),
+        feature = "archive"
+    ))]
     if let Some(kernel_stack) = platform::services().kernel_stack {
         // SAFETY: the host core's service (platform contract).
         let top = unsafe { kernel_stack(stack_size) } as usize;

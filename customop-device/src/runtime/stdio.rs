@@ -90,12 +90,41 @@ mod early {
         ret
     }
 
+    /// A raw system call (i386 Linux, host cores in the device's data model: D97). LLVM
+    /// keeps ebx for itself, so the first argument is swapped in around `int 0x80`.
+    #[cfg(all(target_arch = "x86", target_os = "linux"))]
+    unsafe fn syscall3(n: usize, a: usize, b: usize, c: usize) -> isize {
+        let ret: isize;
+        // SAFETY: the caller passes arguments valid for system call `n`; ebx is restored.
+        unsafe {
+            core::arch::asm!(
+                "xchg ebx, {a}",
+                "int 0x80",
+                "xchg ebx, {a}",
+                a = inout(reg) a => _,
+                inlateout("eax") n as isize => ret,
+                in("ecx") b,
+                in("edx") c,
+                options(nostack)
+            );
+        }
+        ret
+    }
+
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    const SYS_READLINK: usize = 89;
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    const SYS_WRITE: usize = 1;
+    #[cfg(all(target_arch = "x86", target_os = "linux"))]
+    const SYS_READLINK: usize = 85;
+    #[cfg(all(target_arch = "x86", target_os = "linux"))]
+    const SYS_WRITE: usize = 4;
+
     /// The emulator core's early-output file, if this process has one: `EARLY_STDIO_FD`,
     /// checked by its name, "/memfd:NAME (deleted)" (anywhere else it is not open, or is
     /// something else).
-    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    #[cfg(all(any(target_arch = "x86_64", target_arch = "x86"), target_os = "linux"))]
     fn early_file() -> Option<usize> {
-        const SYS_READLINK: usize = 89;
         let mut target = [0u8; 64];
         // SAFETY: a NUL-terminated path and a writable buffer of its length.
         let n = unsafe {
@@ -111,15 +140,14 @@ mod early {
         (name == EARLY_STDIO_NAME.to_bytes()).then_some(EARLY_STDIO_FD as usize)
     }
 
-    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    #[cfg(not(all(any(target_arch = "x86_64", target_arch = "x86"), target_os = "linux")))]
     fn early_file() -> Option<usize> {
         None
     }
 
     /// Writes all of `b` to `fd` (a regular file: short writes only on error).
-    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    #[cfg(all(any(target_arch = "x86_64", target_arch = "x86"), target_os = "linux"))]
     fn write_all(fd: usize, mut b: &[u8]) -> bool {
-        const SYS_WRITE: usize = 1;
         while !b.is_empty() {
             // SAFETY: `b` is readable for its length.
             let n = unsafe { syscall3(SYS_WRITE, fd, b.as_ptr() as usize, b.len()) };
@@ -134,7 +162,7 @@ mod early {
         true
     }
 
-    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    #[cfg(not(all(any(target_arch = "x86_64", target_arch = "x86"), target_os = "linux")))]
     fn write_all(_fd: usize, _b: &[u8]) -> bool {
         false
     }

@@ -18,7 +18,7 @@ pub const SBUF_RECORD: usize = 3;
 pub const HBM_SCRATCH_RECORD: usize = 4;
 
 /// `_map_record` (32 bytes): hit when `(addr & mask) == ptr`.
-#[repr(C)]
+#[repr(C, align(8))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MapRecord {
     pub ptr: u64,
@@ -37,7 +37,9 @@ pub struct TranslationCtx {
     pub next_alloc: u8,
 }
 
-#[cfg(target_pointer_width = "32")]
+// i386 (host cores in the device's data model, D97) aligns `u64` members at 4: the records
+// are the runtime's own, never read by op code, so only their size is the device's there.
+#[cfg(all(target_pointer_width = "32", not(target_arch = "x86")))]
 const _: () = {
     assert!(size_of::<MapRecord>() == 32);
     assert!(core::mem::offset_of!(MapRecord, window) == 8);
@@ -46,7 +48,7 @@ const _: () = {
     assert!(size_of::<TranslationCtx>() == 168);
     assert!(core::mem::offset_of!(TranslationCtx, next_alloc) == 160);
 };
-#[cfg(target_pointer_width = "64")]
+#[cfg(any(target_pointer_width = "64", target_arch = "x86"))]
 const _: () = assert!(size_of::<MapRecord>() == 32);
 
 /// How windows reach memory on this platform.

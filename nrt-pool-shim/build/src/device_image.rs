@@ -73,6 +73,17 @@ fn explain_undefined(stderr: String) -> String {
     }
 }
 
+/// A link error with [`explain_undefined`]'s note (the device-model host link too).
+pub(crate) fn explain_undefined_error(e: BuildError) -> BuildError {
+    match e {
+        BuildError::Compile { tool, stderr } => BuildError::Compile {
+            tool,
+            stderr: explain_undefined(stderr),
+        },
+        e => e,
+    }
+}
+
 /// Links `objs` for each core and writes the Pool image into `work`; its path there.
 pub(crate) fn stage(objs: &[PathBuf], d: &DeviceImage, work: &Path) -> Result<PathBuf, BuildError> {
     let dir = work.join("pool");

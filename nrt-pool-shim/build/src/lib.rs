@@ -19,12 +19,14 @@ use std::process::Command;
 use nrt_pool_schema::{self as schema, demangle, DType, KernelSig, ParamKind};
 
 pub mod device_image;
+pub mod device_model;
 mod library;
 mod neuron_ops;
 mod wrapper;
 pub mod xtensa_asm;
 
 pub use device_image::DeviceImage;
+pub use device_model::DataModel;
 pub use library::BuildSetup;
 use library::Wrapper;
 pub use neuron_ops::{build_op_library, OpBuildOptions, OpBuildReport};
@@ -159,6 +161,12 @@ pub enum BuildError {
         "device objects were asked for, but {XTENSA_CXX} is not installed (make tools installs it)"
     )]
     NoDeviceCompiler,
+    #[error(
+        "{0} cannot build for host cores in the device's data model (i386, D97): install \
+         g++-multilib (make tools does), or build in the host's data model (--data-model=host, \
+         whose results can differ from the device's)"
+    )]
+    NoDeviceModelCompiler(String),
     #[error("a compiler thread failed")]
     Crashed,
     #[error("library name '{0}': use letters, digits and '_' (it becomes lib{0}.so)")]

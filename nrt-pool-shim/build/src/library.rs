@@ -12,8 +12,8 @@ use nrt_pool_schema::{KernelSig, NeuronLibrary};
 
 use crate::neuron_ops::{self, Kernel};
 use crate::{
-    compile_all, device_compile, device_image, host_cxx, io, run, wrapper, xtensa_cxx_installed,
-    BuildError, CompileFlags, DeviceImage, OnCompiled,
+    compile_all, device_compile, device_image, device_model, host_cxx, io, libcxx_headers, run,
+    wrapper, xtensa_cxx_installed, BuildError, CompileFlags, DataModel, DeviceImage, OnCompiled,
 };
 
 /// What the generated wrapper adds to an op library, by op model.
@@ -71,8 +71,11 @@ pub(crate) fn version_script(exports: &[&str]) -> String {
 /// What every op library's build shares, whichever its model: where the runtime and
 /// headers are, the compiler and the author's flags, and the device outputs asked for.
 pub struct BuildSetup {
-    /// The host libneuroncustomop.a.
+    /// The host libneuroncustomop.a of `data_model` (the i386 device-model archive, or the
+    /// x86-64 one).
     pub archive: PathBuf,
+    /// The data model host cores run the library in (D97).
+    pub data_model: DataModel,
     /// The op headers' folder (neuron_customop.hpp, torch/, neuron/, torchneuron/).
     pub include: PathBuf,
     /// The host C++ compiler.
@@ -125,12 +128,27 @@ impl BuildSetup {
         if let Some(d) = &self.device_image {
             d.check()?;
         }
+        if self.data_model == DataModel::Device {
+            device_model::gcc_include(&self.cxx)?;
+            libcxx_headers()?;
+        }
         self.flags.check()
     }
 
-    /// The host compiler's command for `src`.
-    pub(crate) fn host_command(&self, src: &Path, obj: &Path) -> Command {
-        host_cxx(&self.cxx, &self.include, &self.flags, src, obj)
+    /// The host compiler's command for `src`, in the setup's data model.
+    pub(crate) fn host_command(&self, src: &Path, obj: &Path) -> Result<Command, BuildError> {
+        Ok(match self.data_model {
+            DataModel::Host => host_cxx(&self.cxx, &self.include, &self.flags, src, obj),
+            DataModel::Device => device_model::cxx(
+                &self.cxx,
+                &self.include,
+                &libcxx_headers()?,
+                &device_model::gcc_include(&self.cxx)?,
+                &self.flags,
+                src,
+                obj,
+            ),
+        })
     }
 
     /// Compiles `sources` for the host into `dir`; their objects.
@@ -140,7 +158,7 @@ impl BuildSetup {
         dir: &Path,
     ) -> Result<Vec<PathBuf>, BuildError> {
         compile_all(sources, dir, &self.on_compiled, |s, d| {
-            run(&mut self.host_command(s, d))
+            run(&mut self.host_command(s, d)?)
         })
     }
 
@@ -160,7 +178,7 @@ impl BuildSetup {
         let source = work.join("nrt_pool_op_wrapper.cpp");
         std::fs::write(&source, wrapper.source(true)).map_err(io(&source))?;
         let wrapper_obj = work.join("nrt_pool_op_wrapper.o");
-        run(&mut self.host_command(&source, &wrapper_obj)).map_err(|e| match e {
+        run(&mut self.host_command(&source, &wrapper_obj)?).map_err(|e| match e {
             BuildError::Compile { stderr, .. } => BuildError::Wrapper(stderr),
             e => e,
         })?;
@@ -168,14 +186,27 @@ impl BuildSetup {
         let map = work.join("op.map");
         std::fs::write(&map, version_script(wrapper.exports())).map_err(io(&map))?;
         let library = work.join("libop.so");
-        run(Command::new(&self.cxx)
-            .args(["-shared", "-fPIC", "-Wl,-z,defs"])
-            .args(objs)
-            .arg(&wrapper_obj)
-            .arg(&self.archive)
-            .arg(format!("-Wl,--version-script={}", map.display()))
-            .arg("-o")
-            .arg(&library))?;
+        match self.data_model {
+            DataModel::Host => run(Command::new(&self.cxx)
+                .args(["-shared", "-fPIC", "-Wl,-z,defs"])
+                .args(objs)
+                .arg(&wrapper_obj)
+                .arg(&self.archive)
+                .arg(format!("-Wl,--version-script={}", map.display()))
+                .arg("-o")
+                .arg(&library))?,
+            DataModel::Device => {
+                let all = [objs, std::slice::from_ref(&wrapper_obj)].concat();
+                run(&mut device_model::link(
+                    &self.cxx,
+                    &all,
+                    &self.archive,
+                    &map,
+                    &library,
+                ))
+                .map_err(device_image::explain_undefined_error)?
+            }
+        }
         // Device outputs before anything is put in place: a source that does not build
         // for the device fails the whole build.
         let device = if self.device_objects.is_some() || self.device_image.is_some() {

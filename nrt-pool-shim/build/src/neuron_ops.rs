@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use nrt_pool_schema::{demangle, ArgKind, NeuronLibrary, OpSig};
 
 use crate::library::Wrapper;
-use crate::{io, object_symbols, run, BuildError, EXCEPTION_GUARD, HOST_STDIO};
+use crate::{io, object_symbols, run, BuildError, DataModel, EXCEPTION_GUARD, HOST_STDIO};
 
 /// `custom_op.load`'s arguments, and where the runtime and headers are.
 pub struct OpBuildOptions {
@@ -87,9 +87,7 @@ pub fn build_op_library(o: &OpBuildOptions) -> Result<OpBuildReport, BuildError>
     let compute_objs = core.compile_host(&o.compute, &work.path().join("compute"))?;
     let shape_objs = core.compile_host(&o.shape, &work.path().join("shape"))?;
 
-    let mut ops = registration(o, work.path(), &shape_objs, &|s: &Path, d: &Path| {
-        core.host_command(s, d)
-    })?;
+    let mut ops = registration(o, work.path(), &shape_objs)?;
     ops.multicore = o.multicore;
     ops.cflags = o
         .setup
@@ -125,15 +123,19 @@ fn registration(
     o: &OpBuildOptions,
     work: &Path,
     shape_objs: &[PathBuf],
-    host_cxx: &dyn Fn(&Path, &Path) -> Command,
 ) -> Result<NeuronLibrary, BuildError> {
     let main = work.join("nrt_pool_registration.cpp");
     std::fs::write(&main, REGISTRATION_MAIN).map_err(io(&main))?;
     let main_obj = work.join("nrt_pool_registration.o");
-    run(&mut host_cxx(&main, &main_obj))?;
+    run(&mut o.setup.host_command(&main, &main_obj)?)?;
     let exe = work.join("nrt_pool_registration");
     // The helper only registers: runtime calls the shape code may reference stay unresolved.
-    run(Command::new(&o.setup.cxx)
+    // (Device-model objects are i386: the helper is a 32-bit program.)
+    let mut link = Command::new(&o.setup.cxx);
+    if o.setup.data_model == DataModel::Device {
+        link.arg("-m32");
+    }
+    run(link
         .arg(&main_obj)
         .args(shape_objs)
         .args(["-no-pie", "-Wl,--unresolved-symbols=ignore-all"])
@@ -378,7 +380,7 @@ fn check_returns(
         }
         let file = work.join(format!("nrt_pool_returns_{i}.cpp"));
         std::fs::write(&file, probe).map_err(io(&file))?;
-        let mut c = o.setup.host_command(&file, &work.join("unused.o"));
+        let mut c = o.setup.host_command(&file, &work.join("unused.o"))?;
         c.arg("-fsyntax-only").arg("-include").arg(src);
         let stderr = match run(&mut c) {
             Ok(()) => continue,

@@ -145,7 +145,7 @@ static void neuron_uncaught(const char *what) {
 /// `new` takes the device heap too, and where it is full the engine's checks get a note
 /// (the allocation then comes from glibc's heap, so the launch still runs). Outside
 /// checked launches `new` stays glibc's. Device builds have the real heap: nothing here.
-pub(crate) const HOST_HEAP: &str = r#"#ifndef __XTENSA__
+pub(crate) const HOST_HEAP: &str = r#"#if !defined(__XTENSA__) && defined(__LP64__)
 #include <new>
 extern "C" void *__libc_malloc(size_t);
 extern "C" void __libc_free(void *);
@@ -179,7 +179,7 @@ void operator delete[](void *p, size_t) noexcept { neuron_delete(p); }
 
 /// Host builds: C stdio output goes through the runtime's stdio channel (so the emulator's
 /// ring carries it, core 0 only, as on hardware) instead of the host process's stdout.
-pub(crate) const HOST_STDIO: &str = r#"#ifndef __XTENSA__
+pub(crate) const HOST_STDIO: &str = r#"#if !defined(__XTENSA__) && defined(__LP64__)
 #include <stdlib.h>
 extern "C" int __vfprintf_chk(FILE *, int, const char *, va_list);
 // The whole formatted text, however long: a second pass into a buffer of its size.

@@ -190,6 +190,11 @@ pub struct BuildArgs {
     pub out: Option<PathBuf>,
     /// The schema layer: kernel sources
     pub sources: Vec<PathBuf>,
+    /// The data model host cores run the library in: `device` (i386 with the device's type
+    /// sizes and libraries, what the device computes; needs g++-multilib) or `host` (x86-64,
+    /// the host's; results can differ from the device's). D97
+    #[arg(long, value_name = "MODEL", default_value = "device", value_parser = ["device", "host"])]
+    pub data_model: String,
     /// The host libneuroncustomop.a (default: the installed or built one)
     #[arg(long)]
     pub archive: Option<PathBuf>,

@@ -28,6 +28,7 @@ use nrt_sim_device::bringup;
 pub struct DemoOptions {
     pub provider: PathBuf,
     pub examples: PathBuf,
+    /// The host archive of the device's data model (D97).
     pub archive: PathBuf,
     pub include: PathBuf,
     /// The device path: the Xtensa archive, the Pool core link script and the QEMU board.
@@ -108,6 +109,7 @@ pub fn run(o: &DemoOptions) -> Result<String, String> {
         out: lib.clone(),
         setup: opbuild::BuildSetup {
             archive: o.archive.clone(),
+            data_model: opbuild::DataModel::Device,
             include: o.include.clone(),
             // Device objects too, where the Xtensa g++ is installed (`make tools`).
             device_objects: opbuild::xtensa_cxx_installed().then(|| work.path().join("device")),
@@ -337,6 +339,7 @@ fn neuron_examples(
 fn host_setup(o: &DemoOptions, image: Option<opbuild::DeviceImage>) -> opbuild::BuildSetup {
     opbuild::BuildSetup {
         archive: o.archive.clone(),
+        data_model: opbuild::DataModel::Device,
         include: o.include.clone(),
         cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
         flags: Default::default(),

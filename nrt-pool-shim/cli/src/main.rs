@@ -45,8 +45,11 @@ fn default_provider() -> PathBuf {
 
 /// The host archive: installed (`make install`: PREFIX/bin beside PREFIX/lib/gpsimd-open),
 /// else the build tree's (`nrt_pool_open::installation`).
-fn default_archive() -> PathBuf {
-    installation::find(Part::HostArchive)
+fn default_archive(model: opbuild::DataModel) -> PathBuf {
+    installation::find(match model {
+        opbuild::DataModel::Device => Part::DeviceModelArchive,
+        opbuild::DataModel::Host => Part::HostArchive,
+    })
 }
 
 /// The Xtensa archive and the Pool core link script for --device-image.
@@ -344,8 +347,13 @@ fn compile_flags(a: &BuildArgs) -> opbuild::CompileFlags {
 /// compiler ($CXX or g++), the flags, and the device outputs asked for (the Pool image at
 /// `image`).
 fn build_setup(a: &BuildArgs, image: PathBuf) -> opbuild::BuildSetup {
+    let data_model = opbuild::DataModel::from_name(&a.data_model).unwrap_or_default();
     opbuild::BuildSetup {
-        archive: a.archive.clone().unwrap_or_else(default_archive),
+        archive: a
+            .archive
+            .clone()
+            .unwrap_or_else(|| default_archive(data_model)),
+        data_model,
         include: a.include.clone().unwrap_or_else(default_include),
         cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
         flags: compile_flags(a),
@@ -485,7 +493,7 @@ fn demo(a: DemoArgs) -> Result<(), Failure> {
         examples: a
             .examples
             .unwrap_or_else(|| beside_exe("../../examples/ops")),
-        archive: default_archive(),
+        archive: default_archive(opbuild::DataModel::Device),
         include: default_include(),
         device: {
             let (archive, link_script) = default_device_files();

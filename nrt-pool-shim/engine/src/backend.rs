@@ -399,13 +399,31 @@ pub struct HostBackend {
     cores: CorePool,
     /// A debug launch's gdbserver and the core it is attached to.
     debugger: Option<(usize, std::process::Child)>,
+    /// The 32-bit core runner (D97); None: an i386 library cannot be loaded.
+    runner: Option<&'static CStr>,
 }
 
 impl HostBackend {
-    fn program<'a>(memory: &'a DeviceMemory, library: &'a OpLibrary) -> Program<'a> {
+    fn program<'a>(
+        memory: &'a DeviceMemory,
+        library: &'a OpLibrary,
+        runner: Option<&'static CStr>,
+    ) -> Program<'a> {
         Program {
             memory,
             library: &library.c_path,
+            runner: runner.filter(|_| library.i386),
+        }
+    }
+
+    /// Host cores whose i386 libraries run in `runner` (D97).
+    pub fn with_core_runner(runner: &std::path::Path) -> HostBackend {
+        use std::os::unix::ffi::OsStrExt;
+        let runner = std::ffi::CString::new(runner.as_os_str().as_bytes()).ok();
+        HostBackend {
+            // Leaked once per engine: a path the forked cores read.
+            runner: runner.map(|r| &*Box::leak(r.into_boxed_c_str())),
+            ..HostBackend::default()
         }
     }
 }
@@ -518,9 +536,15 @@ impl IsaBackend for HostBackend {
         library: &OpLibrary,
         deadline: &Deadline,
     ) -> std::io::Result<Probed> {
+        if library.i386 && self.runner.is_none() {
+            return Err(std::io::Error::other(
+                "the library is built for host cores in the device's data model (i386), and \
+                 this engine has no 32-bit core runner (nrt-pool-core: make core-runner; D97)",
+            ));
+        }
         let ctl = control(memory);
         ctl.reset();
-        let (exit, stderr) = pool::probe(&Self::program(memory, library), deadline)?;
+        let (exit, stderr) = pool::probe(&Self::program(memory, library, self.runner), deadline)?;
         // A probe's process exits after its report; its exit code does not matter.
         let outcome = decode(&ctl, 0, exit, false, deadline);
         let done = matches!(outcome, Outcome::Done(_));
@@ -550,7 +574,7 @@ impl IsaBackend for HostBackend {
         if let Some((soc, bytes)) = team.watch {
             ctl.set_watch(soc, bytes);
         }
-        let program = Self::program(memory, library);
+        let program = Self::program(memory, library, self.runner);
         let exits = self
             .cores
             .launch(&program, kernel, &run, team.count, deadline)?;
@@ -607,7 +631,7 @@ impl IsaBackend for HostBackend {
         ctl.reset();
         let CoreExit { exit, stderr } =
             self.cores
-                .shape(&Self::program(memory, library), op, deadline)?;
+                .shape(&Self::program(memory, library, self.runner), op, deadline)?;
         let outcome = decode(&ctl, 0, exit, true, deadline);
         let refused = matches!(outcome, Outcome::Done(s) if s != 0).then(|| ctl.message(0));
         Ok(Shaped {
@@ -637,7 +661,7 @@ impl IsaBackend for HostBackend {
         self.end_debug();
         let pid = self
             .cores
-            .debuggable(core, &Self::program(memory, library))?;
+            .debuggable(core, &Self::program(memory, library, self.runner))?;
         let (child, port) = gdbserver::attach(pid, deadline)?;
         self.debugger = Some((core, child));
         Ok(DebugSession {

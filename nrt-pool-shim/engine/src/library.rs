@@ -47,6 +47,9 @@ pub struct OpLibrary {
     /// A NEURON_LIBRARY library's namespace and ops (their outputs come from its shape
     /// functions at launch time).
     pub ops: Option<NeuronLibrary>,
+    /// Built in the device's data model (an i386 shared object): its cores run in 32-bit
+    /// core processes (D97).
+    pub i386: bool,
     /// An in-memory image's backing file, open as long as the library is loaded (cores
     /// start later and open it through /proc/self/fd).
     _backing: Option<std::fs::File>,
@@ -66,6 +69,7 @@ impl OpLibrary {
         })?;
         Ok(OpLibrary {
             path: path.into(),
+            i386: crate::core::runner::is_i386_library(&c_path),
             c_path,
             schema: None,
             ops: None,
@@ -87,6 +91,7 @@ impl OpLibrary {
         let c_path = CString::new(format!("/proc/self/fd/{}", f.as_raw_fd())).expect("no NUL");
         Ok(OpLibrary {
             path: label.into(),
+            i386: crate::core::runner::is_i386_library(&c_path),
             c_path,
             schema: None,
             ops: None,

@@ -101,18 +101,20 @@ pub struct Placed {
     pub guard: Option<u64>,
 }
 
-impl DeviceMemory {
-    /// HBM of `hbm_bytes` (plus the cores' scratch slices), SBUF, scratch and status areas.
-    pub fn new(hbm_bytes: u64) -> Result<DeviceMemory, MemoryError> {
-        DeviceMemory::with_reserve(hbm_bytes, CORES as u64 * HBM_SCRATCH_BYTES)
-    }
+/// Where each region lies in the memory file, from HBM's size alone.
+#[derive(Clone, Copy)]
+struct Layout {
+    hbm: Region,
+    sbuf: Region,
+    scratch: [Region; CORES],
+    status: Region,
+    /// The file's length.
+    total: u64,
+}
 
-    /// [`DeviceMemory::new`] keeping the first `reserved` bytes of HBM free of tensors (at
-    /// least the cores' scratch slices); `hbm_bytes` for tensors come after them.
-    pub fn with_reserve(hbm_bytes: u64, reserved: u64) -> Result<DeviceMemory, MemoryError> {
-        let reserved = round_up(reserved.max(CORES as u64 * HBM_SCRATCH_BYTES), PAGE);
-        let hbm_size = round_up(hbm_bytes + reserved, PAGE);
-        // Layout: [HBM | guard | pad to window][SBUF | guard | pad][scratch x8 each + guard][status]
+impl Layout {
+    /// [HBM | guard | pad to window][SBUF | guard | pad][scratch x8 each + guard][status]
+    fn new(hbm_size: u64) -> Layout {
         let hbm = Region {
             soc: HBM_BASE,
             size: hbm_size,
@@ -144,26 +146,85 @@ impl DeviceMemory {
             offset: off,
         };
         let total = off + STATUS_BYTES + PAGE;
-        let (file, backing) = crate::backing::device_file(total)?;
-        file.set_len(total)?;
-        // SAFETY: a fresh memory file nobody else maps or truncates.
-        let map = unsafe { MmapOptions::new().len(total as usize).map_mut(&file)? };
-        let mem = DeviceMemory {
-            map,
-            file,
-            backing,
+        Layout {
             hbm,
             sbuf,
             scratch,
             status,
-            hbm_next: hbm.soc + reserved,
-            hbm_top: hbm.soc + hbm.size,
+            total,
+        }
+    }
+}
+
+impl DeviceMemory {
+    /// HBM of `hbm_bytes` (plus the cores' scratch slices), SBUF, scratch and status areas.
+    pub fn new(hbm_bytes: u64) -> Result<DeviceMemory, MemoryError> {
+        DeviceMemory::with_reserve(hbm_bytes, CORES as u64 * HBM_SCRATCH_BYTES)
+    }
+
+    /// [`DeviceMemory::new`] keeping the first `reserved` bytes of HBM free of tensors (at
+    /// least the cores' scratch slices); `hbm_bytes` for tensors come after them.
+    pub fn with_reserve(hbm_bytes: u64, reserved: u64) -> Result<DeviceMemory, MemoryError> {
+        let reserved = round_up(reserved.max(CORES as u64 * HBM_SCRATCH_BYTES), PAGE);
+        let layout = Layout::new(round_up(hbm_bytes + reserved, PAGE));
+        let (file, backing) = crate::backing::device_file(layout.total)?;
+        file.set_len(layout.total)?;
+        DeviceMemory::map(file, backing, layout, reserved)
+    }
+
+    /// The device memory another process made, from its memory file, HBM size and reserved
+    /// bytes (a 32-bit core process the engine started, which maps the same bytes: D97).
+    /// Only the regions are known here, not the host's placement of tensors.
+    pub fn attach(file: File, hbm_size: u64, reserved: u64) -> Result<DeviceMemory, MemoryError> {
+        let layout = Layout::new(hbm_size);
+        if file.metadata()?.len() < layout.total {
+            return Err(MemoryError::Create(std::io::Error::other(
+                "the device memory file is shorter than its layout",
+            )));
+        }
+        if reserved > hbm_size {
+            return Err(MemoryError::Create(std::io::Error::other(
+                "more HBM reserved than there is",
+            )));
+        }
+        DeviceMemory::map(file, Backing::Memfd, layout, reserved)
+    }
+
+    fn map(
+        file: File,
+        backing: Backing,
+        l: Layout,
+        reserved: u64,
+    ) -> Result<DeviceMemory, MemoryError> {
+        let len = usize::try_from(l.total).map_err(|_| {
+            MemoryError::Create(std::io::Error::other(
+                "the device memory does not fit this process's address space",
+            ))
+        })?;
+        // SAFETY: the engine's own memory file, which nobody truncates while it lives.
+        let map = unsafe { MmapOptions::new().len(len).map_mut(&file)? };
+        let mem = DeviceMemory {
+            map,
+            file,
+            backing,
+            hbm: l.hbm,
+            sbuf: l.sbuf,
+            scratch: l.scratch,
+            status: l.status,
+            hbm_next: l.hbm.soc + reserved,
+            hbm_top: l.hbm.soc + l.hbm.size,
             resident_free: Vec::new(),
             resident_spans: std::collections::HashMap::new(),
             reserved,
         };
         mem.guard_all()?;
         Ok(mem)
+    }
+
+    /// HBM's size with the reserved bytes, and the reserved bytes (what
+    /// [`DeviceMemory::attach`] takes).
+    pub fn hbm_size(&self) -> (u64, u64) {
+        (self.hbm.size, self.reserved)
     }
 
     /// Makes every byte outside the regions inaccessible (guard pages and window padding).

@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::control::ControlBlock;
+use super::core::runner::{self, Role};
 use super::core::{
     probe_child, serve, Program, CMD_BYTES, FAULT_EXIT, MAX_KERNEL_NAME, SHAPE_REQUEST,
 };
@@ -78,6 +79,10 @@ pub fn probe(p: &Program<'_>, deadline: &Deadline) -> std::io::Result<(Exit, Vec
         if pid == 0 {
             // SAFETY: die with the host.
             unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+            if let Some(runner) = p.0.runner {
+                let why = runner::exec(runner, Role::Probe, p.0, fd, &[]);
+                exec_failed(runner, &why, fd);
+            }
             probe_child(p.0, fd);
         }
         (pid, std::io::Error::last_os_error())
@@ -94,6 +99,20 @@ pub fn probe(p: &Program<'_>, deadline: &Deadline) -> std::io::Result<(Exit, Vec
             return Ok((Exit::TimedOut, capture.take()));
         }
         std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// Ends a forked core whose exec of the 32-bit core runner failed, saying why on its
+/// stderr capture (the host reports the core's end with it).
+fn exec_failed(runner: &CStr, why: &std::io::Error, stderr: i32) -> ! {
+    let line = format!(
+        "cannot start the 32-bit core runner {}: {why} (make core-runner builds it; D97)\n",
+        String::from_utf8_lossy(runner.to_bytes())
+    );
+    // SAFETY: a write of a local buffer, then the forked child's exit.
+    unsafe {
+        libc::write(stderr, line.as_ptr().cast(), line.len());
+        libc::_exit(FAULT_EXIT)
     }
 }
 
@@ -187,6 +206,11 @@ impl CorePool {
                 // The socket's other end stays open in the child only so that the host
                 // sees the child's end (hang-up) when it dies.
                 let _keep = fds[1];
+                if let Some(runner) = p.0.runner {
+                    let why =
+                        runner::exec(runner, Role::Serve { core, seen }, p.0, err_fd, &[fds[1]]);
+                    exec_failed(runner, &why, err_fd);
+                }
                 serve(core, p.0, seen, err_fd);
             }
             let forked = std::io::Error::last_os_error();

@@ -74,6 +74,7 @@ fn op_library(
         multicore,
         setup: nrt_pool_build::BuildSetup {
             archive: common::archive(),
+            data_model: Default::default(),
             include: root.join("include"),
             cxx: "g++".into(),
             flags: Default::default(),
@@ -328,6 +329,7 @@ fn a_registered_pool_image_runs_on_xtensa_cores() {
         out: dir.path().join("libops.so"),
         setup: nrt_pool_build::BuildSetup {
             archive: common::archive(),
+            data_model: Default::default(),
             include: root.join("include"),
             device_objects: None,
             device_image: Some(nrt_pool_build::DeviceImage {

@@ -15,6 +15,8 @@ pub use nrt_pool_qemu::BOARD_ENV;
 /// The device runtime's target folders.
 pub const HOST_TARGET: &str = "x86_64-unknown-linux-gnu";
 pub const XTENSA_TARGET: &str = "xtensa-q7-none-elf";
+/// The device-model runtime's and the 32-bit core runner's folder (D97).
+pub const DEVICE_MODEL_TARGET: &str = "i386-device";
 
 /// Where the Debian packages install (`make deb`, D50).
 const PACKAGED_PREFIX: &str = "/opt/gpsimd-open";
@@ -35,8 +37,12 @@ pub enum Root {
 pub enum Part {
     /// The op author's headers (`torch/torch.h`, `neuron/`, ...).
     Include,
-    /// `libneuroncustomop.a` for host op libraries.
+    /// `libneuroncustomop.a` for host op libraries in the host's data model (x86-64).
     HostArchive,
+    /// `libneuroncustomop.a` for host op libraries in the device's data model (i386, D97).
+    DeviceModelArchive,
+    /// The 32-bit core runner host cores of device-model libraries run in (D97).
+    CoreRunner,
     /// `libneuroncustomop.a` for Xtensa Pool images.
     XtensaArchive,
     /// The Pool core link script.
@@ -46,9 +52,11 @@ pub enum Part {
 }
 
 impl Part {
-    pub const ALL: [Part; 5] = [
+    pub const ALL: [Part; 7] = [
         Part::Include,
         Part::HostArchive,
+        Part::DeviceModelArchive,
+        Part::CoreRunner,
         Part::XtensaArchive,
         Part::LinkScript,
         Part::Board,
@@ -60,6 +68,8 @@ impl Part {
         match self {
             Part::Include => "include",
             Part::HostArchive => "host-archive",
+            Part::DeviceModelArchive => "device-model-archive",
+            Part::CoreRunner => "core-runner",
             Part::XtensaArchive => "xtensa-archive",
             Part::LinkScript => "link-script",
             Part::Board => "board",
@@ -80,6 +90,10 @@ impl Root {
                 match part {
                     Part::Include => p.join("include/gpsimd-open"),
                     Part::HostArchive => lib.join(HOST_TARGET).join("libneuroncustomop.a"),
+                    Part::DeviceModelArchive => {
+                        lib.join(DEVICE_MODEL_TARGET).join("libneuroncustomop.a")
+                    }
+                    Part::CoreRunner => p.join("libexec/gpsimd-open/nrt-pool-core"),
                     Part::XtensaArchive => lib.join(XTENSA_TARGET).join("libneuroncustomop.a"),
                     Part::LinkScript => lib.join(XTENSA_TARGET).join("pool-core.ld"),
                     Part::Board => lib.join(XTENSA_TARGET).join("pool-board.elf"),
@@ -90,6 +104,10 @@ impl Root {
                 match part {
                     Part::Include => source.join("include"),
                     Part::HostArchive => out.join(HOST_TARGET).join("release/libneuroncustomop.a"),
+                    Part::DeviceModelArchive => {
+                        out.join(DEVICE_MODEL_TARGET).join("libneuroncustomop.a")
+                    }
+                    Part::CoreRunner => out.join(DEVICE_MODEL_TARGET).join("nrt-pool-core"),
                     Part::XtensaArchive => {
                         out.join(XTENSA_TARGET).join("release/libneuroncustomop.a")
                     }
@@ -191,6 +209,17 @@ fn find_in(roots: &[Root], part: Part) -> PathBuf {
         .map(|r| r.path(part))
         .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
         .unwrap_or_else(|| Root::Prefix(PACKAGED_PREFIX.into()).path(part))
+}
+
+/// The variable that names the 32-bit core runner, before any search.
+pub const CORE_RUNNER_ENV: &str = "NRT_POOL_CORE_RUNNER";
+
+/// The 32-bit core runner: `$NRT_POOL_CORE_RUNNER`, else [`find`].
+pub fn core_runner() -> PathBuf {
+    match std::env::var_os(CORE_RUNNER_ENV) {
+        Some(p) => p.into(),
+        None => find(Part::CoreRunner),
+    }
 }
 
 /// The QEMU board: `$NRT_POOL_XTENSA_BOARD`, else [`find`].

@@ -10,6 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
+use nrt_pool_engine::backend::HostBackend;
 use nrt_pool_engine::check::parity::Twin;
 use nrt_pool_engine::{EmuError, PoolEngine, PoolImage, DEFAULT_HBM_BYTES};
 use nrt_pool_schema::pool_image;
@@ -142,7 +143,11 @@ pub fn sibling(library: &Path) -> Option<PathBuf> {
 /// An engine with no library loaded, on `isa`'s cores.
 pub fn engine(isa: Isa, image: PoolImage, o: &OpenOptions) -> Result<PoolEngine, OpenError> {
     let mut e = match isa {
-        Isa::Host => PoolEngine::new(o.hbm_bytes, image)?,
+        Isa::Host => PoolEngine::with_backend(
+            o.hbm_bytes,
+            image,
+            Box::new(HostBackend::with_core_runner(&installation::core_runner())),
+        )?,
         Isa::Xtensa => PoolEngine::with_backend(
             o.hbm_bytes,
             image,

@@ -600,7 +600,7 @@ impl DeviceArray {
 /// `isa="xtensa"` also its Pool image `lib{name}.pool` (returned then); the compiler's
 /// message is in the exception when a source does not build.
 #[pyfunction]
-#[pyo3(signature = (name, compute_srcs, shape_srcs, build_directory, multicore, include, archive, isa="host", extra_cflags=Vec::new(), extra_include_paths=Vec::new()))]
+#[pyo3(signature = (name, compute_srcs, shape_srcs, build_directory, multicore, include, archive, isa="host", extra_cflags=Vec::new(), extra_include_paths=Vec::new(), data_model="device"))]
 #[allow(clippy::too_many_arguments)] // custom_op.load's arguments, and where the runtime is
 fn build(
     py: Python<'_>,
@@ -614,7 +614,13 @@ fn build(
     isa: &str,
     extra_cflags: Vec<String>,
     extra_include_paths: Vec<PathBuf>,
+    data_model: &str,
 ) -> PyResult<String> {
+    let data_model = nrt_pool_build::DataModel::from_name(data_model).ok_or_else(|| {
+        pyo3::exceptions::PyValueError::new_err(format!(
+            "data_model={data_model:?}: 'device' or 'host'"
+        ))
+    })?;
     let device_image = match isa {
         "host" => None,
         "xtensa" => Some(nrt_pool_build::DeviceImage {
@@ -636,6 +642,7 @@ fn build(
         multicore,
         setup: nrt_pool_build::BuildSetup {
             archive,
+            data_model,
             include,
             cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
             flags: nrt_pool_build::CompileFlags {

@@ -17,7 +17,18 @@ pub fn ops_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("ops")
 }
 
+/// The host archive of the device's data model (i386, D97): what op builds use by default.
 pub fn archive() -> PathBuf {
+    let a = root().join("target/customop/i386-device/libneuroncustomop.a");
+    assert!(
+        a.exists(),
+        "run `make customop-archives` first (make test does)"
+    );
+    a
+}
+
+/// The host archive of the host's data model (x86-64), for tests of that build.
+pub fn lp64_archive() -> PathBuf {
     let a = root().join("target/customop/x86_64-unknown-linux-gnu/release/libneuroncustomop.a");
     assert!(
         a.exists(),
@@ -46,6 +57,7 @@ fn schema_library(
         out: dir.join(format!("lib{name}.so")),
         setup: nrt_pool_build::BuildSetup {
             archive: archive(),
+            data_model: Default::default(),
             include: root().join("include"),
             device_objects: None,
             device_image: if image {
@@ -196,6 +208,7 @@ pub fn build_example_with_image(
         multicore,
         setup: opbuild::BuildSetup {
             archive: archive(),
+            data_model: Default::default(),
             include: root().join("include"),
             cxx: "g++".into(),
             flags: Default::default(),

@@ -30,6 +30,22 @@ fn greg(n: u8) -> usize {
     ORDER[usize::from(n & 15)] as usize
 }
 
+/// The register a ModRM/SIB number (0-7) names on i386 (the core runner, D97).
+#[cfg(all(target_arch = "x86", target_os = "linux"))]
+fn greg(n: u8) -> usize {
+    const ORDER: [i32; 8] = [
+        libc::REG_EAX,
+        libc::REG_ECX,
+        libc::REG_EDX,
+        libc::REG_EBX,
+        libc::REG_ESP,
+        libc::REG_EBP,
+        libc::REG_ESI,
+        libc::REG_EDI,
+    ];
+    ORDER[usize::from(n & 7)] as usize
+}
+
 /// An `idiv r/m32` or `idiv r/m64` as decoded: its length and its divisor's place.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Idiv {
@@ -189,7 +205,54 @@ pub(super) fn device_overflow(uctx: *mut c_void) -> bool {
         g[libc::REG_RIP as usize] = (rip + d.len as u64) as i64;
         true
     }
-    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    #[cfg(all(target_arch = "x86", target_os = "linux"))]
+    {
+        if uctx.is_null() {
+            return false;
+        }
+        // SAFETY: SA_SIGINFO handlers get the interrupted context as a ucontext_t.
+        let g = unsafe { &mut (*uctx.cast::<libc::ucontext_t>()).uc_mcontext.gregs };
+        let eip = g[libc::REG_EIP as usize] as u32 as usize;
+        let n = 15.min(PAGE as usize - (eip % PAGE as usize));
+        // SAFETY: the instruction that trapped starts in mapped code, up to its page's end.
+        let code = unsafe { std::slice::from_raw_parts(eip as *const u8, n) };
+        // 0x40-0x4f are instructions of their own on i386, never a prefix of `idiv`.
+        if matches!(code.first(), Some(0x40..=0x4f)) {
+            return false;
+        }
+        let Some(d) = decode(code) else {
+            return false;
+        };
+        let reg = |n: u8| g[greg(n)] as u32;
+        let divisor = match d.divisor {
+            Operand::Register(r) => reg(r),
+            // On i386 the no-base form is an absolute address, not RIP-relative.
+            Operand::Memory {
+                base, index, disp, ..
+            } => {
+                let mut at = disp as u32;
+                if let Some(b) = base {
+                    at = at.wrapping_add(reg(b));
+                }
+                if let Some((i, scale)) = index {
+                    at = at.wrapping_add(reg(i).wrapping_mul(u32::from(scale)));
+                }
+                // SAFETY: the processor read this operand just before trapping.
+                unsafe { std::ptr::read_unaligned(at as usize as *const u32) }
+            }
+        };
+        if divisor != u32::MAX {
+            return false;
+        }
+        g[libc::REG_EAX as usize] = i32::MIN;
+        g[libc::REG_EDX as usize] = 0;
+        g[libc::REG_EIP as usize] = (eip + d.len) as i32;
+        true
+    }
+    #[cfg(not(any(
+        all(target_arch = "x86_64", target_os = "linux"),
+        all(target_arch = "x86", target_os = "linux")
+    )))]
     {
         let _ = uctx;
         false

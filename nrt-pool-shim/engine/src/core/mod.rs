@@ -23,6 +23,7 @@ use super::memory::{DeviceMemory, PAGE};
 
 mod divide;
 mod kernel_stack;
+pub mod runner;
 mod services;
 mod signals;
 mod watch;
@@ -186,6 +187,9 @@ pub struct Program<'a> {
     pub memory: &'a DeviceMemory,
     /// The op library's absolute path.
     pub library: &'a CStr,
+    /// The 32-bit core runner that cores of an i386 library exec (D97); None: the forked
+    /// process serves the core itself.
+    pub runner: Option<&'a CStr>,
 }
 
 /// What the library registers: names through the handoff block (the probe keeps them),
@@ -234,7 +238,7 @@ fn drain_early_stdio() {
     let mut have = 0usize;
     loop {
         // SAFETY: pread into the free part of a local buffer.
-        let n = unsafe { libc::pread(fd, buf[have..].as_mut_ptr().cast(), buf.len() - have, at) };
+        let n = unsafe { libc::pread64(fd, buf[have..].as_mut_ptr().cast(), buf.len() - have, at) };
         if n <= 0 {
             break;
         }

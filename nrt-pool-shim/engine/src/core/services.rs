@@ -110,13 +110,14 @@ pub(super) unsafe extern "C" fn svc_window(record: u32, soc: u64, len: u64) -> *
     // SAFETY: replaces window `r`'s part of this process's reserved range with a shared
     // mapping of the device memory file at the window's offset (inside the file: checked).
     let p = unsafe {
-        libc::mmap(
+        // (mmap64: a 32-bit core's offsets pass 2 GiB in a large device memory.)
+        libc::mmap64(
             at as *mut c_void,
             len as usize,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_SHARED | libc::MAP_FIXED,
             std::os::fd::AsRawFd::as_raw_fd(memory().file()),
-            off as libc::off_t,
+            off as libc::off64_t,
         )
     };
     if p == libc::MAP_FAILED {

@@ -24,6 +24,18 @@ pub(super) fn fault_context(uctx: *mut c_void) -> (u64, u32) {
         };
         (pc, access)
     }
+    #[cfg(all(target_arch = "x86", target_os = "linux"))]
+    {
+        // SAFETY: as above (the i386 core runner, D97).
+        let g = unsafe { &(*uctx.cast::<libc::ucontext_t>()).uc_mcontext.gregs };
+        let pc = u64::from(g[libc::REG_EIP as usize] as u32);
+        let access = if g[libc::REG_ERR as usize] & 2 != 0 {
+            ACCESS_WRITE
+        } else {
+            ACCESS_READ
+        };
+        (pc, access)
+    }
     #[cfg(all(target_arch = "aarch64", target_os = "linux"))]
     {
         // SAFETY: as above.
@@ -32,6 +44,7 @@ pub(super) fn fault_context(uctx: *mut c_void) -> (u64, u32) {
     }
     #[cfg(not(any(
         all(target_arch = "x86_64", target_os = "linux"),
+        all(target_arch = "x86", target_os = "linux"),
         all(target_arch = "aarch64", target_os = "linux")
     )))]
     {

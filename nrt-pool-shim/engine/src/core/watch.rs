@@ -92,11 +92,11 @@ impl Watch {
             let n = ((end - at) / page).min(entries.len());
             // SAFETY: reads n u64 entries into `entries` (n <= its length).
             let got = unsafe {
-                libc::pread(
+                libc::pread64(
                     fd,
                     entries.as_mut_ptr().cast(),
                     n * 8,
-                    ((at / page) * 8) as libc::off_t,
+                    ((at / page) * 8) as libc::off64_t,
                 )
             };
             if got != (n * 8) as isize {

@@ -20,6 +20,20 @@ def _installed(part):
 
 ISA_VARIABLE = "GPSIMD_OPEN_ISA"
 _ISAS = ("host", "xtensa")
+DATA_MODEL_VARIABLE = "GPSIMD_OPEN_DATA_MODEL"
+_DATA_MODELS = ("device", "host")
+
+
+def _data_model(model):
+    """The data model host cores run a new build in: the argument, else
+    GPSIMD_OPEN_DATA_MODEL, else "device" (D97)."""
+    where = "data_model"
+    if model is None:
+        model = os.environ.get(DATA_MODEL_VARIABLE) or "device"
+        where = DATA_MODEL_VARIABLE
+    if model not in _DATA_MODELS:
+        raise ValueError(f"{where}={model!r}: 'device' or 'host'")
+    return model
 
 
 def _isa(isa):
@@ -34,7 +48,8 @@ def _isa(isa):
 
 
 def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, verbose=False, isa=None,
-         extra_cflags=None, extra_include_paths=None, check=None, all_cores_stdio=None, debug=None):
+         extra_cflags=None, extra_include_paths=None, check=None, all_cores_stdio=None, debug=None,
+         data_model=None):
     """Builds a custom op library and loads it.
 
     Args:
@@ -57,6 +72,11 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
         check: check every call of the library's ops (see :func:`load_library`).
         all_cores_stdio: show printf from every core (see :func:`load_library`).
         debug: a core every launch stops for a debugger (see :func:`load_library`).
+        data_model: the C data model host cores run the library in: ``"device"`` (32-bit
+            ``long``, ``size_t`` and pointers, unsigned ``char``, the device's C and C++
+            libraries: what the device computes; needs g++-multilib) or ``"host"`` (the
+            host's x86-64 model and libraries; results can differ from the device's).
+            Default: the ``GPSIMD_OPEN_DATA_MODEL`` environment variable, else ``"device"``.
 
     Returns:
         The loaded :class:`Library`; its ops are also at ``custom_op.ops.NS.OP`` (and at
@@ -70,7 +90,9 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
     if build_directory is None:
         cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(pathlib.Path.home(), ".cache")
         build_directory = os.path.join(cache, "gpsimd_open", name)
-    include, archive = _installed("include"), _installed("host-archive")
+    model = _data_model(data_model)
+    include = _installed("include")
+    archive = _installed("device-model-archive" if model == "device" else "host-archive")
     if not archive.exists():
         raise RuntimeError(f"the host runtime archive is missing: {archive} (run `make customop-archives`)")
     if verbose:
@@ -88,6 +110,7 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
         str(isa),
         flags,
         includes,
+        model,
     )
     if verbose:
         print(f"gpsimd_open: built {path}")
