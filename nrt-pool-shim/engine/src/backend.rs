@@ -394,13 +394,24 @@ pub trait IsaBackend: Send {
 }
 
 /// Host builds of op libraries, each core a persistent forked process (see [`pool`]).
-#[derive(Default)]
 pub struct HostBackend {
     cores: CorePool,
     /// A debug launch's gdbserver and the core it is attached to.
     debugger: Option<(usize, std::process::Child)>,
     /// The 32-bit core runner (D97); None: an i386 library cannot be loaded.
     runner: Option<&'static CStr>,
+}
+
+impl Default for HostBackend {
+    /// Host cores with the core runner `$NRT_POOL_CORE_RUNNER` names, else the one of the
+    /// build tree this crate was built in, if there is one (front ends pass theirs).
+    fn default() -> HostBackend {
+        HostBackend {
+            cores: CorePool::default(),
+            debugger: None,
+            runner: crate::core::runner::default_runner(),
+        }
+    }
 }
 
 impl HostBackend {
@@ -418,11 +429,8 @@ impl HostBackend {
 
     /// Host cores whose i386 libraries run in `runner` (D97).
     pub fn with_core_runner(runner: &std::path::Path) -> HostBackend {
-        use std::os::unix::ffi::OsStrExt;
-        let runner = std::ffi::CString::new(runner.as_os_str().as_bytes()).ok();
         HostBackend {
-            // Leaked once per engine: a path the forked cores read.
-            runner: runner.map(|r| &*Box::leak(r.into_boxed_c_str())),
+            runner: crate::core::runner::leak_path(runner),
             ..HostBackend::default()
         }
     }

@@ -256,7 +256,7 @@ fn start_code_statuses_and_broken_libraries_are_named() {
             "-I".as_ref(),
             common::root().join("include").as_os_str(),
             t.join("too_many_kernels.cpp").as_os_str(),
-            common::archive().as_os_str(),
+            common::lp64_archive().as_os_str(),
             "-Wl,-u,entry_func".as_ref(),
             "-o".as_ref(),
             many.as_os_str(),

@@ -42,6 +42,41 @@ pub fn build_ops(dir: &Path, name: &str, schema: &Path, sources: &[PathBuf]) -> 
     schema_library(dir, name, schema, sources, false, Default::default()).library
 }
 
+/// [`build_ops`] in the host's data model (x86-64 with glibc and libstdc++, D97): for
+/// libraries that use what only the host build has (exceptions, POSIX calls).
+pub fn build_host_model_ops(dir: &Path, name: &str, schema: &Path, sources: &[PathBuf]) -> PathBuf {
+    let setup = setup(opbuild::DataModel::Host, None, Default::default());
+    opbuild::build(&BuildOptions {
+        schema: schema.into(),
+        sources: sources.to_vec(),
+        out: dir.join(format!("lib{name}.so")),
+        setup,
+    })
+    .unwrap_or_else(|e| panic!("building {name}: {e}"))
+    .library
+}
+
+/// A build setup of the repository's headers and `model`'s archive.
+fn setup(
+    model: opbuild::DataModel,
+    device_image: Option<opbuild::DeviceImage>,
+    flags: opbuild::CompileFlags,
+) -> opbuild::BuildSetup {
+    opbuild::BuildSetup {
+        archive: match model {
+            opbuild::DataModel::Device => archive(),
+            opbuild::DataModel::Host => lp64_archive(),
+        },
+        data_model: model,
+        include: root().join("include"),
+        device_objects: None,
+        device_image,
+        cxx: "g++".into(),
+        flags,
+        on_compiled: None,
+    }
+}
+
 /// A schema-flow library in `dir`, with its Pool image when `image`.
 fn schema_library(
     dir: &Path,
@@ -85,7 +120,8 @@ pub fn examples(dir: &Path) -> PathBuf {
 
 pub fn faults(dir: &Path) -> PathBuf {
     let t = ops_dir();
-    build_ops(
+    // Exceptions and abort(): the host build's (a device build refuses `throw`).
+    build_host_model_ops(
         dir,
         "faults",
         &t.join("faults.schema"),
@@ -99,7 +135,9 @@ pub fn ctors(dir: &Path, name: &str, defines: &str) -> PathBuf {
     let src = dir.join(format!("{name}.cpp"));
     let body = std::fs::read_to_string(t.join("ctors.cpp")).unwrap();
     std::fs::write(&src, format!("{defines}\n{body}")).unwrap();
-    build_ops(dir, name, &t.join("ctors.schema"), &[src])
+    // getpid() and write(): POSIX calls only the host build has, to see which process
+    // runs the constructors.
+    build_host_model_ops(dir, name, &t.join("ctors.schema"), &[src])
 }
 
 /// abi-tests' hand-written op library (no schema; `transpose` returns a tensor).
@@ -116,7 +154,7 @@ pub fn hand_written_ops(dir: &Path) -> PathBuf {
             "-I".as_ref(),
             root().join("include").as_os_str(),
             cpp.join("op_kernels.cpp").as_os_str(),
-            archive().as_os_str(),
+            lp64_archive().as_os_str(),
             map.as_ref(),
             "-o".as_ref(),
             lib.as_os_str(),

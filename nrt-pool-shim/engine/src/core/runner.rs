@@ -31,6 +31,31 @@ pub fn is_i386_library(path: &CStr) -> bool {
     read.is_ok() && head[..4] == *b"\x7fELF" && head[4] == 1 && head[5] == 1 && head[18] == 3
 }
 
+/// The variable that names the core runner (front ends may pass another).
+pub const CORE_RUNNER_ENV: &str = "NRT_POOL_CORE_RUNNER";
+
+/// `path` as the C string forked cores exec, kept for the process's life (one per engine).
+pub fn leak_path(path: &std::path::Path) -> Option<&'static CStr> {
+    let c = CString::new(path.as_os_str().as_bytes()).ok()?;
+    Some(&*Box::leak(c.into_boxed_c_str()))
+}
+
+/// `$NRT_POOL_CORE_RUNNER`, else the runner `make core-runner` put in the build tree this
+/// crate was built in, if it is there.
+pub fn default_runner() -> Option<&'static CStr> {
+    static RUNNER: std::sync::OnceLock<Option<&'static CStr>> = std::sync::OnceLock::new();
+    *RUNNER.get_or_init(|| {
+        let path = std::env::var_os(CORE_RUNNER_ENV)
+            .map(std::path::PathBuf::from)
+            .or_else(|| {
+                let built = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../../target/customop/i386-device/nrt-pool-core");
+                built.is_file().then_some(built)
+            })?;
+        leak_path(&path)
+    })
+}
+
 /// Lets `fd` pass into an exec'd program.
 fn keep_across_exec(fd: i32) {
     // SAFETY: fcntl on a descriptor of this (forked, single-threaded) process.
