@@ -27,6 +27,27 @@ fn nrt_pool_build_command(schema: &str, out: &str) -> Command {
     c
 }
 
+/// `nrt-pool build --data-model=host` with this checkout's x86-64 archive and headers: for
+/// kernels that use what only the host build has (POSIX calls, iostreams; D97).
+fn nrt_pool_build_host_model(schema: &str, out: &str, rest: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nrt-pool"))
+        .args([
+            "build",
+            "--data-model=host",
+            "--schema",
+            schema,
+            "--out",
+            out,
+            "--archive",
+        ])
+        .arg(common::lp64_archive())
+        .arg("--include")
+        .arg(common::root().join("include"))
+        .args(rest)
+        .output()
+        .unwrap()
+}
+
 /// `nrt-pool build` with this checkout's archive and headers.
 fn nrt_pool_build(schema: &str, out: &str, rest: &[&str]) -> Output {
     nrt_pool_build_command(schema, out)
@@ -825,7 +846,7 @@ fn repeated_launches_show_progress_only_on_a_terminal() {
     )
     .unwrap();
     let lib = d.join("libslow.so");
-    let o = nrt_pool_build(s(&schema), s(&lib), &[s(&src)]);
+    let o = nrt_pool_build_host_model(s(&schema), s(&lib), &[s(&src)]);
     assert!(o.status.success(), "{:?}", text(&o));
     let x = d.join("x.npy");
     npy::write(
@@ -1126,7 +1147,7 @@ fn iostreams_and_raw_writes_stay_in_the_launch_output() {
     )
     .unwrap();
     let so = d.join("libtalk.so");
-    let b = nrt_pool_build(s(&d.join("talk.schema")), s(&so), &[s(&d.join("talk.cpp"))]);
+    let b = nrt_pool_build_host_model(s(&d.join("talk.schema")), s(&so), &[s(&d.join("talk.cpp"))]);
     assert!(b.status.success(), "{:?}", text(&b));
     let x = d.join("x.npy");
     npy::write(
