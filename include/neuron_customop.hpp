@@ -59,6 +59,8 @@ int customop_call_wrapper(void (*wrapper)(void));
 /// customop_call_wrapper on a stack for `stack_size` (STACK_SIZE): on host cores, as much
 /// as a Pool core would give the kernel, guarded (docs/decisions.md D94).
 int customop_call_wrapper_on_stack(void (*wrapper)(void), unsigned stack_size);
+/// Before the engine's shape request on host cores: the heaps a launch starts with.
+void customop_prepare_shape(void);
 
 // ---- the launch protocol a host (the emulator, or a test) follows ----
 

@@ -28,12 +28,12 @@ NEURON_LIBRARY(my_ops, m) { m.def("negate", &negate_shape, "%s"); }
 """
 
 
-def build(tmp_path, compute, shape, name="my_ops", check=False):
+def build(tmp_path, compute, shape, name="my_ops", check=False, *extra):
     (tmp_path / "k.cpp").write_text(compute)
     (tmp_path / "s.cpp").write_text(shape)
     out = tmp_path / "out"
     p = run(NRT_POOL, "build", "--name", name, "--compute", tmp_path / "k.cpp", "--shape",
-            tmp_path / "s.cpp", "--build-directory", out, check=check)
+            tmp_path / "s.cpp", "--build-directory", out, *extra, check=check)
     return p, out / f"lib{name}.so"
 
 
@@ -81,11 +81,20 @@ def test_build_failures_name_what_is_wrong_and_leave_nothing(tmp_path, compute, 
 def test_a_shape_function_that_throws_or_faults_is_reported_and_writes_nothing(tmp_path):
     throwing = SHAPE.replace("{ return torch::zeros", '{ if (x.numel() > 3) throw std::runtime_error("too long"); return torch::zeros')
     throwing = "#include <stdexcept>\n" + throwing
-    _, lib = build(tmp_path, KERNEL, throwing % "negate", check=True)
+    # Exceptions exist in the host's data model only (a device build refuses `throw`, D97).
+    _, lib = build(tmp_path, KERNEL, throwing % "negate", True, "my_ops", "--data-model=host")
     np.save(tmp_path / "x.npy", np.zeros(8, np.float32))
     p = run(NRT_POOL, "run", lib, "my_ops::negate", "--arg", tmp_path / "x.npy", "--out", tmp_path / "y.npy", check=False)
     assert p.returncode == 1
     assert b"op my_ops::negate: the shape function threw: too long" in p.stderr, p.stderr
+    assert not (tmp_path / "y.npy").exists()
+    p, _ = build(tmp_path, KERNEL, throwing % "negate")
+    assert p.returncode != 0 and b"exception handling disabled" in p.stderr, p.stderr
+    # In the device's model a failing assert in a shape function is the core's fault.
+    asserting = "#include <assert.h>\n" + SHAPE.replace("{ return torch::zeros", "{ assert(x.numel() <= 3); return torch::zeros")
+    _, lib = build(tmp_path, KERNEL, asserting % "negate", check=True)
+    p = run(NRT_POOL, "run", lib, "my_ops::negate", "--arg", tmp_path / "x.npy", "--out", tmp_path / "y.npy", check=False)
+    assert p.returncode != 0 and b"Assertion `x.numel() <= 3' failed" in p.stderr, p.stderr
     assert not (tmp_path / "y.npy").exists()
 
 

@@ -537,12 +537,18 @@ NEURON_LIBRARY(big_ops, m) { m.def("big", &s, "big"); }
 
 
 def test_host_cores_hold_new_to_the_device_heap_in_a_checked_launch(tmp_path):
-    """A 4 MiB std::vector passes a host build and faults its device build: checked, the
-    host build's new takes the device heap and the check says where it runs out."""
-    from gpsimd_open import CheckError
+    """A 4 MiB std::vector faults the device build and, in the device's data model, host
+    cores too (their new is the device heap's, D97); in the host's model it passes
+    unchecked, and checked the host build's new takes the device heap and the check says
+    where it runs out."""
+    from gpsimd_open import CheckError, DeviceFault
 
-    lib = load_op(tmp_path, "big_ops", BIG_VECTOR, BIG_SHAPE)
     v = np.arange(8, dtype=np.float32)
+    (tmp_path / "device").mkdir()
+    device_model = load_op(tmp_path / "device", "big_ops", BIG_VECTOR, BIG_SHAPE)
+    with pytest.raises(DeviceFault, match="operator new: out of memory for 4194304 bytes"):
+        device_model.ops["big"](v)
+    lib = load_op(tmp_path, "big_ops", BIG_VECTOR, BIG_SHAPE, data_model="host")
     np.testing.assert_array_equal(lib.ops["big"](v), v * 2 + 1)  # unchecked: glibc's heap
     with pytest.raises(CheckError) as e:
         lib.ops["big"](v, check="memory")

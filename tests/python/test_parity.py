@@ -197,17 +197,30 @@ NEURON_LIBRARY(model_ops, m) {
 """
 
 
-def build_both(d, ns, kernels, shapes):
+def build_both(d, ns, kernels, shapes, data_model=None):
     """lib{ns}.so and lib{ns}.pool side by side in d/out, from the two sources."""
     (d / "k.cpp").write_text(kernels)
     (d / "s.cpp").write_text(shapes)
-    custom_op.load(ns, [d / "k.cpp"], [d / "s.cpp"], build_directory=d / "out", isa="xtensa")
+    custom_op.load(ns, [d / "k.cpp"], [d / "s.cpp"], build_directory=d / "out", isa="xtensa",
+                   data_model=data_model)
     return d / "out"
 
 
 @pytest.fixture(scope="module")
 def model_build(tmp_path_factory):
-    return build_both(tmp_path_factory.mktemp("model"), "model_ops", MODEL, MODEL_SHAPES)
+    """The host library in the host's data model (x86-64, D97): what parity names."""
+    return build_both(tmp_path_factory.mktemp("model"), "model_ops", MODEL, MODEL_SHAPES, data_model="host")
+
+
+def test_in_the_devices_data_model_the_model_kernels_agree(tmp_path):
+    """The default build (the device's data model, D97): the same `long` counter and sizes
+    on both backends, parity silent."""
+    out = build_both(tmp_path, "model_ops", MODEL, MODEL_SHAPES)
+    want = c_mod(wrap32(sum(i * 100000 for i in range(1000))), 1000003)
+    for name in ("libmodel_ops.so", "libmodel_ops.pool"):
+        lib = custom_op.load_library(out / name)
+        np.testing.assert_array_equal(lib.ops["long_sum"](XS, check="parity"), [want])
+        np.testing.assert_array_equal(lib.ops["sizes"](XS, check="parity"), [1.0])
 
 
 @pytest.fixture(scope="module", params=["host", "xtensa"])

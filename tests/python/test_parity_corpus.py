@@ -35,6 +35,10 @@ def test_every_class_is_covered_and_the_rate_is_printed(rows, capsys):
     assert parity.report(rows) == 0
     out = capsys.readouterr().out
     assert "0 silent" in out and "parity: " in out, out
-    # The classes the build cannot make equal are named by the check, with the element.
-    long_acc = next(r for r in rows if r["case"] == "long_acc")
-    assert long_acc["verdict"] == "flagged" and "element [" in long_acc["parity"], long_acc
+    # The data model, the C and C++ libraries are the device's on host cores (D97)...
+    for r in rows:
+        if r["class"] in ("data model", "C library", "C++ library"):
+            assert r["verdict"] == "equal", r
+    # ...and what instructions decide is named by the check, with the element.
+    to_u8 = next(r for r in rows if r["case"] == "float_to_u8")
+    assert to_u8["verdict"] == "flagged" and "element [" in to_u8["parity"], to_u8

@@ -434,6 +434,14 @@ pub unsafe extern "C" fn customop_call_wrapper(f: Option<unsafe extern "C" fn()>
     0
 }
 
+/// Before a shape request on host cores (the engine's `nrt_pool_op_shape`): the heaps and
+/// translation a launch starts with, since shape functions allocate (their tensors'
+/// sizes); in the device's data model `new` is the core's heap (D97).
+#[no_mangle]
+pub extern "C" fn customop_prepare_shape() {
+    runtime::init_for_launch();
+}
+
 /// [`customop_call_wrapper`] on a stack for `stack_size` (the kernel's STACK_SIZE): the
 /// runtime's stack switch, which host cores serve with the stack the device would give
 /// (D94).

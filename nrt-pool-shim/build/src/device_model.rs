@@ -106,6 +106,10 @@ pub(crate) fn cxx(
         // A main() in an op source is a plain function on a core.
         "-Wno-main",
         "-fstack-clash-protection",
+        // Fault reports name the line that failed: GCC would merge calls to functions that
+        // do not return (the runtime's fatal checks), and two checks sharing one call
+        // would be reported at the other's line.
+        "-fno-crossjumping",
         "-fasynchronous-unwind-tables",
         "-fno-exceptions",
         "-fno-rtti",

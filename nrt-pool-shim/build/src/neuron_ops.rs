@@ -469,6 +469,7 @@ pub(crate) fn generate_wrapper(lib: &NeuronLibrary, kernels: &[Kernel], host: bo
         s.push_str(
             "extern \"C\" int nrt_pool_op_shape(const char *op, const NeuronArgTensor *args, NeuronArgTensor *out,\n\
              \x20                                char *why, size_t cap) {\n\
+             \x20   customop_prepare_shape();\n\
              \x20   return torch::neuron::detail::run_shape(op, args, out, why, cap);\n}\n\n",
         );
         s.push_str(HOST_STDIO);

@@ -257,6 +257,11 @@ impl DeviceMemory {
         Ok(())
     }
 
+    /// Where this process maps the memory file.
+    pub fn base(&self) -> u64 {
+        self.map.as_ptr() as u64
+    }
+
     /// The memory file, for a process that maps the same device memory (an ISA backend's
     /// cores); [`DeviceMemory::regions`] says where each SoC range lies in it.
     pub fn file(&self) -> &File {

@@ -308,13 +308,24 @@ impl IsaBackend for HostBackend {
             returned: core::KERNEL_RETURNED.into(),
             release: None,
             symbols: Vec::new(),
-            // Core processes are forks of this one: they map device memory where it does.
-            data: DataAccess::Mapped(
+            // Forked cores map device memory where this process does; a 32-bit core runner
+            // maps it where it can (D97): its maps say where.
+            data: DataAccess::Mapped({
+                let theirs = match (library.i386, self.runner) {
+                    (true, Some(runner)) => mapped_base(pid, runner, memory, deadline),
+                    _ => None,
+                };
+                let shift = |at: u64| match theirs {
+                    None => at,
+                    Some(b) => at - memory.base() + b,
+                };
                 memory
                     .regions()
-                    .filter_map(|r| Some((r.soc, r.size, memory.host(r.soc, r.size)? as u64)))
-                    .collect(),
-            ),
+                    .filter_map(|r| {
+                        Some((r.soc, r.size, shift(memory.host(r.soc, r.size)? as u64)))
+                    })
+                    .collect()
+            }),
         })
     }
 
@@ -323,5 +334,38 @@ impl IsaBackend for HostBackend {
             gdbserver::stop(&mut child);
             self.cores.stop_core(core);
         }
+    }
+}
+
+/// Where process `pid`, once it runs `runner`, maps the start of `memory`'s file (its
+/// /proc maps: the mapping at offset 0 of the file's inode), waiting for the exec'd core
+/// runner to map it.
+fn mapped_base(pid: i32, runner: &CStr, memory: &DeviceMemory, deadline: &Deadline) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+    let inode = memory.file().metadata().ok()?.ino();
+    let runner = std::fs::canonicalize(std::ffi::OsStr::from_bytes(runner.to_bytes())).ok()?;
+    loop {
+        // Before its exec the process is a fork of this one, mapping the file where we do.
+        if std::fs::read_link(format!("/proc/{pid}/exe")).ok().as_ref() != Some(&runner) {
+            if deadline.passed() {
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            continue;
+        }
+        let maps = std::fs::read(format!("/proc/{pid}/maps")).ok()?;
+        let found = maps.split(|&b| b == b'\n').find_map(|line| {
+            let line = std::str::from_utf8(line).ok()?;
+            let mut f = line.split_ascii_whitespace();
+            let (range, _perms, offset, _dev, ino) =
+                (f.next()?, f.next()?, f.next()?, f.next()?, f.next()?);
+            (ino.parse::<u64>().ok()? == inode && u64::from_str_radix(offset, 16).ok()? == 0)
+                .then(|| u64::from_str_radix(range.split('-').next()?, 16).ok())?
+        });
+        if found.is_some() || deadline.passed() {
+            return found;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
     }
 }

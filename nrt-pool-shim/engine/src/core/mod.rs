@@ -59,6 +59,26 @@ static PROBE: AtomicBool = AtomicBool::new(false);
 static EARLY_FD: AtomicI32 = AtomicI32::new(-1);
 /// The op library's load base in this process (0 until loaded).
 static MODULE_BASE: AtomicU64 = AtomicU64::new(0);
+/// Where the engine maps device memory when this core maps it elsewhere (a 32-bit core
+/// runner, D97); 0: at the same place (a forked core).
+static ENGINE_BASE: AtomicU64 = AtomicU64::new(0);
+
+/// `addr` in the engine's terms: an address in this core's mapping of device memory moved
+/// to where the engine maps the same byte (the engine names device memory by its own
+/// mapping); anything else as it is. Async-signal-safe.
+fn engine_address(addr: u64) -> u64 {
+    let theirs = ENGINE_BASE.load(Ordering::Relaxed);
+    if theirs == 0 {
+        return addr;
+    }
+    let m = memory();
+    let ours = m.base();
+    if addr >= ours && addr - ours < m.file_len() {
+        addr - ours + theirs
+    } else {
+        addr
+    }
+}
 
 /// The stack a host core runs kernels on: the spawner thread's, which the core's process
 /// is forked from (D79). The device's own limit (STACK_SIZE, ~8 KiB local) is checked on

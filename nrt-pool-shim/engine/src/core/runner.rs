@@ -31,6 +31,10 @@ pub fn is_i386_library(path: &CStr) -> bool {
     read.is_ok() && head[..4] == *b"\x7fELF" && head[4] == 1 && head[5] == 1 && head[18] == 3
 }
 
+/// The first argument the engine passes: a runner from another build (whose arguments may
+/// differ) says so instead of misreading them.
+pub const PROTOCOL: &str = "nrt-pool-core/2";
+
 /// The variable that names the core runner (front ends may pass another).
 pub const CORE_RUNNER_ENV: &str = "NRT_POOL_CORE_RUNNER";
 
@@ -95,6 +99,7 @@ pub(crate) fn exec(
     };
     let args: Vec<CString> = [
         runner.to_bytes().to_vec(),
+        PROTOCOL.into(),
         role_arg.into(),
         core.to_string().into_bytes(),
         seen.to_string().into_bytes(),
@@ -102,6 +107,7 @@ pub(crate) fn exec(
         mem_fd.to_string().into_bytes(),
         p.memory.hbm_size().0.to_string().into_bytes(),
         p.memory.hbm_size().1.to_string().into_bytes(),
+        p.memory.base().to_string().into_bytes(),
         p.library.to_bytes().to_vec(),
     ]
     .into_iter()
@@ -123,17 +129,26 @@ pub struct RunnerArgs {
     pub memory_fd: i32,
     pub hbm_size: u64,
     pub reserved: u64,
+    /// Where the engine maps the device memory (fault addresses are reported there).
+    pub engine_base: u64,
     pub library: CString,
 }
 
 impl RunnerArgs {
-    /// Reads `ROLE CORE SEEN STDERR_FD MEMORY_FD HBM_SIZE RESERVED LIBRARY` (after the
-    /// program).
+    /// Reads `PROTOCOL ROLE CORE SEEN STDERR_FD MEMORY_FD HBM_SIZE RESERVED ENGINE_BASE
+    /// LIBRARY` (after the program).
     pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<RunnerArgs, String> {
-        let args: Vec<Vec<u8>> = args.into_iter().map(OsStringExt::into_vec).collect();
-        let [role, core, seen, stderr, memory_fd, hbm_size, reserved, library] =
-            <[Vec<u8>; 8]>::try_from(args)
-                .map_err(|a| format!("expected 8 arguments, got {}", a.len()))?;
+        let mut args: Vec<Vec<u8>> = args.into_iter().map(OsStringExt::into_vec).collect();
+        if args.first().map(Vec::as_slice) != Some(PROTOCOL.as_bytes()) {
+            return Err(format!(
+                "started by an engine of another build (this runner speaks {PROTOCOL}): \
+                 rebuild the runner with the engine (make core-runner)"
+            ));
+        }
+        args.remove(0);
+        let [role, core, seen, stderr, memory_fd, hbm_size, reserved, engine_base, library] =
+            <[Vec<u8>; 9]>::try_from(args)
+                .map_err(|a| format!("expected 9 arguments, got {}", a.len()))?;
         fn number<T: std::str::FromStr>(what: &str, b: &[u8]) -> Result<T, String> {
             std::str::from_utf8(b)
                 .ok()
@@ -158,6 +173,7 @@ impl RunnerArgs {
             memory_fd: number("memory descriptor", &memory_fd)?,
             hbm_size: number("HBM size", &hbm_size)?,
             reserved: number("reserved HBM", &reserved)?,
+            engine_base: number("engine's memory base", &engine_base)?,
             library: CString::new(library).map_err(|_| "the library path has a NUL byte")?,
         })
     }
@@ -167,10 +183,20 @@ impl RunnerArgs {
 /// the core it was asked to be. Never returns; a runner that cannot start says why on its
 /// stderr capture and exits with [`FAULT_EXIT`] (the host reports the core's end).
 pub fn runner_main() -> ! {
-    let args = match RunnerArgs::parse(std::env::args_os().skip(1)) {
+    let argv: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let args = match RunnerArgs::parse(argv.clone()) {
         Ok(a) => a,
         Err(why) => {
-            eprintln!("nrt-pool-core: {why} (this program is started by the Pool engine)");
+            let line =
+                format!("nrt-pool-core: {why} (this program is started by the Pool engine)\n");
+            // Into the core's stderr capture where the arguments name one (the engine
+            // reports it with the core's end), else to our own stderr.
+            let fd = argv
+                .get(4)
+                .and_then(|a| a.to_str()?.parse::<i32>().ok())
+                .unwrap_or(2);
+            // SAFETY: a write of a local buffer to a descriptor of this process.
+            unsafe { libc::write(fd, line.as_ptr().cast(), line.len()) };
             std::process::exit(2);
         }
     };
@@ -187,6 +213,7 @@ pub fn runner_main() -> ! {
         }
     };
     let library: &'static CStr = Box::leak(args.library.into_boxed_c_str());
+    ENGINE_BASE.store(args.engine_base, Ordering::Relaxed);
     let p = Program {
         memory,
         library,
@@ -209,6 +236,7 @@ mod tests {
     #[test]
     fn runner_arguments_round_trip_and_refuse_what_is_wrong() {
         let a = RunnerArgs::parse(args(&[
+            PROTOCOL,
             "serve",
             "3",
             "17",
@@ -216,6 +244,7 @@ mod tests {
             "10",
             "123",
             "45",
+            "4096",
             "/x/libop.so",
         ]));
         assert_eq!(
@@ -226,27 +255,31 @@ mod tests {
                 memory_fd: 10,
                 hbm_size: 123,
                 reserved: 45,
+                engine_base: 4096,
                 library: c"/x/libop.so".into(),
             })
         );
-        assert!(
-            RunnerArgs::parse(args(&["serve", "8", "0", "9", "10", "1", "0", "/l"]))
-                .unwrap_err()
-                .contains("core 8")
-        );
-        assert!(
-            RunnerArgs::parse(args(&["probe", "0", "0", "x", "10", "1", "0", "/l"]))
-                .unwrap_err()
-                .contains("stderr descriptor")
-        );
-        assert!(RunnerArgs::parse(args(&["serve"]))
+        assert!(RunnerArgs::parse(args(&[
+            PROTOCOL, "serve", "8", "0", "9", "10", "1", "0", "0", "/l"
+        ]))
+        .unwrap_err()
+        .contains("core 8"));
+        assert!(RunnerArgs::parse(args(&[
+            PROTOCOL, "probe", "0", "0", "x", "10", "1", "0", "0", "/l"
+        ]))
+        .unwrap_err()
+        .contains("stderr descriptor"));
+        assert!(RunnerArgs::parse(args(&[PROTOCOL, "serve"]))
             .unwrap_err()
-            .contains("8 arguments"));
-        assert!(
-            RunnerArgs::parse(args(&["run", "0", "0", "1", "2", "3", "0", "/l"]))
-                .unwrap_err()
-                .contains("unknown role")
-        );
+            .contains("9 arguments"));
+        assert!(RunnerArgs::parse(args(&["nrt-pool-core/1", "serve"]))
+            .unwrap_err()
+            .contains("another build"));
+        assert!(RunnerArgs::parse(args(&[
+            PROTOCOL, "run", "0", "0", "1", "2", "3", "0", "0", "/l"
+        ]))
+        .unwrap_err()
+        .contains("unknown role"));
     }
 
     #[test]

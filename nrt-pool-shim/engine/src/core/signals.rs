@@ -129,7 +129,7 @@ pub(super) extern "C" fn on_signal(sig: i32, info: *mut libc::siginfo_t, uctx: *
     } else {
         signal_cause(sig, code).as_bytes()
     };
-    ctl.set_fault(core(), kind, sig as u32, addr, why);
+    ctl.set_fault(core(), kind, sig as u32, engine_address(addr), why);
     drain_early_stdio();
     notify_exit();
     // SAFETY: async-signal-safe exit of this core's process.
