@@ -159,6 +159,10 @@ lint:
 	$(CARGO) clippy -p customop-device --all-targets --features exports -- -D warnings
 	RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=target/clippy-device $(CARGO) clippy -p customop-device \
 		--features archive --target riscv32imac-unknown-none-elf -- -D warnings
+	RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=target/clippy-device $(CARGO) clippy -p customop-device \
+		--features archive --target i686-unknown-linux-gnu -Zbuild-std=core -- -D warnings
+	CARGO_TARGET_DIR=target/core32 $(CARGO) clippy -p nrt-pool-engine --bin nrt-pool-core \
+		--target i686-unknown-linux-gnu -- -D warnings
 	cd nrt-pool-shim/python && $(CARGO) fmt -- --check && $(CARGO) clippy --release -- -D warnings
 
 ## make headers: regenerate include/*.h with cbindgen (then commit them).

@@ -56,7 +56,7 @@ pub const DEVICE_WORD: u64 = 4;
 /// Whether a Pool core faults on an access to `addr` of a type aligned to `align` bytes.
 pub fn device_faults(addr: u64, align: u64) -> bool {
     let need = align.clamp(1, DEVICE_WORD);
-    addr % need != 0
+    !addr.is_multiple_of(need)
 }
 
 /// What the access was, in the compiler's numbering (`type_check_kind`).

@@ -65,6 +65,18 @@ fn op_library(
     shape: PathBuf,
     multicore: bool,
 ) -> PathBuf {
+    op_library_in(dir, name, compute, shape, multicore, Default::default())
+}
+
+/// [`op_library`] in the data model `model` (D97).
+fn op_library_in(
+    dir: &std::path::Path,
+    name: &str,
+    compute: PathBuf,
+    shape: PathBuf,
+    multicore: bool,
+    model: nrt_pool_build::DataModel,
+) -> PathBuf {
     let root = common::root();
     nrt_pool_build::build_op_library(&nrt_pool_build::OpBuildOptions {
         name: name.into(),
@@ -73,8 +85,11 @@ fn op_library(
         build_directory: dir.into(),
         multicore,
         setup: nrt_pool_build::BuildSetup {
-            archive: common::archive(),
-            data_model: Default::default(),
+            archive: match model {
+                nrt_pool_build::DataModel::Device => common::archive(),
+                nrt_pool_build::DataModel::Host => common::lp64_archive(),
+            },
+            data_model: model,
             include: root.join("include"),
             cxx: "g++".into(),
             flags: Default::default(),
@@ -422,7 +437,15 @@ NEURON_LIBRARY(faulty_ops, m) {
 "#,
     )
     .unwrap();
-    let library = host_op_library(dir.path(), "faulty_ops", compute, shape);
+    // getenv and access(): POSIX calls of the host's data model (D97).
+    let library = op_library_in(
+        dir.path(),
+        "faulty_ops",
+        compute,
+        shape,
+        false,
+        nrt_pool_build::DataModel::Host,
+    );
     let exe = c_program(dir.path(), "faults");
     let marker = dir.path().join("fault-at-start");
     let run = Command::new(&exe)

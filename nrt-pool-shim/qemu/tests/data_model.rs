@@ -91,7 +91,7 @@ fn host_cores_give_the_device_builds_bytes_for_data_model_code() {
 fn the_hosts_data_model_stays_available_and_differs() {
     let dir = tempfile::tempdir().unwrap();
     let (schema, cpp) = source();
-    let so = testkit::build_host_model_ops(dir.path(), "lp64", &schema, &[cpp.clone()]);
+    let so = testkit::build_host_model_ops(dir.path(), "lp64", &schema, std::slice::from_ref(&cpp));
     let head = std::fs::read(&so).unwrap();
     assert_eq!((head[4], head[18]), (2, 62), "ELFCLASS64, EM_X86_64");
     let mut host = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
