@@ -409,8 +409,22 @@ fn build(a: BuildArgs) -> Result<(), Failure> {
         println!("built {} (8 Xtensa cores)", p.display());
         report_image_sizes(p);
     }
-    println!("built {}", r.library.display());
+    println!(
+        "built {} ({})",
+        r.library.display(),
+        host_cores(&a.data_model)
+    );
     Ok(())
+}
+
+/// What a host library's line says of where it runs (D97).
+fn host_cores(data_model: &str) -> String {
+    match opbuild::DataModel::from_name(data_model).unwrap_or_default() {
+        opbuild::DataModel::Device => "host cores, in the device's data model".into(),
+        opbuild::DataModel::Host => {
+            "host cores, in the host's data model: results can differ from the device's".into()
+        }
+    }
 }
 
 /// `nrt-pool build --name NAME --compute SRC... --shape SRC... [--multicore]
@@ -418,6 +432,7 @@ fn build(a: BuildArgs) -> Result<(), Failure> {
 /// `custom_op.load` builds it.
 fn build_ops(a: BuildArgs) -> Result<(), Failure> {
     let name = a.name.clone().unwrap_or_default();
+    let data_model = a.data_model.clone();
     let mut setup = build_setup(&a, a.build_directory.join(format!("lib{name}.pool")));
     let progress = Progress::start(
         "compiled",
@@ -462,9 +477,10 @@ fn build_ops(a: BuildArgs) -> Result<(), Failure> {
         report_image_sizes(p);
     }
     println!(
-        "built {}{}",
+        "built {} ({}{})",
         r.library.display(),
-        if r.ops.multicore { " (multicore)" } else { "" }
+        host_cores(&data_model),
+        if r.ops.multicore { "; multicore" } else { "" }
     );
     Ok(())
 }
