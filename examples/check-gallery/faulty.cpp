@@ -11,6 +11,9 @@
 //   stale_tile  y = 2x, but copies one element fewer into its TCM tile than it writes out:
 //               each tile's last element is whatever the tcm_malloc block held
 //   clean       the right way, for comparison: every check passes
+//   input_staged  y = x * x, staging the squares in its own input x through TCM: on the
+//                 device the caller's x changes (--check=memory); input_kept, its twin,
+//                 stages them in its TCM block only
 //
 // faulty_memory.cpp holds the memory and rules mistakes (a library of its own: the guide
 // allows 10 ops a library).
@@ -80,5 +83,40 @@ torch::Tensor clean_relu(const torch::Tensor &x) {
     size_t n = size_t(x.numel()), begin, end;
     slice(n, &begin, &end);
     map(x, y, begin, end, relu);
+    return y;
+}
+
+// y = x * x for this core's slice, the squares staged through `x` when `stage_in_input`.
+static void squares(const torch::Tensor &x, torch::Tensor &y, bool stage_in_input) {
+    size_t n = size_t(x.numel()), begin, end;
+    slice(n, &begin, &end);
+    float *a = static_cast<float *>(torch::neuron::tcm_malloc(TILE * sizeof(float)));
+    if (a != nullptr) {
+        torch::Tensor staging = x;  // a handle of the same tensor, not const: writable
+        auto in = staging.tcm_accessor();
+        auto out = y.tcm_accessor();
+        for (size_t at = begin; at < end; at += TILE) {
+            size_t k = end - at < TILE ? end - at : TILE;
+            in.tensor_to_tcm<float>(a, at, k);
+            for (size_t i = 0; i < k; i++) a[i] = a[i] * a[i];
+            if (stage_in_input) {
+                in.tcm_to_tensor<float>(a, at, k);  // The mistake: x is the caller's.
+                in.tensor_to_tcm<float>(a, at, k);
+            }
+            out.tcm_to_tensor<float>(a, at, k);
+        }
+    }
+    torch::neuron::tcm_free(a);
+}
+
+torch::Tensor input_staged(const torch::Tensor &x) {
+    torch::Tensor y = get_dst_tensor();
+    squares(x, y, true);
+    return y;
+}
+
+torch::Tensor input_kept(const torch::Tensor &x) {
+    torch::Tensor y = get_dst_tensor();
+    squares(x, y, false);
     return y;
 }

@@ -10,4 +10,6 @@ NEURON_LIBRARY(gallery, m) {
     m.def("per_core", &same_shape, "per_core");
     m.def("stale_tile", &same_shape, "stale_tile");
     m.def("clean", &same_shape, "clean_relu");
+    m.def("input_staged", &same_shape, "input_staged");
+    m.def("input_kept", &same_shape, "input_kept");
 }

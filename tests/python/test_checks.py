@@ -302,16 +302,24 @@ NEURON_LIBRARY(inplace_ops, m) { m.def("twice", &s, "twice_in_place"); }
 
 @pytest.mark.parametrize("isa", ["host", "xtensa"])
 def test_a_kernel_that_writes_its_input_is_checked_from_the_same_input(tmp_path, isa):
-    """Every checked run starts from the caller's input, and the caller sees the input as
-    the launch left it (written once, not once per run)."""
+    """Every checked run starts from the caller's input, the caller sees the input as the
+    launch left it (written once, not once per run), and the write is a `memory` finding
+    naming the argument and the elements it changed (issue #42)."""
+    from gpsimd_open import CheckError
+
     lib = load_op(tmp_path, "inplace_ops", INPLACE, INPLACE_SHAPE, isa=isa)
     v = np.arange(10, dtype=np.float32)
     d = lib.to_device(v)
-    y = lib.ops["twice"](d, check=True)
-    np.testing.assert_array_equal(y, 2 * v + 1)
+    with pytest.raises(CheckError) as e:
+        lib.ops["twice"](d, check=True)
+    [f] = e.value.findings
+    assert (f["check"], f["tensor"]) == ("memory", "argument 0"), f
+    assert f["ranges"] == [(1, 10)] and f["elements"] == 9, f  # 0 * 2 is 0: unchanged
+    np.testing.assert_array_equal(e.value.result, 2 * v + 1)
     np.testing.assert_array_equal(d.numpy(), 2 * v)
-    y = lib.ops["twice"](v, check=True)  # a host array: the caller's stays as it was
-    np.testing.assert_array_equal(y, 2 * v + 1)
+    with pytest.raises(CheckError) as e:
+        lib.ops["twice"](v, check=True)  # a host array: the caller's stays as it was
+    np.testing.assert_array_equal(e.value.result, 2 * v + 1)
     np.testing.assert_array_equal(v, np.arange(10, dtype=np.float32))
 
 
@@ -395,6 +403,27 @@ def test_hbm_blocks_held_at_the_kernels_end_are_leaks(gallery_mem):
     assert f["cores"] == list(range(8)) and f["tensor"] == "HBM blocks", f
     assert "1 block(s), 4096 bytes, still held when the kernel returned" in f["message"], f
     np.testing.assert_array_equal(err.result, np.maximum(x(), 0))
+
+
+def test_a_kernel_that_writes_its_input_is_found_and_the_twin_is_clean(gallery):
+    """Squares staged in the kernel's own input: a `memory` finding naming argument 0 and
+    the elements it changed (each core's slice), on both backends; the caller's NumPy array
+    is as it was; the twin that stages them in TCM only checks clean."""
+    v = x()
+    before = v.copy()
+    err = findings(gallery.ops["input_staged"], check="memory")
+    [f] = only(err, "memory")
+    assert f["tensor"] == "argument 0", f
+    assert "written by the kernel: on the device the caller's tensor changes" in f["message"], f
+    # x * x differs from x except where x is 0 or 1.
+    changed = np.flatnonzero((v * v) != v)
+    assert f["elements"] == len(changed), (f, len(changed))
+    assert f["ranges"][0][0] == changed[0], f
+    np.testing.assert_array_equal(v, before)
+    np.testing.assert_array_equal(err.result, v * v)
+    np.testing.assert_array_equal(gallery.ops["input_kept"](v, check="all"), v * v)
+    # Unchecked, nothing is said and the numbers are the same.
+    np.testing.assert_array_equal(gallery.ops["input_staged"](v), v * v)
 
 
 def test_malloc_blocks_held_at_the_kernels_end_are_leaks_and_the_twin_is_clean(gallery_mem):

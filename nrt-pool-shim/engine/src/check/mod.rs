@@ -178,8 +178,11 @@ impl PoolEngine {
         // back only where a run changed them).
         // (A device tensor this call copied from the caller's bytes is restored from them.)
         let mut saved: Vec<(DeviceTensor, Saved<'_>)> = Vec::new();
+        // Which argument each saved tensor is, for findings.
+        let mut saved_args: Vec<usize> = Vec::new();
         for (i, a) in args.iter().enumerate() {
             if let LaunchArg::Device(d) = a {
+                saved_args.push(i);
                 let keep = match sources.get(i).copied().flatten() {
                     Some(b) => Saved::Caller(b),
                     None => {
@@ -215,8 +218,15 @@ impl PoolEngine {
         report
             .findings
             .extend(self.check_log_findings(kernel, cores, checks));
-        // What the launch wrote into its inputs: the caller gets it back at the end.
+        // What the launch wrote into its inputs: the caller gets it back at the end (a
+        // device tensor; an array the call copied in stays as the caller had it), and
+        // checked for memory it is a finding: on the device the caller's tensor changes.
         let launch_inputs = self.restore(&saved);
+        if checks.has(Check::Memory) {
+            report
+                .findings
+                .extend(inputs_written(kernel, &saved, &saved_args, &launch_inputs));
+        }
         // A kernel that does not write its inputs in the launch does not alone either: the
         // runs after it compare and restore them only if it does (the end compares again).
         let writes_inputs = !launch_inputs.is_empty();
@@ -469,6 +479,38 @@ impl PoolEngine {
             }
         }
     }
+}
+
+/// A `memory` finding per input tensor the launch changed: the argument, the elements whose
+/// bytes differ from before the launch.
+fn inputs_written(
+    kernel: &str,
+    saved: &[(DeviceTensor, Saved<'_>)],
+    saved_args: &[usize],
+    changed: &[(DeviceTensor, Vec<u8>)],
+) -> Vec<Finding> {
+    changed
+        .iter()
+        .filter_map(|(d, after)| {
+            let at = saved.iter().position(|(s, _)| s.soc == d.soc)?;
+            let before = saved[at].1.bytes();
+            let size = d.dtype.size().max(1);
+            let mut ranges = Ranges::default();
+            if before.len() == after.len() {
+                each_differing(before, after, size, |e| ranges.push(e as u64));
+            }
+            let mut f = ranges.finding(
+                Check::Memory,
+                kernel,
+                Vec::new(),
+                "written by the kernel: on the device the caller's tensor changes with it \
+                 (stage data in the output or a tcm_malloc buffer)"
+                    .into(),
+            )?;
+            f.tensor = format!("argument {}", saved_args.get(at).copied().unwrap_or(at));
+            Some(f)
+        })
+        .collect()
 }
 
 /// A device tensor's bytes as a checked launch found them: copied, or the caller's bytes
