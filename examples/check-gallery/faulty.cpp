@@ -14,6 +14,9 @@
 //   input_staged  y = x * x, staging the squares in its own input x through TCM: on the
 //                 device the caller's x changes (--check=memory); input_kept, its twin,
 //                 stages them in its TCM block only
+//   leftover_sum  y = x minus its slice's mean, the sum kept in a static never reset: each
+//                 launch subtracts more (--check=leftovers); leftover_clean, its twin, sums
+//                 into a local
 //
 // faulty_memory.cpp holds the memory and rules mistakes (a library of its own: the guide
 // allows 10 ops a library).
@@ -118,5 +121,44 @@ torch::Tensor input_staged(const torch::Tensor &x) {
 torch::Tensor input_kept(const torch::Tensor &x) {
     torch::Tensor y = get_dst_tensor();
     squares(x, y, false);
+    return y;
+}
+
+// y = x - mean(x) over this core's slice, the slice's sum added into `*sum`.
+static void centred(const torch::Tensor &x, torch::Tensor &y, float *sum) {
+    size_t n = size_t(x.numel()), begin, end;
+    slice(n, &begin, &end);
+    if (end == begin) return;
+    float *a = static_cast<float *>(torch::neuron::tcm_malloc(TILE * sizeof(float)));
+    if (a == nullptr) return;
+    auto in = x.tcm_accessor();
+    auto out = y.tcm_accessor();
+    for (size_t at = begin; at < end; at += TILE) {
+        size_t k = end - at < TILE ? end - at : TILE;
+        in.tensor_to_tcm<float>(a, at, k);
+        for (size_t i = 0; i < k; i++) *sum += a[i];
+    }
+    float mean = *sum / float(end - begin);
+    for (size_t at = begin; at < end; at += TILE) {
+        size_t k = end - at < TILE ? end - at : TILE;
+        in.tensor_to_tcm<float>(a, at, k);
+        for (size_t i = 0; i < k; i++) a[i] -= mean;
+        out.tcm_to_tensor<float>(a, at, k);
+    }
+    torch::neuron::tcm_free(a);
+}
+
+static float kept_sum;  // The mistake: meant as a local, it keeps every earlier launch's sum.
+
+torch::Tensor leftover_sum(const torch::Tensor &x) {
+    torch::Tensor y = get_dst_tensor();
+    centred(x, y, &kept_sum);
+    return y;
+}
+
+torch::Tensor leftover_clean(const torch::Tensor &x) {
+    torch::Tensor y = get_dst_tensor();
+    float sum = 0.0f;
+    centred(x, y, &sum);
     return y;
 }

@@ -12,4 +12,6 @@ NEURON_LIBRARY(gallery, m) {
     m.def("clean", &same_shape, "clean_relu");
     m.def("input_staged", &same_shape, "input_staged");
     m.def("input_kept", &same_shape, "input_kept");
+    m.def("leftover_sum", &same_shape, "leftover_sum");
+    m.def("leftover_clean", &same_shape, "leftover_clean");
 }

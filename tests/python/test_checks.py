@@ -426,6 +426,29 @@ def test_a_kernel_that_writes_its_input_is_found_and_the_twin_is_clean(gallery):
     np.testing.assert_array_equal(gallery.ops["input_staged"](v), v * v)
 
 
+def test_output_that_depends_on_an_earlier_launch_is_found_and_the_twin_is_clean(gallery):
+    """A sum kept in a static across launches: run again right after itself, every element
+    changes (`leftovers`, only when named or with all); the twin summing into a local
+    checks clean under every check but `cores` (a slice's mean depends on the core count by
+    design), on both backends."""
+    v = x()
+    err = findings(gallery.ops["leftover_sum"], check="leftovers")
+    [f] = err.findings
+    assert (f["check"], f["tensor"]) == ("leftovers", "the output"), f
+    assert "change when the launch runs again right after itself" in f["message"], f
+    assert f["elements"] == N, f
+    # Not among the default checks, whose runs of each core alone see the output move too.
+    err = findings(gallery.ops["leftover_sum"], check=True)
+    assert {f["check"] for f in err.findings} == {"init"}, err.findings
+    assert "or on what its earlier run left (--check=leftovers tells)" in err.findings[0]["message"]
+    # The twin: y = x - the slice's mean, clean.
+    y = gallery.ops["leftover_clean"](v, check="init,race,memory,rules,parity,leftovers")
+    per = -(-N // 8)
+    want = np.concatenate([s - s.sum(dtype=np.float32) / np.float32(len(s))
+                           for s in (v[i:i + per] for i in range(0, N, per))])
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+
+
 def test_malloc_blocks_held_at_the_kernels_end_are_leaks_and_the_twin_is_clean(gallery_mem):
     err = findings(gallery_mem.ops["malloc_leaky"], check="memory")
     [f] = only(err, "memory")

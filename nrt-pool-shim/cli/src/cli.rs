@@ -105,11 +105,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub timings: bool,
     /// Check what the device would hide (the launch runs again under other conditions):
-    /// LIST is init, race, memory, rules, cores, parity or all, comma-separated (default:
-    /// all but cores and parity; also $GPSIMD_OPEN_CHECK). parity runs the launch on the
-    /// other build beside LIB too (Xtensa cores for a .so) and compares outputs, stdout and
-    /// faults. Findings go to stderr (or the JSON) and the exit status is 4 when there are
-    /// any; the output is written all the same
+    /// LIST is init, race, memory, rules, cores, parity, leftovers or all, comma-separated
+    /// (default: all but cores, parity and leftovers; also $GPSIMD_OPEN_CHECK). parity runs
+    /// the launch on the other build beside LIB too (Xtensa cores for a .so) and compares
+    /// outputs, stdout and faults; leftovers runs it again right after itself and compares.
+    /// Findings go to stderr (or the JSON) and the exit status is 4 when there are any; the
+    /// output is written all the same
     #[arg(long, value_name = "LIST", num_args = 0..=1, require_equals = true, default_missing_value = "default")]
     pub check: Option<String>,
     /// Show printf from every core, each line prefixed with its core ("[core 3] ...");

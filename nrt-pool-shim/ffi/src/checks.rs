@@ -12,9 +12,10 @@ use super::guard;
 use super::launch::{code, cstr, with_engine, Failed, NRT_POOL_CHECK_FOUND, NRT_POOL_ERR_ARGUMENT};
 
 /// Sets the checks every later launch makes (issue #27): `list` names them, comma-separated
-/// (init, race, memory, rules, cores, parity, or all; "default" or "1" for all but cores and
-/// parity; "none" or "0" for none). A registered image is bytes, not a file beside its
-/// other build: `parity` here is said not checked in the launch's notes. A launch whose checks find something writes its output and returns
+/// (init, race, memory, rules, cores, parity, leftovers, or all; "default" or "1" for all but
+/// cores, parity and leftovers; "none" or "0" for none). A registered image is bytes, not a
+/// file beside its other build: `parity` here is said not checked in the launch's notes. A
+/// launch whose checks find something writes its output and returns
 /// `NRT_POOL_CHECK_FOUND`. `$GPSIMD_OPEN_CHECK` sets the same at `nrt_pool_init`.
 #[no_mangle]
 pub unsafe extern "C" fn nrt_pool_set_checks(list: *const c_char) -> i32 {

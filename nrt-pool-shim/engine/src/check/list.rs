@@ -13,16 +13,20 @@ pub enum Check {
     Cores,
     /// The launch again on the other backend's cores, compared (D93).
     Parity,
+    /// The launch again right after itself, its cores' heaps filled otherwise, compared:
+    /// output that depends on what an earlier launch left (D98).
+    Leftovers,
 }
 
 impl Check {
-    pub const ALL: [Check; 6] = [
+    pub const ALL: [Check; 7] = [
         Check::Init,
         Check::Race,
         Check::Memory,
         Check::Rules,
         Check::Cores,
         Check::Parity,
+        Check::Leftovers,
     ];
 
     pub fn name(self) -> &'static str {
@@ -33,6 +37,7 @@ impl Check {
             Check::Rules => "rules",
             Check::Cores => "cores",
             Check::Parity => "parity",
+            Check::Leftovers => "leftovers",
         }
     }
 }
@@ -50,10 +55,11 @@ pub struct Checks(u8);
 impl Checks {
     pub const NONE: Checks = Checks(0);
     /// What `--check` without a list makes: init, race, memory and rules (`cores`, which
-    /// runs the launch again on another core count, and `parity`, which runs it again on
-    /// the other backend's cores, only when named or with `all`).
-    pub const DEFAULT: Checks = Checks(0b001111);
-    pub const ALL: Checks = Checks(0b111111);
+    /// runs the launch again on another core count, `parity`, which runs it again on the
+    /// other backend's cores, and `leftovers`, which runs it again after itself, only when
+    /// named or with `all`).
+    pub const DEFAULT: Checks = Checks(0b0001111);
+    pub const ALL: Checks = Checks(0b1111111);
 
     fn bit(c: Check) -> u8 {
         1 << Check::ALL.iter().position(|&x| x == c).expect("listed")
@@ -86,7 +92,8 @@ impl Checks {
     }
 
     /// A check list as `--check=LIST` and `GPSIMD_OPEN_CHECK` take it: names separated by
-    /// commas (init, race, memory, rules, cores, parity), `all`, or empty / `1` / `default` for
+    /// commas (init, race, memory, rules, cores, parity, leftovers), `all`, or empty / `1` /
+    /// `default` for
     /// [`Checks::DEFAULT`]; `0` or `none` for no checks.
     pub fn parse(list: &str) -> Result<Checks, String> {
         let list = list.trim();
@@ -104,7 +111,7 @@ impl Checks {
                 None => {
                     return Err(format!(
                         "unknown check '{name}': the checks are init, race, memory, rules, \
-                         cores and parity (or all)"
+                         cores, parity and leftovers (or all)"
                     ))
                 }
             }

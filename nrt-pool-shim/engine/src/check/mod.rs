@@ -33,6 +33,9 @@ use scan::{
 /// The byte every output starts as in a checked launch: NaN in each float type, -1 in each
 /// signed integer type, the largest value of each unsigned one.
 pub const POISON: u8 = 0xFF;
+/// What the leftovers check's second run fills new heap blocks with (another pattern than
+/// the launch's, so a read of bytes nobody wrote this launch shows).
+pub const LEFTOVER_FILL: u8 = 0x5A;
 /// The byte the output starts as when a core runs alone (any byte but [`POISON`]).
 pub const POISON_ALONE: u8 = 0xA5;
 /// Element ranges a finding lists before it only counts them.
@@ -355,7 +358,8 @@ impl PoolEngine {
                             kernel,
                             vec![c],
                             "differ when the core runs alone: they depend on memory the kernel never \
-                             wrote, or on what another core writes"
+                             wrote, or on what another core writes, or on what its earlier run \
+                             left (--check=leftovers tells)"
                                 .into(),
                         ),
                     );
@@ -403,6 +407,50 @@ impl PoolEngine {
                     Vec::new(),
                     "the output",
                     format!("on {other} core(s) instead of {cores}, it failed: {e}"),
+                )),
+            }
+        }
+
+        // 4. The launch again right after itself (its cores' statics as the launch left them,
+        // new heap blocks filled with another pattern): output that changes was read from
+        // what an earlier launch left (D98).
+        if checks.has(Check::Leftovers) {
+            if writes_inputs {
+                self.restore(&saved);
+            }
+            let mut differ = Ranges::default();
+            let rerun = self.run_inspect(
+                kernel,
+                args,
+                spec,
+                Team::all(cores),
+                alone_out.as_ref(),
+                Fill {
+                    output: Some(POISON),
+                    heaps: LEFTOVER_FILL,
+                },
+                s,
+                |bytes, _| each_differing(bytes, launch_bytes, size, |e| differ.push(e as u64)),
+            );
+            match rerun {
+                Ok(_) => report.findings.extend(
+                    differ.finding(
+                        Check::Leftovers,
+                        kernel,
+                        Vec::new(),
+                        "change when the launch runs again right after itself: the kernel reads \
+                     what an earlier launch left (statics or .bss it keeps, or heap or TCM \
+                     bytes it did not write this launch); on the device a launch after \
+                     another op starts from what that one left"
+                            .into(),
+                    ),
+                ),
+                Err(e) => report.findings.push(Finding::about(
+                    Check::Leftovers,
+                    kernel,
+                    Vec::new(),
+                    "the output",
+                    format!("run again right after itself, it failed: {e}"),
                 )),
             }
         }
