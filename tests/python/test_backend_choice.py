@@ -191,3 +191,38 @@ def test_a_sample_style_training_script_trains_under_the_runner_on_both_backends
     for script in ("build.py", "my_ops.py", "train.py"):
         text = (SAMPLE / script).read_text()
         assert "import gpsimd_open" not in text and "from gpsimd_open" not in text, f"{script} imports this package"
+
+
+XLA_SCRIPT = """
+import sys
+import torch
+import torch_neuronx
+from torch_neuronx.xla_impl import custom_op
+
+mlp = custom_op.load("mlp_ops", ["{mlp}/relu.cpp"], ["{mlp}/shape.cpp"], build_directory="build")
+for device in ("xla", "xla:0", torch.device("xla")):
+    torch.manual_seed(0)
+    net = torch.nn.Linear(4, 3).to(device)
+    x = torch.randn(5, 4).to(device)
+    made = torch.zeros(5, 3, device=device)
+    net(x).sum().backward()
+    y = torch.ops.mlp_ops.relu_forward(net(x).detach() + made)
+    assert y.device.type == "cpu" and net.weight.grad is not None
+    print("ran", device, float(y.sum()))
+"""
+
+
+def test_a_script_that_says_xla_runs_unedited_and_the_runner_names_the_build(tmp_path):
+    """device = 'xla', 'xla:0' or torch.device('xla'): modules and tensors moved there, and
+    tensors made there, land on the CPU (issue #43); the runner says once which build
+    serves the library's ops."""
+    pytest.importorskip("torch")
+    (tmp_path / "s.py").write_text(XLA_SCRIPT.replace("{mlp}", str(MLP)))
+    p = runner("s.py", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr.decode(errors="replace")
+    lines = p.stdout.decode().splitlines()
+    # (torch.device("xla") itself is made the CPU's.)
+    assert [line.split()[1] for line in lines] == ["xla", "xla:0", "cpu"], lines
+    assert len({line.split()[2] for line in lines}) == 1, "the same numbers on each spelling"
+    told = [line for line in p.stderr.decode().splitlines() if "mlp_ops's ops run" in line]
+    assert len(told) == 1 and "libmlp_ops.so on host cores" in told[0], p.stderr

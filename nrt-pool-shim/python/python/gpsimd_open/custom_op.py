@@ -21,6 +21,8 @@ def _installed(part):
 ISA_VARIABLE = "GPSIMD_OPEN_ISA"
 _ISAS = ("host", "xtensa")
 DATA_MODEL_VARIABLE = "GPSIMD_OPEN_DATA_MODEL"
+# Set by python -m gpsimd_open.run for the script it runs.
+RUNNER_VARIABLE = "GPSIMD_OPEN_RUNNER"
 _DATA_MODELS = ("device", "host")
 
 
@@ -236,6 +238,12 @@ def load_library(path, isa=None, check=None, all_cores_stdio=None, debug=None):
     lib.check = check
     if lib.namespace is None:
         raise RuntimeError(f"{path}: no NEURON_LIBRARY ops (build it with custom_op.load)")
+    if os.environ.get(RUNNER_VARIABLE) and not _told_once("serves:" + str(path)):
+        # Under python -m gpsimd_open.run: which build serves the script's ops (issue #43).
+        backend = "xtensa" if path.suffix == ".pool" else "host"
+        cores = "8 cores" if lib.multicore else "1 core"
+        print(f"gpsimd_open.run: {lib.namespace}'s ops run {path} on {backend} cores ({cores} a call "
+              f"unless the call says)", file=sys.stderr)
     ops._add(lib)
     _register_torch(lib)
     return lib

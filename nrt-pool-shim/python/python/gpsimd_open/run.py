@@ -1,6 +1,9 @@
 """``python -m gpsimd_open.run [--isa host|xtensa] [--cores N] SCRIPT [ARGS...]``: runs a
-script written for torch_neuronx on the emulated Pool engine, unedited but for its device
-string (``device = 'xla'`` becomes ``xm.xla_device()``, which is the CPU here).
+script written for torch_neuronx on the emulated Pool engine, unedited: the XLA device is
+the CPU here, whether the script names it ``xm.xla_device()``, ``'xla'``, ``'xla:0'`` or
+``torch.device('xla')`` (tensors and modules moved there, and tensors made there, land on
+the CPU). Each op library the script loads is named once on stderr with the build that
+serves its ops and its backend.
 
 Inside the script ``import torch_neuronx``, ``from torch_neuronx.xla_impl import custom_op``
 and ``import torch_xla.core.xla_model as xm`` resolve to stand-ins (said once on stderr):
@@ -69,6 +72,30 @@ def _noop(*args, **kwargs):
     return None
 
 
+def _xla_is_cpu():
+    """A torch function mode under which a device named ``xla`` (``'xla'``, ``'xla:N'``,
+    ``torch.device('xla')``) is the CPU, in every torch call and tensor method (``.to``,
+    factories' ``device=``; ``Module.to`` moves its tensors through ``Tensor.to``)."""
+    torch = _torch()
+    from torch.overrides import TorchFunctionMode
+
+    def cpu(d):
+        if isinstance(d, torch.device) and d.type == "xla":
+            return torch.device("cpu")
+        if isinstance(d, str) and (d == "xla" or d.startswith("xla:")):
+            return "cpu"
+        return d
+
+    class XlaIsCpu(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if "device" in kwargs:
+                kwargs = dict(kwargs, device=cpu(kwargs["device"]))
+            return func(*(cpu(a) for a in args), **kwargs)
+
+    return XlaIsCpu()
+
+
 def install():
     """Puts the stand-in modules into ``sys.modules`` (replacing real ones, if imported)."""
     xla_model = _module(
@@ -119,6 +146,12 @@ def main(argv=None):
     if not os.path.isfile(a.script):
         ap.error(f"{a.script}: no such script")
     install()
+    os.environ[custom_op.RUNNER_VARIABLE] = "1"
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is not None:
+        # Entered for the script's whole run (never left: the process ends with it).
+        _xla_is_cpu().__enter__()
     print(_BANNER.format(isa=isa), file=sys.stderr)
     sys.argv = [a.script] + a.args
     sys.path.insert(0, os.path.dirname(os.path.abspath(a.script)))
