@@ -296,6 +296,29 @@ impl IsaBackend for HostBackend {
         let pid = self
             .cores
             .debuggable(core, &Self::program(memory, library, self.runner))?;
+        // Forked cores map device memory where this process does; a 32-bit core runner
+        // maps it where it can (D97): its maps say where, read before gdbserver stops it.
+        let theirs = match (library.i386, self.runner) {
+            (true, Some(runner)) => {
+                Some(mapped_base(pid, runner, memory, deadline).ok_or_else(|| {
+                    std::io::Error::other(
+                        "the 32-bit core process did not map the device memory before the \
+                         launch's deadline",
+                    )
+                })?)
+            }
+            _ => None,
+        };
+        let shift = |at: u64| match theirs {
+            None => at,
+            Some(b) => at - memory.base() + b,
+        };
+        let data = DataAccess::Mapped(
+            memory
+                .regions()
+                .filter_map(|r| Some((r.soc, r.size, shift(memory.host(r.soc, r.size)? as u64))))
+                .collect(),
+        );
         let (child, port) = gdbserver::attach(pid, deadline)?;
         self.debugger = Some((core, child));
         Ok(DebugSession {
@@ -308,24 +331,7 @@ impl IsaBackend for HostBackend {
             returned: core::KERNEL_RETURNED.into(),
             release: None,
             symbols: Vec::new(),
-            // Forked cores map device memory where this process does; a 32-bit core runner
-            // maps it where it can (D97): its maps say where.
-            data: DataAccess::Mapped({
-                let theirs = match (library.i386, self.runner) {
-                    (true, Some(runner)) => mapped_base(pid, runner, memory, deadline),
-                    _ => None,
-                };
-                let shift = |at: u64| match theirs {
-                    None => at,
-                    Some(b) => at - memory.base() + b,
-                };
-                memory
-                    .regions()
-                    .filter_map(|r| {
-                        Some((r.soc, r.size, shift(memory.host(r.soc, r.size)? as u64)))
-                    })
-                    .collect()
-            }),
+            data,
         })
     }
 
