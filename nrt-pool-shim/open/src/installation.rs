@@ -245,6 +245,8 @@ mod tests {
         let prefix = Root::Prefix(root.path().to_path_buf());
         for part in [
             Part::HostArchive,
+            Part::DeviceModelArchive,
+            Part::CoreRunner,
             Part::XtensaArchive,
             Part::LinkScript,
             Part::Board,
@@ -258,6 +260,8 @@ mod tests {
             for part in [
                 Part::Include,
                 Part::HostArchive,
+                Part::DeviceModelArchive,
+                Part::CoreRunner,
                 Part::Board,
                 Part::LinkScript,
             ] {
@@ -291,6 +295,14 @@ mod tests {
             find_in(&roots, Part::Include),
             std::fs::canonicalize(tree.path(Part::Include)).unwrap()
         );
+        touch(&tree.path(Part::CoreRunner));
+        assert_eq!(
+            find_in(&roots, Part::CoreRunner),
+            std::fs::canonicalize(tree.path(Part::CoreRunner)).unwrap()
+        );
+        assert!(tree
+            .path(Part::CoreRunner)
+            .ends_with("target/customop/i386-device/nrt-pool-core"));
         // Missing everywhere: the packaged path, which the error of its use names.
         assert_eq!(
             find_in(&roots, Part::XtensaArchive),

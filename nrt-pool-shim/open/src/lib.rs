@@ -314,5 +314,13 @@ mod tests {
         elf[16] = 2;
         assert!(!is_host_library(&elf), "an executable");
         assert!(!is_host_library(b"\x7fELF"));
+        // An i386 shared object (a library in the device's data model, D97) runs on x86-64.
+        elf[16] = 3;
+        elf[4] = 1;
+        elf[18..20].copy_from_slice(&3u16.to_le_bytes());
+        assert_eq!(is_host_library(&elf), cfg!(target_arch = "x86_64"));
+        // An Xtensa ELF (machine 94) does not.
+        elf[18..20].copy_from_slice(&94u16.to_le_bytes());
+        assert!(!is_host_library(&elf));
     }
 }
