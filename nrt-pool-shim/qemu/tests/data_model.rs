@@ -85,6 +85,25 @@ fn host_cores_give_the_device_builds_bytes_for_data_model_code() {
     assert_eq!(l[6], 8 * 100 + 16, "double and long long members 8-aligned");
     let q = words(&run(&mut host, "int_min_by_minus_one"));
     assert_eq!(&q[..2], &[i32::MIN, 0]);
+    // A misaligned word at a constant offset from a pointer argument faults on both, at
+    // the reading line.
+    for e in [&mut host, &mut xt] {
+        let args = vec![input()];
+        let output = e.output_for("folded_offset", &args).unwrap();
+        let err = e
+            .launch(&Launch {
+                kernel: "folded_offset".into(),
+                args,
+                output,
+                cores: 1,
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("unaligned load/store") && err.contains("in word_after"),
+            "{err}"
+        );
+    }
 }
 
 #[test]

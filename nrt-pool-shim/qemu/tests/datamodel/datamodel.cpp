@@ -98,3 +98,13 @@ void int_min_by_minus_one(const neuron::Tensor &x, neuron::Tensor &out) {
     o[1] = n % d;
     o[2] = (int32_t)(ln / ld >> 32);
 }
+
+// A word read at a constant offset from a pointer argument: GCC folds the offset into the
+// access, which the x86-64 build's alignment check missed (D92); both builds here fault.
+__attribute__((noinline)) int word_after(const unsigned char *p) { return *(const int *)(p + 1); }
+void folded_offset(const neuron::Tensor &x, neuron::Tensor &out) {
+    auto o = out.accessor<int32_t, 1>();
+    alignas(4) unsigned char buf[16];
+    for (int i = 0; i < 16; i++) buf[i] = (unsigned char)(i + 1);
+    o[0] = word_after(buf);
+}
