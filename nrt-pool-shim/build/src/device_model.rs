@@ -117,13 +117,8 @@ pub(crate) fn cxx(
         "-c",
     ]);
     c.args(DEVICE_RULES_ON_HOST);
+    crate::device_system_includes(&mut c, include, libcxx);
     c.arg("-isystem")
-        .arg(include.join("device/libcxx"))
-        .arg("-isystem")
-        .arg(libcxx)
-        .arg("-isystem")
-        .arg(include.join("device"))
-        .arg("-isystem")
         .arg(gcc_include)
         .arg("-idirafter")
         .arg(include.join("device/i386"));

@@ -458,6 +458,19 @@ pub fn libcxx_headers() -> Result<PathBuf, BuildError> {
     }
 }
 
+/// The system folders of builds against the device's C library, in order: the libc++
+/// configuration for a core, libc++, then `include/device` (libc++'s C header wrappers
+/// reach its C headers by `#include_next`). Device builds and host builds in the device's
+/// data model (D97) both use them.
+pub(crate) fn device_system_includes(c: &mut Command, include: &Path, libcxx: &Path) {
+    c.arg("-isystem")
+        .arg(include.join("device/libcxx"))
+        .arg("-isystem")
+        .arg(libcxx)
+        .arg("-isystem")
+        .arg(include.join("device"));
+}
+
 /// The Xtensa g++ command for windowed-ABI assembly of `src`: include (the op API), then
 /// the system folders include/device/libcxx (libc++'s configuration for a core), libc++
 /// and include/device, in that order (libc++'s C header wrappers reach include/device's
@@ -494,13 +507,8 @@ pub(crate) fn device_cxx(
         "-fsanitize=integer-divide-by-zero",
         "-fsanitize-undefined-trap-on-error",
         "-nostdinc++",
-    ])
-    .arg("-isystem")
-    .arg(include.join("device/libcxx"))
-    .arg("-isystem")
-    .arg(libcxx)
-    .arg("-isystem")
-    .arg(include.join("device"));
+    ]);
+    device_system_includes(&mut c, include, libcxx);
     flags.add_includes(&mut c);
     c.arg("-I").arg(include);
     flags.add_cflags(&mut c);
