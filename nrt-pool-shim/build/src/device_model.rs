@@ -96,16 +96,10 @@ pub(crate) fn cxx(
 ) -> Command {
     let mut c = Command::new(cxx);
     c.args(DEVICE_MODEL_FLAGS);
+    c.args(crate::HOST_CODEGEN);
     c.args([
-        "-std=c++17",
-        "-O3",
-        "-g",
-        "-fno-var-tracking",
-        "-fPIC",
-        "-Wall",
         // A main() in an op source is a plain function on a core.
         "-Wno-main",
-        "-fstack-clash-protection",
         // Fault reports name the line that failed: GCC would merge calls to functions that
         // do not return (the runtime's fatal checks), and two checks sharing one call
         // would be reported at the other's line.

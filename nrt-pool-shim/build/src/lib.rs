@@ -404,6 +404,22 @@ pub const DEVICE_RULES_ON_HOST: &[&str] = &[
     "-fsanitize=float-cast-overflow,builtin",
 ];
 
+/// How host builds of op code are compiled, in either data model. Stack-clash probes: a
+/// frame larger than a page touches each page in turn, so a kernel that outgrows its host
+/// core's stack hits the guard below it (a reported stack overflow, D79) instead of jumping
+/// over it into other memory. -g: fault reports name the source line and its callers from
+/// the library's DWARF (without variable tracking, which costs the compile time and most of
+/// the size, D83).
+pub(crate) const HOST_CODEGEN: &[&str] = &[
+    "-std=c++17",
+    "-O3",
+    "-g",
+    "-fno-var-tracking",
+    "-fPIC",
+    "-Wall",
+    "-fstack-clash-protection",
+];
+
 /// The host C++ compiler's command for an op library's object `obj` from `src`.
 pub(crate) fn host_cxx(
     cxx: &str,
@@ -413,21 +429,7 @@ pub(crate) fn host_cxx(
     obj: &Path,
 ) -> Command {
     let mut c = Command::new(cxx);
-    // Stack-clash probes: a frame larger than a page touches each page in turn, so a kernel
-    // that outgrows its host core's stack hits the guard below it (a reported stack
-    // overflow, D79) instead of jumping over it into other memory.
-    // -g: fault reports name the source line and its callers from the library's DWARF
-    // (without variable tracking, which costs the compile time and most of the size, D83).
-    c.args([
-        "-std=c++17",
-        "-O3",
-        "-g",
-        "-fno-var-tracking",
-        "-fPIC",
-        "-Wall",
-        "-fstack-clash-protection",
-        "-c",
-    ]);
+    c.args(HOST_CODEGEN).arg("-c");
     // The device's rules where x86 differs and a flag can say so (D92): plain `char` is
     // unsigned on a Pool core; an access through a misaligned pointer faults there (the
     // runtime's handler for this check applies the device's rule and reports it).

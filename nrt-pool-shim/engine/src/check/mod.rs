@@ -378,37 +378,30 @@ impl PoolEngine {
                 "cores: a launch on one core is not split between cores; nothing to compare".into(),
             );
         }
+        // The runs after the analysis: each compared with the launch's output.
+        let again = Relaunch {
+            kernel,
+            args,
+            spec,
+            into: alone_out.as_ref(),
+            settings: s,
+            launch_bytes,
+        };
         if checks.has(Check::Cores) && cores > 1 {
             let other = cores - 1;
             if writes_inputs {
                 self.restore(&saved);
             }
-            let mut differ = Ranges::default();
-            let rerun = self.run_inspect(
-                kernel,
-                args,
-                spec,
-                Team::all(other),
-                alone_out.as_ref(),
-                Fill::poison(POISON),
-                s,
-                |bytes, _| each_differing(bytes, launch_bytes, size, |e| differ.push(e as u64)),
-            );
-            match rerun {
-                Ok(_) => report.findings.extend(differ.finding(
-                    Check::Cores,
-                    kernel,
-                    Vec::new(),
-                    format!("differ between {cores} core(s) and {other}"),
-                )),
-                Err(e) => report.findings.push(Finding::about(
-                    Check::Cores,
-                    kernel,
-                    Vec::new(),
-                    "the output",
-                    format!("on {other} core(s) instead of {cores}, it failed: {e}"),
-                )),
-            }
+            report.findings.extend(self.rerun_compared(
+                &again,
+                Rerun {
+                    check: Check::Cores,
+                    team: Team::all(other),
+                    fill: Fill::poison(POISON),
+                    differ: format!("differ between {cores} core(s) and {other}"),
+                    failed: format!("on {other} core(s) instead of {cores}, it failed"),
+                },
+            ));
         }
 
         // 4. The launch again right after itself (its cores' statics as the launch left them,
@@ -418,41 +411,25 @@ impl PoolEngine {
             if writes_inputs {
                 self.restore(&saved);
             }
-            let mut differ = Ranges::default();
-            let rerun = self.run_inspect(
-                kernel,
-                args,
-                spec,
-                Team::all(cores),
-                alone_out.as_ref(),
-                Fill {
-                    output: Some(POISON),
-                    heaps: LEFTOVER_FILL,
-                },
-                s,
-                |bytes, _| each_differing(bytes, launch_bytes, size, |e| differ.push(e as u64)),
-            );
-            match rerun {
-                Ok(_) => report.findings.extend(
-                    differ.finding(
-                        Check::Leftovers,
-                        kernel,
-                        Vec::new(),
-                        "change when the launch runs again right after itself: the kernel reads \
-                     what an earlier launch left (statics or .bss it keeps, or heap or TCM \
-                     bytes it did not write this launch); on the device a launch after \
-                     another op starts from what that one left"
+            report.findings.extend(
+                self.rerun_compared(
+                    &again,
+                    Rerun {
+                        check: Check::Leftovers,
+                        team: Team::all(cores),
+                        fill: Fill {
+                            output: Some(POISON),
+                            heaps: LEFTOVER_FILL,
+                        },
+                        differ: "change when the launch runs again right after itself: the kernel \
+                             reads what an earlier launch left (statics or .bss it keeps, or \
+                             heap or TCM bytes it did not write this launch); on the device a \
+                             launch after another op starts from what that one left"
                             .into(),
-                    ),
+                        failed: "run again right after itself, it failed".into(),
+                    },
                 ),
-                Err(e) => report.findings.push(Finding::about(
-                    Check::Leftovers,
-                    kernel,
-                    Vec::new(),
-                    "the output",
-                    format!("run again right after itself, it failed: {e}"),
-                )),
-            }
+            );
         }
 
         if let Some(d) = &alone_out {
@@ -473,6 +450,33 @@ impl PoolEngine {
             }
         }
         Ok((output, run, phases, report))
+    }
+
+    /// The launch run again as `r` says, its output compared with the launch's element by
+    /// element: a finding for the elements that differ, or for the run that failed.
+    fn rerun_compared(&mut self, again: &Relaunch<'_>, r: Rerun) -> Option<Finding> {
+        let size = again.spec.dtype.size();
+        let mut differ = Ranges::default();
+        let rerun = self.run_inspect(
+            again.kernel,
+            again.args,
+            again.spec,
+            r.team,
+            again.into,
+            r.fill,
+            again.settings,
+            |bytes, _| each_differing(bytes, again.launch_bytes, size, |e| differ.push(e as u64)),
+        );
+        match rerun {
+            Ok(_) => differ.finding(r.check, again.kernel, Vec::new(), r.differ),
+            Err(e) => Some(Finding::about(
+                r.check,
+                again.kernel,
+                Vec::new(),
+                "the output",
+                format!("{}: {e}", r.failed),
+            )),
+        }
     }
 
     /// An empty host buffer for a checked launch's copies, from those earlier ones gave back
@@ -527,6 +531,28 @@ impl PoolEngine {
             }
         }
     }
+}
+
+/// What a checked launch's later runs repeat: the launch, where its output goes, and the
+/// launch's own output bytes they are compared with.
+struct Relaunch<'a> {
+    kernel: &'a str,
+    args: &'a [LaunchArg],
+    spec: &'a OutputSpec,
+    into: Option<&'a DeviceTensor>,
+    settings: &'a Settings,
+    launch_bytes: &'a [u8],
+}
+
+/// One later run: its check, cores and fills, and what its finding says.
+struct Rerun {
+    check: Check,
+    team: Team,
+    fill: Fill,
+    /// Said of the elements that differ.
+    differ: String,
+    /// Said before the error when the run fails.
+    failed: String,
 }
 
 /// A `memory` finding per input tensor the launch changed: the argument, the elements whose
