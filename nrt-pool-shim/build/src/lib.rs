@@ -158,7 +158,9 @@ pub enum BuildError {
         sources: Vec<String>,
     },
     #[error(
-        "device objects were asked for, but {XTENSA_CXX} is not installed (make tools installs it)"
+        "device builds need the Xtensa cross compiler {XTENSA_CXX}, which is not on PATH: \
+         apt-get install gcc-xtensa-lx106 binutils-xtensa-lx106 (Debian, Ubuntu; make tools \
+         does)"
     )]
     NoDeviceCompiler,
     #[error(
@@ -361,7 +363,7 @@ pub(crate) fn device_compile(
     let asm = obj.with_extension("s");
     run(&mut device_cxx(
         include,
-        &libcxx_headers()?,
+        &libcxx_headers(include)?,
         flags,
         src,
         &asm,
@@ -445,11 +447,21 @@ pub(crate) fn host_cxx(
 /// vendor's device toolchain ships, D72). `NRT_POOL_LIBCXX` names another copy.
 pub const LIBCXX_HEADERS: &str = "/usr/lib/llvm-14/include/c++/v1";
 
-/// The libc++ header folder device builds use, or what to install.
-pub fn libcxx_headers() -> Result<PathBuf, BuildError> {
-    let path = std::env::var_os("NRT_POOL_LIBCXX")
-        .map_or_else(|| PathBuf::from(LIBCXX_HEADERS), PathBuf::from);
-    if path.join("vector").is_file() && path.join("__config").is_file() {
+/// Where an installation that carries its own libc++ headers (the Python wheel, D99) keeps
+/// them, under the op author's include folder.
+pub const CARRIED_LIBCXX: &str = "libc++/v1";
+
+/// The libc++ header folder device builds use, or what to install: `$NRT_POOL_LIBCXX`, the
+/// copy carried beside the op author's headers in `include`, then the system's.
+pub fn libcxx_headers(include: &Path) -> Result<PathBuf, BuildError> {
+    let path = match std::env::var_os("NRT_POOL_LIBCXX") {
+        Some(p) => PathBuf::from(p),
+        None => [include.join(CARRIED_LIBCXX), PathBuf::from(LIBCXX_HEADERS)]
+            .into_iter()
+            .find(|p| is_libcxx(p))
+            .unwrap_or_else(|| PathBuf::from(LIBCXX_HEADERS)),
+    };
+    if is_libcxx(&path) {
         Ok(path)
     } else {
         Err(BuildError::Missing {
@@ -458,6 +470,10 @@ pub fn libcxx_headers() -> Result<PathBuf, BuildError> {
             hint: "make tools installs them: apt-get install libc++-14-dev; NRT_POOL_LIBCXX names another folder",
         })
     }
+}
+
+fn is_libcxx(path: &Path) -> bool {
+    path.join("vector").is_file() && path.join("__config").is_file()
 }
 
 /// The system folders of builds against the device's C library, in order: the libc++

@@ -130,7 +130,7 @@ impl BuildSetup {
         }
         if self.data_model == DataModel::Device {
             device_model::gcc_include(&self.cxx)?;
-            libcxx_headers()?;
+            libcxx_headers(&self.include)?;
         }
         self.flags.check()
     }
@@ -142,7 +142,7 @@ impl BuildSetup {
             DataModel::Device => device_model::cxx(
                 &self.cxx,
                 &self.include,
-                &libcxx_headers()?,
+                &libcxx_headers(&self.include)?,
                 &device_model::gcc_include(&self.cxx)?,
                 &self.flags,
                 src,

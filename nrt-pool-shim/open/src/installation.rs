@@ -49,10 +49,12 @@ pub enum Part {
     LinkScript,
     /// The QEMU board that runs Pool images.
     Board,
+    /// The `nrt-pool` CLI (the Python package's console script runs it).
+    Cli,
 }
 
 impl Part {
-    pub const ALL: [Part; 7] = [
+    pub const ALL: [Part; 8] = [
         Part::Include,
         Part::HostArchive,
         Part::DeviceModelArchive,
@@ -60,10 +62,11 @@ impl Part {
         Part::XtensaArchive,
         Part::LinkScript,
         Part::Board,
+        Part::Cli,
     ];
 
     /// Its name for front ends ("include", "host-archive", "xtensa-archive", "link-script",
-    /// "board").
+    /// "board", "nrt-pool", ...).
     pub fn name(self) -> &'static str {
         match self {
             Part::Include => "include",
@@ -73,6 +76,7 @@ impl Part {
             Part::XtensaArchive => "xtensa-archive",
             Part::LinkScript => "link-script",
             Part::Board => "board",
+            Part::Cli => "nrt-pool",
         }
     }
 
@@ -97,6 +101,7 @@ impl Root {
                     Part::XtensaArchive => lib.join(XTENSA_TARGET).join("libneuroncustomop.a"),
                     Part::LinkScript => lib.join(XTENSA_TARGET).join("pool-core.ld"),
                     Part::Board => lib.join(XTENSA_TARGET).join("pool-board.elf"),
+                    Part::Cli => p.join("bin/nrt-pool"),
                 }
             }
             Root::Build { target, source } => {
@@ -113,6 +118,7 @@ impl Root {
                     }
                     Part::LinkScript => source.join("customop-device/xtensa/pool-core.ld"),
                     Part::Board => out.join(XTENSA_TARGET).join("pool-board.elf"),
+                    Part::Cli => target.join("release/nrt-pool"),
                 }
             }
         }

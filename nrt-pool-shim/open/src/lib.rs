@@ -140,20 +140,28 @@ pub fn sibling(library: &Path) -> Option<PathBuf> {
     other.is_file().then_some(other)
 }
 
+/// Host cores with the 32-bit core runner of this installation (D97).
+fn host_cores() -> HostBackend {
+    HostBackend::with_core_runner(&installation::core_runner())
+}
+
 /// An engine with no library loaded, on `isa`'s cores.
 pub fn engine(isa: Isa, image: PoolImage, o: &OpenOptions) -> Result<PoolEngine, OpenError> {
     let mut e = match isa {
         Isa::Host => PoolEngine::with_backend(
             o.hbm_bytes,
             image,
-            Box::new(HostBackend::with_core_runner(&installation::core_runner())),
+            Box::new(host_cores()),
         )?,
         Isa::Xtensa => PoolEngine::with_backend(
             o.hbm_bytes,
             image,
-            Box::new(nrt_pool_qemu::XtensaBackend::new(
-                o.board.clone().unwrap_or_else(installation::board),
-            )),
+            Box::new(
+                nrt_pool_qemu::XtensaBackend::new(
+                    o.board.clone().unwrap_or_else(installation::board),
+                )
+                .with_shape_cores(host_cores()),
+            ),
         )?,
     };
     o.environment.apply(&mut e);

@@ -66,6 +66,13 @@ impl XtensaBackend {
         }
     }
 
+    /// The same backend, its shape functions run on `host` (a front end's host cores, with
+    /// the 32-bit core runner it found for host builds in the device's data model, D97).
+    pub fn with_shape_cores(mut self, host: HostBackend) -> XtensaBackend {
+        self.host = host;
+        self
+    }
+
     fn images(&mut self, library: &OpLibrary) -> Result<&[Vec<u8>], QemuError> {
         let file = library.file();
         if self.images.as_ref().map(|(p, _)| p) != Some(&file) {
