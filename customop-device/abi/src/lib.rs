@@ -3,6 +3,7 @@
 //! byte. Each layout is pinned by `const` asserts (size and offsets) on every target it is
 //! built for: the device's 32-bit ones and the host's 64-bit one.
 //!
+//! - [`access`]: a core's tensor accesses in a launch (the device-time estimate's counts).
 //! - [`descriptor`]: the 48-byte tensor descriptor and its enums (vendor layout).
 //! - [`blob`]: the argument blob the host writes for a launch and the data scratch map.
 //! - [`handoff`]: `SUNDA_UCODE_LIB`, the block `entry_func` receives, and the host services
@@ -21,6 +22,7 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod access;
 pub mod blob;
 pub mod checklog;
 pub mod control;

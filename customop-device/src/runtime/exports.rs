@@ -265,6 +265,7 @@ pub extern "C" fn neuron_translate_ctx() -> *mut c_void {
 
 #[export_name = "_Z16neuron_translatePvy"]
 pub extern "C" fn neuron_translate(_ctx: *mut c_void, soc: u64) -> *mut c_void {
+    runtime::access::element();
     runtime::translate(soc) as *mut c_void
 }
 
@@ -464,6 +465,7 @@ pub unsafe extern "C" fn customop_call_wrapper_on_stack(
 #[export_name = "_Z13neuron_memcpyPvyj"]
 pub extern "C" fn neuron_memcpy_from_hbm(dst: *mut c_void, src: u64, n: u32) {
     runtime::check_tcm_copy(dst as usize, n, true);
+    runtime::access::copy_in(n);
     runtime::memcpy_from_soc(dst as usize, src, n)
 }
 
@@ -471,6 +473,7 @@ pub extern "C" fn neuron_memcpy_from_hbm(dst: *mut c_void, src: u64, n: u32) {
 #[export_name = "_Z13neuron_memcpyyPvj"]
 pub extern "C" fn neuron_memcpy_to_hbm(dst: u64, src: *mut c_void, n: u32) {
     runtime::check_tcm_copy(src as usize, n, false);
+    runtime::access::copy_out(n);
     runtime::memcpy_to_soc(dst, src as usize, n)
 }
 

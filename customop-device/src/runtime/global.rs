@@ -5,6 +5,8 @@
 
 use core::cell::UnsafeCell;
 
+/// Transparent: a global's bytes are its value's (the engine reads some by symbol).
+#[repr(transparent)]
 pub struct Global<T>(UnsafeCell<T>);
 
 // SAFETY: see the module doc: one thread of execution per library instance.

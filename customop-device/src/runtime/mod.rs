@@ -9,6 +9,7 @@
 //!   [`redzone`] (checking mode's red zones after heap blocks), `ubsan` (host builds: the
 //!   device's alignment faults).
 
+pub mod access;
 pub mod global;
 pub mod heap;
 pub mod mem;

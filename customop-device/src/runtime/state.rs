@@ -155,6 +155,7 @@ pub fn set_scratch(data: usize, data_size: usize, hbm: u64, hbm_size: usize, dma
 /// What `switch_stack_or_call_wrapper` does before every launch: fresh heaps (the previous
 /// launch's allocations are forgotten) and a fresh translation table.
 pub fn init_for_launch() {
+    super::access::reset();
     let (data, data_size, hbm, hbm_size) = STATE.with(|s| {
         (
             s.data_scratch,

@@ -17,6 +17,7 @@ pub mod doorbell;
 pub mod library;
 pub mod memory;
 pub mod pool;
+pub mod estimate;
 pub mod profile;
 pub mod spawner;
 pub mod symbolize;

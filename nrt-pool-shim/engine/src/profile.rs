@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+pub use customop_abi::access::AccessCounts;
+
 /// One core's part of a profiled launch.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CoreProfile {
@@ -15,6 +17,9 @@ pub struct CoreProfile {
     pub instructions: Option<u64>,
     /// Instructions by function (demangled names), most first (Xtensa cores).
     pub functions: Vec<(String, u64)>,
+    /// The tensor accesses the core's runtime counted (Xtensa cores): with the
+    /// instructions, what the device-time estimate prices ([`crate::estimate`]).
+    pub accesses: Option<AccessCounts>,
 }
 
 /// A profiled launch: its backend and each core's part.
@@ -107,7 +112,23 @@ impl Profile {
             }
             out.push('\n');
         }
+        match crate::estimate::TRN1.estimate(self) {
+            Some(e) => out.push_str(&e.report(n)),
+            None if self.isa == "host" => out.push_str(
+                "  (host cores: this machine's wall time and x86 instructions, not an estimate \
+                 of the device's time; a profile on Xtensa cores estimates it)\n",
+            ),
+            None => out.push_str(
+                "  (no device-time estimate: the image's runtime keeps no access counts; \
+                 rebuild it)\n",
+            ),
+        }
         out
+    }
+
+    /// The estimate of this launch's time on a trn1 Pool engine (Xtensa cores, D100).
+    pub fn estimate(&self) -> Option<crate::estimate::Estimate> {
+        crate::estimate::TRN1.estimate(self)
     }
 }
 
@@ -128,12 +149,14 @@ mod tests {
                         ("relu(at::Tensor const&)".into(), 200),
                         ("memcpy".into(), 100),
                     ],
+                    accesses: None,
                 },
                 CoreProfile {
                     core: 1,
                     wall: None,
                     instructions: Some(100),
                     functions: vec![("memcpy".into(), 100)],
+                    accesses: None,
                 },
             ],
         }
@@ -170,6 +193,7 @@ mod tests {
                 wall: Some(Duration::from_micros(5)),
                 instructions: None,
                 functions: vec![],
+                accesses: None,
             }],
         };
         assert_eq!(host.folded(), "core 2 5000\n");

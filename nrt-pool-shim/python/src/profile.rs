@@ -3,8 +3,10 @@
 use pyo3::prelude::*;
 
 /// A launch's profile as Python data: {"isa", "kernel", "cores": [{"core", "wall_s",
-/// "instructions", "functions": {name: instructions}}], "functions": [(name,
-/// instructions, share)], "folded": the folded stacks}.
+/// "instructions", "functions": {name: instructions}, "accesses"}], "functions": [(name,
+/// instructions, share)], "folded": the folded stacks, "estimate": the estimated time on
+/// a trn1 Pool engine (Xtensa cores; None on host cores, D100), "report": the text
+/// `nrt-pool run --profile` prints}.
 pub(crate) fn profile_dict<'py>(
     py: Python<'py>,
     p: &nrt_pool_engine::profile::Profile,
@@ -24,10 +26,61 @@ pub(crate) fn profile_dict<'py>(
             f.set_item(name, n)?;
         }
         cd.set_item("functions", f)?;
+        let accesses = match c.accesses {
+            Some(a) => {
+                let ad = PyDict::new(py);
+                ad.set_item("element", a.element)?;
+                ad.set_item("copies_in", a.copies_in)?;
+                ad.set_item("copies_out", a.copies_out)?;
+                ad.set_item("bytes_in", a.bytes_in)?;
+                ad.set_item("bytes_out", a.bytes_out)?;
+                Some(ad)
+            }
+            None => None,
+        };
+        cd.set_item("accesses", accesses)?;
         cores.push(cd);
     }
     d.set_item("cores", cores)?;
     d.set_item("functions", p.top())?;
     d.set_item("folded", p.folded())?;
+    d.set_item("estimate", p.estimate().map(|e| estimate_dict(py, &e)).transpose()?)?;
+    d.set_item("report", p.report(10))?;
+    Ok(d)
+}
+
+/// An estimate as Python data: {"seconds", "stated_error", "model", "copy_bound", "cores":
+/// [{"core", "seconds", "compute_s", "element_s", "copies_s"}], "functions": [(name,
+/// seconds)] over all cores}.
+fn estimate_dict<'py>(
+    py: Python<'py>,
+    e: &nrt_pool_engine::estimate::Estimate,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    use pyo3::types::PyDict;
+    let d = PyDict::new(py);
+    d.set_item("seconds", e.seconds)?;
+    d.set_item("stated_error", nrt_pool_engine::estimate::STATED_ERROR)?;
+    d.set_item("model", "trn1 (D100, docs/device-time.md)")?;
+    d.set_item("copy_bound", e.copy_bound)?;
+    let mut cores = Vec::new();
+    let mut all: Vec<(String, f64)> = Vec::new();
+    for c in &e.cores {
+        let cd = PyDict::new(py);
+        cd.set_item("core", c.core)?;
+        cd.set_item("seconds", c.seconds)?;
+        cd.set_item("compute_s", c.compute)?;
+        cd.set_item("element_s", c.element)?;
+        cd.set_item("copies_s", c.copies)?;
+        cores.push(cd);
+        for (f, s) in &c.functions {
+            match all.iter_mut().find(|(g, _)| g == f) {
+                Some(x) => x.1 += s,
+                None => all.push((f.clone(), *s)),
+            }
+        }
+    }
+    all.sort_by(|x, y| y.1.total_cmp(&x.1));
+    d.set_item("cores", cores)?;
+    d.set_item("functions", all)?;
     Ok(d)
 }

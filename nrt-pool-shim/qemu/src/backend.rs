@@ -265,9 +265,9 @@ fn core_profile(c: usize, counts: &str, images: &[&[u8]]) -> CoreProfile {
     by_function.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     CoreProfile {
         core: c,
-        wall: None,
         instructions: Some(total),
         functions: by_function,
+        ..CoreProfile::default()
     }
 }
 
@@ -511,7 +511,9 @@ impl IsaBackend for XtensaBackend {
                 let counts = std::fs::read_to_string(&file);
                 let _gone = std::fs::remove_file(&file);
                 if let (Ok(counts), Outcome::Done(_)) = (counts, &end.outcome) {
-                    profiles.push(core_profile(c, &counts, &[&images[c], &board]));
+                    let mut p = core_profile(c, &counts, &[&images[c], &board]);
+                    p.accesses = crate::access::counts(memory, c, &images[c]);
+                    profiles.push(p);
                 }
             }
         }

@@ -13,6 +13,7 @@
 //! the pinned HBM scratch window at 0x84000000, which holds the op images (core i's at
 //! 0x84000000 + i * 0x200000).
 
+mod access;
 pub mod backend;
 pub mod core;
 pub mod fault;

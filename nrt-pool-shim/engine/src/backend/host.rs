@@ -233,7 +233,7 @@ impl IsaBackend for HostBackend {
                             r.wall_ns.load(Ordering::Acquire),
                         )),
                         instructions: (n > 0).then_some(n),
-                        functions: Vec::new(),
+                        ..CoreProfile::default()
                     }
                 })
                 .collect()

@@ -1,0 +1,44 @@
+//! The launch's tensor accesses on this core ([`customop_abi::access`]): counted where the
+//! runtime serves them, zeroed when a launch starts, read by the engine after a profiled
+//! launch on Xtensa cores to estimate the device's time (issue #44, D100).
+
+use customop_abi::access::AccessCounts;
+
+use super::global::Global;
+
+/// Exported under [`customop_abi::access::ACCESS_COUNTS_SYMBOL`], so the engine finds it in
+/// a core's image.
+#[export_name = "customop_access_counts"]
+pub static COUNTS: Global<AccessCounts> = Global::new(AccessCounts {
+    element: 0,
+    copies_in: 0,
+    copies_out: 0,
+    _pad: 0,
+    bytes_in: 0,
+    bytes_out: 0,
+});
+
+pub fn reset() {
+    COUNTS.with(|c| *c = AccessCounts::default());
+}
+
+/// One element read or written through the translation windows.
+pub fn element() {
+    COUNTS.with(|c| c.element = c.element.wrapping_add(1));
+}
+
+/// One copy of `n` bytes from a tensor into core memory.
+pub fn copy_in(n: u32) {
+    COUNTS.with(|c| {
+        c.copies_in = c.copies_in.wrapping_add(1);
+        c.bytes_in = c.bytes_in.wrapping_add(u64::from(n));
+    });
+}
+
+/// One copy of `n` bytes from core memory into a tensor.
+pub fn copy_out(n: u32) {
+    COUNTS.with(|c| {
+        c.copies_out = c.copies_out.wrapping_add(1);
+        c.bytes_out = c.bytes_out.wrapping_add(u64::from(n));
+    });
+}
