@@ -38,7 +38,12 @@ const HEADERS: &[Header] = &[
         krate: "nrt-pool-shim/ffi",
         config: "nrt-pool-shim/ffi/cbindgen.toml",
         name: "nrt_pool.h",
-        sources: &["src/seam.rs", "src/launch.rs", "src/checks.rs"],
+        sources: &[
+            "src/seam.rs",
+            "src/launch.rs",
+            "src/checks.rs",
+            "src/profile.rs",
+        ],
     },
 ];
 

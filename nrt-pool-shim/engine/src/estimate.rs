@@ -236,21 +236,33 @@ mod tests {
         };
         let p = profile(vec![core(
             0,
-            vec![("k(int)", 1_000_000), ("neuron_translate(void*, unsigned long long)", 5_000)],
+            vec![
+                ("k(int)", 1_000_000),
+                ("neuron_translate(void*, unsigned long long)", 5_000),
+            ],
             a,
         )]);
         let e = m.estimate(&p).unwrap();
         let c = &e.cores[0];
         let close = |x: f64, y: f64| (x - y).abs() <= 1e-12 * y.abs().max(1.0);
-        assert!(close(c.compute, 1e6 * m.cycles_per_instruction / m.clock_hz));
-        assert!(close(c.element, 1000.0 * m.element_access_cycles / m.clock_hz));
+        assert!(close(
+            c.compute,
+            1e6 * m.cycles_per_instruction / m.clock_hz
+        ));
+        assert!(close(
+            c.element,
+            1000.0 * m.element_access_cycles / m.clock_hz
+        ));
         assert!(close(
             c.copies,
             (3.0 * m.copy_start_cycles + 12288.0 / m.copy_bytes_per_cycle) / m.clock_hz
         ));
         assert!(close(e.seconds, c.compute + c.element + c.copies));
         // The access path's own instructions are priced by the counts instead.
-        assert!(!c.functions.iter().any(|f| f.0.starts_with("neuron_translate")));
+        assert!(!c
+            .functions
+            .iter()
+            .any(|f| f.0.starts_with("neuron_translate")));
         assert!(c.functions.iter().any(|f| f.0 == ELEMENT_ENTRY));
         let r = e.report(5);
         assert!(r.contains("an estimate, not a measurement"), "{r}");

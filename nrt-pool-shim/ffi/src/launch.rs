@@ -485,6 +485,7 @@ unsafe fn call_into(
             options: CallOptions::default(),
         })
         .map_err(failed)?;
+    super::profile::keep(e);
     echo(&called.run.stdout, &called.run.stderr);
     super::checks::checked(&called.check)
 }

@@ -6,6 +6,7 @@
 
 pub mod checks;
 pub mod launch;
+pub mod profile;
 pub mod seam;
 
 use parking_lot::Mutex;

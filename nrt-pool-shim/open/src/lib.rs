@@ -148,11 +148,7 @@ fn host_cores() -> HostBackend {
 /// An engine with no library loaded, on `isa`'s cores.
 pub fn engine(isa: Isa, image: PoolImage, o: &OpenOptions) -> Result<PoolEngine, OpenError> {
     let mut e = match isa {
-        Isa::Host => PoolEngine::with_backend(
-            o.hbm_bytes,
-            image,
-            Box::new(host_cores()),
-        )?,
+        Isa::Host => PoolEngine::with_backend(o.hbm_bytes, image, Box::new(host_cores()))?,
         Isa::Xtensa => PoolEngine::with_backend(
             o.hbm_bytes,
             image,

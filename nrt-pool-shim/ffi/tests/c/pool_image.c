@@ -1,7 +1,9 @@
 /* Plays a C runtime with an Xtensa Pool image: splits libNAME.pool into the IRAM/DRAM pair
  * (docs/decisions.md D57), registers it through nrt_set_pool_eng_ucode, initialises the
  * engine (which runs the image on QEMU cores) and launches scale_add_mc on 8 cores through
- * the versioned FFI, checking every element. Usage: pool_image LIBOPS.pool. "PASS", exit 0. */
+ * the versioned FFI, checking every element, profiled: the report carries the estimate of
+ * the launch's time on a trn1 Pool engine (issue #44). Usage: pool_image LIBOPS.pool.
+ * "PASS", exit 0. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +42,14 @@ int main(int argc, char **argv) {
     nrt_pool_tensor tx = {x, {N}, 1, 10, NRT_POOL_LOCATION_HBM, {0, 0}};
     nrt_pool_tensor to = {out, {N}, 1, 10, NRT_POOL_LOCATION_HBM, {0, 0}};
     void *args[] = {&tx, &alpha, &beta, &to};
+    if (nrt_pool_last_profile(NULL, 0) != -NRT_POOL_ERR_STATE) {
+        printf("FAIL: a profile before any profiled launch\n");
+        return 1;
+    }
+    if (nrt_pool_set_profile(1) != NRT_POOL_OK) {
+        printf("FAIL: set_profile: %s\n", nrt_pool_last_error());
+        return 1;
+    }
     int rc = nrt_pool_launch_v1("scale_add_mc", 8, args, 0, -1);
     if (rc != NRT_POOL_OK) {
         printf("FAIL: launch %d: %s\n", rc, nrt_pool_last_error());
@@ -51,7 +61,24 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
+    int64_t len = nrt_pool_last_profile(NULL, 0);
+    char *report = malloc((size_t)len + 1);
+    if (len <= 0 || !report || nrt_pool_last_profile(report, (size_t)len + 1) != len ||
+        strlen(report) != (size_t)len) {
+        printf("FAIL: last_profile %lld\n", (long long)len);
+        return 1;
+    }
+    if (!strstr(report, "estimated time on a trn1 Pool engine: ~") || !strstr(report, "an estimate")) {
+        printf("FAIL: no device-time estimate in the profile:\n%s", report);
+        return 1;
+    }
+    char small[8];
+    if (nrt_pool_last_profile(small, sizeof small) != len || strlen(small) != sizeof small - 1) {
+        printf("FAIL: a short buffer is not cut to fit\n");
+        return 1;
+    }
+    fputs(report, stdout);
     nrt_pool_close();
-    printf("PASS: scale_add_mc on 8 Xtensa cores\n");
+    printf("PASS: scale_add_mc on 8 Xtensa cores, profiled with its device-time estimate\n");
     return 0;
 }
