@@ -44,7 +44,10 @@ pub(crate) fn profile_dict<'py>(
     d.set_item("cores", cores)?;
     d.set_item("functions", p.top())?;
     d.set_item("folded", p.folded())?;
-    d.set_item("estimate", p.estimate().map(|e| estimate_dict(py, &e)).transpose()?)?;
+    d.set_item(
+        "estimate",
+        p.estimate().map(|e| estimate_dict(py, &e)).transpose()?,
+    )?;
     d.set_item("report", p.report(10))?;
     Ok(d)
 }
