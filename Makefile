@@ -190,18 +190,21 @@ fuzz-seeds: tools
 	$(CARGO) test -p nrt-pool-schema --test fuzz_corpus -- --ignored write_seed_corpus write_pool_seed_corpus
 	$(CARGO) test -p customop-device --test fuzz_corpus -- --ignored write_seed_corpus
 
-## make bench: ratios measured in one run, each the median of repeats with its spread and
-## goal (device heap vs linked_list_allocator and talc, memcpy backends vs libc, the
-## emulator's launches, Python calls of ops, nrt-pool run vs NumPy, the Xtensa backend's
-## emulated instructions per second and a 1 MiB op on 8 QEMU cores); target/bench.json.
+## make bench [FILTER=WORDS]: ratios measured in one run, each the median of repeats with
+## its spread and goal (device heap and memcpy, the emulator's launches with huge and 4 KiB
+## pages, Python calls, first results after a build, Xtensa cores cold and warm, memory per
+## core, checks, nrt-pool run vs NumPy); target/bench.json, and from a full run the
+## README's performance table. FILTER runs only the rows whose name contains WORDS.
 bench: build customop-archives pyenv
-	rm -rf target/bench
-	$(CARGO) bench -p customop-device --bench device
-	$(CARGO) bench -p nrt-pool-engine --bench emulator
-	$(CARGO) bench -p nrt-pool-qemu --bench xtensa
+	@test -n "$(FILTER)" || rm -rf target/bench
+	BENCH_FILTER="$(FILTER)" $(CARGO) bench -p customop-device --bench device
+	BENCH_FILTER="$(FILTER)" $(CARGO) bench -p nrt-pool-engine --bench emulator
+	BENCH_FILTER="$(FILTER)" $(CARGO) bench -p nrt-pool-qemu --bench xtensa
 	$(PYVENV)/bin/pip install -q ./nrt-pool-shim/python
-	$(PYTHON) nrt-pool-shim/python/bench/bench.py
+	BENCH_FILTER="$(FILTER)" $(PYTHON) nrt-pool-shim/python/bench/bench.py
 	$(PYTHON) nrt-pool-shim/python/bench/merge_rows.py target/bench target/bench.json
+	@if [ -z "$(FILTER)" ]; then $(PYTHON) nrt-pool-shim/python/bench/readme_table.py target/bench.json README.md; \
+	else echo "FILTER=$(FILTER): the README's table is written by a full run only"; fi
 
 ## make wheel: the gpsimd_open wheel in target/wheels (maturin), carrying the headers, the
 ## runtime archives, the board, QEMU, the Xtensa gdb and the CLI (packaging/wheel.sh, D99).

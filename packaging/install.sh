@@ -52,6 +52,8 @@ put "$ARCH/xtensa-q7-none-elf/qemu-system-xtensa" "$DEST/libexec/gpsimd-open/qem
 # plugin that profiles kernels (nrt-pool run --profile; D83).
 put "$ARCH/xtensa-q7-none-elf/xtensa-elf-gdb" "$DEST/libexec/gpsimd-open/xtensa-elf-gdb" 755
 put "$ARCH/xtensa-q7-none-elf/libnrt-pool-profile.so" "$DEST/libexec/gpsimd-open/libnrt-pool-profile.so" 644
+# The plugin that records a checked launch's tensor reads and writes (--check=race; D101).
+put "$ARCH/xtensa-q7-none-elf/libnrt-pool-access.so" "$DEST/libexec/gpsimd-open/libnrt-pool-access.so" 644
 # The Xtensa link scripts and start code for device images (customop-device/xtensa/).
 for f in pool-core.ld sim.ld sim-start.S window-vectors.inc; do
     put "$ROOT/customop-device/xtensa/$f" "$DEST/lib/gpsimd-open/xtensa-q7-none-elf/$f" 644

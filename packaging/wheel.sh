@@ -44,7 +44,7 @@ EXEC="$DATA/libexec/gpsimd-open"
 DOC="$DATA/share/doc/gpsimd-open/third-party"
 mkdir -p "$EXEC/lib" "$DOC"
 : > "$DOC/.packages"
-for prog in qemu-system-xtensa xtensa-elf-gdb libnrt-pool-profile.so; do
+for prog in qemu-system-xtensa xtensa-elf-gdb libnrt-pool-profile.so libnrt-pool-access.so; do
     ldd "$EXEC/$prog" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' | while read -r name path; do
         case $name in
         libc.so.* | libm.so.* | libgcc_s.so.* | libstdc++.so.* | libpthread.so.* | libdl.so.* | \
@@ -77,7 +77,7 @@ gdb_dsc=$(cd "$ARCH/gdb-build" && ls gdb_*.dsc 2>/dev/null | head -n1)
 cat > "$DOC/NOTICE.md" <<EOF
 # What this package carries from others
 
-- \`libexec/gpsimd-open/qemu-system-xtensa\` and \`libnrt-pool-profile.so\`: QEMU
+- \`libexec/gpsimd-open/qemu-system-xtensa\`, \`libnrt-pool-profile.so\` and \`libnrt-pool-access.so\`: QEMU
   (GPL-2.0-or-later, text in \`GPL-2\`), built from Debian's source package
   \`${qemu_dsc:-qemu 7.2}\` (https://snapshot.debian.org/package/qemu/, or \`apt-get source
   qemu\` on Debian 12) with the nrt-pool machine and the profile plugin of gpsimd-open

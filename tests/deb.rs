@@ -159,6 +159,7 @@ fn packages_install_beside_the_vendors_work_and_remove_cleanly() {
         "/opt/gpsimd-open/libexec/gpsimd-open/qemu-system-xtensa",
         "/opt/gpsimd-open/libexec/gpsimd-open/xtensa-elf-gdb",
         "/opt/gpsimd-open/libexec/gpsimd-open/libnrt-pool-profile.so",
+        "/opt/gpsimd-open/libexec/gpsimd-open/libnrt-pool-access.so",
         "/opt/gpsimd-open/include/gpsimd-open/torch/torch.h",
         "/opt/gpsimd-open/lib/pkgconfig/nrt_pool.pc",
         "/opt/gpsimd-open/lib/cmake/GpsimdOpen/GpsimdOpenConfig.cmake",

@@ -3,15 +3,19 @@
 //! - the heap on issue #14's trace (2,000,000 operations, sizes 64 << k for k in 0..=10,
 //!   64-byte alignment, at most 48 live blocks, an allocation with probability 2/3 while
 //!   fewer than 48 are live, else a free of a uniformly chosen live block; 64 MiB pool;
-//!   `Heap<128>`) vs linked_list_allocator and talc;
-//! - each memcpy backend (C, VEC) vs libc memcpy, by size.
+//!   `Heap<128>`) vs linked_list_allocator and talc, each managing the same real buffer and
+//!   writing the first 64 bytes of every block it hands out (as a kernel uses its block),
+//!   so the three do the same work; ours keeps its bookkeeping outside the arena, the other
+//!   two write headers into it, and that difference is what the rows compare;
+//! - the runtime's memcpy vs libc memcpy, by size (`neuron_memcpy`'s C and VEC methods are
+//!   one implementation on the host, so one row each).
 
 use std::alloc::Layout;
 use std::hint::black_box;
 
 use neuroncustomop::runtime::heap::Heap;
 use neuroncustomop::runtime::mem;
-use nrt_pool_testkit::bench::{Goal, Report, Sample};
+use nrt_pool_benchkit::{Goal, Report, Sample};
 
 const POOL: usize = 64 << 20;
 const OPS: usize = 2_000_000;
@@ -47,14 +51,25 @@ fn trace() -> Vec<Op> {
     t
 }
 
-/// Replays the trace on an allocator given as (alloc, free); a failed allocation keeps the
-/// live count consistent by not adding a block (then the trace's later frees index fewer).
-fn replay<P: Copy>(trace: &[Op], mut alloc: impl FnMut(u32) -> Option<P>, mut free: impl FnMut(P)) {
+/// Bytes of each new block the trace writes (every allocator's alike).
+const TOUCH: usize = 64;
+
+/// Replays the trace on an allocator given as (alloc, free, its block's first byte); each
+/// new block's first [`TOUCH`] bytes are written. A failed allocation keeps the live count
+/// consistent by not adding a block (then the trace's later frees index fewer).
+fn replay<P: Copy>(
+    trace: &[Op],
+    mut alloc: impl FnMut(u32) -> Option<P>,
+    mut free: impl FnMut(P),
+    start: impl Fn(P) -> *mut u8,
+) {
     let mut live: Vec<P> = Vec::with_capacity(MAX_LIVE);
     for op in trace {
         match *op {
             Op::Alloc(n) => {
                 if let Some(p) = alloc(n) {
+                    // SAFETY: a block of at least 64 bytes inside the bench's buffer.
+                    unsafe { std::ptr::write_bytes(black_box(start(p)), 0xA5, TOUCH) };
                     live.push(p);
                 }
             }
@@ -68,14 +83,17 @@ fn replay<P: Copy>(trace: &[Op], mut alloc: impl FnMut(u32) -> Option<P>, mut fr
     }
 }
 
-fn run_ours(trace: &[Op]) {
+fn run_ours(trace: &[Op], mem: &mut [u8]) {
     let mut h: Heap<128> = Heap::empty();
-    h.init(0x1000_0000, POOL as u64);
+    // The same buffer the others manage (64-byte aligned inside it, as theirs are).
+    let base = (mem.as_mut_ptr() as u64).next_multiple_of(64);
+    h.init(base, POOL as u64);
     let h = std::cell::RefCell::new(h);
     replay(
         trace,
         |n| h.borrow_mut().alloc(n, 64).ok(),
         |p| h.borrow_mut().free(p).unwrap(),
+        |p| p as *mut u8,
     );
     black_box(&h);
 }
@@ -93,6 +111,7 @@ fn run_lla(trace: &[Op], mem: &mut [u8]) {
         },
         // SAFETY: allocated by this heap with this layout.
         |(p, l)| unsafe { h.borrow_mut().deallocate(p, l) },
+        |(p, _)| p.as_ptr(),
     );
     black_box(&h);
 }
@@ -111,21 +130,33 @@ fn run_talc(trace: &[Op], mem: &mut [u8]) {
         },
         // SAFETY: allocated by this allocator with this layout.
         |(p, l)| unsafe { t.borrow_mut().free(p, l) },
+        |(p, _)| p.as_ptr(),
     );
     black_box(&t);
 }
 
 fn main() {
-    let trace = trace();
-    let mem = vec![0u8; POOL + 4096];
     let mut report = Report::new("device");
+    if report.wants("heap, 2M-op trace") {
+        heap_rows(&mut report);
+    }
+    for size in [16usize, 256, 4096, 65536, 1 << 20] {
+        let name = format!("neuron_memcpy, {size} B, vs libc memcpy");
+        if report.wants(&name) {
+            memcpy_row(&mut report, &name, size);
+        }
+    }
+}
+
+fn heap_rows(report: &mut Report) {
+    let trace = trace();
+    let mem = std::cell::RefCell::new(vec![0u8; POOL + 4096]);
     // In turns, so a slow spell of this shared machine lands on all three alike.
-    let mem = std::cell::RefCell::new(mem);
     let [ours, lla, talc_t] = Sample::interleaved(
         9,
         1,
         [
-            &mut || run_ours(&trace),
+            &mut || run_ours(&trace, &mut mem.borrow_mut()),
             &mut || run_lla(&trace, &mut mem.borrow_mut()),
             &mut || run_talc(&trace, &mut mem.borrow_mut()),
         ],
@@ -142,55 +173,36 @@ fn main() {
         talc_t,
         Goal::RatioAtLeast(1.0),
     );
-    for size in [16usize, 256, 4096, 65536, 1 << 20] {
-        let src = vec![0x5Au8; size + 64];
-        let mut dst = vec![0u8; size + 64];
-        let reps = ((64 << 20) / size).clamp(4, 1 << 16);
-        let (d, s) = (dst.as_mut_ptr(), src.as_ptr());
-        // In turns, as the heap rows. SAFETY (all three): disjoint buffers of size + 64 bytes.
-        let [libc, c, v] = Sample::interleaved(
-            9,
-            reps as u32,
-            [
-                &mut || {
-                    for _ in 0..reps {
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(
-                                black_box(s),
-                                black_box(d),
-                                black_box(size),
-                            )
-                        };
-                    }
-                },
-                &mut || {
-                    for _ in 0..reps {
-                        unsafe { mem::copy_bytes(black_box(d), black_box(s), black_box(size)) };
-                    }
-                },
-                &mut || {
-                    for _ in 0..reps {
-                        unsafe { mem::copy_vector(black_box(d), black_box(s), black_box(size)) };
-                    }
-                },
-            ],
-        );
-        let goal = if size >= 256 {
-            Goal::RatioAtLeast(0.95)
-        } else {
-            Goal::None
-        };
-        report.row(
-            &format!("neuron_memcpy C, {size} B, vs libc memcpy"),
-            c,
-            libc,
-            goal,
-        );
-        report.row(
-            &format!("neuron_memcpy VEC, {size} B, vs libc memcpy"),
-            v,
-            libc,
-            goal,
-        );
-    }
+}
+
+fn memcpy_row(report: &mut Report, name: &str, size: usize) {
+    let src = vec![0x5Au8; size + 64];
+    let mut dst = vec![0u8; size + 64];
+    let reps = ((64 << 20) / size).clamp(4, 1 << 16);
+    let (d, s) = (dst.as_mut_ptr(), src.as_ptr());
+    // In turns, as the heap rows. SAFETY (both): disjoint buffers of size + 64 bytes.
+    let [libc, ours] = Sample::interleaved(
+        9,
+        reps as u32,
+        [
+            &mut || {
+                for _ in 0..reps {
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(black_box(s), black_box(d), black_box(size))
+                    };
+                }
+            },
+            &mut || {
+                for _ in 0..reps {
+                    unsafe { mem::copy_bytes(black_box(d), black_box(s), black_box(size)) };
+                }
+            },
+        ],
+    );
+    let goal = if size >= 256 {
+        Goal::RatioAtLeast(0.95)
+    } else {
+        Goal::None
+    };
+    report.row(name, ours, libc, goal);
 }

@@ -4,8 +4,10 @@
 //!   on device tensors (`launch_into`, no host copies) vs `memcpy` of the same 64 MiB
 //!   (goal >= 0.9), and through `PoolEngine::launch` (inputs copied in, output out; goal
 //!   >= 0.3);
+//! - the 64 MiB rows again with device memory in 4 KiB pages (`NRT_POOL_HUGE_PAGES=0`);
 //! - an empty-kernel launch on 1 core vs a direct call of the same function (goal <= 3
-//!   us), and on 8 cores vs one task switch of this machine (goal <= 10 us): where the
+//!   us), after 50 ms idle (the cores asleep on their futex; goal <= 100 us), and on 8
+//!   cores vs one task switch of this machine (goal <= 10 us): where the
 //!   8 core processes outnumber the CPUs each CPU runs its share of them in turns, so the
 //!   row also prints that floor, the turns times the switch measured in this run.
 //!
@@ -18,9 +20,9 @@ use std::time::Duration;
 use nrt_pool_engine::check::Checks;
 use nrt_pool_engine::doorbell;
 
+use nrt_pool_benchkit::{Goal, Report, Sample};
 use nrt_pool_engine::tensor::{DType, HostTensor, Location};
 use nrt_pool_engine::{Launch, LaunchArg, OutputSpec, PoolEngine, PoolImage};
-use nrt_pool_testkit::bench::{Goal, Report, Sample};
 use nrt_pool_testkit::{build_ops, examples, root};
 
 fn main() {
@@ -35,6 +37,27 @@ fn main() {
         e.backing()
     );
     let mut report = Report::new("emulator");
+    if report.wants("elementwise 64 MiB") {
+        elementwise_rows(&mut report, &mut e, "");
+    }
+    if report.wants("4 KiB pages") || report.wants("elementwise 64 MiB") {
+        // The same rows where device memory is a memfd in 4 KiB pages (where the huge-page
+        // mount is refused, as in many containers; D66).
+        std::env::set_var(nrt_pool_engine::backing::HUGE_PAGES_ENV, "0");
+        let mut small = PoolEngine::new(512 << 20, PoolImage::default()).unwrap();
+        std::env::remove_var(nrt_pool_engine::backing::HUGE_PAGES_ENV);
+        println!("device memory for the 4 KiB rows: {:?}", small.backing());
+        small.load(&ops).unwrap();
+        elementwise_rows(&mut report, &mut small, ", 4 KiB pages");
+    }
+    if report.wants("empty-kernel launch") {
+        empty_rows(&mut report, &mut e, dir.path(), cpus);
+    }
+}
+
+/// The 64 MiB elementwise rows on engine `e` (`pages`: the rows' suffix naming the page
+/// size when it is not the default).
+fn elementwise_rows(report: &mut Report, e: &mut PoolEngine, pages: &str) {
     // 64 MiB elementwise vs memcpy.
     let n = 16 << 20;
     let x = HostTensor::from_f32(vec![n as u64], &vec![1.5f32; n]).unwrap();
@@ -64,7 +87,7 @@ fn main() {
     ];
     // In turns, so a slow spell of this shared machine (the hypervisor reclaiming memory)
     // lands on the launches and the memcpy baseline alike.
-    let engine = std::cell::RefCell::new(&mut e);
+    let engine = std::cell::RefCell::new(&mut *e);
     let [emu, copy, resident] = Sample::interleaved(
         15,
         1,
@@ -86,13 +109,13 @@ fn main() {
         ],
     );
     report.row(
-        "elementwise 64 MiB f32, 8 cores, device tensors, vs memcpy",
+        &format!("elementwise 64 MiB f32, 8 cores, device tensors, vs memcpy{pages}"),
         resident,
         copy,
         Goal::RatioAtLeast(0.9),
     );
     report.row(
-        "elementwise 64 MiB f32, 8 cores, host copies, vs memcpy",
+        &format!("elementwise 64 MiB f32, 8 cores, host copies, vs memcpy{pages}"),
         emu,
         copy,
         Goal::RatioAtLeast(0.3),
@@ -123,32 +146,32 @@ fn main() {
         ],
     );
     report.row(
-        "elementwise 64 MiB f32, 8 cores, host arrays, --check vs unchecked",
+        &format!("elementwise 64 MiB f32, 8 cores, host arrays, --check vs unchecked{pages}"),
         default,
         plain,
         Goal::RatioAtLeast(0.2),
     );
     report.row(
-        "elementwise 64 MiB f32, 8 cores, host arrays, --check=all vs unchecked",
+        &format!("elementwise 64 MiB f32, 8 cores, host arrays, --check=all vs unchecked{pages}"),
         all,
         plain,
         Goal::RatioAtLeast(0.2),
     );
     report.row(
-        "elementwise 64 MiB f32, 8 cores, device tensors, --check vs unchecked",
+        &format!("elementwise 64 MiB f32, 8 cores, device tensors, --check vs unchecked{pages}"),
         default_d,
         plain_d,
         Goal::None,
     );
     e.free_device_tensors();
+}
 
+/// An empty kernel: a launch vs a direct call of the same function, on 1 and 8 cores, and
+/// a launch after the cores went to sleep (the futex path) vs one right after another.
+fn empty_rows(report: &mut Report, e: &mut PoolEngine, dir: &std::path::Path, cpus: usize) {
     // Empty kernel: a launch vs a direct call of the same function.
-    std::fs::write(
-        dir.path().join("empty.schema"),
-        "empty(f32 s) -> tensor<f32>[1]\n",
-    )
-    .unwrap();
-    let src = dir.path().join("empty.cpp");
+    std::fs::write(dir.join("empty.schema"), "empty(f32 s) -> tensor<f32>[1]\n").unwrap();
+    let src = dir.join("empty.cpp");
     std::fs::write(
         &src,
         "#include \"neuron_customop.hpp\"\n\
@@ -157,9 +180,9 @@ fn main() {
     )
     .unwrap();
     let empty = build_ops(
-        dir.path(),
+        dir,
         "empty",
-        &dir.path().join("empty.schema"),
+        &dir.join("empty.schema"),
         std::slice::from_ref(&src),
     );
     e.load(&empty).unwrap();
@@ -176,6 +199,21 @@ fn main() {
     let launch_1 = Sample::measure(101, 1, || {
         e.launch(&launch).unwrap();
     });
+    // After idle: cores spin briefly after a launch, then sleep on a futex (D61); a call
+    // after a pause (a user's think time) wakes them first.
+    let mut after_idle = Vec::new();
+    for _ in 0..21 {
+        std::thread::sleep(Duration::from_millis(50));
+        let t = std::time::Instant::now();
+        e.launch(&launch).unwrap();
+        after_idle.push(t.elapsed().as_secs_f64());
+    }
+    report.row(
+        "empty-kernel launch after 50 ms idle, 1 core, vs one right after another",
+        Sample::from_runs(after_idle),
+        launch_1,
+        Goal::AtMost(Duration::from_micros(100)),
+    );
     let launch_8 = Sample::measure(101, 1, || {
         e.launch(&Launch {
             cores: 8,
@@ -184,7 +222,7 @@ fn main() {
         .unwrap();
     });
     // The same function, called directly (a plain shared object exporting it).
-    let direct_so = dir.path().join("libdirect.so");
+    let direct_so = dir.join("libdirect.so");
     let ok = std::process::Command::new("g++")
         .args(["-O2", "-shared", "-fPIC", "-I"])
         .arg(root().join("include"))

@@ -226,6 +226,9 @@ pub struct Team {
     /// A SoC range (start, bytes) each core reports touching, where the backend can tell:
     /// [`Launched::touched`] (a check's runs, D89).
     pub watch: Option<(u64, u64)>,
+    /// Every core records the bytes it reads and writes in the tensor windows, where the
+    /// backend sees each access ([`IsaBackend::traces_accesses`]): [`Launched::accesses`].
+    pub trace: bool,
 }
 
 impl Team {
@@ -237,6 +240,7 @@ impl Team {
             all_stdio: false,
             profile: false,
             watch: None,
+            trace: false,
         }
     }
 
@@ -269,6 +273,15 @@ impl Team {
             all_stdio: false,
             profile: false,
             watch: None,
+            trace: false,
+        }
+    }
+
+    /// The same team, each core recording its reads and writes (D101).
+    pub fn with_trace(self) -> Team {
+        Team {
+            trace: true,
+            ..self
         }
     }
 
@@ -301,6 +314,9 @@ pub struct Launched {
     /// superset of what it wrote. None: the backend cannot tell (a core that did not
     /// complete, or no way to see).
     pub touched: Vec<Option<Vec<std::ops::Range<u64>>>>,
+    /// What each core started read and wrote ([`Team::trace`]), in [`Team::cores`] order
+    /// (empty without a trace; None: the core did not complete).
+    pub accesses: Vec<Option<crate::accesses::CoreAccesses>>,
 }
 
 /// A shape function's result: core 0's end and, when it completed with a nonzero status,
@@ -363,6 +379,11 @@ pub trait IsaBackend: Send {
 
     /// Whether its cores report what they touch of a watched range ([`Team::watch`]).
     fn reports_touches(&self) -> bool {
+        false
+    }
+
+    /// Whether its cores record every read and write of a traced launch ([`Team::trace`]).
+    fn traces_accesses(&self) -> bool {
         false
     }
 

@@ -6,6 +6,7 @@
 //! today, see [`core`] and [`pool`]). The engine knows nothing of files or command lines:
 //! tensors come and go as bytes, libraries by path or as an image in memory.
 
+pub mod accesses;
 pub mod backend;
 pub mod backing;
 pub mod check;
@@ -100,6 +101,8 @@ struct PlacedTensor {
     label: String,
     soc: u64,
     len: u64,
+    /// Bytes per element (reports count elements).
+    elem: u64,
     guard: Option<u64>,
 }
 

@@ -29,6 +29,7 @@ impl PoolEngine {
             label: label.into(),
             soc: d.soc,
             len,
+            elem: d.dtype.size() as u64,
             guard: self.resident_guards.get(&d.soc).copied(),
         });
     }
@@ -153,6 +154,7 @@ impl PoolEngine {
             label: label.into(),
             soc,
             len: n,
+            elem: dtype.size() as u64,
             guard,
         });
         Ok(t)

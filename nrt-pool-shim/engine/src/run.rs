@@ -3,6 +3,7 @@
 use std::ops::Range;
 
 use super::*;
+use crate::accesses::{CoreAccesses, WatchedTensor};
 
 /// Byte ranges of a watched range a core touched ([`Launched::touched`]).
 pub(crate) type Touched = Vec<Range<u64>>;
@@ -162,9 +163,38 @@ impl PoolEngine {
             }
             _ => team,
         };
-        let (run, touched) = self.execute_touching(kernel, &blob, team, Instant::now(), s)?;
-        inspect(self.placed_bytes(&blob.output, spec.dtype)?, &touched);
+        let (run, seen) = self.execute_touching(kernel, &blob, team, Instant::now(), s)?;
+        inspect(self.placed_bytes(&blob.output, spec.dtype)?, &seen.touched);
         Ok(run)
+    }
+
+    /// A launch on `team` with every core recording the bytes it reads and writes (D101):
+    /// each core's record in [`Team::cores`] order, and the launch's tensors.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn run_traced(
+        &mut self,
+        kernel: &str,
+        args: &[LaunchArg],
+        spec: &OutputSpec,
+        team: Team,
+        into: Option<&DeviceTensor>,
+        fill: Fill,
+        s: &Settings,
+    ) -> Result<(Vec<Option<CoreAccesses>>, Vec<WatchedTensor>), EmuError> {
+        let blob = self.place_all(kernel, args, spec, into, fill)?;
+        let (_, seen) =
+            self.execute_touching(kernel, &blob, team.with_trace(), Instant::now(), s)?;
+        let tensors = self
+            .placed
+            .iter()
+            .map(|t| WatchedTensor {
+                label: t.label.clone(),
+                soc: t.soc,
+                len: t.len,
+                elem: t.elem,
+            })
+            .collect();
+        Ok((seen.accesses, tensors))
     }
 
     /// Writes the blob for each core and runs the kernel on them.
@@ -180,8 +210,9 @@ impl PoolEngine {
             .map(|(run, _)| run)
     }
 
-    /// [`Self::execute`], and what each core touched of the team's watched range
-    /// ([`Launched::touched`]).
+    /// [`Self::execute`], and what the cores reported seeing of their accesses: what each
+    /// touched of the team's watched range ([`Launched::touched`]) and, in a traced launch,
+    /// every byte each read and wrote ([`Launched::accesses`]).
     fn execute_touching(
         &mut self,
         kernel: &str,
@@ -189,7 +220,7 @@ impl PoolEngine {
         team: Team,
         start: Instant,
         s: &Settings,
-    ) -> Result<(Run, Vec<Option<Touched>>), EmuError> {
+    ) -> Result<(Run, Seen), EmuError> {
         let lib = self.library.as_ref().ok_or(EmuError::NoLibrary)?;
         let lib_file = lib.file();
         let run = team.cores();
@@ -295,7 +326,10 @@ impl PoolEngine {
                 results,
                 elapsed: start.elapsed(),
             },
-            launched.touched,
+            Seen {
+                touched: launched.touched,
+                accesses: launched.accesses,
+            },
         ))
     }
 
@@ -364,4 +398,10 @@ impl PoolEngine {
                 .then(|| format!("{} ({} bytes) at offset {}", t.label, t.len, soc - t.soc))
         })
     }
+}
+
+/// What a launch's cores reported of their accesses ([`PoolEngine::execute_touching`]).
+pub(crate) struct Seen {
+    pub touched: Vec<Option<Touched>>,
+    pub accesses: Vec<Option<CoreAccesses>>,
 }

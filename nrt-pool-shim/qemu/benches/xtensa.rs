@@ -6,11 +6,11 @@
 
 use std::path::Path;
 
+use nrt_pool_benchkit::{Goal, Report, Sample};
 use nrt_pool_engine::tensor::{DType, HostTensor};
 use nrt_pool_engine::{Launch, LaunchArg, PoolEngine, PoolImage};
 use nrt_pool_qemu::XtensaBackend;
 use nrt_pool_testkit as testkit;
-use nrt_pool_testkit::bench::{Goal, Report, Sample};
 
 fn engines(so: &Path, pool: &Path) -> (PoolEngine, PoolEngine) {
     let mut host = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
@@ -53,23 +53,44 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let mut report = Report::new("xtensa");
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // The examples' ReLU library (examples/mlp), in the size row and the last row.
+    let relu = testkit::build_example_with_image(dir.path(), "mlp_ops", "mlp", "relu.cpp", false);
+    if report.wants("loaded bytes per core image") {
+        size_row(&mut report, &relu.1);
+    }
+    if report.wants("emulated Xtensa instruction") {
+        instruction_row(&mut report, dir.path());
+    }
+    let (so, pool) = testkit::examples_with_image(dir.path());
+    if report.wants("1 MiB scale_add_mc") {
+        mib_row(&mut report, &so, &pool, cpus);
+    }
+    if report.wants("whole nrt-pool run") {
+        run_row(&mut report, dir.path(), &so, &pool);
+    }
+    if report.wants("examples/mlp ReLU (standard accessors)") {
+        relu_row(&mut report, &relu.0, &relu.1);
+    }
+}
 
-    // The examples' ReLU library (examples/mlp): each core image's loaded bytes against the
-    // vendor's 64 KiB staged-library limit (#25, D79).
-    let (relu_so, relu_pool) =
-        testkit::build_example_with_image(dir.path(), "mlp_ops", "mlp", "relu.cpp", false);
+/// Each core image's loaded bytes against the vendor's 64 KiB staged-library limit (#25,
+/// D79).
+fn size_row(report: &mut Report, relu_pool: &Path) {
     let sizes =
-        nrt_pool_build::device_image::loaded_sizes(&std::fs::read(&relu_pool).unwrap()).unwrap();
+        nrt_pool_build::device_image::loaded_sizes(&std::fs::read(relu_pool).unwrap()).unwrap();
     let largest = sizes.iter().map(|s| s.total()).max().unwrap_or(0);
     report.size_row(
         "examples/mlp ReLU: loaded bytes per core image (text+data+bss)",
         largest,
         nrt_pool_build::device_image::VENDOR_STAGED_LIMIT,
     );
+}
 
+/// Emulated instructions per second: a two-instruction loop against it run natively.
+fn instruction_row(report: &mut Report, dir: &Path) {
     let b = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/ops");
     let (so, pool) = testkit::build_with_image(
-        dir.path(),
+        dir,
         "count",
         &b.join("count.schema"),
         &[b.join("count.cpp")],
@@ -105,9 +126,11 @@ fn main() {
         1e-6 / ours.max,
         1e-6 / ours.min
     );
+}
 
-    let (so, pool) = testkit::examples_with_image(dir.path());
-    let (mut host, mut xt) = engines(&so, &pool);
+/// A 1 MiB elementwise op on 8 QEMU cores against the host backend (issue #29).
+fn mib_row(report: &mut Report, so: &Path, pool: &Path, cpus: usize) {
+    let (mut host, mut xt) = engines(so, pool);
     let elems = (1u64 << 20) / 4;
     let x = HostTensor::from_f32(
         vec![elems],
@@ -131,11 +154,14 @@ fn main() {
         // Issue #29: at most 40x the host backend's time.
         Goal::RatioAtLeast(1.0 / 40.0),
     );
+}
 
+/// A whole `nrt-pool run` of a small op on 8 Xtensa cores against host cores.
+fn run_row(report: &mut Report, dir: &Path, so: &Path, pool: &Path) {
     // A whole `nrt-pool run` of a small op: library load, 8 cores started, one launch, the
     // output written; the same run on host cores is the baseline (issue #29: at most 10x).
     let nrt_pool = testkit::root().join("target/release/nrt-pool");
-    let x = dir.path().join("x.npy");
+    let x = dir.join("x.npy");
     let mut npy =
         b"\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (64,), }"
             .to_vec();
@@ -153,24 +179,27 @@ fn main() {
             .args(["--arg"])
             .arg(&x)
             .args(["--arg", "1.5", "--arg", "-2", "--cores", "8", "--out"])
-            .arg(dir.path().join("y.npy"))
+            .arg(dir.join("y.npy"))
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .status()
             .unwrap();
         assert!(status.success(), "nrt-pool run {}", lib.display());
     };
-    let [ours, base] = Sample::interleaved(5, 1, [&mut || run(&pool), &mut || run(&so)]);
+    let [ours, base] = Sample::interleaved(5, 1, [&mut || run(pool), &mut || run(so)]);
     report.row(
         "whole nrt-pool run, small op, 8 Xtensa cores vs host cores",
         ours,
         base,
         Goal::RatioAtLeast(0.1),
     );
+}
 
+/// The examples' standard-accessor ReLU on one warm QEMU core.
+fn relu_row(report: &mut Report, relu_so: &Path, relu_pool: &Path) {
     // The examples' ReLU (standard accessors) over 131072 elements on one warm QEMU core
     // (issue #29: at most 100 ms), against the host backend.
-    let (mut host, mut relu) = engines(&relu_so, &relu_pool);
+    let (mut host, mut relu) = engines(relu_so, relu_pool);
     let elems = 131_072u64;
     let x = HostTensor::from_f32(
         vec![elems],

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Builds qemu-system-xtensa with the nrt-pool machine (nrt-pool.c; docs/decisions.md D63)
 # from Debian's QEMU source package, into OUT (a single binary), and beside it the TCG plugin
-# that profiles a kernel (profile-plugin.c, libnrt-pool-profile.so; D83). Stock QEMU cannot map the
+# that profiles a kernel (profile-plugin.c, libnrt-pool-profile.so; D83) and the one that
+# records a kernel's tensor reads and writes (access-plugin.c, libnrt-pool-access.so; D101). Stock QEMU cannot map the
 # engine's device memory into an Xtensa core; this machine can.
 #
 # usage: build-qemu.sh OUT [WORK]
@@ -20,8 +21,9 @@ work=$(cd "$work" && pwd)
 
 stamp="$work/nrt-pool.c.sha256"
 plugin="$(dirname "$out")/libnrt-pool-profile.so"
-want=$(sha256sum "$here/nrt-pool.c" "$here/profile-plugin.c" "$0" | sha256sum | cut -d' ' -f1)
-if [ -x "$out" ] && [ -f "$plugin" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+access="$(dirname "$out")/libnrt-pool-access.so"
+want=$(sha256sum "$here/nrt-pool.c" "$here/profile-plugin.c" "$here/access-plugin.c" "$0" | sha256sum | cut -d' ' -f1)
+if [ -x "$out" ] && [ -f "$plugin" ] && [ -f "$access" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     exit 0
 fi
 
@@ -36,7 +38,7 @@ fi
 # The source tree and its build stay in WORK, so a change to nrt-pool.c rebuilds one file;
 # a new tarball or a change to the edits below (their level is in the marker) starts over.
 src="$work/src"
-marker="$(basename "$tarball") edits-5"
+marker="$(basename "$tarball") edits-6"
 # Core CORE of the source with 64 physical address registers, its gdb register map naming
 # the 32 added ones too (ar32-ar63, after ar31), so that a debugger (the gdb built from the
 # map, build-gdb.sh) unwinds all 64; QEMU reads only their order, target numbers and types.
@@ -89,6 +91,11 @@ if [ ! -f "$src/configure" ] || [ ! -f "$src/.nrt-pool-tarball" ] \
         grep -q "^#define $want" "$isa" \
             || { echo "build-qemu.sh: cannot set $want in $isa" >&2; exit 1; }
     done
+    # The machine's window lookup, for the access plugin (D101): exported beside the
+    # plugin API.
+    sed -i 's/^{$/{\n  nrt_pool_soc_of;/' "$src/plugins/qemu-plugins.symbols"
+    grep -q 'nrt_pool_soc_of;' "$src/plugins/qemu-plugins.symbols" \
+        || { echo "build-qemu.sh: cannot export nrt_pool_soc_of" >&2; exit 1; }
     echo "$marker" >"$src/.nrt-pool-tarball"
 fi
 cp "$here/nrt-pool.c" "$src/hw/xtensa/nrt-pool.c"
@@ -108,6 +115,8 @@ fi
     || { grep -B2 -A10 -m5 "error" "$work/build.log" >&2; exit 1; }
 cc -shared -fPIC -O2 -Wall -Werror -I "$src/include/qemu" "$here/profile-plugin.c" -o "$plugin.tmp"
 mv "$plugin.tmp" "$plugin"
+cc -shared -fPIC -O2 -Wall -Werror -I "$src/include/qemu" "$here/access-plugin.c" -o "$access.tmp"
+mv "$access.tmp" "$access"
 strip -o "$out.tmp" "$src/build/qemu-system-xtensa" 2>/dev/null || cp "$src/build/qemu-system-xtensa" "$out.tmp"
 mv "$out.tmp" "$out"
 echo "$want" >"$stamp"

@@ -398,6 +398,28 @@ static bool parse_hidden(NrtPoolMachineState *s, Error **errp)
     return true;
 }
 
+/* The machine, for nrt_pool_soc_of (one per QEMU process). */
+static NrtPoolMachineState *the_machine;
+
+/* The SoC address core-local `local` shows now through a window, or UINT64_MAX. Exported
+   (build-qemu.sh adds it to the plugins' symbol list) for the access plugin, which records a
+   checked launch's reads and writes by SoC address, dynamic windows included (D101). */
+uint64_t nrt_pool_soc_of(uint64_t local);
+uint64_t nrt_pool_soc_of(uint64_t local)
+{
+    NrtPoolMachineState *s = the_machine;
+    if (!s) {
+        return UINT64_MAX;
+    }
+    for (unsigned i = 0; i < WINDOWS; i++) {
+        Window *w = &s->windows[i];
+        if (w->shown && local >= w->local && local - w->local < w->shown) {
+            return w->base + (local - w->local);
+        }
+    }
+    return UINT64_MAX;
+}
+
 static void nrt_pool_reset(void *opaque)
 {
     cpu_reset(CPU(opaque));
@@ -419,6 +441,7 @@ static void window_init(NrtPoolMachineState *s, Window *w, const char *name, hwa
 static void nrt_pool_init(MachineState *machine)
 {
     NrtPoolMachineState *s = NRT_POOL_MACHINE(machine);
+    the_machine = s;
     MemoryRegion *sysmem = get_system_memory();
     XtensaCPU *cpu;
     CPUXtensaState *env;

@@ -48,6 +48,9 @@ pub struct XtensaBackend {
     /// While launches are profiled: the folder the cores' plugins write their counts to
     /// (the running cores were started with the plugin).
     profiling: Option<tempfile::TempDir>,
+    /// While launches are traced (a checked launch's race run, D101): the folder the cores'
+    /// access plugins write their records to.
+    tracing: Option<tempfile::TempDir>,
 }
 
 impl XtensaBackend {
@@ -63,6 +66,7 @@ impl XtensaBackend {
             host: HostBackend::default(),
             gdb_stub: None,
             profiling: None,
+            tracing: None,
         }
     }
 
@@ -135,12 +139,21 @@ impl XtensaBackend {
         deadline: &Deadline,
     ) -> Result<Vec<Started>, QemuError> {
         let images = self.images(library)?.to_vec();
-        let markers = self.profiling.as_ref().map(|_| board_markers(&self.board));
+        let instrumented = self.profiling.is_some() || self.tracing.is_some();
+        let markers = instrumented.then(|| board_markers(&self.board));
         let plugins: Vec<Option<String>> = which
             .iter()
             .map(|&c| {
-                let dir = self.profiling.as_ref()?;
                 let (begin, end) = markers.unwrap_or_default();
+                if let Some(dir) = &self.tracing {
+                    return Some(crate::access::trace_plugin(
+                        &self.qemu,
+                        dir.path(),
+                        c,
+                        (begin, end),
+                    ));
+                }
+                let dir = self.profiling.as_ref()?;
                 Some(format!(
                     "{},out={},begin={begin:#x},end={end:#x}",
                     self.qemu.with_file_name(PROFILE_PLUGIN).display(),
@@ -386,13 +399,20 @@ impl IsaBackend for XtensaBackend {
         };
         // The probed core is core 0 of the next launch (its start code has run, as a
         // launch's start would run it): one QEMU fewer to start.
-        if self.profiling.is_none() && self.gdb_stub.is_none() {
+        if self.profiling.is_none() && self.tracing.is_none() && self.gdb_stub.is_none() {
             self.guards[0].clear();
             self.cores[0] = Some(core);
         } else {
             core.quit();
         }
         Ok(probed)
+    }
+
+    fn traces_accesses(&self) -> bool {
+        // The access plugin beside QEMU (built with it; an older build tree lacks it).
+        self.qemu
+            .with_file_name(crate::tools::ACCESS_PLUGIN)
+            .is_file()
     }
 
     fn launch(
@@ -406,14 +426,13 @@ impl IsaBackend for XtensaBackend {
     ) -> io::Result<Launched> {
         let run = team.cores();
         let cores = team.count;
-        if team.profile != self.profiling.is_some() {
-            // Cores start with the profile plugin or without it.
+        // Cores start with the access plugin (a traced launch), the profile plugin, or
+        // neither; a traced launch is not profiled.
+        let (profile, trace) = (team.profile && !team.trace, team.trace);
+        if profile != self.profiling.is_some() || trace != self.tracing.is_some() {
             self.stop_cores();
-            self.profiling = if team.profile {
-                Some(tempfile::tempdir()?)
-            } else {
-                None
-            };
+            self.profiling = profile.then(tempfile::tempdir).transpose()?;
+            self.tracing = trace.then(tempfile::tempdir).transpose()?;
         }
         let mut ends: Vec<Option<CoreEnd>> = vec![None; run.len()];
         // The cores not running start side by side; one that fails to start ends with it.
@@ -517,12 +536,24 @@ impl IsaBackend for XtensaBackend {
                 }
             }
         }
+        let mut accesses = Vec::new();
+        if let (Some(dir), Some((_, images))) = (&self.tracing, &self.images) {
+            let board = std::fs::read(&self.board).unwrap_or_default();
+            for (&c, end) in run.iter().zip(&cores) {
+                let done = matches!(end.outcome, Outcome::Done(_));
+                accesses.push(
+                    done.then(|| crate::access::trace(dir.path(), c, &[&images[c], &board]))
+                        .flatten(),
+                );
+            }
+        }
         Ok(Launched {
             cores,
             stdio,
             profiles,
             // QEMU's cores report no watch: a check compares the whole range.
             touched: Vec::new(),
+            accesses,
         })
     }
 

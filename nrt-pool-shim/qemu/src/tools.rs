@@ -53,6 +53,10 @@ pub fn gdb_for(board: &Path) -> PathBuf {
 /// The TCG plugin that profiles kernels, beside the QEMU it runs in (build-qemu.sh).
 pub const PROFILE_PLUGIN: &str = "libnrt-pool-profile.so";
 
+/// The TCG plugin that records a checked launch's tensor reads and writes (D101), beside
+/// the QEMU it runs in.
+pub const ACCESS_PLUGIN: &str = "libnrt-pool-access.so";
+
 #[cfg(test)]
 mod tests {
     use super::*;

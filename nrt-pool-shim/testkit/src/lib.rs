@@ -1,8 +1,6 @@
 //! Test support for the Pool engine's crates (engine, FFI, CLI): op libraries built from
 //! the examples and the test ops in `ops/`, and the paths they need.
 
-pub mod bench;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

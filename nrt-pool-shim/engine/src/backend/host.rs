@@ -251,6 +251,8 @@ impl IsaBackend for HostBackend {
             stdio: drain(&ctl, team.all_stdio),
             profiles,
             touched,
+            // Host cores run native code: no access is seen one by one (D101).
+            accesses: Vec::new(),
         })
     }
 

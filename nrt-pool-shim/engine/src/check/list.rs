@@ -119,8 +119,9 @@ impl Checks {
         Ok(checks)
     }
 
-    /// What the checks on cannot see: said in every report, never passed over in silence.
-    pub fn limits(self) -> Vec<&'static str> {
+    /// What the checks on cannot see on a backend that does (`sees_reads`) or does not see
+    /// every read: said in every report, never passed over in silence.
+    pub fn limits(self, sees_reads: bool) -> Vec<&'static str> {
         let mut said = Vec::new();
         if self.has(Check::Memory) {
             said.push(
@@ -129,10 +130,17 @@ impl Checks {
                  or storing the zone's own byte 0xFD, it is not",
             );
         }
-        if self.has(Check::Race) {
+        if self.has(Check::Race) && sees_reads {
             said.push(
-                "race: reads of elements another core writes are not seen by either backend; \
-                 such a read shows only where its value changes the output (an init finding)",
+                "race: every load and store of the cores is seen; the source line given for \
+                 a read or a write is the first instruction that read or wrote its 4 KiB page",
+            );
+        } else if self.has(Check::Race) {
+            said.push(
+                "race: host cores run native code and do not see reads of elements another \
+                 core writes (such a read shows only where its value changes the output, an \
+                 init finding); Xtensa cores see every read: check the Pool image beside the \
+                 library (--isa xtensa, isa=\"xtensa\")",
             );
         }
         said
@@ -155,8 +163,10 @@ mod tests {
         assert!(!Checks::DEFAULT.has(Check::Cores));
         let e = Checks::parse("init,raec").unwrap_err();
         assert!(e.contains("unknown check 'raec'"), "{e}");
-        assert_eq!(Checks::DEFAULT.limits().len(), 2);
-        assert!(Checks::parse("init").unwrap().limits().is_empty());
+        assert_eq!(Checks::DEFAULT.limits(false).len(), 2);
+        assert!(Checks::DEFAULT.limits(false)[1].contains("--isa xtensa"));
+        assert!(Checks::DEFAULT.limits(true)[1].contains("every load and store"));
+        assert!(Checks::parse("init").unwrap().limits(true).is_empty());
     }
 
     #[test]

@@ -22,6 +22,7 @@ use super::*;
 mod list;
 mod notes;
 pub mod parity;
+mod reads;
 mod scan;
 
 pub use list::{Check, Checks};
@@ -151,9 +152,10 @@ impl PoolEngine {
             checks,
             ..CheckReport::default()
         };
+        let sees_reads = self.backend.traces_accesses();
         report
             .notes
-            .extend(checks.limits().into_iter().map(String::from));
+            .extend(checks.limits(sees_reads).into_iter().map(String::from));
         // An output that is also an input cannot start poisoned: run once, unchecked.
         if let Destination::Device(d) = &to {
             if args
@@ -369,6 +371,17 @@ impl PoolEngine {
                 report.findings.extend(races(kernel, &writers));
             }
             self.give_back(writers);
+        }
+
+        // 2b. Reads, where the backend sees every access (D101).
+        if checks.has(Check::Race) && cores > 1 && self.backend.traces_accesses() {
+            if writes_inputs {
+                self.restore(&saved);
+            }
+            let traced = (kernel, args, spec, alone_out.as_ref());
+            report
+                .findings
+                .extend(self.read_write_races(traced, cores, s));
         }
 
         // 3. The launch on another core count (one fewer: a partition that only works for

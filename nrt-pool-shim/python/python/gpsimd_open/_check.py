@@ -47,12 +47,21 @@ def resolve(check):
     return check, warn
 
 
+_SAID = set()
+
+
 def report(findings, notes, result, warn):
     """Raises (or warns about) what a checked call found; returns the call's result. A
     check asked for that could not run (``parity`` without the other build beside the
-    library) is a :class:`CheckWarning`, never passed over in silence."""
+    library), and a race check on host cores, which cannot see reads (the Xtensa check
+    does), are each a :class:`CheckWarning`, never passed over in silence."""
     for note in notes:
-        if note.startswith("parity: not checked"):
+        if note.startswith("race: host cores"):
+            # Said once a process: every checked call on host cores would repeat it.
+            if note not in _SAID:
+                _SAID.add(note)
+                warnings.warn(note, CheckWarning, stacklevel=3)
+        elif note.startswith("parity: not checked"):
             warnings.warn(note, CheckWarning, stacklevel=3)
     if not findings:
         return result

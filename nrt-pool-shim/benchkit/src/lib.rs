@@ -1,6 +1,11 @@
 //! `make bench` rows: each a measurement against a baseline in the same run, the median of
 //! repeats with the spread (min..max), a goal, and a JSON copy under `target/bench/` that
-//! `make bench` merges into `target/bench.json` for comparison across commits.
+//! `make bench` merges into `target/bench.json` (from which the README's table is made).
+//! A leaf crate: the device runtime's benches use it without depending on the engine's
+//! test support.
+//!
+//! A filter (`cargo bench --bench NAME -- WORDS`, `make bench FILTER=WORDS`) runs only the
+//! rows whose name contains it: benches ask [`Report::wants`] before measuring.
 
 use std::time::{Duration, Instant};
 
@@ -40,14 +45,20 @@ impl Sample {
                 r.push(t.elapsed().as_secs_f64() / f64::from(per.max(1)));
             }
         }
-        runs.map(|mut r| {
-            r.sort_by(f64::total_cmp);
-            Sample {
-                median: r[r.len() / 2],
-                min: r[0],
-                max: r[r.len() - 1],
-            }
-        })
+        runs.map(Sample::from_runs)
+    }
+
+    /// The sample of timings taken by hand (seconds each; at least one).
+    pub fn from_runs(mut r: Vec<f64>) -> Sample {
+        if r.is_empty() {
+            r.push(f64::NAN);
+        }
+        r.sort_by(f64::total_cmp);
+        Sample {
+            median: r[r.len() / 2],
+            min: r[0],
+            max: r[r.len() - 1],
+        }
     }
 }
 
@@ -66,6 +77,21 @@ pub enum Goal {
 pub struct Report {
     suite: &'static str,
     rows: Vec<serde_json::Value>,
+    filter: Option<String>,
+}
+
+/// The workspace's root (where `target/bench` lies).
+fn root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The filter: the bench's first argument that is not a flag (cargo passes `--bench`),
+/// else `$BENCH_FILTER`; empty means every row.
+fn filter_from(args: impl Iterator<Item = String>) -> Option<String> {
+    args.skip(1)
+        .find(|a| !a.starts_with("--"))
+        .or_else(|| std::env::var("BENCH_FILTER").ok())
+        .filter(|f| !f.is_empty())
 }
 
 /// A time with a unit that suits it (ns, us, ms, s).
@@ -88,10 +114,20 @@ impl Report {
             "ratio",
             "goal"
         );
+        let filter = filter_from(std::env::args());
+        if let Some(f) = &filter {
+            println!("(only rows whose name contains {f:?})");
+        }
         Report {
             suite,
             rows: Vec::new(),
+            filter,
         }
+    }
+
+    /// Whether the row `name` is to be measured (the filter, if any, is in its name).
+    pub fn wants(&self, name: &str) -> bool {
+        self.filter.as_deref().is_none_or(|f| name.contains(f))
     }
 
     /// A row: `ours` against `baseline` (ratio = baseline / ours, so > 1 means faster).
@@ -162,7 +198,11 @@ impl Report {
 
 impl Drop for Report {
     fn drop(&mut self) {
-        let dir = crate::root().join("target/bench");
+        if self.rows.is_empty() && self.filter.is_some() {
+            // A filtered run that measured none of this suite's rows keeps its last file.
+            return;
+        }
+        let dir = root().join("target/bench");
         let body = serde_json::to_string_pretty(&self.rows).expect("rows are JSON values") + "\n";
         let written = std::fs::create_dir_all(&dir)
             .and_then(|_| std::fs::write(dir.join(format!("{}.json", self.suite)), body));
@@ -171,6 +211,28 @@ impl Drop for Report {
                 "bench: could not write target/bench/{}.json: {e}",
                 self.suite
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_filter_is_the_first_word_that_is_not_a_flag() {
+        let args = |v: &[&str]| {
+            v.iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .into_iter()
+        };
+        assert_eq!(
+            filter_from(args(&["bench", "--bench", "heap"])),
+            Some("heap".into())
+        );
+        if std::env::var_os("BENCH_FILTER").is_none() {
+            assert_eq!(filter_from(args(&["bench", "--bench"])), None);
         }
     }
 }

@@ -1,0 +1,76 @@
+//! The race check's reads (issue #42, D101): where the backend sees every load and store
+//! (Xtensa cores under QEMU), the launch runs once more with each core recording the bytes
+//! it reads and writes; a byte of a tensor one core reads and another writes in the same
+//! launch is a race, whose order the device does not fix. Host cores run native code and
+//! see no access one by one: the race check there finds what two cores both write, and
+//! says that reads are not seen.
+
+use super::*;
+use crate::accesses::{read_write_races, CoreAccesses, WatchedTensor};
+
+/// A launch's kernel, arguments, output and the device tensor its output goes to.
+pub(super) type Traced<'a> = (
+    &'a str,
+    &'a [LaunchArg],
+    &'a OutputSpec,
+    Option<&'a DeviceTensor>,
+);
+
+impl PoolEngine {
+    /// The launch on `cores` cores with every access recorded: its read-write races.
+    pub(super) fn read_write_races(
+        &mut self,
+        (kernel, args, spec, into): Traced<'_>,
+        cores: usize,
+        s: &Settings,
+    ) -> Vec<Finding> {
+        match self.run_traced(
+            kernel,
+            args,
+            spec,
+            Team::all(cores),
+            into,
+            Fill::poison(POISON),
+            s,
+        ) {
+            Ok((seen, tensors)) => findings(kernel, &tensors, &seen),
+            Err(e) => vec![Finding::about(
+                Check::Race,
+                kernel,
+                Vec::new(),
+                "the launch",
+                format!("run again with its reads and writes recorded, it failed: {e}"),
+            )],
+        }
+    }
+}
+
+/// The race check's findings from the cores' records of a traced launch (D101): one per
+/// tensor and pair of cores where one read bytes the other wrote.
+fn findings(
+    kernel: &str,
+    tensors: &[WatchedTensor],
+    seen: &[Option<CoreAccesses>],
+) -> Vec<Finding> {
+    read_write_races(tensors, seen)
+        .into_iter()
+        .filter_map(|r| {
+            let mut ranges = Ranges::default();
+            for &e in &r.elements {
+                ranges.push(e);
+            }
+            let at = |side: &str, core: usize, line: &Option<String>| match line {
+                Some(l) => format!("{side} by core {core} at {l}"),
+                None => format!("{side} by core {core}"),
+            };
+            let what = format!(
+                "{} and {} in the same launch (the device fixes no order between them)",
+                at("read", r.reader, &r.read_at),
+                at("written", r.writer, &r.write_at)
+            );
+            let mut f = ranges.finding(Check::Race, kernel, vec![r.reader, r.writer], what)?;
+            f.tensor = r.tensor;
+            Some(f)
+        })
+        .collect()
+}
