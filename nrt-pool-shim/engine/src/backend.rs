@@ -387,6 +387,11 @@ pub trait IsaBackend: Send {
         false
     }
 
+    /// The launches until `trace_session(false)` belong to one checked call, one of which
+    /// is traced: a backend that must start its cores differently to trace starts them so
+    /// once for all of them.
+    fn trace_session(&mut self, _on: bool) {}
+
     /// Opens a gdb remote stub on core `core` before a launch of `count` cores: where it
     /// listens (the engine adds the kernel and library). The core waits, stopped, for the
     /// debugger to let it run. Backends without one say so.

@@ -240,7 +240,10 @@ impl PoolEngine {
             _ => None,
         };
         let (output, run, phases, mut check) = if s.checks.without(Check::Parity).any() {
-            self.run_checking(
+            // A race check records one run's accesses: the call's launches share cores
+            // that can (D101).
+            self.backend.trace_session(s.checks.has(Check::Race));
+            let checked = self.run_checking(
                 &kernel,
                 &launch_args,
                 &sources,
@@ -249,7 +252,9 @@ impl PoolEngine {
                 reborrow(&mut to),
                 start,
                 s,
-            )?
+            );
+            self.backend.trace_session(false);
+            checked?
         } else {
             let (output, run, phases) = self.run_checked(
                 &kernel,

@@ -5,6 +5,9 @@
    nrt_pool_soc_of says which SoC byte it reaches, dynamic windows included) marks its
    bytes in a bitmap per 4 KiB SoC page, with the first instruction that read and that wrote
    the page; at `end` the pages go to `out` (then they are cleared for the next kernel).
+   A kernel is recorded only when the file `out`.on exists as it begins (the engine arms
+   the launches it traces; the others run with the plugin idle, so a checked call's
+   launches share cores started once).
    The record, for each touched page, little-endian:
      u64 SoC page address, u32 first reading PC, u32 first writing PC (0: none),
      512 bytes read bitmap, 512 bytes write bitmap (bit i of byte j: byte 8*j+i of the page).
@@ -37,14 +40,18 @@ static struct page *table[BUCKETS];
 static struct page **touched; /* in the order first touched */
 static size_t count, room;
 static char *out;
+static char *armed;
 static uint64_t begin_pc, end_pc;
 static int active;
 
+static struct page *last; /* the page of the last access: most accesses hit it again */
+
 static struct page *page_of(uint64_t addr) {
     uint64_t key = addr / PAGE;
+    if (last && last->addr == key * PAGE) return last;
     struct page **slot = &table[key % BUCKETS];
     for (struct page *p = *slot; p; p = p->next)
-        if (p->addr == key * PAGE) return p;
+        if (p->addr == key * PAGE) return last = p;
     struct page *p = calloc(1, sizeof *p);
     if (!p) abort();
     p->addr = key * PAGE;
@@ -56,6 +63,7 @@ static struct page *page_of(uint64_t addr) {
         if (!touched) abort();
     }
     touched[count++] = p;
+    last = p;
     return p;
 }
 
@@ -65,8 +73,12 @@ static void on_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t va
     unsigned size = 1u << qemu_plugin_mem_size_shift(info);
     int store = qemu_plugin_mem_is_store(info);
     uint32_t pc = (uint32_t)(uintptr_t)udata;
+    /* One window lookup an access (a window's span is page-aligned, so the bytes of an
+       access that stays in its page lie in the same window). */
+    uint64_t base = nrt_pool_soc_of(vaddr);
     for (unsigned k = 0; k < size; k++) {
-        uint64_t a = nrt_pool_soc_of(vaddr + k);
+        uint64_t a = (vaddr + k) % PAGE >= vaddr % PAGE && base != UINT64_MAX ? base + k
+                                                                                 : nrt_pool_soc_of(vaddr + k);
         if (a == UINT64_MAX) continue;
         struct page *p = page_of(a);
         uint32_t o = a % PAGE;
@@ -80,18 +92,22 @@ static void on_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t va
 static void on_begin(unsigned int vcpu, void *data) {
     (void)vcpu;
     (void)data;
-    active = 1;
+    FILE *f = fopen(armed, "r");
+    active = f != NULL;
+    if (f) fclose(f);
 }
 
 static void clear(void) {
     for (size_t i = 0; i < count; i++) free(touched[i]);
     count = 0;
+    last = NULL;
     memset(table, 0, sizeof table);
 }
 
 static void on_end(unsigned int vcpu, void *data) {
     (void)vcpu;
     (void)data;
+    if (!active) return;
     active = 0;
     char partial[4096];
     snprintf(partial, sizeof partial, "%s.partial", out);
@@ -134,6 +150,12 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             fprintf(stderr, "nrt-pool access plugin: unknown argument %s\n", argv[i]);
             return -1;
         }
+    }
+    if (out) {
+        size_t n = strlen(out) + 4;
+        armed = malloc(n);
+        if (!armed) abort();
+        snprintf(armed, n, "%s.on", out);
     }
     if (!out || !begin_pc || !end_pc) {
         fprintf(stderr, "nrt-pool access plugin: out=, begin= and end= are required\n");

@@ -43,6 +43,20 @@ fn record_path(dir: &Path, core: usize) -> PathBuf {
     dir.join(format!("core{core}.access"))
 }
 
+/// Arms (or disarms) core `core`'s plugin for its next kernel: only an armed kernel is
+/// recorded, so the untraced launches of a checked call run on the same cores.
+pub fn arm(dir: &Path, core: usize, on: bool) -> std::io::Result<()> {
+    let flag = record_path(dir, core).with_extension("access.on");
+    if on {
+        std::fs::write(flag, b"")
+    } else {
+        match std::fs::remove_file(flag) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Core `core`'s record of its last kernel (taken from `dir`), its PCs named from `images`
 /// (the core's image and the board): None when the core wrote none or it cannot be read.
 pub fn trace(dir: &Path, core: usize, images: &[&[u8]]) -> Option<CoreAccesses> {

@@ -48,9 +48,11 @@ pub struct XtensaBackend {
     /// While launches are profiled: the folder the cores' plugins write their counts to
     /// (the running cores were started with the plugin).
     profiling: Option<tempfile::TempDir>,
-    /// While launches are traced (a checked launch's race run, D101): the folder the cores'
-    /// access plugins write their records to.
+    /// While cores run with the access plugin (a checked call's launches, one of them
+    /// traced: D101): the folder the plugins write their records to.
     tracing: Option<tempfile::TempDir>,
+    /// A checked call with a race check is under way: its launches keep plugin cores.
+    trace_session: bool,
 }
 
 impl XtensaBackend {
@@ -67,6 +69,7 @@ impl XtensaBackend {
             gdb_stub: None,
             profiling: None,
             tracing: None,
+            trace_session: false,
         }
     }
 
@@ -408,6 +411,10 @@ impl IsaBackend for XtensaBackend {
         Ok(probed)
     }
 
+    fn trace_session(&mut self, on: bool) {
+        self.trace_session = on && self.traces_accesses();
+    }
+
     fn traces_accesses(&self) -> bool {
         // The access plugin beside QEMU (built with it; an older build tree lacks it).
         self.qemu
@@ -428,11 +435,17 @@ impl IsaBackend for XtensaBackend {
         let cores = team.count;
         // Cores start with the access plugin (a traced launch), the profile plugin, or
         // neither; a traced launch is not profiled.
-        let (profile, trace) = (team.profile && !team.trace, team.trace);
-        if profile != self.profiling.is_some() || trace != self.tracing.is_some() {
+        let equip = team.trace || (self.trace_session && !team.profile);
+        let profile = team.profile && !equip;
+        if profile != self.profiling.is_some() || equip != self.tracing.is_some() {
             self.stop_cores();
             self.profiling = profile.then(tempfile::tempdir).transpose()?;
-            self.tracing = trace.then(tempfile::tempdir).transpose()?;
+            self.tracing = equip.then(tempfile::tempdir).transpose()?;
+        }
+        if let Some(dir) = &self.tracing {
+            for &c in &run {
+                crate::access::arm(dir.path(), c, team.trace)?;
+            }
         }
         let mut ends: Vec<Option<CoreEnd>> = vec![None; run.len()];
         // The cores not running start side by side; one that fails to start ends with it.
@@ -537,7 +550,7 @@ impl IsaBackend for XtensaBackend {
             }
         }
         let mut accesses = Vec::new();
-        if let (Some(dir), Some((_, images))) = (&self.tracing, &self.images) {
+        if let (true, Some(dir), Some((_, images))) = (team.trace, &self.tracing, &self.images) {
             let board = std::fs::read(&self.board).unwrap_or_default();
             for (&c, end) in run.iter().zip(&cores) {
                 let done = matches!(end.outcome, Outcome::Done(_));
