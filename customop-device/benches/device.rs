@@ -199,10 +199,5 @@ fn memcpy_row(report: &mut Report, name: &str, size: usize) {
             },
         ],
     );
-    let goal = if size >= 256 {
-        Goal::RatioAtLeast(0.95)
-    } else {
-        Goal::None
-    };
-    report.row(name, ours, libc, goal);
+    report.row(name, ours, libc, Goal::RatioAtLeast(0.95));
 }
