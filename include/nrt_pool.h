@@ -244,8 +244,10 @@ int32_t nrt_pool_launch_v2(const char *op,
 /**
  * Sets the checks every later launch makes (issue #27): `list` names them, comma-separated
  * (init, race, memory, rules, cores, parity, leftovers, or all; "default" or "1" for all but
- * cores, parity and leftovers; "none" or "0" for none). A registered image is bytes, not a
- * file beside its other build: `parity` here is said not checked in the launch's notes. A
+ * cores, parity and leftovers; "none" or "0" for none). `parity` compares each launch with
+ * the other build: the one beside a library registered by path, or the one
+ * `$GPSIMD_OPEN_PARITY_BUILD` names for an image registered as bytes (else the launch's
+ * notes say it was not checked). A
  * launch whose checks find something writes its output and returns
  * `NRT_POOL_CHECK_FOUND`. `$GPSIMD_OPEN_CHECK` sets the same at `nrt_pool_init`.
  */

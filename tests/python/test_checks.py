@@ -711,3 +711,38 @@ def test_the_guide_style_corpus_checks_clean():
     tail = p.stdout.decode(errors="replace")[-2000:]
     assert p.returncode == 0, tail
     assert " passed" in tail and "failed" not in tail, tail
+
+
+@pytest.fixture(scope="module")
+def reads_build(tmp_path_factory):
+    d = tmp_path_factory.mktemp("gallery_reads")
+    run(NRT_POOL, "build", "--name", "gallery_reads", "--compute", GALLERY / "faulty_reads.cpp",
+        "--shape", GALLERY / "shape_reads.cpp", "--multicore", "--build-directory", d, "--device-image")
+    return d
+
+
+@pytest.mark.parametrize("isa", ["host", "xtensa"])
+def test_a_read_of_what_another_core_writes_is_found_on_xtensa_and_said_unseen_on_host(reads_build, isa):
+    import warnings
+
+    from gpsimd_open import CheckError, CheckWarning, _check, custom_op
+
+    lib = custom_op.load_library(reads_build / "libgallery_reads.so", isa=isa)
+    if isa == "xtensa":
+        with pytest.raises(CheckError) as e:
+            lib.ops["neighbour_read"](x(), check=True)
+        reads = [f for f in e.value.findings if f["check"] == "race" and "read by core" in f["message"]]
+        got = sorted((tuple(f["cores"]), tuple(map(tuple, f["ranges"]))) for f in reads)
+        # Core c reads the first element of core c+1's slice (126 elements each).
+        want = sorted(((c, (c + 1) % 8), ((126 * ((c + 1) % 8), 126 * ((c + 1) % 8) + 1),)) for c in range(8))
+        assert got == want, e.value
+        assert all(f["tensor"] == "the output" for f in reads), reads
+    else:
+        _check._SAID.clear()
+        with pytest.warns(CheckWarning, match="do not see reads.*--isa xtensa"):
+            y = lib.ops["neighbour_read"](x(), check=True)
+        np.testing.assert_array_equal(y, 2 * x())
+    # The twin reads the input instead: clean on both backends.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CheckWarning)
+        np.testing.assert_array_equal(lib.ops["neighbour_clean"](x(), check="all"), 2 * x())

@@ -145,12 +145,17 @@ pub(crate) fn code(rc: Result<(), i32>) -> i32 {
 pub unsafe extern "C" fn nrt_pool_register_library(path: *const c_char) -> i32 {
     guard(|| {
         code(with_engine(|e| {
-            let p = cstr(path, "path")?;
-            e.load(std::path::Path::new(p))
-                .map(|_| ())
+            let p = std::path::Path::new(cstr(path, "path")?);
+            e.load(p)
                 // Any failure to load or start it is LIBRARY (what start code printed
                 // before faulting is echoed).
-                .map_err(|err| (NRT_POOL_ERR_LIBRARY, failed(err).1))
+                .map_err(|err| (NRT_POOL_ERR_LIBRARY, failed(err).1))?;
+            // --check=parity compares with the other build beside it (D93).
+            let o = nrt_pool_open::OpenOptions::from_env("nrt_pool")
+                .map_err(|err| (NRT_POOL_ERR_ARGUMENT, err.to_string()))?;
+            let isa = nrt_pool_open::Isa::of(p);
+            e.set_parity_twin(nrt_pool_open::parity_twin(p, isa, &o));
+            Ok(())
         }))
     })
 }

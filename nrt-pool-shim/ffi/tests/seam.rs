@@ -328,6 +328,72 @@ fn eight_threads_share_an_engine_and_two_engines_run_at_once() {
     passed(&b.wait_with_output().unwrap());
 }
 
+/// The parity check through the FFI (issue #40): a library registered by path compares
+/// each launch with its Pool image beside it (tests/c/parity.c).
+#[test]
+fn the_ffi_parity_check_compares_with_the_pool_image_beside_a_registered_library() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = common::root();
+    let compute = dir.path().join("parity.cpp");
+    std::fs::write(
+        &compute,
+        "#include <stdint.h>\n#include <torch/torch.h>\n\
+         torch::Tensor to_byte(const torch::Tensor &x) {\n\
+           torch::Tensor y = torch::empty(x.sizes(), torch::kFloat);\n\
+           auto in = x.accessor<float, 1>(); auto out = y.accessor<float, 1>();\n\
+           // A negative float to an unsigned byte: x86 wraps it, the device gives 0.\n\
+           for (int64_t i = 0; i < x.numel(); i++) out[i] = (float)(uint8_t)in[i];\n\
+           return y;\n\
+         }\n\
+         torch::Tensor twice(const torch::Tensor &x) {\n\
+           torch::Tensor y = torch::empty(x.sizes(), torch::kFloat);\n\
+           auto in = x.accessor<float, 1>(); auto out = y.accessor<float, 1>();\n\
+           for (int64_t i = 0; i < x.numel(); i++) out[i] = 2.0f * in[i];\n\
+           return y;\n\
+         }\n",
+    )
+    .unwrap();
+    let shape = dir.path().join("shape.cpp");
+    std::fs::write(
+        &shape,
+        "#include <torch/torch.h>\n#include \"torchneuron/register.h\"\n\
+         torch::Tensor s(torch::Tensor x) { return torch::empty(x.sizes(), torch::kFloat); }\n\
+         NEURON_LIBRARY(parity_ops, m) { m.def(\"to_byte\", &s, \"to_byte\"); m.def(\"twice\", &s, \"twice\"); }\n",
+    )
+    .unwrap();
+    let built = nrt_pool_build::build_op_library(&nrt_pool_build::OpBuildOptions {
+        name: "parity".into(),
+        compute: vec![compute],
+        shape: vec![shape],
+        build_directory: dir.path().into(),
+        multicore: false,
+        setup: nrt_pool_build::BuildSetup {
+            archive: common::archive(),
+            data_model: Default::default(),
+            include: root.join("include"),
+            cxx: "g++".into(),
+            flags: Default::default(),
+            device_objects: None,
+            device_image: Some(nrt_pool_build::DeviceImage {
+                out: dir.path().join("libparity.pool"),
+                archive: root
+                    .join("target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a"),
+                link_script: root.join("customop-device/xtensa/pool-core.ld"),
+            }),
+            on_compiled: None,
+        },
+    })
+    .unwrap();
+    let exe = c_program(dir.path(), "parity");
+    let run = Command::new(&exe)
+        .arg(&built.library)
+        .env("LD_LIBRARY_PATH", shim_dir())
+        .env_remove("GPSIMD_OPEN_CHECK")
+        .output()
+        .unwrap();
+    passed(&run);
+}
+
 /// An Xtensa Pool image registered through the seam as its IRAM/DRAM pair runs on QEMU
 /// cores: a C runtime launches through the versioned FFI and checks every element.
 #[test]

@@ -179,13 +179,13 @@ pub fn open(library: &Path, o: &OpenOptions) -> Result<PoolEngine, OpenError> {
     }
     let mut e = engine(isa, PoolImage::default(), o)?;
     e.load(&path)?;
-    e.set_parity_twin(twin(&path, isa, o));
+    e.set_parity_twin(parity_twin(&path, isa, o));
     Ok(e)
 }
 
 /// The parity check's other engine for `library` on `isa`: the other build beside it,
 /// opened when a launch first asks (D93).
-fn twin(library: &Path, isa: Isa, o: &OpenOptions) -> Twin {
+pub fn parity_twin(library: &Path, isa: Isa, o: &OpenOptions) -> Twin {
     let other = build_for(library, isa.other());
     if !other.is_file() {
         return Twin::Unavailable(format!(
@@ -195,16 +195,40 @@ fn twin(library: &Path, isa: Isa, o: &OpenOptions) -> Twin {
             library.display()
         ));
     }
+    twin_at(other, isa.other(), o)
+}
+
+/// The parity check's other engine on `other` (a build for `isa`), opened when first asked.
+fn twin_at(other: PathBuf, isa: Isa, o: &OpenOptions) -> Twin {
     let o = OpenOptions {
         environment: Environment::default(),
         ..o.clone()
     };
     Twin::Later(Box::new(move || {
-        let mut e = engine(isa.other(), PoolImage::default(), &o).map_err(|e| e.to_string())?;
+        let mut e = engine(isa, PoolImage::default(), &o).map_err(|e| e.to_string())?;
         e.load(&other)
             .map_err(|e| format!("{}: {e}", other.display()))?;
         Ok(e)
     }))
+}
+
+/// Names the other build a registered Pool image is compared with by `--check=parity`
+/// (the launch FFI registers bytes, which have no file beside them).
+pub const PARITY_BUILD_ENV: &str = "GPSIMD_OPEN_PARITY_BUILD";
+
+/// The parity twin of a registered image running on `isa`: the build `$GPSIMD_OPEN_PARITY_BUILD`
+/// names (the other ISA's), or why there is none.
+fn registered_twin(isa: Isa, o: &OpenOptions) -> Twin {
+    match std::env::var_os(PARITY_BUILD_ENV).map(PathBuf::from) {
+        Some(p) if Isa::of(&p) == isa.other() && p.is_file() => twin_at(p, isa.other(), o),
+        Some(p) => Twin::Unavailable(format!(
+            "${PARITY_BUILD_ENV} names {}, which is not a {} build (a {} file)",
+            p.display(),
+            isa.other().name(),
+            isa.other().extension()
+        )),
+        None => Twin::Unavailable(REGISTERED_TWIN.into()),
+    }
 }
 
 /// An engine for the Pool image `nrt_set_pool_eng_ucode` registered (the launch FFI): an
@@ -217,7 +241,7 @@ pub fn open_image(image: PoolImage, o: &OpenOptions) -> Result<PoolEngine, OpenE
         let file = pool_image::write_file_from_pair(&image.iram, &image.dram);
         let mut e = engine(Isa::Xtensa, image, o)?;
         e.load_image(&file, LABEL)?;
-        e.set_parity_twin(Twin::Unavailable(REGISTERED_TWIN.into()));
+        e.set_parity_twin(registered_twin(Isa::Xtensa, o));
         return Ok(e);
     }
     let host_library = is_host_library(&image.iram);
@@ -225,15 +249,18 @@ pub fn open_image(image: PoolImage, o: &OpenOptions) -> Result<PoolEngine, OpenE
     if host_library {
         let iram = e.image().iram.clone();
         e.load_image(&iram, LABEL)?;
+        e.set_parity_twin(registered_twin(Isa::Host, o));
+    } else {
+        e.set_parity_twin(Twin::Unavailable(REGISTERED_TWIN.into()));
     }
-    e.set_parity_twin(Twin::Unavailable(REGISTERED_TWIN.into()));
     Ok(e)
 }
 
 /// Why a registered image has no parity twin.
 const REGISTERED_TWIN: &str = "the Pool image registered through nrt_set_pool_eng_ucode \
-    is bytes, not a file beside its other build: compare the two builds with \
-    `nrt-pool run --check=parity` or Python's check=\"parity\"";
+    is bytes, not a file beside its other build: name that build in \
+    $GPSIMD_OPEN_PARITY_BUILD, or register the library by path \
+    (nrt_pool_register_library)";
 
 /// Whether an image is an ELF shared object host cores can run: one for this host, or
 /// (on x86-64) an i386 one built in the device's data model (D97).
