@@ -510,6 +510,12 @@ pub(crate) fn device_cxx(
         // the same); without variable tracking, whose location lists made the assembly 7x
         // larger and the build half as slow again (D83).
         "-g",
+        // GCC writes the line table itself, with a row at each function's first byte: with
+        // `.loc` directives the assembler attaches a row to the next instruction only, and
+        // the windowed `entry` reaches it as data bytes (xtensa_asm), so gdb found no line
+        // at a function's start and stopped before its prologue stored the arguments
+        // (issue #42, D102).
+        "-gno-as-loc-support",
         "-fno-var-tracking",
         "-ffunction-sections",
         "-fdata-sections",

@@ -1,0 +1,88 @@
+"""gdb on Xtensa cores shows a function's arguments as host cores do (issue #42, D102): a
+breakpoint on a helper stops after its prologue stored the arguments, and the stop at the
+kernel's entry shows the op's arguments, in -O0 builds and (for the helper) default ones.
+Batch sessions on both backends print the same values."""
+import os
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import NRT_POOL, run
+from test_diagnostics import wait_for_session
+
+pytestmark = pytest.mark.skipif(shutil.which("xtensa-lx106-elf-g++") is None,
+                                reason="UNSUPPORTED: xtensa-lx106-elf-g++ is not installed")
+
+KERNEL = r"""
+#include <torch/torch.h>
+__attribute__((noinline)) static void helper(float *p, float factor, long n) {
+    for (long i = 0; i < n; i++) p[i] *= factor;
+}
+torch::Tensor scale(const torch::Tensor &x, double factor) {
+    torch::Tensor y = torch::empty(x.sizes(), torch::kFloat);
+    float buf[64];
+    auto in = x.accessor<float, 1>();
+    auto out = y.accessor<float, 1>();
+    for (int i = 0; i < 64; i++) buf[i] = in[i];
+    helper(buf, (float)factor, 64);
+    for (int i = 0; i < 64; i++) out[i] = buf[i];
+    return y;
+}
+"""
+SHAPE = r"""
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+torch::Tensor s(torch::Tensor x, double f) { return torch::empty(x.sizes(), torch::kFloat); }
+NEURON_LIBRARY(gdb_ops, m) { m.def("scale", &s, "scale"); }
+"""
+SESSION = ["-batch", "-ex", "info args", "-ex", "break helper", "-ex", "continue", "-ex", "print factor",
+           "-ex", "print n", "-ex", "continue"]
+
+
+@pytest.fixture(scope="module", params=["-O0", "default"])
+def built(tmp_path_factory, request):
+    d = tmp_path_factory.mktemp("gdb" + request.param.replace("-", ""))
+    (d / "k.cpp").write_text(KERNEL)
+    (d / "s.cpp").write_text(SHAPE)
+    flags = ["--cflag=-O0"] if request.param == "-O0" else []
+    run(NRT_POOL, "build", "--name", "gdb_ops", "--compute", d / "k.cpp", "--shape", d / "s.cpp",
+        "--build-directory", d, "--device-image", *flags)
+    np.save(d / "x.npy", np.arange(64, dtype=np.float32))
+    return d, request.param
+
+
+def session(d, lib):
+    host = lib.endswith(".so")
+    env = dict(os.environ, GPSIMD_OPEN_GDB="0") if not host else dict(os.environ)
+    if host:
+        env.pop("GPSIMD_OPEN_GDB", None)
+    launch = subprocess.Popen(
+        [str(a) for a in [NRT_POOL, "run", d / lib, "gdb_ops::scale", "--arg", d / "x.npy", "--arg", "2.5",
+                          "--out", d / f"y-{lib}.npy"] + (["--gdb=0"] if host else [])],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        wait_for_session(launch.stderr)
+        g = subprocess.run([str(NRT_POOL), "gdb", str(d / lib), "0", "--", *SESSION], capture_output=True,
+                           text=True, timeout=300)
+        assert g.returncode == 0, g.stdout + g.stderr
+        assert launch.wait(timeout=120) == 0
+    finally:
+        launch.kill()
+    np.testing.assert_array_equal(np.load(d / f"y-{lib}.npy"), np.arange(64, dtype=np.float32) * 2.5)
+    return g.stdout
+
+
+@pytest.mark.parametrize("lib", ["libgdb_ops.so", "libgdb_ops.pool"])
+def test_a_helpers_arguments_print_as_on_host_cores(built, lib):
+    d, build = built
+    out = session(d, lib)
+    assert re.search(r"Breakpoint \d, helper \(p=0x[0-9a-f]+, factor=2\.5, n=(64|<optimized out>)\)", out), out
+    # print factor, print n: the values (an optimised build may drop n: on both backends).
+    assert re.search(r"^\$1 = 2\.5$", out, re.M), out
+    if build == "-O0":
+        assert re.search(r"^\$2 = 64$", out, re.M), out
+        # The stop at the kernel's entry: the op's arguments, as the caller passed them.
+        assert re.search(r"^factor = 2\.5$", out, re.M), out
