@@ -145,20 +145,18 @@ def idle_pss():
     return v
 
 
-PEAK = ("import os, subprocess, sys\n"
-        "p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
-        "_, status, usage = os.wait4(p.pid, 0)\n"
-        "print(status, usage.ru_maxrss)\n")
-
-
-def peak_rss(argv):
-    """The command's peak resident memory (bytes), measured by a small helper process: a
-    process's high-water mark survives exec, so a child started straight from this (large)
-    process would report ours."""
-    r = subprocess.run([sys.executable, "-c", PEAK, *map(str, argv)], check=True, capture_output=True, text=True)
-    status, kib = r.stdout.split()
-    assert status == "0", argv
-    return int(kib) * 1024
+def peak_pss(argv):
+    """The most memory a command and every process it starts hold at once (bytes): the sum
+    of their proportional set sizes, sampled every few milliseconds while it runs (device
+    memory the cores share counts once, split between them)."""
+    p = subprocess.Popen([str(a) for a in argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    peak = 0
+    while p.poll() is None:
+        tree = [p.pid] + descendants(p.pid)
+        peak = max(peak, sum(pss_bytes(q) for q in tree))
+        time.sleep(0.005)
+    assert p.returncode == 0, argv
+    return peak
 
 
 def first_result_rows(work, nrt_pool):
@@ -303,7 +301,7 @@ def main():
 
     # nrt-pool run, .npy to .npy, vs NumPy doing the same load, compute and save.
     time_row = "nrt-pool run 64 MiB x*a+b .npy->.npy (ms)"
-    peak_row = "nrt-pool run 64 MiB x*a+b: peak RSS of the nrt-pool process vs NumPy's (MiB)"
+    peak_row = "nrt-pool run 64 MiB x*a+b: peak memory (PSS, with its cores) vs NumPy's (MiB)"
     if wants(time_row) or wants(peak_row):
         ex = ROOT / "examples" / "ops"
         lib = work / "libops.so"
@@ -332,8 +330,8 @@ def main():
         # Peak memory: the nrt-pool process (device memory is mapped there; its core
         # processes share it) against a Python process doing it with NumPy.
         if wants(peak_row):
-            ours = [peak_rss(cli) for _ in range(3)]
-            theirs = [peak_rss([sys.executable, work / "numpy_way.py", xin, npout]) for _ in range(3)]
+            ours = [peak_pss(cli) for _ in range(3)]
+            theirs = [peak_pss([sys.executable, work / "numpy_way.py", xin, npout]) for _ in range(3)]
             sample = lambda v: (statistics.median(v), min(v), max(v))
             row(peak_row, sample(ours), sample(theirs), "MiB", 1 / 2**20, goal=0.5)
 
