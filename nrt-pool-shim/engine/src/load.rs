@@ -35,10 +35,15 @@ impl PoolEngine {
         let funcs = match &probed.end.outcome {
             Outcome::Done(funcs) => *funcs as usize,
             Outcome::Fault(record) => {
-                let mut fault = self.device_fault(0, record, "entry_func", &lib.file());
                 let stdio = self.take_output(probed.stdio);
-                (fault.stdout, fault.stderr) = (stdio.out, stdio.err);
-                fault.stderr.extend_from_slice(&probed.end.stderr);
+                let fault = self.fault_with_output(
+                    0,
+                    record,
+                    "entry_func",
+                    &lib.file(),
+                    stdio,
+                    &probed.end.stderr,
+                );
                 return Err(match fault.kind {
                     FaultKind::Entry => EmuError::Entry {
                         path: shown,

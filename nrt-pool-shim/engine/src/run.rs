@@ -298,11 +298,8 @@ impl PoolEngine {
             match &end.outcome {
                 Outcome::Done(r) => results.push(*r as i32),
                 Outcome::Fault(record) => {
-                    let mut fault = self.device_fault(c, record, kernel, &lib_file);
-                    fault.stdout = stdio.out;
-                    // What the faulting core wrote to fd 2 (a failed assert's message), once.
-                    stdio.err.extend_from_slice(&end.stderr);
-                    fault.stderr = stdio.err;
+                    let fault =
+                        self.fault_with_output(c, record, kernel, &lib_file, stdio, &end.stderr);
                     return Err(EmuError::Fault(Box::new(fault)));
                 }
             }
@@ -331,6 +328,25 @@ impl PoolEngine {
                 accesses: launched.accesses,
             },
         ))
+    }
+
+    /// [`Self::device_fault`] with what came out before it: `stdio` (the launch's, ahead
+    /// of the fault) and the faulting core's own fd 2 after it (a failed assert's
+    /// message), once.
+    pub(crate) fn fault_with_output(
+        &self,
+        c: usize,
+        record: &FaultRecord,
+        kernel: &str,
+        library: &Path,
+        stdio: Stdio,
+        core_stderr: &[u8],
+    ) -> DeviceFault {
+        let mut fault = self.device_fault(c, record, kernel, library);
+        let Stdio { out, mut err, .. } = stdio;
+        err.extend_from_slice(core_stderr);
+        (fault.stdout, fault.stderr) = (out, err);
+        fault
     }
 
     /// The report of core `c`'s fault in `kernel` (a kernel, or the start code or a shape

@@ -72,13 +72,17 @@ impl PoolEngine {
             });
         }
         if let Outcome::Fault(record) = &shaped.end.outcome {
-            let file = lib.file();
-            let mut fault =
-                self.device_fault(0, record, &format!("shape function of {qualified}"), &file);
             // What it printed before the fault, as a kernel's.
+            let file = lib.file();
             let stdio = self.take_output(shaped.stdio);
-            (fault.stdout, fault.stderr) = (stdio.out, stdio.err);
-            fault.stderr.extend_from_slice(&shaped.end.stderr);
+            let fault = self.fault_with_output(
+                0,
+                record,
+                &format!("shape function of {qualified}"),
+                &file,
+                stdio,
+                &shaped.end.stderr,
+            );
             return Err(EmuError::Fault(Box::new(fault)));
         }
         self.keep_output(shaped.stdio);
