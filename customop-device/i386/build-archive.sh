@@ -13,7 +13,9 @@ out=${1:?usage: build-archive.sh OUT.a}
 mkdir -p "$(dirname "$out")"
 out="$(cd "$(dirname "$out")" && pwd)/$(basename "$out")"
 work="$root/target/customop"
-RUSTC_BOOTSTRAP=1 RUSTFLAGS="-C panic=abort" CARGO_TARGET_DIR="$work" \
+# Frame pointers: the libc reads its callers from the frame to name where a leaked block
+# was made (runtime/sites.rs, D104).
+RUSTC_BOOTSTRAP=1 RUSTFLAGS="-C panic=abort -C force-frame-pointers=yes" CARGO_TARGET_DIR="$work" \
     cargo rustc -q -p customop-device --release --features archive --crate-type staticlib \
     --target i686-unknown-linux-gnu -Zbuild-std=core
 rust="$work/i686-unknown-linux-gnu/release/libneuroncustomop.a"

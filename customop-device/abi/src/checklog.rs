@@ -72,6 +72,10 @@ pub enum NoteKind {
     /// `count` blocks of `a` bytes in all from the core's libc heap (`malloc`, `calloc`,
     /// `realloc`, `new`, `new[]`) still held when the kernel returned (issue #42).
     LibcLeak = 10,
+    /// Host builds: `count` of the blocks [`NoteKind::LibcLeak`] counts were made by the code
+    /// at `b` (its address in the op library less that of `entry_func`, wrapping: the host
+    /// names the line from the library's file).
+    LeakSite = 11,
 }
 
 /// [`NoteKind::Arithmetic`]: a float-to-integer conversion of NaN or of a value outside the
@@ -95,6 +99,7 @@ impl NoteKind {
             8 => NoteKind::HeapOverrun,
             9 => NoteKind::Arithmetic,
             10 => NoteKind::LibcLeak,
+            11 => NoteKind::LeakSite,
             _ => return None,
         })
     }

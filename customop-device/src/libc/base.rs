@@ -15,11 +15,25 @@ const MALLOC_ALIGN: u32 = 16;
 
 #[no_mangle]
 pub extern "C" fn malloc(n: usize) -> *mut c_void {
+    #[cfg(target_arch = "x86")]
+    let site = crate::caller!();
+    #[cfg(not(target_arch = "x86"))]
+    let site = 0;
+    malloc_at(n, site)
+}
+
+/// `malloc` for the code at `site` (its caller; 0: unknown), recorded where host builds
+/// keep sites (`runtime::sites`).
+pub fn malloc_at(n: usize, site: usize) -> *mut c_void {
     let Ok(n) = u32::try_from(n) else {
         return core::ptr::null_mut();
     };
     let p = libc_alloc(n, MALLOC_ALIGN);
     crate::runtime::poison_block(p as usize, n as usize);
+    #[cfg(target_arch = "x86")]
+    crate::runtime::sites::made(p as usize, site);
+    #[cfg(not(target_arch = "x86"))]
+    let _ = site;
     p
 }
 
@@ -41,7 +55,11 @@ pub extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
     let Some(total) = n.checked_mul(size) else {
         return core::ptr::null_mut();
     };
-    let p = malloc(total);
+    #[cfg(target_arch = "x86")]
+    let site = crate::caller!();
+    #[cfg(not(target_arch = "x86"))]
+    let site = 0;
+    let p = malloc_at(total, site);
     if !p.is_null() {
         // SAFETY: a fresh allocation of `total` bytes.
         unsafe { core::ptr::write_bytes(p.cast::<u8>(), 0, total) };
@@ -94,6 +112,8 @@ pub extern "C" fn free(p: *mut c_void) {
         return;
     }
     redzone::release(p as usize);
+    #[cfg(target_arch = "x86")]
+    crate::runtime::sites::freed(p as usize);
     if STATE.with(|s| s.libc_heap.free(p as usize as u64)).is_err() {
         fatal(rule!(
             "start_exit.cpp",
@@ -117,7 +137,11 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, n: usize) -> *mut c_void {
             "realloc() of a pointer malloc did not return"
         ));
     };
-    let q = malloc(n);
+    #[cfg(target_arch = "x86")]
+    let site = crate::caller!();
+    #[cfg(not(target_arch = "x86"))]
+    let site = 0;
+    let q = malloc_at(n, site);
     if !q.is_null() {
         // SAFETY: both blocks are live heap blocks at least min(old, n) bytes long.
         unsafe { crate::runtime::mem::copy_bytes(q.cast(), p.cast(), (old as usize).min(n)) };

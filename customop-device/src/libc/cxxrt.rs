@@ -10,8 +10,8 @@ use core::ffi::c_void;
 
 use crate::libc::{free, malloc};
 
-fn new(n: usize) -> *mut c_void {
-    let p = malloc(n.max(1));
+fn new(n: usize, site: usize) -> *mut c_void {
+    let p = crate::libc::malloc_at(n.max(1), site);
     if p.is_null() {
         out_of_memory(n, None);
     }
@@ -48,13 +48,21 @@ fn out_of_memory(n: usize, align: Option<usize>) -> ! {
 /// `operator new(size_t)` (32-bit size_t: `unsigned int`).
 #[no_mangle]
 pub extern "C" fn _Znwj(n: usize) -> *mut c_void {
-    new(n)
+    #[cfg(target_arch = "x86")]
+    let site = crate::caller!();
+    #[cfg(not(target_arch = "x86"))]
+    let site = 0;
+    new(n, site)
 }
 
 /// `operator new[](size_t)`.
 #[no_mangle]
 pub extern "C" fn _Znaj(n: usize) -> *mut c_void {
-    new(n)
+    #[cfg(target_arch = "x86")]
+    let site = crate::caller!();
+    #[cfg(not(target_arch = "x86"))]
+    let site = 0;
+    new(n, site)
 }
 
 /// `std::nothrow` (an empty tag object; libc++'s `<new>` declares it, D72).

@@ -142,6 +142,15 @@ impl PoolEngine {
                     n.count, n.a
                 ),
             ),
+            NoteKind::LeakSite => (
+                Check::Memory,
+                "malloc/new blocks".into(),
+                format!(
+                    "{} of the blocks still held were made at {}",
+                    n.count,
+                    self.call_site(n.b, library)
+                ),
+            ),
             NoteKind::HeapOverrun => (
                 Check::Memory,
                 match n.b {
@@ -202,6 +211,22 @@ impl PoolEngine {
                 ),
             ),
         }
+    }
+
+    /// "file:line in function" of the call that returns `at` bytes from the op library's
+    /// `entry_func` (a leaked block's maker), else that distance.
+    fn call_site(&self, at: u64, library: &OnceCell<Option<Vec<u8>>>) -> String {
+        library
+            .get_or_init(|| {
+                self.library
+                    .as_ref()
+                    .and_then(|l| std::fs::read(l.file()).ok())
+            })
+            .as_deref()
+            .and_then(|bytes| {
+                crate::symbolize::call_site_near(bytes, crate::library::ENTRY_SYMBOL, at)
+            })
+            .unwrap_or_else(|| format!("entry_func{:+#x}", at as i64))
     }
 
     /// "file:line:column" of a note's source place: the file's name read from the op
