@@ -291,16 +291,20 @@ impl<'a> ImageSet<'a> {
 /// an ELF file's bytes (a source file's name the compiler put in the op library), read
 /// through its sections; None when the symbol or a section holding it is missing or the
 /// string does not end.
+/// The address of symbol `name` (dynamic or not) in `file`.
+fn symbol_address(file: &object::File<'_>, name: &str) -> Option<u64> {
+    file.dynamic_symbols()
+        .chain(file.symbols())
+        .find(|s| s.name_bytes() == Ok(name.as_bytes()))
+        .map(|s| s.address())
+}
+
 /// The source place ("k.cpp:12 in f(int)") of the call that returns to `delta` bytes from
 /// symbol `anchor` in the ELF `bytes` (a return address the runtime recorded as a distance
 /// from `entry_func`): the op author's frame where there is one, else the innermost.
 pub fn call_site_near(bytes: &[u8], anchor: &str, delta: u64) -> Option<String> {
     let file = object::File::parse(bytes).ok()?;
-    let base = file
-        .dynamic_symbols()
-        .chain(file.symbols())
-        .find(|s| s.name_bytes() == Ok(anchor.as_bytes()))?
-        .address();
+    let base = symbol_address(&file, anchor)?;
     let named = Symbolizer::new(bytes)?;
     let frames = named.frames(StackAddr {
         addr: base.wrapping_add(delta),
@@ -315,11 +319,7 @@ pub fn call_site_near(bytes: &[u8], anchor: &str, delta: u64) -> Option<String> 
 
 pub fn c_string_near(bytes: &[u8], anchor: &str, delta: u64) -> Option<Vec<u8>> {
     let file = object::File::parse(bytes).ok()?;
-    let base = file
-        .dynamic_symbols()
-        .chain(file.symbols())
-        .find(|s| s.name_bytes() == Ok(anchor.as_bytes()))?
-        .address();
+    let base = symbol_address(&file, anchor)?;
     let vaddr = base.wrapping_add(delta);
     let s = file
         .sections()

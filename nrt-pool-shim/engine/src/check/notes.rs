@@ -213,9 +213,8 @@ impl PoolEngine {
         }
     }
 
-    /// "file:line in function" of the call that returns `at` bytes from the op library's
-    /// `entry_func` (a leaked block's maker), else that distance.
-    fn call_site(&self, at: u64, library: &OnceCell<Option<Vec<u8>>>) -> String {
+    /// The op library's file, read once for the notes that need it (`library` keeps it).
+    fn library_bytes<'a>(&self, library: &'a OnceCell<Option<Vec<u8>>>) -> Option<&'a [u8]> {
         library
             .get_or_init(|| {
                 self.library
@@ -223,6 +222,12 @@ impl PoolEngine {
                     .and_then(|l| std::fs::read(l.file()).ok())
             })
             .as_deref()
+    }
+
+    /// "file:line in function" of the call that returns `at` bytes from the op library's
+    /// `entry_func` (a leaked block's maker), else that distance.
+    fn call_site(&self, at: u64, library: &OnceCell<Option<Vec<u8>>>) -> String {
+        self.library_bytes(library)
             .and_then(|bytes| {
                 crate::symbolize::call_site_near(bytes, crate::library::ENTRY_SYMBOL, at)
             })
@@ -233,13 +238,8 @@ impl PoolEngine {
     /// library `file` bytes from its `entry_func` (the line and column when it cannot be).
     fn source_place(&self, file: u64, at: u64, library: &OnceCell<Option<Vec<u8>>>) -> String {
         let (line, column) = (at >> 32, at & 0xffff_ffff);
-        let name = library
-            .get_or_init(|| {
-                self.library
-                    .as_ref()
-                    .and_then(|l| std::fs::read(l.file()).ok())
-            })
-            .as_deref()
+        let name = self
+            .library_bytes(library)
             .and_then(|bytes| {
                 crate::symbolize::c_string_near(bytes, crate::library::ENTRY_SYMBOL, file)
             })
