@@ -259,7 +259,7 @@ int32_t nrt_pool_set_checks(const char *list);
 int32_t nrt_pool_set_profile(int32_t on);
 
 /**
- * Copies the last profiled launch's report into `buf` (`cap` bytes, NUL-terminated, cut
+ * Copies the calling thread's last profiled launch's report into `buf` (`cap` bytes, NUL-terminated, cut
  * to fit) and returns the report's length in bytes without the NUL: a call with `cap` 0
  * sizes the buffer. `-NRT_POOL_ERR_STATE` when no launch was profiled yet,
  * `-NRT_POOL_ERR_ARGUMENT` for a NULL `buf` with a nonzero `cap`.
@@ -267,7 +267,8 @@ int32_t nrt_pool_set_profile(int32_t on);
  * # Safety
  * `buf` is writable for `cap` bytes.
  */
-int64_t nrt_pool_last_profile(char *buf, size_t cap);
+int64_t nrt_pool_last_profile(char *buf,
+                              size_t cap);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -5,8 +5,6 @@
 
 use std::ffi::c_char;
 
-use parking_lot::Mutex;
-
 use nrt_pool_engine::PoolEngine;
 
 use super::guard;
@@ -15,13 +13,17 @@ use super::launch::{code, with_engine, NRT_POOL_ERR_ARGUMENT, NRT_POOL_ERR_STATE
 /// Functions the report lists.
 const REPORT_FUNCTIONS: usize = 10;
 
-/// The last profiled launch's report.
-static LAST: Mutex<Option<String>> = Mutex::new(None);
+thread_local! {
+    /// The calling thread's last profiled launch's report (as `nrt_pool_last_error` is the
+    /// calling thread's: two threads launching at once each read their own).
+    static LAST: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
 
 /// Keeps the report of the launch `e` just made, if it was profiled.
 pub(crate) fn keep(e: &mut PoolEngine) {
     if let Some(p) = e.take_profile() {
-        *LAST.lock() = Some(p.report(REPORT_FUNCTIONS));
+        let report = p.report(REPORT_FUNCTIONS);
+        LAST.with(|l| *l.borrow_mut() = Some(report));
     }
 }
 
@@ -36,7 +38,7 @@ pub extern "C" fn nrt_pool_set_profile(on: i32) -> i32 {
     })
 }
 
-/// Copies the last profiled launch's report into `buf` (`cap` bytes, NUL-terminated, cut
+/// Copies the calling thread's last profiled launch's report into `buf` (`cap` bytes, NUL-terminated, cut
 /// to fit) and returns the report's length in bytes without the NUL: a call with `cap` 0
 /// sizes the buffer. `-NRT_POOL_ERR_STATE` when no launch was profiled yet,
 /// `-NRT_POOL_ERR_ARGUMENT` for a NULL `buf` with a nonzero `cap`.
@@ -46,7 +48,7 @@ pub extern "C" fn nrt_pool_set_profile(on: i32) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn nrt_pool_last_profile(buf: *mut c_char, cap: usize) -> i64 {
     guard(|| {
-        let last = LAST.lock();
+        let last = LAST.with(|l| l.borrow().clone());
         let Some(report) = last.as_deref() else {
             super::set_error(
                 "no launch was profiled (nrt_pool_set_profile(1) first)",

@@ -4,6 +4,7 @@
  * the versioned FFI, checking every element, profiled: the report carries the estimate of
  * the launch's time on a trn1 Pool engine (issue #44). Usage: pool_image LIBOPS.pool.
  * "PASS", exit 0. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,12 @@
 
 static uint32_t word(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Another thread has made no profiled launch: it has no report of its own. */
+static void *other_thread(void *out) {
+    *(int64_t *)out = nrt_pool_last_profile(NULL, 0);
+    return NULL;
 }
 
 int main(int argc, char **argv) {
@@ -75,6 +82,13 @@ int main(int argc, char **argv) {
     char small[8];
     if (nrt_pool_last_profile(small, sizeof small) != len || strlen(small) != sizeof small - 1) {
         printf("FAIL: a short buffer is not cut to fit\n");
+        return 1;
+    }
+    pthread_t t;
+    int64_t theirs = 0;
+    if (pthread_create(&t, NULL, other_thread, &theirs) != 0 || pthread_join(t, NULL) != 0 ||
+        theirs != -NRT_POOL_ERR_STATE) {
+        printf("FAIL: another thread read this thread's profile (%lld)\n", (long long)theirs);
         return 1;
     }
     fputs(report, stdout);
