@@ -21,9 +21,10 @@
  * The contract version compiled into this library. History: 1, the register + launch
  * trio with `nrt_pool_launch_v1`; 2, `nrt_pool_op_output_v2` and `nrt_pool_launch_v2`
  * for NEURON_LIBRARY ops by `NS::OP`; 3, `nrt_pool_set_checks` and
- * `NRT_POOL_CHECK_FOUND`.
+ * `NRT_POOL_CHECK_FOUND`; 4, `NRT_POOL_ERR_ENGINE` (failures of the emulator itself,
+ * ARGUMENT before) and prepared output + launch pairs (the shape function runs once).
  */
-#define NRT_POOL_ABI_VERSION 3
+#define NRT_POOL_ABI_VERSION 4
 
 /**
  * Results.
@@ -67,6 +68,12 @@
  * and the checks found something: the findings, one per line, in nrt_pool_last_error.
  */
 #define NRT_POOL_CHECK_FOUND 7
+
+/**
+ * The emulator itself could not do what was asked: start the cores, find device memory
+ * for the tensors, or finish a wait that was interrupted (details in nrt_pool_last_error).
+ */
+#define NRT_POOL_ERR_ENGINE 8
 
 /**
  * Tensor locations (`nrt_pool_tensor.location`).
@@ -223,7 +230,10 @@ int32_t nrt_pool_launch_v1(const char *kernel,
 /**
  * The output of NEURON_LIBRARY op `op` ("NS::OP" or "OP") for these inputs, from its
  * shape function: fills `out`'s dtype, rank and shape (its data and location untouched).
- * `argv` holds the inputs only, one slot per op argument (see `nrt_pool_launch_v2`).
+ * `argv` holds the inputs only, one slot per op argument (see `nrt_pool_launch_v2`). The
+ * calling thread's next `nrt_pool_launch_v2` of this op with the same inputs (dtypes,
+ * shapes, locations, scalar values) and this output takes the result as it is: the shape
+ * function runs and the inputs are checked once per output + launch pair.
  */
 int32_t nrt_pool_op_output_v2(const char *op, void *const *argv, struct nrt_pool_tensor *out);
 
@@ -232,8 +242,9 @@ int32_t nrt_pool_op_output_v2(const char *op, void *const *argv, struct nrt_pool
  * default, 8 for a multicore library, else 1). `argv` holds one slot per op argument in
  * order (tensor: `nrt_pool_tensor *`; double: `double *`; int64_t: `int64_t *`;
  * torch::Scalar: `nrt_pool_scalar *`) and then the output's `nrt_pool_tensor *`, whose
- * dtype and shape must be the shape function's (`nrt_pool_op_output_v2`). Stream and
- * device as for `nrt_pool_launch_v1`.
+ * dtype and shape must be the shape function's (`nrt_pool_op_output_v2`: after it, on the
+ * same thread with the same inputs and output, the shape function does not run again).
+ * Stream and device as for `nrt_pool_launch_v1`.
  */
 int32_t nrt_pool_launch_v2(const char *op,
                            uint32_t cores,

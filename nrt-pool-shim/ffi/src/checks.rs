@@ -8,8 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use nrt_pool_engine::check::{CheckReport, Checks};
 
-use super::guard;
-use super::launch::{code, cstr, with_engine, Failed, NRT_POOL_CHECK_FOUND, NRT_POOL_ERR_ARGUMENT};
+use crate::boundary::{cstr, guard, status, with_engine, Code, Failure};
 
 /// Sets the checks every later launch makes (issue #27): `list` names them, comma-separated
 /// (init, race, memory, rules, cores, parity, leftovers, or all; "default" or "1" for all but
@@ -22,10 +21,10 @@ use super::launch::{code, cstr, with_engine, Failed, NRT_POOL_CHECK_FOUND, NRT_P
 #[no_mangle]
 pub unsafe extern "C" fn nrt_pool_set_checks(list: *const c_char) -> i32 {
     guard(|| {
-        code(with_engine(|e| {
+        status(with_engine(|e| {
             let list = cstr(list, "list")?;
             e.checks = Checks::parse(list)
-                .map_err(|m| (NRT_POOL_ERR_ARGUMENT, format!("nrt_pool_set_checks: {m}")))?;
+                .map_err(|m| Failure::argument(format!("nrt_pool_set_checks: {m}")))?;
             Ok(())
         }))
     })
@@ -33,7 +32,7 @@ pub unsafe extern "C" fn nrt_pool_set_checks(list: *const c_char) -> i32 {
 
 /// `NRT_POOL_CHECK_FOUND` with the findings, one per line, when a checked launch found
 /// something; what the checks could not look at is said on stderr (once per process).
-pub(crate) fn checked(report: &CheckReport) -> Result<(), Failed> {
+pub(crate) fn checked(report: &CheckReport) -> Result<(), Failure> {
     static NOTED: AtomicBool = AtomicBool::new(false);
     if !report.notes.is_empty() && !NOTED.swap(true, Ordering::Relaxed) {
         for n in &report.notes {
@@ -44,5 +43,5 @@ pub(crate) fn checked(report: &CheckReport) -> Result<(), Failed> {
         return Ok(());
     }
     let lines: Vec<String> = report.findings.iter().map(|f| f.to_string()).collect();
-    Err((NRT_POOL_CHECK_FOUND, lines.join("\n")))
+    Err(Failure::new(Code::CheckFound, lines.join("\n")))
 }

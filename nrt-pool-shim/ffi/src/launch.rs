@@ -6,25 +6,26 @@
 #![allow(clippy::missing_safety_doc, non_camel_case_types)]
 
 use std::collections::HashMap;
-use std::ffi::{c_char, c_void, CStr};
-use std::io::Write;
+use std::ffi::{c_char, c_void};
 use std::mem::{offset_of, size_of};
 
 use parking_lot::Mutex;
 
-use super::{guard, last_error_ptr, set_error, Lifecycle, STATE};
-use nrt_pool_engine::control::PHASE_KERNEL;
-use nrt_pool_engine::schema::{ArgKind, ParamKind};
-use nrt_pool_engine::tensor::{DType, Location};
-use nrt_pool_engine::{
-    ArgValue, Call, CallOptions, Destination, EmuError, Output, OutputSpec, PoolEngine,
+use crate::argv::{Argv, TensorSlot};
+use crate::boundary::{
+    cpath, cstr, echo, guard, last_error_ptr, status, with_engine, Code, Failure,
 };
+use crate::prepared;
+use nrt_pool_engine::schema::{ArgKind, ParamKind};
+use nrt_pool_engine::tensor::DType;
+use nrt_pool_engine::{ArgValue, Call, CallOptions, Destination, Output, PoolEngine};
 
 /// The contract version compiled into this library. History: 1, the register + launch
 /// trio with `nrt_pool_launch_v1`; 2, `nrt_pool_op_output_v2` and `nrt_pool_launch_v2`
 /// for NEURON_LIBRARY ops by `NS::OP`; 3, `nrt_pool_set_checks` and
-/// `NRT_POOL_CHECK_FOUND`.
-pub const NRT_POOL_ABI_VERSION: i32 = 3;
+/// `NRT_POOL_CHECK_FOUND`; 4, `NRT_POOL_ERR_ENGINE` (failures of the emulator itself,
+/// ARGUMENT before) and prepared output + launch pairs (the shape function runs once).
+pub const NRT_POOL_ABI_VERSION: i32 = 4;
 
 /// Results.
 pub const NRT_POOL_OK: i32 = 0;
@@ -45,6 +46,19 @@ pub const NRT_POOL_ERR_DEVICE: i32 = 6;
 /// A checked launch (`nrt_pool_set_checks`, `$GPSIMD_OPEN_CHECK`) ran and wrote its output,
 /// and the checks found something: the findings, one per line, in nrt_pool_last_error.
 pub const NRT_POOL_CHECK_FOUND: i32 = 7;
+/// The emulator itself could not do what was asked: start the cores, find device memory
+/// for the tensors, or finish a wait that was interrupted (details in nrt_pool_last_error).
+pub const NRT_POOL_ERR_ENGINE: i32 = 8;
+
+// The header's numbers are the boundary's codes.
+const _: () = assert!(NRT_POOL_ERR_STATE == Code::State as i32);
+const _: () = assert!(NRT_POOL_ERR_ARGUMENT == Code::Argument as i32);
+const _: () = assert!(NRT_POOL_ERR_LIBRARY == Code::Library as i32);
+const _: () = assert!(NRT_POOL_ERR_KERNEL == Code::Kernel as i32);
+const _: () = assert!(NRT_POOL_ERR_FAULT == Code::Fault as i32);
+const _: () = assert!(NRT_POOL_ERR_DEVICE == Code::Device as i32);
+const _: () = assert!(NRT_POOL_CHECK_FOUND == Code::CheckFound as i32);
+const _: () = assert!(NRT_POOL_ERR_ENGINE == Code::Engine as i32);
 
 /// Parameter kinds. Append-only: new kinds go at the end; values are never renumbered.
 pub type nrt_pool_param_kind = u8;
@@ -111,48 +125,21 @@ pub extern "C" fn nrt_pool_device_count() -> i32 {
     1
 }
 
-pub(crate) fn with_engine<R>(
-    f: impl FnOnce(&mut PoolEngine) -> Result<R, (i32, String)>,
-) -> Result<R, i32> {
-    let mut s = STATE.lock();
-    let Lifecycle::Initialized(e) = &mut *s else {
-        set_error("the engine is not initialised (nrt_pool_init)", false);
-        return Err(NRT_POOL_ERR_STATE);
-    };
-    f(e).map_err(|(rc, msg)| {
-        set_error(msg, false);
-        rc
-    })
-}
-
-pub(crate) fn cstr<'a>(p: *const c_char, what: &str) -> Result<&'a str, (i32, String)> {
-    if p.is_null() {
-        return Err((NRT_POOL_ERR_ARGUMENT, format!("{what} is NULL")));
-    }
-    // SAFETY: non-NULL C strings from the caller (C contract).
-    unsafe { CStr::from_ptr(p) }
-        .to_str()
-        .map_err(|_| (NRT_POOL_ERR_ARGUMENT, format!("{what} is not UTF-8")))
-}
-
-pub(crate) fn code(rc: Result<(), i32>) -> i32 {
-    rc.err().unwrap_or(NRT_POOL_OK)
-}
-
 /// Loads an op library built for the host (replacing any loaded one) and runs its start
 /// code once to learn its kernels.
 #[no_mangle]
 pub unsafe extern "C" fn nrt_pool_register_library(path: *const c_char) -> i32 {
     guard(|| {
-        code(with_engine(|e| {
-            let p = std::path::Path::new(cstr(path, "path")?);
+        status(with_engine(|e| {
+            let p = cpath(path, "path")?;
+            prepared::forget_all();
+            // Any failure to load or start it is LIBRARY (what start code printed before
+            // faulting is echoed).
             e.load(p)
-                // Any failure to load or start it is LIBRARY (what start code printed
-                // before faulting is echoed).
-                .map_err(|err| (NRT_POOL_ERR_LIBRARY, failed(err).1))?;
+                .map_err(|err| Failure::new(Code::Library, Failure::from(err).message))?;
             // --check=parity compares with the other build beside it (D93).
             let o = nrt_pool_open::OpenOptions::from_env("nrt_pool")
-                .map_err(|err| (NRT_POOL_ERR_ARGUMENT, err.to_string()))?;
+                .map_err(|err| Failure::argument(err.to_string()))?;
             let isa = nrt_pool_open::Isa::of(p);
             e.set_parity_twin(nrt_pool_open::parity_twin(p, isa, &o));
             Ok(())
@@ -170,23 +157,23 @@ pub unsafe extern "C" fn nrt_pool_register_kernel_params(
     dtype: *const u8,
 ) -> i32 {
     guard(|| {
-        let r = (|| {
+        status((|| {
             let name = cstr(kernel, "kernel")?;
-            let bad = |m: String| (NRT_POOL_ERR_ARGUMENT, format!("{name}: {m}"));
-            if !(1..=(nrt_pool_engine::MAX_ARGS as i32 + 1)).contains(&count)
-                || kind.is_null()
-                || dtype.is_null()
-            {
+            let bad = |m: String| Failure::argument(format!("{name}: {m}"));
+            let n = usize::try_from(count)
+                .ok()
+                .filter(|n| (1..=nrt_pool_engine::MAX_ARGS + 1).contains(n));
+            let (Some(n), false, false) = (n, kind.is_null(), dtype.is_null()) else {
                 return Err(bad(format!(
                     "count {count} (1 to {} including the output) or NULL arrays",
                     nrt_pool_engine::MAX_ARGS + 1
                 )));
-            }
+            };
             // SAFETY: `count` readable entries each (C contract; count checked positive).
             let (k, d) = unsafe {
                 (
-                    std::slice::from_raw_parts(kind, count as usize),
-                    std::slice::from_raw_parts(dtype, count as usize),
+                    std::slice::from_raw_parts(kind, n),
+                    std::slice::from_raw_parts(dtype, n),
                 )
             };
             if let Some(x) = k.iter().find(|&&x| x > NRT_POOL_PARAM_OUTPUT) {
@@ -203,14 +190,7 @@ pub unsafe extern "C" fn nrt_pool_register_kernel_params(
                 k.iter().copied().zip(d.iter().copied()).collect(),
             );
             Ok(())
-        })();
-        match r {
-            Ok(()) => NRT_POOL_OK,
-            Err((rc, m)) => {
-                set_error(m, false);
-                rc
-            }
-        }
+        })())
     })
 }
 
@@ -259,54 +239,16 @@ fn params_for(e: &PoolEngine, kernel: &str) -> Option<Vec<(u8, u8)>> {
     Some(v)
 }
 
-/// Reads a tensor slot.
-///
-/// # Safety
-/// `slot` points at an `nrt_pool_tensor` whose data spans the shape's bytes (C contract).
-unsafe fn read_tensor_slot(
-    slot: *const c_void,
-    dtype: DType,
-    i: usize,
-) -> Result<(&'static nrt_pool_tensor, Vec<u64>, Location), String> {
-    // SAFETY: function contract.
-    let t = unsafe { &*(slot as *const nrt_pool_tensor) };
-    if t.dtype != dtype.isa() {
-        return Err(format!(
-            "argument {i}: dtype code {} but the kernel takes {dtype} ({})",
-            t.dtype,
-            dtype.isa()
-        ));
-    }
-    if t.rank == 0 || t.rank > 8 || t.data.is_null() {
-        return Err(format!(
-            "argument {i}: rank {} (1 to 8) or NULL data",
-            t.rank
-        ));
-    }
-    let loc = match t.location {
-        NRT_POOL_LOCATION_HBM => Location::Hbm,
-        NRT_POOL_LOCATION_SBUF => Location::Sbuf,
-        x => return Err(format!("argument {i}: location {x}")),
-    };
-    let shape = t.shape[..t.rank as usize].to_vec();
-    // Before any byte count is computed from the caller's shape: no zero dimension, and a
-    // size that fits (the data slice below is that long).
-    nrt_pool_engine::tensor::check_rank(&shape).map_err(|e| format!("argument {i}: {e}"))?;
-    Ok((t, shape, loc))
-}
-
 /// The launch entry points' device argument: -1 or 0 to the device count - 1; otherwise
-/// NRT_POOL_ERR_DEVICE, reported.
-fn check_device(device: i32) -> Result<(), i32> {
+/// NRT_POOL_ERR_DEVICE, said on stderr.
+fn check_device(device: i32) -> Result<(), Failure> {
     if device < -1 || device >= nrt_pool_device_count() {
-        set_error(
-            format!(
-                "device {device} is out of range (-1, or 0 to {}): nothing launched",
-                nrt_pool_device_count() - 1
-            ),
-            true,
+        let m = format!(
+            "device {device} is out of range (-1, or 0 to {}): nothing launched",
+            nrt_pool_device_count() - 1
         );
-        return Err(NRT_POOL_ERR_DEVICE);
+        eprintln!("nrt_pool: {m}");
+        return Err(Failure::new(Code::Device, m));
     }
     Ok(())
 }
@@ -324,248 +266,122 @@ pub unsafe extern "C" fn nrt_pool_launch_v1(
     device: i32,
 ) -> i32 {
     guard(|| {
-        if let Err(code) = check_device(device) {
-            return code;
-        }
-        code(with_engine(|e| {
-            let name = cstr(kernel, "kernel")?;
-            let params = launch_target(e, name, stream)?;
-            if argv.is_null() {
-                return Err((NRT_POOL_ERR_ARGUMENT, "argv is NULL".into()));
-            }
-            // SAFETY: one slot per registered parameter (C contract).
-            let (args, out_slot, output) = unsafe { read_argv(argv, &params, name) }?;
-            // SAFETY: the OUTPUT slot's data spans the output's bytes (C contract).
-            unsafe {
-                call_into(
-                    e,
-                    name,
-                    args,
-                    output,
-                    out_slot.data.cast::<u8>(),
-                    Some(cores as usize),
-                )
-            }
+        status(check_device(device).and_then(|()| {
+            with_engine(|e| {
+                let name = cstr(kernel, "kernel")?;
+                let params = launch_target(e, name, stream)?;
+                // SAFETY: one slot per registered parameter (C contract).
+                let argv = unsafe { Argv::new(argv, params.len(), name) }?;
+                let (args, out) = kernel_args(&argv, &params, name)?;
+                let cores = Some(cores as usize);
+                call_into(e, name, args, Output::Check(out.spec()), &out, cores)
+            })
         }))
     })
 }
 
-pub(crate) type Failed = (i32, String);
-
 /// What every launch needs first: the default stream and a registered library.
-fn ready_for_launch(e: &PoolEngine, stream: i64) -> Result<(), Failed> {
+fn ready_for_launch(e: &PoolEngine, stream: i64) -> Result<(), Failure> {
     if stream != 0 {
-        return Err((
-            NRT_POOL_ERR_ARGUMENT,
-            format!("stream {stream}: only the default stream 0 exists"),
-        ));
+        return Err(Failure::argument(format!(
+            "stream {stream}: only the default stream 0 exists"
+        )));
     }
     if e.library().is_none() {
-        return Err((NRT_POOL_ERR_LIBRARY, no_library_reason(e)));
+        return Err(Failure::new(Code::Library, no_library_reason(e)));
     }
     Ok(())
 }
 
 /// The kernel a launch names, on the default stream, with its parameter metadata.
-fn launch_target(e: &PoolEngine, name: &str, stream: i64) -> Result<Vec<(u8, u8)>, Failed> {
+fn launch_target(e: &PoolEngine, name: &str, stream: i64) -> Result<Vec<(u8, u8)>, Failure> {
     ready_for_launch(e, stream)?;
     if !e.kernels().iter().any(|k| k == name) {
-        return Err((
-            NRT_POOL_ERR_KERNEL,
+        return Err(Failure::new(
+            Code::Kernel,
             format!(
                 "unknown kernel '{name}'; the library registers: {}",
                 e.kernels().join(", ")
             ),
         ));
     }
-    params_for(e, name).ok_or((
-        NRT_POOL_ERR_KERNEL,
-        format!("{name}: no parameter metadata (nrt_pool_register_kernel_params)"),
-    ))
+    params_for(e, name).ok_or_else(|| {
+        Failure::new(
+            Code::Kernel,
+            format!("{name}: no parameter metadata (nrt_pool_register_kernel_params)"),
+        )
+    })
 }
 
-/// The launch arguments and the output slot from the caller's argv (the tensors' bytes
-/// borrowed from the caller for the call).
-///
-/// # Safety
-/// `argv` holds one valid slot per parameter in `params` (the launch FFI's contract).
-unsafe fn read_argv<'a>(
-    argv: *const *mut c_void,
+/// A kernel's arguments and its OUTPUT slot, by its parameter metadata.
+fn kernel_args<'a>(
+    argv: &Argv<'a>,
     params: &[(u8, u8)],
     name: &str,
-) -> Result<(Vec<ArgValue<'a>>, &'a nrt_pool_tensor, OutputSpec), Failed> {
-    let arg = |m: String| (NRT_POOL_ERR_ARGUMENT, format!("{name}: {m}"));
-    let mut args = Vec::new();
+) -> Result<(Vec<ArgValue<'a>>, TensorSlot<'a>), Failure> {
+    let mut args = Vec::with_capacity(params.len());
     let mut output = None;
     for (i, &(kind, code)) in params.iter().enumerate() {
-        let dtype = DType::from_isa(code).ok_or_else(|| arg(format!("dtype code {code}")))?;
-        // SAFETY: one slot per registered parameter (function contract).
-        let slot = unsafe { *argv.add(i) };
-        if slot.is_null() {
-            return Err(arg(format!("argument {i} is NULL")));
+        let dtype = DType::from_isa(code)
+            .ok_or_else(|| Failure::argument(format!("{name}: dtype code {code}")))?;
+        match kind {
+            NRT_POOL_PARAM_SCALAR => args.push(argv.scalar(i, dtype)?),
+            NRT_POOL_PARAM_OUTPUT => output = Some(argv.output(i, Some(dtype))?),
+            _ => args.push(argv.tensor(i, Some(dtype))?.value()),
         }
-        if kind == NRT_POOL_PARAM_SCALAR {
-            // SAFETY: the slot holds one value of the dtype (C contract).
-            let b = unsafe { std::slice::from_raw_parts(slot as *const u8, dtype.size()) };
-            args.push(ArgValue::Scalar(dtype, b.to_vec()));
-            continue;
-        }
-        // SAFETY: a tensor slot (C contract).
-        let (t, shape, loc) = unsafe { read_tensor_slot(slot, dtype, i) }.map_err(arg)?;
-        if kind == NRT_POOL_PARAM_OUTPUT {
-            output = Some((
-                t,
-                OutputSpec {
-                    dtype,
-                    shape,
-                    location: loc,
-                },
-            ));
-            continue;
-        }
-        // SAFETY: the tensor's bytes (C contract; the shape was checked by read_tensor_slot).
-        args.push(unsafe { tensor_bytes(t, dtype, shape, loc) }.map_err(arg)?);
     }
-    let (slot, spec) = output.ok_or_else(|| arg("no OUTPUT parameter".into()))?;
-    Ok((args, slot, spec))
+    let out = output.ok_or_else(|| Failure::argument(format!("{name}: no OUTPUT parameter")))?;
+    Ok((args, out))
 }
 
-/// A tensor slot's bytes as a call argument, borrowed from the caller.
-///
-/// # Safety
-/// `t.data` spans the tensor's bytes (the launch FFI's contract).
-unsafe fn tensor_bytes<'a>(
-    t: &nrt_pool_tensor,
-    dtype: DType,
-    shape: Vec<u64>,
-    location: Location,
-) -> Result<ArgValue<'a>, String> {
-    let n = nrt_pool_engine::tensor::byte_len(&shape, dtype)
-        .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(|| format!("shape {shape:?} is too large"))?;
-    // SAFETY: the function's contract.
-    let data = unsafe { std::slice::from_raw_parts(t.data as *const u8, n) };
-    Ok(ArgValue::Bytes {
-        dtype,
-        shape,
-        data,
-        location,
-    })
+/// The call arguments of a NEURON_LIBRARY op (its inputs: argv's first `kinds.len()`
+/// slots).
+fn op_args<'a>(argv: &Argv<'a>, kinds: &[ArgKind]) -> Result<Vec<ArgValue<'a>>, Failure> {
+    kinds
+        .iter()
+        .enumerate()
+        .map(|(i, kind)| match kind {
+            ArgKind::Tensor => Ok(argv.tensor(i, None)?.value()),
+            ArgKind::Double => Ok(ArgValue::Double(argv.double(i)?)),
+            ArgKind::Long => Ok(ArgValue::Long(argv.long(i)?)),
+            ArgKind::Scalar => argv.torch_scalar(i),
+        })
+        .collect()
 }
 
 /// Calls `target` through the engine's one call path, the output landing in the caller's
 /// `out`. What core 0 printed reaches the process's stdout and stderr, also when the launch
 /// faults.
-///
-/// # Safety
-/// `out` is writable for the output's bytes (the launch FFI's contract).
-unsafe fn call_into(
+fn call_into(
     e: &mut PoolEngine,
     target: &str,
     args: Vec<ArgValue<'_>>,
-    output: OutputSpec,
-    out: *mut u8,
+    output: Output,
+    out: &TensorSlot<'_>,
     cores: Option<usize>,
-) -> Result<(), Failed> {
-    let n = nrt_pool_engine::tensor::byte_len(&output.shape, output.dtype)
-        .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(|| {
-            (
-                NRT_POOL_ERR_ARGUMENT,
-                format!(
-                    "{target}: the output's shape {:?} is too large",
-                    output.shape
-                ),
-            )
-        })?;
-    // SAFETY: the caller's contract: `out` spans the output's bytes.
-    let dst = unsafe { std::slice::from_raw_parts_mut(out, n) };
-    let called = e
-        .call(Call {
-            target,
-            args,
-            output: Output::Check(output),
-            to: Destination::Buffer(dst),
-            cores,
-            options: CallOptions::default(),
-        })
-        .map_err(failed)?;
+) -> Result<(), Failure> {
+    // SAFETY: the output slot is not one of the inputs (the launch FFI's contract).
+    let dst = unsafe { out.buffer() };
+    let called = e.call(Call {
+        target,
+        args,
+        output,
+        to: Destination::Buffer(dst),
+        cores,
+        options: CallOptions::default(),
+    })?;
     super::profile::keep(e);
     echo(&called.run.stdout, &called.run.stderr);
     super::checks::checked(&called.check)
 }
 
-/// The launch FFI's code and message for a launch that failed (a fault's output echoed).
-fn failed(err: EmuError) -> Failed {
-    if let EmuError::Fault(f) | EmuError::StartFault { fault: f, .. } = &err {
-        echo(&f.stdout, &f.stderr);
-    }
-    (error_code(&err), err.to_string())
-}
-
-/// Kernel output to the process's streams, byte for byte (best effort, as printf is).
-fn echo(stdout: &[u8], stderr: &[u8]) {
-    let mut out = std::io::stdout();
-    let _ = out.write_all(stdout);
-    let _ = out.flush();
-    let _ = std::io::stderr().write_all(stderr);
-}
-
-/// The call arguments of a NEURON_LIBRARY op from its argv (inputs only): tensor slots
-/// point at `nrt_pool_tensor`, `double` slots at a double, `int64_t` slots at an int64_t,
-/// `torch::Scalar` slots at an `nrt_pool_scalar`.
-///
-/// # Safety
-/// `argv` holds one valid slot per op argument (the launch FFI's contract).
-unsafe fn read_op_argv<'a>(
-    argv: *const *mut c_void,
-    kinds: &[ArgKind],
-    name: &str,
-) -> Result<Vec<ArgValue<'a>>, Failed> {
-    let arg = |m: String| (NRT_POOL_ERR_ARGUMENT, format!("{name}: {m}"));
-    let mut args = Vec::with_capacity(kinds.len());
-    for (i, kind) in kinds.iter().enumerate() {
-        // SAFETY: one slot per op argument (function contract).
-        let slot = unsafe { *argv.add(i) };
-        if slot.is_null() {
-            return Err(arg(format!("argument {i} is NULL")));
-        }
-        args.push(match kind {
-            ArgKind::Tensor => {
-                // SAFETY: a tensor slot (C contract).
-                let t = unsafe { &*(slot as *const nrt_pool_tensor) };
-                let dtype = DType::from_isa(t.dtype)
-                    .ok_or_else(|| arg(format!("argument {i}: dtype code {}", t.dtype)))?;
-                // SAFETY: as above; the slot's shape and data are checked there.
-                let (t, shape, loc) = unsafe { read_tensor_slot(slot, dtype, i) }.map_err(arg)?;
-                // SAFETY: the tensor's bytes (C contract; the shape was checked).
-                unsafe { tensor_bytes(t, dtype, shape, loc) }.map_err(arg)?
-            }
-            // SAFETY: a double slot (C contract).
-            ArgKind::Double => ArgValue::Double(unsafe { *(slot as *const f64) }),
-            // SAFETY: an int64_t slot (C contract).
-            ArgKind::Long => ArgValue::Long(unsafe { *(slot as *const i64) }),
-            ArgKind::Scalar => {
-                // SAFETY: an nrt_pool_scalar slot (C contract).
-                let s = unsafe { &*(slot as *const nrt_pool_scalar) };
-                if s.is_integral != 0 {
-                    ArgValue::Long(s.integer)
-                } else {
-                    ArgValue::Double(s.floating)
-                }
-            }
-        });
-    }
-    Ok(args)
-}
-
 /// The op a v2 call names, with its argument kinds.
-fn op_target(e: &PoolEngine, op: &str, stream: i64) -> Result<Vec<ArgKind>, Failed> {
+fn op_target(e: &PoolEngine, op: &str, stream: i64) -> Result<Vec<ArgKind>, Failure> {
     ready_for_launch(e, stream)?;
     let lib = e.neuron_library().ok_or_else(|| {
-        (
-            NRT_POOL_ERR_KERNEL,
-            "the registered library has no NEURON_LIBRARY ops (use nrt_pool_launch_v1)".to_string(),
+        Failure::new(
+            Code::Kernel,
+            "the registered library has no NEURON_LIBRARY ops (use nrt_pool_launch_v1)",
         )
     })?;
     let sig = lib.op(op).ok_or_else(|| {
@@ -574,8 +390,8 @@ fn op_target(e: &PoolEngine, op: &str, stream: i64) -> Result<Vec<ArgKind>, Fail
             .iter()
             .map(|o| format!("{}::{}", lib.namespace, o.name))
             .collect();
-        (
-            NRT_POOL_ERR_KERNEL,
+        Failure::new(
+            Code::Kernel,
             format!(
                 "unknown op '{op}'; the library registers: {}",
                 known.join(", ")
@@ -587,7 +403,10 @@ fn op_target(e: &PoolEngine, op: &str, stream: i64) -> Result<Vec<ArgKind>, Fail
 
 /// The output of NEURON_LIBRARY op `op` ("NS::OP" or "OP") for these inputs, from its
 /// shape function: fills `out`'s dtype, rank and shape (its data and location untouched).
-/// `argv` holds the inputs only, one slot per op argument (see `nrt_pool_launch_v2`).
+/// `argv` holds the inputs only, one slot per op argument (see `nrt_pool_launch_v2`). The
+/// calling thread's next `nrt_pool_launch_v2` of this op with the same inputs (dtypes,
+/// shapes, locations, scalar values) and this output takes the result as it is: the shape
+/// function runs and the inputs are checked once per output + launch pair.
 #[no_mangle]
 pub unsafe extern "C" fn nrt_pool_op_output_v2(
     op: *const c_char,
@@ -595,19 +414,19 @@ pub unsafe extern "C" fn nrt_pool_op_output_v2(
     out: *mut nrt_pool_tensor,
 ) -> i32 {
     guard(|| {
-        code(with_engine(|e| {
+        status(with_engine(|e| {
             let name = cstr(op, "op")?;
             let kinds = op_target(e, name, 0)?;
-            if argv.is_null() && !kinds.is_empty() {
-                return Err((NRT_POOL_ERR_ARGUMENT, "argv is NULL".into()));
-            }
-            if out.is_null() {
-                return Err((NRT_POOL_ERR_ARGUMENT, "out is NULL".into()));
-            }
             // SAFETY: one slot per op argument (C contract).
-            let args = unsafe { read_op_argv(argv, &kinds, name) }?;
-            let spec = e.output(name, args, Output::Find).map_err(failed)?;
-            // SAFETY: `out` is a writable nrt_pool_tensor (C contract).
+            let argv = unsafe { Argv::new(argv, kinds.len(), name) }?;
+            if out.is_null() {
+                return Err(Failure::argument("out is NULL"));
+            }
+            let args = op_args(&argv, &kinds)?;
+            let inputs = prepared::Inputs::of(&args);
+            let spec = e.output(name, args, Output::Find)?;
+            prepared::keep(name, inputs, &spec);
+            // SAFETY: `out` is a writable nrt_pool_tensor (C contract; checked non-NULL).
             let o = unsafe { &mut *out };
             o.dtype = spec.dtype.isa();
             o.rank = spec.shape.len() as u32;
@@ -622,8 +441,9 @@ pub unsafe extern "C" fn nrt_pool_op_output_v2(
 /// default, 8 for a multicore library, else 1). `argv` holds one slot per op argument in
 /// order (tensor: `nrt_pool_tensor *`; double: `double *`; int64_t: `int64_t *`;
 /// torch::Scalar: `nrt_pool_scalar *`) and then the output's `nrt_pool_tensor *`, whose
-/// dtype and shape must be the shape function's (`nrt_pool_op_output_v2`). Stream and
-/// device as for `nrt_pool_launch_v1`.
+/// dtype and shape must be the shape function's (`nrt_pool_op_output_v2`: after it, on the
+/// same thread with the same inputs and output, the shape function does not run again).
+/// Stream and device as for `nrt_pool_launch_v1`.
 #[no_mangle]
 pub unsafe extern "C" fn nrt_pool_launch_v2(
     op: *const c_char,
@@ -633,65 +453,22 @@ pub unsafe extern "C" fn nrt_pool_launch_v2(
     device: i32,
 ) -> i32 {
     guard(|| {
-        if let Err(code) = check_device(device) {
-            return code;
-        }
-        code(with_engine(|e| {
-            let name = cstr(op, "op")?;
-            let kinds = op_target(e, name, stream)?;
-            if argv.is_null() {
-                return Err((NRT_POOL_ERR_ARGUMENT, "argv is NULL".into()));
-            }
-            // SAFETY: one slot per op argument, then the output's (C contract).
-            let args = unsafe { read_op_argv(argv, &kinds, name) }?;
-            // SAFETY: as above.
-            let out_slot = unsafe { *argv.add(kinds.len()) };
-            if out_slot.is_null() {
-                return Err((
-                    NRT_POOL_ERR_ARGUMENT,
-                    format!("{name}: the output slot is NULL"),
-                ));
-            }
-            // SAFETY: a tensor slot (C contract).
-            let code = unsafe { (*(out_slot as *const nrt_pool_tensor)).dtype };
-            let dtype = DType::from_isa(code).ok_or_else(|| {
-                (
-                    NRT_POOL_ERR_ARGUMENT,
-                    format!("{name}: the output: dtype code {code}"),
-                )
-            })?;
-            // SAFETY: as above.
-            let (t, shape, location) = unsafe { read_tensor_slot(out_slot, dtype, kinds.len()) }
-                .map_err(|m| (NRT_POOL_ERR_ARGUMENT, format!("{name}: the output: {m}")))?;
-            let output = OutputSpec {
-                dtype,
-                shape,
-                location,
-            };
-            let cores = (cores != 0).then_some(cores as usize);
-            // SAFETY: the output slot's data spans the output's bytes (C contract; its dtype
-            // and shape are checked against the shape function's by the engine).
-            unsafe { call_into(e, name, args, output, t.data.cast::<u8>(), cores) }
+        status(check_device(device).and_then(|()| {
+            with_engine(|e| {
+                let name = cstr(op, "op")?;
+                let kinds = op_target(e, name, stream)?;
+                // SAFETY: one slot per op argument, then the output's (C contract).
+                let argv = unsafe { Argv::new(argv, kinds.len() + 1, name) }?;
+                let args = op_args(&argv, &kinds)?;
+                let out = argv.output(kinds.len(), None)?;
+                let given = out.spec();
+                let output = match prepared::known(name, &args, &given) {
+                    Some(known) => Output::Known(known),
+                    None => Output::Check(given),
+                };
+                let cores = (cores != 0).then_some(cores as usize);
+                call_into(e, name, args, output, &out, cores)
+            })
         }))
     })
-}
-
-/// The launch FFI's code for an engine error, as the header documents them: a kernel's
-/// (or shape function's) fault is FAULT; an op library that cannot be loaded or whose start
-/// code fails (also in a core started for this launch) is LIBRARY, as for
-/// `nrt_pool_register_library`; an unknown kernel is KERNEL; the rest are the call's
-/// arguments.
-fn error_code(err: &EmuError) -> i32 {
-    match err {
-        // A core started for this launch that faulted loading or starting the library.
-        EmuError::Fault(f) if f.phase != PHASE_KERNEL => NRT_POOL_ERR_LIBRARY,
-        EmuError::Fault(_) => NRT_POOL_ERR_FAULT,
-        EmuError::UnknownKernel { .. } => NRT_POOL_ERR_KERNEL,
-        EmuError::Library(_)
-        | EmuError::NoLibrary
-        | EmuError::StartFault { .. }
-        | EmuError::Entry { .. }
-        | EmuError::Registration { .. } => NRT_POOL_ERR_LIBRARY,
-        _ => NRT_POOL_ERR_ARGUMENT,
-    }
 }

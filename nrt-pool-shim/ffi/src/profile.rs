@@ -7,8 +7,8 @@ use std::ffi::c_char;
 
 use nrt_pool_engine::PoolEngine;
 
-use super::guard;
-use super::launch::{code, with_engine, NRT_POOL_ERR_ARGUMENT, NRT_POOL_ERR_STATE};
+use crate::boundary::{guard, set_error, status, with_engine};
+use crate::launch::{NRT_POOL_ERR_ARGUMENT, NRT_POOL_ERR_STATE};
 
 /// Functions the report lists.
 const REPORT_FUNCTIONS: usize = 10;
@@ -31,7 +31,7 @@ pub(crate) fn keep(e: &mut PoolEngine) {
 #[no_mangle]
 pub extern "C" fn nrt_pool_set_profile(on: i32) -> i32 {
     guard(|| {
-        code(with_engine(|e| {
+        status(with_engine(|e| {
             e.profile = on != 0;
             Ok(())
         }))
@@ -50,7 +50,7 @@ pub unsafe extern "C" fn nrt_pool_last_profile(buf: *mut c_char, cap: usize) -> 
     guard(|| {
         let last = LAST.with(|l| l.borrow().clone());
         let Some(report) = last.as_deref() else {
-            super::set_error(
+            set_error(
                 "no launch was profiled (nrt_pool_set_profile(1) first)",
                 false,
             );
@@ -58,7 +58,7 @@ pub unsafe extern "C" fn nrt_pool_last_profile(buf: *mut c_char, cap: usize) -> 
         };
         if cap > 0 {
             if buf.is_null() {
-                super::set_error("nrt_pool_last_profile: buf is NULL", false);
+                set_error("nrt_pool_last_profile: buf is NULL", false);
                 return -i64::from(NRT_POOL_ERR_ARGUMENT);
             }
             let n = report.len().min(cap - 1);

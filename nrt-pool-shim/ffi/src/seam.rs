@@ -12,7 +12,8 @@ use std::mem::{offset_of, size_of};
 
 use parking_lot::Mutex;
 
-use super::{guard, set_error, Lifecycle, STATE};
+use crate::boundary::{guard, set_error, Lifecycle, STATE};
+use crate::prepared;
 use nrt_pool_engine::{PoolEngine, PoolImage};
 use nrt_pool_open::OpenOptions;
 
@@ -134,6 +135,7 @@ pub extern "C" fn nrt_pool_init() -> i32 {
         let mut s = STATE.lock();
         match built {
             Ok(e) => {
+                prepared::forget_all();
                 *s = Lifecycle::Initialized(Box::new(e));
                 0
             }
@@ -153,6 +155,7 @@ pub extern "C" fn nrt_pool_close() -> i32 {
         let mut s = STATE.lock();
         match *s {
             Lifecycle::Initialized(_) => {
+                prepared::forget_all();
                 *s = Lifecycle::Closed;
                 0
             }

@@ -540,3 +540,39 @@ NEURON_LIBRARY(faulty_ops, m) {
         );
     }
 }
+
+/// A C output + launch pair runs the op's shape function once (tests/c/prepared.c, ABI 4):
+/// the launch takes what `nrt_pool_op_output_v2` found for the same inputs and output;
+/// other inputs, another output or a library registered since run it again.
+#[test]
+fn an_output_and_launch_pair_runs_the_shape_function_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = common::root();
+    let library = host_op_library(
+        dir.path(),
+        "mlp_ops",
+        root.join("examples/mlp/relu.cpp"),
+        root.join("nrt-pool-shim/ffi/tests/c/counted_shape.cpp"),
+    );
+    let exe = c_program(dir.path(), "prepared");
+    let run = Command::new(&exe)
+        .arg(&library)
+        .env("LD_LIBRARY_PATH", shim_dir())
+        .output()
+        .unwrap();
+    let (stdout, _) = passed(&run);
+    // Runs of the shape function before each PAIRS line, and that line's expectation.
+    let mut ran = 0;
+    let mut seen = Vec::new();
+    for line in stdout.lines() {
+        if line == "shape function ran" {
+            ran += 1;
+        } else if let Some(want) = line.strip_prefix("PAIRS ") {
+            seen.push((ran, want.parse::<usize>().unwrap()));
+        }
+    }
+    assert_eq!(seen.len(), 3, "{stdout}");
+    for (ran, want) in seen {
+        assert_eq!(ran, want, "shape function runs: {stdout}");
+    }
+}
