@@ -11,7 +11,8 @@ use std::path::PathBuf;
 use nrt_pool_engine::check::{Check, Checks};
 use nrt_pool_engine::tensor::{HostTensor, Location};
 use nrt_pool_engine::{
-    ArgValue, Call, CallOptions, Destination, Launch, LaunchArg, Output, PoolImage,
+    ArgValue, Call, CallOptions, Called, Destination, EmuError, Launch, LaunchArg, Output,
+    PoolEngine, PoolImage,
 };
 use std::time::Instant;
 
@@ -131,7 +132,28 @@ pub fn run(o: &DemoOptions) -> Result<String, String> {
         }
     );
 
-    let mut image = std::fs::read(&lib).map_err(|e| e.to_string())?;
+    register_image(&lib, &mut report)?;
+
+    scale_add_launches(&mut report)?;
+    hello_launch(&mut report)?;
+    if nrt_pool_close() != 0 {
+        return Err(format!("nrt_pool_close: {}", last_error()));
+    }
+    let mut pools: Vec<PathBuf> = built.device_image.clone().into_iter().collect();
+    pools.extend(neuron_examples(o, work.path(), &pool_image, &mut report)?);
+    check_gallery(o, work.path(), &mut report)?;
+    device_examples(o, &pools, &missing, &mut report)?;
+    let _ = writeln!(
+        report,
+        "ok: provider, seam, op build helpers and emulator agree with the reference"
+    );
+    Ok(report)
+}
+
+/// The built library as the Pool image libnrt registers (`nrt_set_pool_eng_ucode`), and
+/// the engine initialised with it.
+fn register_image(lib: &std::path::Path, report: &mut String) -> Result<(), String> {
+    let mut image = std::fs::read(lib).map_err(|e| e.to_string())?;
     let info = nrt_ucode_info {
         iram: nrt_ucode_img {
             bin: image.as_mut_ptr().cast(),
@@ -152,7 +174,11 @@ pub fn run(o: &DemoOptions) -> Result<String, String> {
     }
     let _ = writeln!(report, "seam       nrt_set_pool_eng_ucode: {} byte Pool image registered; engine initialised with it", image.len());
 
-    // scale_add / scale_add_mc: out = x * alpha + beta over 1M floats.
+    Ok(())
+}
+
+/// scale_add / scale_add_mc: out = x * alpha + beta over 1M floats, on 1 and 8 cores.
+fn scale_add_launches(report: &mut String) -> Result<(), String> {
     let n = 1 << 20;
     let mut x: Vec<f32> = (0..n).map(|i| ((i % 1000) as f32) * 0.125 - 60.0).collect();
     let (mut alpha, mut beta) = (1.5f32, -2.25f32);
@@ -184,7 +210,11 @@ pub fn run(o: &DemoOptions) -> Result<String, String> {
         );
     }
 
-    // hello: out = x + core id over each core's slice; core 0 prints.
+    Ok(())
+}
+
+/// hello: out = x + core id over each core's slice; core 0 prints.
+fn hello_launch(report: &mut String) -> Result<(), String> {
     let m = 64usize;
     let mut xi: Vec<i32> = (0..m as i32).map(|v| v * 10).collect();
     let mut oi = vec![0i32; m];
@@ -209,18 +239,7 @@ pub fn run(o: &DemoOptions) -> Result<String, String> {
         "launch     {:<13} 8 core(s)  {m} i32  {ms:8.2} ms  matches reference (its output above)",
         "hello"
     );
-    if nrt_pool_close() != 0 {
-        return Err(format!("nrt_pool_close: {}", last_error()));
-    }
-    let mut pools: Vec<PathBuf> = built.device_image.clone().into_iter().collect();
-    pools.extend(neuron_examples(o, work.path(), &pool_image, &mut report)?);
-    check_gallery(o, work.path(), &mut report)?;
-    device_examples(o, &pools, &missing, &mut report)?;
-    let _ = writeln!(
-        report,
-        "ok: provider, seam, op build helpers and emulator agree with the reference"
-    );
-    Ok(report)
+    Ok(())
 }
 
 /// The Custom C++ Operators examples (examples/mlp, examples/multicore): built as
@@ -464,6 +483,87 @@ fn device_examples(
         report,
         "device     3 Pool images (libexample_ops, libmlp_ops, libtiles), built with the host libraries: 8 windowed Xtensa core images each, org 0x84000000 + i*0x200000"
     );
+    let cases = device_cases()?;
+    let mut loaded = usize::MAX;
+    let mut last = None;
+    let small = OpenOptions {
+        hbm_bytes: 64 << 20,
+        board: Some(o.device.board.clone()),
+        ..OpenOptions::default()
+    };
+    let mut host = nrt_pool_open::engine(Isa::Host, PoolImage::default(), &small)
+        .map_err(|e| e.to_string())?;
+    let mut xt = nrt_pool_open::engine(Isa::Xtensa, PoolImage::default(), &small)
+        .map_err(|e| e.to_string())?;
+    for (lib, kernel, args, cores) in cases {
+        if lib != loaded {
+            host.load(&libs[lib].with_extension("so"))
+                .map_err(|e| e.to_string())?;
+            xt.load(&libs[lib]).map_err(|e| e.to_string())?;
+            loaded = lib;
+        }
+        let cores = cores.unwrap_or_else(|| host.default_cores());
+        let h = call(&mut host, kernel, &args, cores, false)
+            .map_err(|e| format!("{kernel} (host): {e}"))?;
+        let t0 = Instant::now();
+        let d = call(&mut xt, kernel, &args, cores, false)
+            .map_err(|e| format!("{kernel} (xtensa): {e}"))?;
+        let ms = t0.elapsed().as_secs_f64() * 1e3;
+        if d.output != h.output || d.run.stdout != h.run.stdout {
+            return Err(format!(
+                "{kernel}: the Xtensa cores' output differs from the host backend's"
+            ));
+        }
+        let _ = writeln!(
+            report,
+            "xtensa     {kernel:<22} {cores} QEMU core(s) {:>6} element(s) {ms:8.2} ms  agrees with the host backend{}",
+            d.spec.shape.iter().product::<u64>(),
+            if d.run.stdout.is_empty() { "" } else { " (stdout too)" }
+        );
+        last = Some((kernel, args, cores));
+    }
+    // One profile (--profile): the last example again, instructions by function and core.
+    if let Some((kernel, args, cores)) = last {
+        call(&mut xt, kernel, &args, cores, true)
+            .map_err(|e| format!("{kernel} (xtensa, profiled): {e}"))?;
+        let p = xt
+            .take_profile()
+            .ok_or_else(|| format!("{kernel}: the profiled launch gave no profile"))?;
+        if p.top().is_empty() {
+            return Err(format!("{kernel}: the profile counted no instructions"));
+        }
+        for line in p.report(5).lines().take(8) {
+            let _ = writeln!(report, "profile    {line}");
+        }
+    }
+    Ok(())
+}
+
+/// One call of `kernel` through the engine's call path, its output found by the engine
+/// and brought back to the host.
+fn call(
+    e: &mut PoolEngine,
+    kernel: &str,
+    args: &[LaunchArg],
+    cores: usize,
+    profile: bool,
+) -> Result<Called, EmuError> {
+    e.call(Call {
+        target: kernel,
+        args: args.iter().map(LaunchArg::value).collect(),
+        output: Output::Find,
+        to: Destination::Host,
+        cores: Some(cores),
+        options: CallOptions {
+            profile: Some(profile),
+            ..CallOptions::default()
+        },
+    })
+}
+
+/// The device path's cases: (Pool image, kernel or op, arguments, cores; `None`: the
+/// library's default).
+fn device_cases() -> Result<Vec<DeviceCase>, String> {
     let n = 4096u64;
     let x: Vec<f32> = (0..n)
         .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 97.0)
@@ -476,7 +576,7 @@ fn device_examples(
         (0..64i32).flat_map(|v| (v * 10).to_le_bytes()).collect(),
     )
     .map_err(|e| e.to_string())?;
-    let cases: Vec<(usize, &str, Vec<LaunchArg>, Option<usize>)> = vec![
+    Ok(vec![
         (
             0,
             "scale_add",
@@ -516,72 +616,8 @@ fn device_examples(
         ),
         (1, "mlp_ops::describe", vec![LaunchArg::hbm(t(&x)?)], None),
         (2, "tiles::relu", vec![LaunchArg::hbm(t(&x)?)], None),
-    ];
-    let mut loaded = usize::MAX;
-    let mut last = None;
-    let small = OpenOptions {
-        hbm_bytes: 64 << 20,
-        board: Some(o.device.board.clone()),
-        ..OpenOptions::default()
-    };
-    let mut host = nrt_pool_open::engine(Isa::Host, PoolImage::default(), &small)
-        .map_err(|e| e.to_string())?;
-    let mut xt = nrt_pool_open::engine(Isa::Xtensa, PoolImage::default(), &small)
-        .map_err(|e| e.to_string())?;
-    for (lib, kernel, args, cores) in cases {
-        if lib != loaded {
-            host.load(&libs[lib].with_extension("so"))
-                .map_err(|e| e.to_string())?;
-            xt.load(&libs[lib]).map_err(|e| e.to_string())?;
-            loaded = lib;
-        }
-        let output = match host.neuron_library() {
-            Some(_) => host.op_output(kernel, &args),
-            None => host.output_for(kernel, &args),
-        }
-        .map_err(|e| e.to_string())?;
-        let cores = cores.unwrap_or_else(|| host.default_cores());
-        let l = Launch {
-            kernel: kernel.into(),
-            args,
-            output,
-            cores,
-        };
-        let h = host
-            .launch(&l)
-            .map_err(|e| format!("{kernel} (host): {e}"))?;
-        let t0 = Instant::now();
-        let d = xt
-            .launch(&l)
-            .map_err(|e| format!("{kernel} (xtensa): {e}"))?;
-        let ms = t0.elapsed().as_secs_f64() * 1e3;
-        if d.output.data != h.output.data || d.stdout != h.stdout {
-            return Err(format!(
-                "{kernel}: the Xtensa cores' output differs from the host backend's"
-            ));
-        }
-        let _ = writeln!(
-            report,
-            "xtensa     {kernel:<22} {cores} QEMU core(s) {:>6} element(s) {ms:8.2} ms  agrees with the host backend{}",
-            d.output.shape.iter().product::<u64>(),
-            if d.stdout.is_empty() { "" } else { " (stdout too)" }
-        );
-        last = Some(l);
-    }
-    // One profile (--profile): the last example again, instructions by function and core.
-    if let Some(l) = last {
-        xt.profile = true;
-        xt.launch(&l)
-            .map_err(|e| format!("{} (xtensa, profiled): {e}", l.kernel))?;
-        let p = xt
-            .take_profile()
-            .ok_or_else(|| format!("{}: the profiled launch gave no profile", l.kernel))?;
-        if p.top().is_empty() {
-            return Err(format!("{}: the profile counted no instructions", l.kernel));
-        }
-        for line in p.report(5).lines().take(8) {
-            let _ = writeln!(report, "profile    {line}");
-        }
-    }
-    Ok(())
+    ])
 }
+
+/// One of the device path's cases.
+type DeviceCase = (usize, &'static str, Vec<LaunchArg>, Option<usize>);

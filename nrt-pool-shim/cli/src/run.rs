@@ -87,20 +87,8 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
         gdb,
         profile,
     } = a;
-    let started = Instant::now();
-    let mut clock = Timings::new(started);
-    let out_dtype = match out_dtype {
-        Some(t) => Some(DType::from_name(&t).ok_or_else(|| {
-            Failure::Usage(format!(
-                "--out-dtype {t}: one of {}",
-                DType::ALL.map(DType::name).join(" ")
-            ))
-        })?),
-        None => None,
-    };
-    let out_shape = out_shape.map(|s| s.0);
-    let cores = cores.map(usize::from);
-    let kernel = &kernel;
+    let mut clock = Timings::new(Instant::now());
+    let given = given_output(out_dtype, out_shape)?;
     let asked = Asked {
         checks: check
             .as_deref()
@@ -113,159 +101,45 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
         Environment::read_after("nrt-pool", asked).map_err(|e| Failure::Usage(e.to_string()))?;
     let checks = env.checks;
     let mut e = engine_with(&lib, isa, Some(env))?;
-    e.profile = profile.is_some();
     clock.lap("library load (probed in a core process)");
+    // The process's engine waits this long for its cores (shape functions too).
     if let Some(t) = timeout {
         e.timeout = Duration::from_secs_f64(t);
     }
-    let op = e
-        .neuron_library()
-        .map(|l| (l.namespace.clone(), l.op(kernel).cloned()));
-    match &op {
-        Some((ns, None)) => {
-            let known = e.kernels().iter().map(|k| format!("{ns}::{k}")).collect();
-            return Err(EmuError::UnknownKernel {
-                kernel: kernel.clone(),
-                known,
-            }
-            .into());
-        }
-        None if !e.kernels().iter().any(|k| k == kernel) => {
-            return Err(EmuError::UnknownKernel {
-                kernel: kernel.clone(),
-                known: e.kernels().to_vec(),
-            }
-            .into());
-        }
-        _ => {}
-    }
-    let op = op.and_then(|(_, o)| o);
-    let sig = e.library().and_then(|l| l.signature(kernel)).cloned();
-    let mut launch_args = Vec::new();
-    for (i, v) in values.iter().enumerate() {
-        let (want, what) = match (&op, sig.as_ref().and_then(|s| s.params.get(i))) {
-            (Some(op), _) => match op.args.get(i) {
-                Some(ArgKind::Tensor) => {
-                    (Want::Tensor(None), format!("argument {i} (torch::Tensor)"))
-                }
-                Some(k) => (Want::OpScalar(*k), format!("argument {i} ({k})")),
-                None => (Want::Any, format!("argument {i}")),
-            },
-            (None, Some(p)) => (
-                match &p.kind {
-                    ParamKind::Tensor { dtype, .. } => Want::Tensor(Some(*dtype)),
-                    ParamKind::Scalar(dt) => Want::Scalar(*dt),
-                },
-                format!("argument {i} ({} {})", p.kind, p.name),
-            ),
-            (None, None) => (Want::Any, format!("argument {i}")),
-        };
-        launch_args.push(parse_arg(v, want, &mut e).map_err(|f| match f {
-            Failure::Error(m) => Failure::Error(format!("{what}: {m}")),
-            other => other,
-        })?);
-    }
+    let kernel = &kernel;
+    let args = read_args(&mut e, kernel, &values)?;
     clock.lap("input read (.npy)");
-    let given = match (out_dtype, out_shape) {
-        (Some(dtype), Some(shape)) => Output::Check(OutputSpec {
-            dtype,
-            shape,
-            location: Location::Hbm,
-        }),
-        (None, None) => Output::Find,
-        _ => {
-            return Err(Failure::Usage(
-                "give both --out-dtype and --out-shape".into(),
-            ))
-        }
-    };
     // The output, found once (the op's shape function or the kernel's schema, checked
     // against --out-dtype/--out-shape where given); every launch then passes it as known.
-    let output = e.output(
-        kernel,
-        launch_args.iter().map(ArgValue::view).collect(),
-        given,
-    )?;
-    let cores = cores.unwrap_or_else(|| e.default_cores());
+    let output = e.output(kernel, args.iter().map(ArgValue::view).collect(), given)?;
     clock.lap("output shape");
     // Inputs read straight into device memory make the output a device tensor too, written
     // to its file from there: no host copy of either (nothing to copy in or out).
-    let on_device = output.location == Location::Hbm
-        && !launch_args
-            .iter()
-            .any(|a| matches!(a, ArgValue::Tensor(..)));
-    let (out_dtype, out_shape) = (output.dtype, output.shape.clone());
-    let device_out = if on_device {
-        Some(e.alloc_device(output.dtype, output.shape.clone())?)
-    } else {
-        None
+    let on_device =
+        output.location == Location::Hbm && !args.iter().any(|a| matches!(a, ArgValue::Tensor(..)));
+    let device_out = match on_device {
+        true => Some(e.alloc_device(output.dtype, output.shape.clone())?),
+        false => None,
     };
-    let launch_once = |e: &mut PoolEngine| -> Result<Done, EmuError> {
-        let to = match &device_out {
-            Some(d) => Destination::Device(d.clone()),
-            None => Destination::Host,
-        };
-        let c = e.call(Call {
-            target: kernel,
-            args: launch_args.iter().map(ArgValue::view).collect(),
-            output: Output::Known(output.clone()),
-            to,
-            cores: Some(cores),
-            options: CallOptions::default(),
-        })?;
-        // With inputs and output in device memory nothing is copied in or out: the whole
-        // launch is its run on the cores (as --timings has always reported it).
-        let phases = if device_out.is_some() {
-            LaunchPhases {
-                run: c.run.elapsed,
-                ..LaunchPhases::default()
-            }
-        } else {
-            c.phases
-        };
-        Ok(Done {
-            phases,
-            stdout: c.run.stdout,
-            stderr: c.run.stderr,
-            stdio_dropped: c.run.stdio_dropped,
-            elapsed: c.run.elapsed,
-            output: c.output,
-            check: c.check,
-        })
+    let launches = Launches {
+        kernel,
+        cores: cores.map_or_else(|| e.default_cores(), usize::from),
+        args,
+        output,
+        device_out,
+        options: CallOptions {
+            profile: Some(profile.is_some()),
+            ..CallOptions::default()
+        },
     };
-    let progress = (repeat > 1).then(|| Progress::start("launches", Some(repeat)));
-    let mut elapsed = Vec::with_capacity(usize::try_from(repeat).unwrap_or(0).min(1 << 16));
-    let mut done = launch_once(&mut e)?;
-    let mut phases = done.phases;
-    elapsed.push(done.elapsed);
-    for i in 1..repeat {
-        if let Some(p) = &progress {
-            p.step(format!("{:.3} ms", done.elapsed.as_secs_f64() * 1e3));
-        }
-        // Each launch's kernel output is shown; the output file holds the last launch's.
-        echo_launch(&done, json);
-        done = launch_once(&mut e)
-            .map_err(|err| Failure::from(err).context(&format!("launch {} of {repeat}", i + 1)))?;
-        elapsed.push(done.elapsed);
-        phases.place += done.phases.place;
-        phases.run += done.phases.run;
-        phases.read += done.phases.read;
-    }
-    drop(progress);
-    elapsed.sort();
-    let median = elapsed[elapsed.len() / 2];
-    echo_launch(&done, json);
-    clock.add("launch: inputs into device memory", phases.place);
-    clock.add("launch: run on the cores (core start included)", phases.run);
-    clock.add("launch: output out of device memory", phases.read);
-    clock.lap("launch: other (checks, reports, kernel output)");
-    let written = match (&done.output, &device_out) {
+    let (done, elapsed) = launches.run(&mut e, repeat, json, &mut clock)?;
+    let written = match (&done.output, &launches.device_out) {
         (Some(t), _) => npy::write(&out, t),
         (None, Some(d)) => npy::write_device(&out, &e, d),
         (None, None) => unreachable!("a launch gives a host output or writes a device one"),
     };
     written.map_err(|e| Failure::Error(e.to_string()))?;
-    clock.lap(if device_out.is_some() {
+    clock.lap(if launches.device_out.is_some() {
         "output write (.npy) from device memory"
     } else {
         "output write (.npy)"
@@ -284,47 +158,256 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
         std::fs::write(file, p.folded())
             .map_err(|err| Failure::Error(format!("--profile={}: {err}", file.display())))?;
     }
-    if let (Some(p), false) = (&profiled, json) {
-        eprint!("{}", p.report(PROFILE_TOP));
-    }
-    let found = done.check.findings.len();
-    if !json {
-        print_checks(&done.check);
-    }
+    let report = Report {
+        launches: &launches,
+        done: &done,
+        elapsed: &elapsed,
+        out: &out,
+    };
     if json {
-        let doc = json!({
-            "op": kernel,
-            "cores": cores,
+        let doc = report.json(timings.then(|| clock.json()), checks, profiled.as_ref());
+        println!("{doc}");
+    } else {
+        report.print(profiled.as_ref());
+    }
+    checked(done.check.findings.len())
+}
+
+/// What `--out-dtype` and `--out-shape` say of the output (both or neither).
+fn given_output(
+    dtype: Option<String>,
+    shape: Option<crate::cli::Shape>,
+) -> Result<Output, Failure> {
+    let dtype = match dtype {
+        Some(t) => Some(DType::from_name(&t).ok_or_else(|| {
+            Failure::Usage(format!(
+                "--out-dtype {t}: one of {}",
+                DType::ALL.map(DType::name).join(" ")
+            ))
+        })?),
+        None => None,
+    };
+    match (dtype, shape.map(|s| s.0)) {
+        (Some(dtype), Some(shape)) => Ok(Output::Check(OutputSpec {
+            dtype,
+            shape,
+            location: Location::Hbm,
+        })),
+        (None, None) => Ok(Output::Find),
+        _ => Err(Failure::Usage(
+            "give both --out-dtype and --out-shape".into(),
+        )),
+    }
+}
+
+/// The call's arguments from their texts (`.npy` files, TYPE:VALUE), each read as the
+/// kernel's schema or the op's signature takes it.
+fn read_args<'a>(
+    e: &mut PoolEngine,
+    kernel: &str,
+    values: &[String],
+) -> Result<Vec<ArgValue<'a>>, Failure> {
+    let op = e
+        .neuron_library()
+        .map(|l| (l.namespace.clone(), l.op(kernel).cloned()));
+    match &op {
+        Some((ns, None)) => {
+            let known = e.kernels().iter().map(|k| format!("{ns}::{k}")).collect();
+            return Err(EmuError::UnknownKernel {
+                kernel: kernel.into(),
+                known,
+            }
+            .into());
+        }
+        None if !e.kernels().iter().any(|k| k == kernel) => {
+            return Err(EmuError::UnknownKernel {
+                kernel: kernel.into(),
+                known: e.kernels().to_vec(),
+            }
+            .into());
+        }
+        _ => {}
+    }
+    let op = op.and_then(|(_, o)| o);
+    let sig = e.library().and_then(|l| l.signature(kernel)).cloned();
+    let mut args = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        let (want, what) = match (&op, sig.as_ref().and_then(|s| s.params.get(i))) {
+            (Some(op), _) => match op.args.get(i) {
+                Some(ArgKind::Tensor) => {
+                    (Want::Tensor(None), format!("argument {i} (torch::Tensor)"))
+                }
+                Some(k) => (Want::OpScalar(*k), format!("argument {i} ({k})")),
+                None => (Want::Any, format!("argument {i}")),
+            },
+            (None, Some(p)) => (
+                match &p.kind {
+                    ParamKind::Tensor { dtype, .. } => Want::Tensor(Some(*dtype)),
+                    ParamKind::Scalar(dt) => Want::Scalar(*dt),
+                },
+                format!("argument {i} ({} {})", p.kind, p.name),
+            ),
+            (None, None) => (Want::Any, format!("argument {i}")),
+        };
+        args.push(parse_arg(v, want, e).map_err(|f| match f {
+            Failure::Error(m) => Failure::Error(format!("{what}: {m}")),
+            other => other,
+        })?);
+    }
+    Ok(args)
+}
+
+/// The launches `run` makes: one call each, with the output found once.
+struct Launches<'a> {
+    kernel: &'a str,
+    cores: usize,
+    args: Vec<ArgValue<'a>>,
+    output: OutputSpec,
+    /// The output's device tensor, when inputs and output stay in device memory.
+    device_out: Option<nrt_pool_engine::DeviceTensor>,
+    options: CallOptions,
+}
+
+impl Launches<'_> {
+    /// One launch.
+    fn once(&self, e: &mut PoolEngine) -> Result<Done, EmuError> {
+        let to = match &self.device_out {
+            Some(d) => Destination::Device(d.clone()),
+            None => Destination::Host,
+        };
+        let c = e.call(Call {
+            target: self.kernel,
+            args: self.args.iter().map(ArgValue::view).collect(),
+            output: Output::Known(self.output.clone()),
+            to,
+            cores: Some(self.cores),
+            options: self.options.clone(),
+        })?;
+        // With inputs and output in device memory nothing is copied in or out: the whole
+        // launch is its run on the cores (as --timings has always reported it).
+        let phases = if self.device_out.is_some() {
+            LaunchPhases {
+                run: c.run.elapsed,
+                ..LaunchPhases::default()
+            }
+        } else {
+            c.phases
+        };
+        Ok(Done {
+            phases,
+            stdout: c.run.stdout,
+            stderr: c.run.stderr,
+            stdio_dropped: c.run.stdio_dropped,
+            elapsed: c.run.elapsed,
+            output: c.output,
+            check: c.check,
+        })
+    }
+
+    /// `repeat` launches, each one's kernel output shown: the last one, and every
+    /// launch's time sorted.
+    fn run(
+        &self,
+        e: &mut PoolEngine,
+        repeat: u64,
+        json: bool,
+        clock: &mut Timings,
+    ) -> Result<(Done, Vec<Duration>), Failure> {
+        let progress = (repeat > 1).then(|| Progress::start("launches", Some(repeat)));
+        let mut elapsed = Vec::with_capacity(usize::try_from(repeat).unwrap_or(0).min(1 << 16));
+        let mut done = self.once(e)?;
+        let mut phases = done.phases;
+        elapsed.push(done.elapsed);
+        for i in 1..repeat {
+            if let Some(p) = &progress {
+                p.step(format!("{:.3} ms", done.elapsed.as_secs_f64() * 1e3));
+            }
+            // Each launch's kernel output is shown; the output file holds the last one's.
+            echo_launch(&done, json);
+            done = self.once(e).map_err(|err| {
+                Failure::from(err).context(&format!("launch {} of {repeat}", i + 1))
+            })?;
+            elapsed.push(done.elapsed);
+            phases.place += done.phases.place;
+            phases.run += done.phases.run;
+            phases.read += done.phases.read;
+        }
+        drop(progress);
+        elapsed.sort();
+        echo_launch(&done, json);
+        clock.add("launch: inputs into device memory", phases.place);
+        clock.add("launch: run on the cores (core start included)", phases.run);
+        clock.add("launch: output out of device memory", phases.read);
+        clock.lap("launch: other (checks, reports, kernel output)");
+        Ok((done, elapsed))
+    }
+}
+
+/// What `run` says at the end: a line (or a JSON document) with the times, the output,
+/// the checks' findings and the profile.
+struct Report<'a> {
+    launches: &'a Launches<'a>,
+    done: &'a Done,
+    /// Every launch's time, sorted.
+    elapsed: &'a [Duration],
+    out: &'a Path,
+}
+
+impl Report<'_> {
+    fn median(&self) -> Duration {
+        self.elapsed[self.elapsed.len() / 2]
+    }
+
+    fn json(
+        &self,
+        timings: Option<serde_json::Value>,
+        checks: Checks,
+        profiled: Option<&nrt_pool_engine::profile::Profile>,
+    ) -> serde_json::Value {
+        let (l, done) = (self.launches, self.done);
+        json!({
+            "op": l.kernel,
+            "cores": l.cores,
             "elapsed_ms": done.elapsed.as_secs_f64() * 1e3,
-            "launches": repeat,
-            "timings_ms": timings.then(|| clock.json()),
-            "median_ms": median.as_secs_f64() * 1e3,
+            "launches": self.elapsed.len(),
+            "timings_ms": timings,
+            "median_ms": self.median().as_secs_f64() * 1e3,
             "stdio_dropped": done.stdio_dropped,
             "output": {
-                "path": out.display().to_string(),
-                "dtype": out_dtype.name(),
-                "shape": out_shape,
+                "path": self.out.display().to_string(),
+                "dtype": l.output.dtype.name(),
+                "shape": l.output.shape,
             },
             "check": checks.any().then(|| check_json(&done.check)),
-            "profile": profiled.as_ref().map(profile_json),
-        });
-        println!("{doc}");
-        return checked(found);
+            "profile": profiled.map(profile_json),
+        })
     }
-    let timing = match repeat {
-        1 => format!("{:.3} ms", done.elapsed.as_secs_f64() * 1e3),
-        n => format!(
-            "{n} launches, median {:.3} ms (min {:.3}, max {:.3})",
-            median.as_secs_f64() * 1e3,
-            elapsed[0].as_secs_f64() * 1e3,
-            elapsed[elapsed.len() - 1].as_secs_f64() * 1e3
-        ),
-    };
-    eprintln!(
-        "ok: {kernel} on {cores} core(s) in {timing} -> {} ({out_dtype} {out_shape:?})",
-        out.display(),
-    );
-    checked(found)
+
+    fn print(&self, profiled: Option<&nrt_pool_engine::profile::Profile>) {
+        if let Some(p) = profiled {
+            eprint!("{}", p.report(PROFILE_TOP));
+        }
+        print_checks(&self.done.check);
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let timing = match self.elapsed.len() {
+            1 => format!("{:.3} ms", ms(self.done.elapsed)),
+            n => format!(
+                "{n} launches, median {:.3} ms (min {:.3}, max {:.3})",
+                ms(self.median()),
+                ms(self.elapsed[0]),
+                ms(self.elapsed[n - 1])
+            ),
+        };
+        let l = self.launches;
+        eprintln!(
+            "ok: {} on {} core(s) in {timing} -> {} ({} {:?})",
+            l.kernel,
+            l.cores,
+            self.out.display(),
+            l.output.dtype,
+            l.output.shape,
+        );
+    }
 }
 
 /// Functions `--profile` lists.

@@ -216,24 +216,7 @@ impl PoolEngine {
             launch_args.push(self.launch_arg(&kernel, i, a)?);
         }
         let spec = self.output_of(&kernel, &launch_args, output)?;
-        tensor::check_rank(&spec.shape).map_err(|e| named("the output", e.into()))?;
-        if let Destination::Device(d) = &to {
-            self.check_output(&kernel, &spec, d.dtype, &d.shape)?;
-        }
-        if let Destination::Buffer(dst) = &to {
-            let want = tensor::byte_len(&spec.shape, spec.dtype);
-            if want != Some(dst.len() as u64) {
-                return Err(EmuError::Argument {
-                    what: "the output buffer".into(),
-                    source: TensorError::Size {
-                        dtype: spec.dtype,
-                        shape: spec.shape.clone(),
-                        want: want.unwrap_or(u64::MAX),
-                        got: dst.len() as u64,
-                    },
-                });
-            }
-        }
+        self.check_destination(&kernel, &spec, &to)?;
         let mut to = to;
         let device_out = match &to {
             Destination::Device(d) => Some(d.clone()),
@@ -278,13 +261,7 @@ impl PoolEngine {
             check.notes.push(self.parity_unavailable());
         }
         if let Some(inputs) = parity {
-            // What this launch gave: where it went.
-            let mine: Vec<u8> = match (&output, &to, &device_out) {
-                (Some(t), _, _) => t.data.clone(),
-                (None, Destination::Buffer(b), _) => b.to_vec(),
-                (None, _, Some(d)) => self.device_bytes(d).unwrap_or_default().to_vec(),
-                _ => Vec::new(),
-            };
+            let mine = self.delivered(&output, &to, device_out.as_ref());
             self.check_parity(
                 target,
                 &kernel,
@@ -304,6 +281,51 @@ impl PoolEngine {
             phases,
             check,
         })
+    }
+
+    /// The output a call names (its destination) against the one it gives: a device tensor
+    /// of its dtype and shape, a buffer of its bytes.
+    fn check_destination(
+        &self,
+        kernel: &str,
+        spec: &OutputSpec,
+        to: &Destination<'_>,
+    ) -> Result<(), EmuError> {
+        tensor::check_rank(&spec.shape).map_err(|e| named("the output", e.into()))?;
+        match to {
+            Destination::Device(d) => self.check_output(kernel, spec, d.dtype, &d.shape),
+            Destination::Buffer(dst) => {
+                let want = tensor::byte_len(&spec.shape, spec.dtype);
+                if want == Some(dst.len() as u64) {
+                    return Ok(());
+                }
+                Err(EmuError::Argument {
+                    what: "the output buffer".into(),
+                    source: TensorError::Size {
+                        dtype: spec.dtype,
+                        shape: spec.shape.clone(),
+                        want: want.unwrap_or(u64::MAX),
+                        got: dst.len() as u64,
+                    },
+                })
+            }
+            Destination::Host => Ok(()),
+        }
+    }
+
+    /// What a launch gave, from where it went.
+    fn delivered(
+        &self,
+        output: &Option<HostTensor>,
+        to: &Destination<'_>,
+        device_out: Option<&DeviceTensor>,
+    ) -> Vec<u8> {
+        match (output, to, device_out) {
+            (Some(t), _, _) => t.data.clone(),
+            (None, Destination::Buffer(b), _) => b.to_vec(),
+            (None, _, Some(d)) => self.device_bytes(d).unwrap_or_default().to_vec(),
+            _ => Vec::new(),
+        }
     }
 
     /// Argument `i` as a launch carries it.

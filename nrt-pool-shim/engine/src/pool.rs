@@ -272,15 +272,7 @@ impl CorePool {
         if self.workers.len() < top {
             self.workers.resize_with(top, || None);
         }
-        let name = kernel.to_bytes();
-        assert!(
-            name.len() <= MAX_KERNEL_NAME,
-            "kernel names are checked by the engine"
-        );
-        let mut cmd = [0u8; CMD_BYTES];
-        cmd[..4].copy_from_slice(&field.to_le_bytes());
-        cmd[4..8].copy_from_slice(&(name.len() as u32).to_le_bytes());
-        cmd[8..8 + name.len()].copy_from_slice(name);
+        let cmd = command_bytes(kernel, field);
         let ctl = control(p);
         let host = ctl.host_bell();
         let spin = doorbell::spin_budget(cores);
@@ -329,21 +321,7 @@ impl CorePool {
                 continue;
             }
             if deadline.passed() {
-                // Each core still running records where it is and ends (a moment given;
-                // then it is killed), so the report names the line it was stuck at.
-                for &i in &pending {
-                    if let Some(w) = self.workers[run[i]].as_ref() {
-                        // SAFETY: a signal to our own child process.
-                        unsafe { libc::kill(w.pid, super::core::STOP_AT_DEADLINE) };
-                    }
-                }
-                for i in pending {
-                    let stderr = self.retire(run[i], STOP_GRACE).stderr;
-                    exits[i] = Some(CoreExit {
-                        exit: Exit::TimedOut,
-                        stderr,
-                    });
-                }
+                self.stop_at_deadline(run, &pending, &mut exits);
                 break;
             }
             // Sleep until a core completes or exits (it bumps done_events), then look
@@ -360,20 +338,7 @@ impl CorePool {
             host.sleeping.store(0, Ordering::SeqCst);
             for i in pending {
                 let c = run[i];
-                let Some(w) = self.workers[c].as_ref() else {
-                    continue;
-                };
-                if ctl.doorbell(c).done_seq.load(Ordering::Acquire) == want[i] {
-                    continue;
-                }
-                let mut pfd = libc::pollfd {
-                    fd: w.sock,
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                // SAFETY: one valid pollfd, no wait.
-                let r = unsafe { libc::poll(&mut pfd, 1, 0) };
-                if r > 0 && pfd.revents & (libc::POLLHUP | libc::POLLIN | libc::POLLERR) != 0 {
+                if ctl.doorbell(c).done_seq.load(Ordering::Acquire) != want[i] && self.hung_up(c) {
                     exits[i] = Some(self.retire(c, EXIT_GRACE));
                 }
             }
@@ -387,6 +352,45 @@ impl CorePool {
                 })
             })
             .collect())
+    }
+
+    /// At the deadline: each core still running (positions `pending` of `run`) records
+    /// where it is and ends (a moment given; then it is killed), so the report names the
+    /// line it was stuck at.
+    fn stop_at_deadline(
+        &mut self,
+        run: &[usize],
+        pending: &[usize],
+        exits: &mut [Option<CoreExit>],
+    ) {
+        for &i in pending {
+            if let Some(w) = self.workers[run[i]].as_ref() {
+                // SAFETY: a signal to our own child process.
+                unsafe { libc::kill(w.pid, super::core::STOP_AT_DEADLINE) };
+            }
+        }
+        for &i in pending {
+            let stderr = self.retire(run[i], STOP_GRACE).stderr;
+            exits[i] = Some(CoreExit {
+                exit: Exit::TimedOut,
+                stderr,
+            });
+        }
+    }
+
+    /// Whether core `c`'s process hung up its socket (it died, or is ending).
+    fn hung_up(&self, c: usize) -> bool {
+        let Some(w) = self.workers.get(c).and_then(Option::as_ref) else {
+            return false;
+        };
+        let mut pfd = libc::pollfd {
+            fd: w.sock,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, no wait.
+        let r = unsafe { libc::poll(&mut pfd, 1, 0) };
+        r > 0 && pfd.revents & (libc::POLLHUP | libc::POLLIN | libc::POLLERR) != 0
     }
 
     /// Stops core `c`'s process, giving one that is ending `grace` to finish, and returns
@@ -485,4 +489,19 @@ pub enum Exit {
     Code(i32),
     Signal(i32),
     TimedOut,
+}
+
+/// A command's bytes: the core-count field, then the kernel's name (checked by the engine
+/// to fit).
+fn command_bytes(kernel: &CStr, field: u32) -> [u8; CMD_BYTES] {
+    let name = kernel.to_bytes();
+    assert!(
+        name.len() <= MAX_KERNEL_NAME,
+        "kernel names are checked by the engine"
+    );
+    let mut cmd = [0u8; CMD_BYTES];
+    cmd[..4].copy_from_slice(&field.to_le_bytes());
+    cmd[4..8].copy_from_slice(&(name.len() as u32).to_le_bytes());
+    cmd[8..8 + name.len()].copy_from_slice(name);
+    cmd
 }

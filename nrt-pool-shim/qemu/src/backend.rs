@@ -111,6 +111,127 @@ impl XtensaBackend {
     }
 
     /// Core `c`, started if it is not running.
+    /// Cores start with the access plugin (a traced launch), the profile plugin, or
+    /// neither; a traced launch is not profiled. Cores started otherwise are stopped.
+    fn equip(&mut self, team: &Team) -> io::Result<()> {
+        let equip = team.trace || (self.trace_session && !team.profile);
+        let profile = team.profile && !equip;
+        if profile != self.profiling.is_some() || equip != self.tracing.is_some() {
+            self.stop_cores();
+            self.profiling = profile.then(tempfile::tempdir).transpose()?;
+            self.tracing = equip.then(tempfile::tempdir).transpose()?;
+        }
+        if let Some(dir) = &self.tracing {
+            for c in team.cores() {
+                crate::access::arm(dir.path(), c, team.trace)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts the cores of `run` not running, side by side (when more than one); those that
+    /// failed to start, with why.
+    fn start_missing(
+        &mut self,
+        memory: &DeviceMemory,
+        library: &OpLibrary,
+        run: &[usize],
+        cores: usize,
+        deadline: &Deadline,
+    ) -> Vec<(usize, QemuError)> {
+        let missing: Vec<usize> = run
+            .iter()
+            .copied()
+            .filter(|&c| self.cores[c].is_none())
+            .collect();
+        let mut failed = Vec::new();
+        if missing.len() > 1 {
+            match self.start_cores(memory, library, &missing, cores, deadline) {
+                Ok(started) => {
+                    for (c, core) in started {
+                        match core {
+                            Ok(core) => self.cores[c] = Some(core),
+                            Err(e) => failed.push((c, e)),
+                        }
+                    }
+                }
+                Err(e) => failed.extend(missing.iter().map(|&c| (c, clone_error(&e, c)))),
+            }
+        }
+        failed
+    }
+
+    /// Starts `kernel` on core `c` of a launch on `cores` cores (the core started first if
+    /// it is not running), its guard pages set.
+    fn begin(
+        &mut self,
+        memory: &DeviceMemory,
+        library: &OpLibrary,
+        kernel: &CStr,
+        (c, cores): (usize, usize),
+        guards: &[u64],
+        deadline: &Deadline,
+    ) -> Result<(), QemuError> {
+        let core = self.core(memory, library, c, cores, deadline)?;
+        let k = core.kernel(kernel.to_bytes()).ok_or(QemuError::NoKernel {
+            core: c,
+            kernel: usize::MAX,
+            count: core.kernels().len(),
+        })?;
+        if self.guards[c] != guards {
+            let core = self.cores[c].as_mut().expect("started above");
+            core.guard(guards)?;
+            self.guards[c] = guards.to_vec();
+        }
+        let core = self.cores[c].as_mut().expect("started above");
+        core.begin(k, cores as u32)
+    }
+
+    /// A profiled launch's profiles, per core that finished.
+    fn profiles(
+        &self,
+        memory: &DeviceMemory,
+        run: &[usize],
+        ends: &[CoreEnd],
+    ) -> Vec<nrt_pool_engine::profile::CoreProfile> {
+        let mut profiles = Vec::new();
+        if let (Some(dir), Some((_, images))) = (&self.profiling, &self.images) {
+            let board = std::fs::read(&self.board).unwrap_or_default();
+            for (&c, end) in run.iter().zip(ends) {
+                let file = dir.path().join(format!("core{c}.blocks"));
+                let counts = std::fs::read_to_string(&file);
+                let _gone = std::fs::remove_file(&file);
+                if let (Ok(counts), Outcome::Done(_)) = (counts, &end.outcome) {
+                    let mut p = core_profile(c, &counts, &[&images[c], &board]);
+                    p.accesses = crate::access::counts(memory, c, &images[c]);
+                    profiles.push(p);
+                }
+            }
+        }
+        profiles
+    }
+
+    /// A traced launch's accesses, per core (`None` for a core that did not finish).
+    fn traces(
+        &self,
+        team: &Team,
+        run: &[usize],
+        ends: &[CoreEnd],
+    ) -> Vec<Option<nrt_pool_engine::accesses::CoreAccesses>> {
+        let mut accesses = Vec::new();
+        if let (true, Some(dir), Some((_, images))) = (team.trace, &self.tracing, &self.images) {
+            let board = std::fs::read(&self.board).unwrap_or_default();
+            for (&c, end) in run.iter().zip(ends) {
+                let done = matches!(end.outcome, Outcome::Done(_));
+                accesses.push(
+                    done.then(|| crate::access::trace(dir.path(), c, &[&images[c], &board]))
+                        .flatten(),
+                );
+            }
+        }
+        accesses
+    }
+
     fn core(
         &mut self,
         memory: &DeviceMemory,
@@ -432,63 +553,16 @@ impl IsaBackend for XtensaBackend {
         deadline: &Deadline,
     ) -> io::Result<Launched> {
         let run = team.cores();
-        let cores = team.count;
-        // Cores start with the access plugin (a traced launch), the profile plugin, or
-        // neither; a traced launch is not profiled.
-        let equip = team.trace || (self.trace_session && !team.profile);
-        let profile = team.profile && !equip;
-        if profile != self.profiling.is_some() || equip != self.tracing.is_some() {
-            self.stop_cores();
-            self.profiling = profile.then(tempfile::tempdir).transpose()?;
-            self.tracing = equip.then(tempfile::tempdir).transpose()?;
-        }
-        if let Some(dir) = &self.tracing {
-            for &c in &run {
-                crate::access::arm(dir.path(), c, team.trace)?;
-            }
-        }
+        self.equip(&team)?;
         let mut ends: Vec<Option<CoreEnd>> = vec![None; run.len()];
-        // The cores not running start side by side; one that fails to start ends with it.
-        let missing: Vec<usize> = run
-            .iter()
-            .copied()
-            .filter(|&c| self.cores[c].is_none())
-            .collect();
-        let mut failed: Vec<(usize, QemuError)> = Vec::new();
-        if missing.len() > 1 {
-            match self.start_cores(memory, library, &missing, cores, deadline) {
-                Ok(started) => {
-                    for (c, core) in started {
-                        match core {
-                            Ok(core) => self.cores[c] = Some(core),
-                            Err(e) => failed.push((c, e)),
-                        }
-                    }
-                }
-                Err(e) => failed.extend(missing.iter().map(|&c| (c, clone_error(&e, c)))),
-            }
-        }
+        let mut failed = self.start_missing(memory, library, &run, team.count, deadline);
         for (&c, end) in run.iter().zip(ends.iter_mut()) {
             if let Some(at) = failed.iter().position(|(f, _)| *f == c) {
                 let (_, e) = failed.swap_remove(at);
                 *end = Some(CoreEnd::fault(record(memory, &e, PHASE_KERNEL)));
                 continue;
             }
-            let begun = (|| -> Result<(), QemuError> {
-                let core = self.core(memory, library, c, cores, deadline)?;
-                let k = core.kernel(kernel.to_bytes()).ok_or(QemuError::NoKernel {
-                    core: c,
-                    kernel: usize::MAX,
-                    count: core.kernels().len(),
-                })?;
-                if self.guards[c] != guards {
-                    let core = self.cores[c].as_mut().expect("started above");
-                    core.guard(guards)?;
-                    self.guards[c] = guards.to_vec();
-                }
-                let core = self.cores[c].as_mut().expect("started above");
-                core.begin(k, cores as u32)
-            })();
+            let begun = self.begin(memory, library, kernel, (c, team.count), guards, deadline);
             match begun {
                 Ok(()) => {}
                 Err(QemuError::NoKernel { .. }) => {
@@ -535,38 +609,13 @@ impl IsaBackend for XtensaBackend {
             .into_iter()
             .map(|e| e.expect("every core ended above"))
             .collect();
-        let mut profiles = Vec::new();
-        if let (Some(dir), Some((_, images))) = (&self.profiling, &self.images) {
-            let board = std::fs::read(&self.board).unwrap_or_default();
-            for (&c, end) in run.iter().zip(&cores) {
-                let file = dir.path().join(format!("core{c}.blocks"));
-                let counts = std::fs::read_to_string(&file);
-                let _gone = std::fs::remove_file(&file);
-                if let (Ok(counts), Outcome::Done(_)) = (counts, &end.outcome) {
-                    let mut p = core_profile(c, &counts, &[&images[c], &board]);
-                    p.accesses = crate::access::counts(memory, c, &images[c]);
-                    profiles.push(p);
-                }
-            }
-        }
-        let mut accesses = Vec::new();
-        if let (true, Some(dir), Some((_, images))) = (team.trace, &self.tracing, &self.images) {
-            let board = std::fs::read(&self.board).unwrap_or_default();
-            for (&c, end) in run.iter().zip(&cores) {
-                let done = matches!(end.outcome, Outcome::Done(_));
-                accesses.push(
-                    done.then(|| crate::access::trace(dir.path(), c, &[&images[c], &board]))
-                        .flatten(),
-                );
-            }
-        }
         Ok(Launched {
+            profiles: self.profiles(memory, &run, &cores),
+            accesses: self.traces(&team, &run, &cores),
             cores,
             stdio,
-            profiles,
             // QEMU's cores report no watch: a check compares the whole range.
             touched: Vec::new(),
-            accesses,
         })
     }
 

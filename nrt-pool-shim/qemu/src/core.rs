@@ -221,51 +221,7 @@ impl XtensaCore {
             path: board.to_path_buf(),
             why: format!("{e} (make customop-archives builds the board)"),
         })?;
-        let boot = {
-            let file = object::File::parse(&*bytes).map_err(|e| bad(e.to_string()))?;
-            if file.architecture() != object::Architecture::Xtensa {
-                return Err(bad(format!(
-                    "not an Xtensa image ({:?})",
-                    file.architecture()
-                )));
-            }
-            let org = file.section_by_name(".text").map(|s| s.address());
-            if org != Some(u64::from(layout::image_org(core))) {
-                return Err(bad(format!(
-                    "linked at {:#x}, not core {core}'s {:#x}",
-                    org.unwrap_or(0),
-                    layout::image_org(core)
-                )));
-            }
-            let need = |name: &str| {
-                symbol(&file, name).ok_or_else(|| bad(format!("no {name} (link the archive)")))
-            };
-            let (hbm_scratch, hbm_scratch_size) = memory.hbm_scratch(core);
-            if layout::local_of(hbm_scratch + hbm_scratch_size - 1).is_none() {
-                return Err(bad(format!(
-                    "core {core}'s hbm_scratch at SoC {hbm_scratch:#x} lies outside its pinned window"
-                )));
-            }
-            let boot = Boot {
-                entry_func: need(ENTRY_SYMBOL)?,
-                call_wrapper: need(CALL_WRAPPER_SYMBOL)?,
-                register_funcs: need(REGISTER_FUNCS_SYMBOL)?,
-                data_scratch: memory.scratch[core].soc,
-                data_scratch_size: memory.scratch[core].size as u32,
-                hbm_scratch,
-                hbm_scratch_size: hbm_scratch_size as u32,
-                sbuf_pin: layout::SBUF_SOC,
-                hbm_pin: layout::HBM_SOC,
-                cores,
-                core: core as u32,
-                metadata: METADATA_SYMBOLS
-                    .iter()
-                    .find_map(|n| symbol(&file, n))
-                    .unwrap_or(0),
-            };
-            place_image(memory, &file, core).map_err(bad)?;
-            boot
-        };
+        let boot = boot_record(memory, &bytes, core, cores).map_err(bad)?;
         let io = |source| QemuError::Io { core, source };
         let (cmd_r, cmd_w) = pipe().map_err(io)?;
         let (rsp_r, rsp_w) = pipe().map_err(io)?;
@@ -273,29 +229,7 @@ impl XtensaCore {
         // The monitor, asked for the PC when the core overstays its deadline.
         let monitor_dir = tempfile::tempdir().map_err(io)?;
         let monitor = monitor_dir.path().join("monitor");
-        // One core (PRID = `core`) whose RAM is the engine's memory file, at the core's fd 5.
-        let mut qemu = Command::new(qemu_path);
-        qemu.arg("-M")
-            .arg(format!(
-                "nrt-pool,core={core},memory-backend=device,regions={},hidden={}",
-                regions_property(memory),
-                hidden_property(memory, core)
-            ))
-            .args(["-cpu", "de233_fpu", "-object"])
-            .arg(format!(
-                "memory-backend-file,id=device,mem-path=/dev/fd/{MEMORY_FD},share=on,size={}",
-                memory.file_len()
-            ))
-            .args(["-semihosting", "-display", "none", "-monitor"])
-            .arg(format!("unix:{},server=on,wait=off", monitor.display()))
-            .args(["-serial", "none", "-nodefaults", "-kernel"])
-            .arg(board);
-        if let Some(port) = platform.gdb_port {
-            qemu.arg("-gdb").arg(format!("tcp:127.0.0.1:{port}"));
-        }
-        if let Some(plugin) = platform.plugin {
-            qemu.arg("-plugin").arg(plugin);
-        }
+        let mut qemu = qemu_command(&platform, core, &monitor);
         qemu.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(err_w));
@@ -347,6 +281,14 @@ impl XtensaCore {
             _monitor_dir: monitor_dir,
         };
         c.send(protocol::CMD_BOOT, &[&boot.encode()])?;
+        c.ready(deadline)?;
+        Ok(c)
+    }
+
+    /// The core's ready report after its start code ran: the entry status, the kernels it
+    /// registered, the library's metadata.
+    fn ready(&mut self, deadline: &Deadline) -> Result<(), QemuError> {
+        let c = self;
         let (ready, printed) = c.expect(protocol::RSP_READY, deadline)?;
         c.start_output = printed;
         let (Some(status), Some(count), Some(meta_len)) = (
@@ -377,7 +319,7 @@ impl XtensaCore {
                 c.kernels.len()
             )));
         }
-        Ok(c)
+        Ok(())
     }
 
     pub fn core(&self) -> usize {
@@ -644,6 +586,84 @@ impl Drop for XtensaCore {
             self.reap();
         }
     }
+}
+
+/// The boot record of core `core` (of `cores`) for an op image, the image placed in the
+/// core's memory: checked to be an Xtensa image linked for this core.
+fn boot_record(
+    memory: &DeviceMemory,
+    bytes: &[u8],
+    core: usize,
+    cores: u32,
+) -> Result<Boot, String> {
+    let file = object::File::parse(bytes).map_err(|e| e.to_string())?;
+    if file.architecture() != object::Architecture::Xtensa {
+        return Err(format!("not an Xtensa image ({:?})", file.architecture()));
+    }
+    let org = file.section_by_name(".text").map(|s| s.address());
+    if org != Some(u64::from(layout::image_org(core))) {
+        return Err(format!(
+            "linked at {:#x}, not core {core}'s {:#x}",
+            org.unwrap_or(0),
+            layout::image_org(core)
+        ));
+    }
+    let need =
+        |name: &str| symbol(&file, name).ok_or_else(|| format!("no {name} (link the archive)"));
+    let (hbm_scratch, hbm_scratch_size) = memory.hbm_scratch(core);
+    if layout::local_of(hbm_scratch + hbm_scratch_size - 1).is_none() {
+        return Err(format!(
+            "core {core}'s hbm_scratch at SoC {hbm_scratch:#x} lies outside its pinned window"
+        ));
+    }
+    let boot = Boot {
+        entry_func: need(ENTRY_SYMBOL)?,
+        call_wrapper: need(CALL_WRAPPER_SYMBOL)?,
+        register_funcs: need(REGISTER_FUNCS_SYMBOL)?,
+        data_scratch: memory.scratch[core].soc,
+        data_scratch_size: memory.scratch[core].size as u32,
+        hbm_scratch,
+        hbm_scratch_size: hbm_scratch_size as u32,
+        sbuf_pin: layout::SBUF_SOC,
+        hbm_pin: layout::HBM_SOC,
+        cores,
+        core: core as u32,
+        metadata: METADATA_SYMBOLS
+            .iter()
+            .find_map(|n| symbol(&file, n))
+            .unwrap_or(0),
+    };
+    place_image(memory, &file, core)?;
+    Ok(boot)
+}
+
+/// QEMU for one core (PRID = `core`) whose RAM is the engine's memory file, at the core's
+/// fd 5, its monitor at `monitor` (asked for the PC when the core overstays its deadline).
+fn qemu_command(platform: &Platform<'_>, core: usize, monitor: &Path) -> Command {
+    let (board, memory) = (platform.board, platform.memory);
+    let mut qemu = Command::new(platform.qemu);
+    qemu.arg("-M")
+        .arg(format!(
+            "nrt-pool,core={core},memory-backend=device,regions={},hidden={}",
+            regions_property(memory),
+            hidden_property(memory, core)
+        ))
+        .args(["-cpu", "de233_fpu", "-object"])
+        .arg(format!(
+            "memory-backend-file,id=device,mem-path=/dev/fd/{MEMORY_FD},share=on,size={}",
+            memory.file_len()
+        ))
+        .args(["-semihosting", "-display", "none", "-monitor"])
+        .arg(format!("unix:{},server=on,wait=off", monitor.display()))
+        .args(["-serial", "none", "-nodefaults", "-kernel"])
+        .arg(board);
+    if let Some(port) = platform.gdb_port {
+        qemu.arg("-gdb").arg(format!("tcp:127.0.0.1:{port}"));
+    }
+    if let Some(plugin) = platform.plugin {
+        qemu.arg("-plugin").arg(plugin);
+    }
+    qemu
 }
 
 #[cfg(test)]

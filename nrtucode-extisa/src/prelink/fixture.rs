@@ -78,27 +78,34 @@ impl Out {
     fn pad_to(&mut self, off: usize) {
         self.bytes.resize(off, 0);
     }
+
+    /// The ELF32 header of an Xtensa shared object: `nph` program headers, section
+    /// headers at `shoff`.
+    fn elf_header(&mut self, shoff: usize, nph: usize) {
+        let data = if self.big { 2 } else { 1 };
+        self.bytes
+            .extend_from_slice(&[0x7f, b'E', b'L', b'F', 1, data, 1, 0]);
+        self.pad_to(16);
+        self.u16(3); // ET_DYN
+        self.u16(94); // EM_XTENSA
+        self.u32(1);
+        self.u32(0); // e_entry
+        self.u32(EHDR as u32);
+        self.u32(shoff as u32);
+        self.u32(0x300);
+        self.u16(EHDR as u16);
+        self.u16(PHDR as u16);
+        self.u16(nph as u16);
+        self.u16(SHDR as u16);
+        self.u16(2);
+        self.u16(0);
+    }
 }
 
 impl Fixture {
     /// Serializes the library.
     pub fn build(&self) -> Vec<u8> {
         let big = self.big_endian;
-        let word = |v: u32| {
-            if big {
-                v.to_be_bytes()
-            } else {
-                v.to_le_bytes()
-            }
-        };
-        // Dynamic area: relocation table, then .dynamic.
-        let mut dynamic_area = Vec::new();
-        for &(off, info, addend) in &self.relocations {
-            dynamic_area.extend_from_slice(&word(off));
-            dynamic_area.extend_from_slice(&word(info));
-            dynamic_area.extend_from_slice(&word(addend as u32));
-        }
-        let rela_size = dynamic_area.len() as u32;
         let data_memsz = self
             .data_memsz
             .unwrap_or(self.data.len() as u32)
@@ -109,20 +116,8 @@ impl Fixture {
         } else {
             self.data_addr + self.data.len() as u32
         };
-        let mut entries: Vec<(u32, u32)> = vec![];
-        if !self.relocations.is_empty() {
-            entries.extend([(7, area_addr), (8, rela_size), (9, 12)]);
-        }
-        entries.extend(self.init.map(|v| (12, v)));
-        entries.extend(self.fini.map(|v| (13, v)));
-        entries.extend(self.start.map(|v| (0x7000_0002, v)));
-        entries.push((0, 0));
+        let (dynamic_area, rela_size, dynamic_size) = self.dynamic_area(area_addr);
         let dynamic_addr = area_addr + rela_size;
-        for (tag, val) in &entries {
-            dynamic_area.extend_from_slice(&word(*tag));
-            dynamic_area.extend_from_slice(&word(*val));
-        }
-        let dynamic_size = (entries.len() * 8) as u32;
 
         let nph = if self.scratch { 4 } else { 3 } - usize::from(self.no_dynamic);
         let text_off = (EHDR + nph * PHDR + 15) & !15;
@@ -148,22 +143,7 @@ impl Fixture {
             bytes: Vec::new(),
             big,
         };
-        o.bytes
-            .extend_from_slice(&[0x7f, b'E', b'L', b'F', 1, if big { 2 } else { 1 }, 1, 0]);
-        o.pad_to(16);
-        o.u16(3); // ET_DYN
-        o.u16(94); // EM_XTENSA
-        o.u32(1);
-        o.u32(0); // e_entry
-        o.u32(EHDR as u32);
-        o.u32(shoff as u32);
-        o.u32(0x300);
-        o.u16(EHDR as u16);
-        o.u16(PHDR as u16);
-        o.u16(nph as u16);
-        o.u16(SHDR as u16);
-        o.u16(2);
-        o.u16(0);
+        o.elf_header(shoff, nph);
 
         let text_memsz = self.text_memsz.unwrap_or(self.text.len() as u32);
         let data_filesz = data_file.len() as u32;
@@ -238,6 +218,39 @@ impl Fixture {
             o.u32(v);
         }
         o.bytes
+    }
+
+    /// The dynamic area at `area_addr`: the relocation table, then `.dynamic`; with the
+    /// table's size and `.dynamic`'s.
+    fn dynamic_area(&self, area_addr: u32) -> (Vec<u8>, u32, u32) {
+        let big = self.big_endian;
+        let word = |v: u32| {
+            if big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
+        let mut area = Vec::new();
+        for &(off, info, addend) in &self.relocations {
+            area.extend_from_slice(&word(off));
+            area.extend_from_slice(&word(info));
+            area.extend_from_slice(&word(addend as u32));
+        }
+        let rela_size = area.len() as u32;
+        let mut entries: Vec<(u32, u32)> = vec![];
+        if !self.relocations.is_empty() {
+            entries.extend([(7, area_addr), (8, rela_size), (9, 12)]);
+        }
+        entries.extend(self.init.map(|v| (12, v)));
+        entries.extend(self.fini.map(|v| (13, v)));
+        entries.extend(self.start.map(|v| (0x7000_0002, v)));
+        entries.push((0, 0));
+        for (tag, val) in &entries {
+            area.extend_from_slice(&word(*tag));
+            area.extend_from_slice(&word(*val));
+        }
+        (area, rela_size, (entries.len() * 8) as u32)
     }
 
     /// A small valid library: a narrow CONST16 pair, a FLIX F0 bundle with a CONST16 and a

@@ -157,50 +157,16 @@ impl PoolEngine {
             .notes
             .extend(checks.limits(sees_reads).into_iter().map(String::from));
         // An output that is also an input cannot start poisoned: run once, unchecked.
-        if let Destination::Device(d) = &to {
-            if args
-                .iter()
-                .any(|a| matches!(a, LaunchArg::Device(i) if overlaps(self, i, d)))
-            {
-                report.notes.push(
-                    "checks skipped: the output is also an input, so it cannot start poisoned"
-                        .into(),
-                );
-                let (out, run, phases) = self.run_checked(
-                    kernel,
-                    args,
-                    spec,
-                    Team::all(cores).with_all_stdio(s.all_cores_stdio),
-                    to,
-                    Fill::default(),
-                    start,
-                    s,
-                )?;
-                return Ok((out, run, phases, report));
-            }
+        if self.output_is_input(args, &to) {
+            report.notes.push(
+                "checks skipped: the output is also an input, so it cannot start poisoned".into(),
+            );
+            let team = Team::all(cores).with_all_stdio(s.all_cores_stdio);
+            let (out, run, phases) =
+                self.run_checked(kernel, args, spec, team, to, Fill::default(), start, s)?;
+            return Ok((out, run, phases, report));
         }
-        // Device tensors given as arguments: every run starts from them (they are written
-        // back only where a run changed them).
-        // (A device tensor this call copied from the caller's bytes is restored from them.)
-        let mut saved: Vec<(DeviceTensor, Saved<'_>)> = Vec::new();
-        // Which argument each saved tensor is, for findings.
-        let mut saved_args: Vec<usize> = Vec::new();
-        for (i, a) in args.iter().enumerate() {
-            if let LaunchArg::Device(d) = a {
-                saved_args.push(i);
-                let keep = match sources.get(i).copied().flatten() {
-                    Some(b) => Saved::Caller(b),
-                    None => {
-                        let mut keep = self.take_buffer();
-                        keep.extend_from_slice(self.device_bytes(d).unwrap_or_default());
-                        Saved::Copy(keep)
-                    }
-                };
-                saved.push((d.clone(), keep));
-            }
-        }
-        let size = spec.dtype.size();
-        let element = Element::new(size, POISON);
+        let mut inputs = self.save_inputs(args, sources);
         // 1. The launch, its output and new heap blocks poisoned.
         self.clear_check_logs(cores);
         let device_out = match &to {
@@ -226,15 +192,15 @@ impl PoolEngine {
         // What the launch wrote into its inputs: the caller gets it back at the end (a
         // device tensor; an array the call copied in stays as the caller had it), and
         // checked for memory it is a finding: on the device the caller's tensor changes.
-        let launch_inputs = self.restore(&saved);
+        let launch_inputs = self.restore(&inputs.saved);
         if checks.has(Check::Memory) {
             report
                 .findings
-                .extend(inputs_written(kernel, &saved, &saved_args, &launch_inputs));
+                .extend(inputs.written(kernel, &launch_inputs));
         }
         // A kernel that does not write its inputs in the launch does not alone either: the
         // runs after it compare and restore them only if it does (the end compares again).
-        let writes_inputs = !launch_inputs.is_empty();
+        inputs.written_by_launch = !launch_inputs.is_empty();
         // The launch's output, read where it is (a device destination is copied: the runs
         // after this one need the engine).
         let mut copied = self.take_buffer();
@@ -246,8 +212,6 @@ impl PoolEngine {
             (None, Destination::Buffer(b)) => b,
             _ => &copied,
         };
-        let numel = launch_bytes.len() / size.max(1);
-
         // The later runs' output: an HBM output is one device tensor for all of them (its
         // pages faulted in once), poisoned for each as it needs; an SBUF one is placed with
         // each run.
@@ -257,133 +221,84 @@ impl PoolEngine {
             }
             _ => None,
         };
-
-        // 2. Each core alone: what it writes, and whether it writes what it wrote in the launch.
-        // An HBM output is one device tensor for all of them, poisoned once; only the
-        // blocks a core changed are poisoned again after it. Where the backend reports what
-        // each core touches, cores run in groups whose parts of the output cannot meet
-        // (D90); a group whose cores did meet, or one that failed, runs again core by core.
-        if checks.has(Check::Init) || checks.has(Check::Race) {
-            let mut writers = self.take_buffer();
-            writers.resize(numel, 0);
-            let mut differ: Vec<Ranges> = (0..cores).map(|_| Ranges::default()).collect();
-            if let Some(dst) = alone_out.as_ref().and_then(|d| self.device_bytes_mut(d)) {
-                fill_parallel(dst, POISON_ALONE);
-            }
-            // The shared HBM output is poisoned again only where a core wrote (below); an
-            // SBUF output is placed, poisoned, with each run.
-            let fill = Fill {
-                output: alone_out.is_none().then_some(POISON_ALONE),
-                heaps: POISON_ALONE,
-            };
-            let groupable = self.backend.reports_touches() && !writes_inputs && alone_out.is_some();
-            let mut runs: std::collections::VecDeque<u8> =
-                groups(cores, launch_bytes.len(), groupable).into();
-            while let Some(mask) = runs.pop_front() {
-                let members: Vec<usize> = (0..cores).filter(|c| mask & (1 << c) != 0).collect();
-                if writes_inputs {
-                    self.restore(&saved);
-                }
-                let mut dirty = Vec::new();
-                let mut met = false;
-                let ran = self.run_inspect(
-                    kernel,
-                    args,
-                    spec,
-                    Team::group(mask, cores),
-                    alone_out.as_ref(),
-                    fill,
-                    s,
-                    |bytes, touched| {
-                        if members.len() > 1 && !apart(touched, members.len()) {
-                            met = true;
-                            return;
-                        }
-                        for (i, &c) in members.iter().enumerate() {
-                            let written = Written {
-                                bytes,
-                                launch: launch_bytes,
-                                size,
-                                fill: POISON_ALONE,
-                                touched: touched.get(i).and_then(|t| t.as_deref()),
-                            };
-                            dirty.extend(written.scan(&mut writers, 1 << c, &mut differ[c]));
-                        }
-                    },
-                );
-                let again = members.len() > 1 && (met || ran.is_err());
-                if let Some(dst) = alone_out.as_ref().and_then(|d| self.device_bytes_mut(d)) {
-                    if again {
-                        // What the group wrote is not known: all of it is poisoned again.
-                        fill_parallel(dst, POISON_ALONE);
-                    }
-                    for b in dirty {
-                        let end = ((b + 1) * BLOCK).min(dst.len());
-                        dst[b * BLOCK..end].fill(POISON_ALONE);
-                    }
-                }
-                match ran {
-                    _ if again => runs.extend(members.iter().map(|c| 1u8 << c)),
-                    Err(e) => {
-                        let c = members.first().copied().unwrap_or_default();
-                        report.findings.push(Finding::about(
-                            Check::Init,
-                            kernel,
-                            vec![c],
-                            "the output",
-                            format!("run alone (as core {c} of {cores}), it failed: {e}"),
-                        ))
-                    }
-                    Ok(_) => {}
-                }
-            }
-            if checks.has(Check::Init) {
-                let mut never = Ranges::default();
-                for k in marked_blocks(&writers, |w| w == 0) {
-                    for (i, &w) in writers[k * BLOCK..].iter().take(BLOCK).enumerate() {
-                        let e = k * BLOCK + i;
-                        if w == 0 && !element.changed(launch_bytes, e) {
-                            never.push(e as u64);
-                        }
-                    }
-                }
-                report.findings.extend(never.finding(
-                    Check::Init,
-                    kernel,
-                    Vec::new(),
-                    "never written by any core".into(),
-                ));
-                for (c, r) in differ.into_iter().enumerate() {
-                    report.findings.extend(
-                        r.finding(
-                            Check::Init,
-                            kernel,
-                            vec![c],
-                            "differ when the core runs alone: they depend on memory the kernel never \
-                             wrote, or on what another core writes, or on what its earlier run \
-                             left (--check=leftovers tells)"
-                                .into(),
-                        ),
-                    );
-                }
-            }
-            if checks.has(Check::Race) {
-                report.findings.extend(races(kernel, &writers));
-            }
-            self.give_back(writers);
+        let again = Relaunch {
+            kernel,
+            args,
+            spec,
+            cores,
+            into: alone_out.as_ref(),
+            settings: s,
+            launch_bytes,
+        };
+        self.later_runs(&again, &inputs, &mut report);
+        if let Some(d) = &alone_out {
+            self.free_device(d);
         }
+        // The caller's inputs and output as the launch left them.
+        self.restore_some(&inputs.saved, false);
+        self.put_back(&launch_inputs);
+        if let Some(d) = &device_out {
+            if let Some(dst) = self.device_bytes_mut(d) {
+                copy_parallel(dst, launch_bytes);
+            }
+        }
+        self.give_back(copied);
+        for (_, b) in inputs.saved {
+            if let Saved::Copy(b) = b {
+                self.give_back(b);
+            }
+        }
+        Ok((output, run, phases, report))
+    }
 
+    /// Whether the launch's output is also one of its inputs (then it cannot start
+    /// poisoned).
+    fn output_is_input(&self, args: &[LaunchArg], to: &Destination<'_>) -> bool {
+        let Destination::Device(d) = to else {
+            return false;
+        };
+        args.iter()
+            .any(|a| matches!(a, LaunchArg::Device(i) if overlaps(self, i, d)))
+    }
+
+    /// Device tensors given as arguments, as the launch finds them: every run starts from
+    /// them (written back only where a run changed them). A device tensor this call copied
+    /// from the caller's bytes is restored from those.
+    fn save_inputs<'s>(&mut self, args: &[LaunchArg], sources: &[Option<&'s [u8]>]) -> Inputs<'s> {
+        let mut inputs = Inputs::default();
+        for (i, a) in args.iter().enumerate() {
+            if let LaunchArg::Device(d) = a {
+                inputs.args.push(i);
+                let keep = match sources.get(i).copied().flatten() {
+                    Some(b) => Saved::Caller(b),
+                    None => {
+                        let mut keep = self.take_buffer();
+                        keep.extend_from_slice(self.device_bytes(d).unwrap_or_default());
+                        Saved::Copy(keep)
+                    }
+                };
+                inputs.saved.push((d.clone(), keep));
+            }
+        }
+        inputs
+    }
+
+    /// Steps 2 to 4: the runs after the launch, each starting from the launch's inputs.
+    fn later_runs(&mut self, again: &Relaunch<'_>, inputs: &Inputs<'_>, report: &mut CheckReport) {
+        let (checks, cores, kernel) = (again.settings.checks, again.cores, again.kernel);
+        // 2. Each core alone: what it writes, and whether it writes what it wrote in the
+        // launch.
+        if checks.has(Check::Init) || checks.has(Check::Race) {
+            report.findings.extend(self.alone_runs(again, inputs));
+        }
         // 2b. Reads, where the backend sees every access (D101).
         if checks.has(Check::Race) && cores > 1 && self.backend.traces_accesses() {
-            if writes_inputs {
-                self.restore(&saved);
-            }
-            let traced = (kernel, args, spec, alone_out.as_ref());
+            inputs.restore_for_next(self);
+            let traced = (kernel, again.args, again.spec, again.into);
             report
                 .findings
-                .extend(self.read_write_races(traced, cores, s));
+                .extend(self.read_write_races(traced, cores, again.settings));
         }
-
         // 3. The launch on another core count (one fewer: a partition that only works for
         // one count shows; a one-core launch is not split, so there is nothing to compare).
         if checks.has(Check::Cores) && cores == 1 {
@@ -391,22 +306,11 @@ impl PoolEngine {
                 "cores: a launch on one core is not split between cores; nothing to compare".into(),
             );
         }
-        // The runs after the analysis: each compared with the launch's output.
-        let again = Relaunch {
-            kernel,
-            args,
-            spec,
-            into: alone_out.as_ref(),
-            settings: s,
-            launch_bytes,
-        };
         if checks.has(Check::Cores) && cores > 1 {
             let other = cores - 1;
-            if writes_inputs {
-                self.restore(&saved);
-            }
+            inputs.restore_for_next(self);
             report.findings.extend(self.rerun_compared(
-                &again,
+                again,
                 Rerun {
                     check: Check::Cores,
                     team: Team::all(other),
@@ -416,17 +320,14 @@ impl PoolEngine {
                 },
             ));
         }
-
-        // 4. The launch again right after itself (its cores' statics as the launch left them,
-        // new heap blocks filled with another pattern): output that changes was read from
-        // what an earlier launch left (D98).
+        // 4. The launch again right after itself (its cores' statics as the launch left
+        // them, new heap blocks filled with another pattern): output that changes was read
+        // from what an earlier launch left (D98).
         if checks.has(Check::Leftovers) {
-            if writes_inputs {
-                self.restore(&saved);
-            }
+            inputs.restore_for_next(self);
             report.findings.extend(
                 self.rerun_compared(
-                    &again,
+                    again,
                     Rerun {
                         check: Check::Leftovers,
                         team: Team::all(cores),
@@ -444,25 +345,98 @@ impl PoolEngine {
                 ),
             );
         }
+    }
 
-        if let Some(d) = &alone_out {
-            self.free_device(d);
+    /// Step 2: each core alone (or in groups that cannot meet, D90), over an output poisoned
+    /// with [`POISON_ALONE`]; the init and race findings from what each wrote.
+    fn alone_runs(&mut self, again: &Relaunch<'_>, inputs: &Inputs<'_>) -> Vec<Finding> {
+        let (kernel, cores, launch_bytes) = (again.kernel, again.cores, again.launch_bytes);
+        let size = again.spec.dtype.size();
+        let mut writers = self.take_buffer();
+        writers.resize(launch_bytes.len() / size.max(1), 0);
+        let mut differ: Vec<Ranges> = (0..cores).map(|_| Ranges::default()).collect();
+        let mut findings = Vec::new();
+        // An HBM output is one device tensor for all of them, poisoned once; only the
+        // blocks a core changed are poisoned again after it. An SBUF output is placed,
+        // poisoned, with each run.
+        if let Some(dst) = again.into.and_then(|d| self.device_bytes_mut(d)) {
+            fill_parallel(dst, POISON_ALONE);
         }
-        // The caller's inputs and output as the launch left them.
-        self.restore_some(&saved, false);
-        self.put_back(&launch_inputs);
-        if let Some(d) = &device_out {
-            if let Some(dst) = self.device_bytes_mut(d) {
-                copy_parallel(dst, launch_bytes);
+        let fill = Fill {
+            output: again.into.is_none().then_some(POISON_ALONE),
+            heaps: POISON_ALONE,
+        };
+        // Where the backend reports what each core touches, cores run in groups whose
+        // parts of the output cannot meet; a group whose cores did meet, or one that
+        // failed, runs again core by core.
+        let groupable =
+            self.backend.reports_touches() && !inputs.written_by_launch && again.into.is_some();
+        let mut runs: std::collections::VecDeque<u8> =
+            groups(cores, launch_bytes.len(), groupable).into();
+        while let Some(mask) = runs.pop_front() {
+            let members: Vec<usize> = (0..cores).filter(|c| mask & (1 << c) != 0).collect();
+            inputs.restore_for_next(self);
+            let mut dirty = Vec::new();
+            let mut met = false;
+            let ran = self.run_inspect(
+                kernel,
+                again.args,
+                again.spec,
+                Team::group(mask, cores),
+                again.into,
+                fill,
+                again.settings,
+                |bytes, touched| {
+                    if members.len() > 1 && !apart(touched, members.len()) {
+                        met = true;
+                        return;
+                    }
+                    for (i, &c) in members.iter().enumerate() {
+                        let written = Written {
+                            bytes,
+                            launch: launch_bytes,
+                            size,
+                            fill: POISON_ALONE,
+                            touched: touched.get(i).and_then(|t| t.as_deref()),
+                        };
+                        dirty.extend(written.scan(&mut writers, 1 << c, &mut differ[c]));
+                    }
+                },
+            );
+            let group_again = members.len() > 1 && (met || ran.is_err());
+            if let Some(dst) = again.into.and_then(|d| self.device_bytes_mut(d)) {
+                if group_again {
+                    // What the group wrote is not known: all of it is poisoned again.
+                    fill_parallel(dst, POISON_ALONE);
+                }
+                for b in dirty {
+                    let end = ((b + 1) * BLOCK).min(dst.len());
+                    dst[b * BLOCK..end].fill(POISON_ALONE);
+                }
+            }
+            match ran {
+                _ if group_again => runs.extend(members.iter().map(|c| 1u8 << c)),
+                Err(e) => {
+                    let c = members.first().copied().unwrap_or_default();
+                    findings.push(Finding::about(
+                        Check::Init,
+                        kernel,
+                        vec![c],
+                        "the output",
+                        format!("run alone (as core {c} of {cores}), it failed: {e}"),
+                    ))
+                }
+                Ok(_) => {}
             }
         }
-        self.give_back(copied);
-        for (_, b) in saved {
-            if let Saved::Copy(b) = b {
-                self.give_back(b);
-            }
+        if again.settings.checks.has(Check::Init) {
+            findings.extend(init_findings(again, &writers, differ));
         }
-        Ok((output, run, phases, report))
+        if again.settings.checks.has(Check::Race) {
+            findings.extend(races(kernel, &writers));
+        }
+        self.give_back(writers);
+        findings
     }
 
     /// The launch run again as `r` says, its output compared with the launch's element by
@@ -552,6 +526,8 @@ struct Relaunch<'a> {
     kernel: &'a str,
     args: &'a [LaunchArg],
     spec: &'a OutputSpec,
+    cores: usize,
+    /// The later runs' shared HBM output (`None`: an SBUF output, placed with each run).
     into: Option<&'a DeviceTensor>,
     settings: &'a Settings,
     launch_bytes: &'a [u8],
@@ -568,36 +544,89 @@ struct Rerun {
     failed: String,
 }
 
-/// A `memory` finding per input tensor the launch changed: the argument, the elements whose
-/// bytes differ from before the launch.
-fn inputs_written(
-    kernel: &str,
-    saved: &[(DeviceTensor, Saved<'_>)],
-    saved_args: &[usize],
-    changed: &[(DeviceTensor, Vec<u8>)],
-) -> Vec<Finding> {
-    changed
-        .iter()
-        .filter_map(|(d, after)| {
-            let at = saved.iter().position(|(s, _)| s.soc == d.soc)?;
-            let before = saved[at].1.bytes();
-            let size = d.dtype.size().max(1);
-            let mut ranges = Ranges::default();
-            if before.len() == after.len() {
-                each_differing(before, after, size, |e| ranges.push(e as u64));
+/// The device tensors given as arguments, as the launch found them.
+#[derive(Default)]
+struct Inputs<'a> {
+    saved: Vec<(DeviceTensor, Saved<'a>)>,
+    /// Which argument each saved tensor is, for findings.
+    args: Vec<usize>,
+    /// The launch wrote some of them: each later run starts from them again.
+    written_by_launch: bool,
+}
+
+impl Inputs<'_> {
+    /// Before a later run: the inputs as the launch found them, if the launch wrote them
+    /// (a kernel that did not write them in the launch does not alone either).
+    fn restore_for_next(&self, e: &mut PoolEngine) {
+        if self.written_by_launch {
+            e.restore(&self.saved);
+        }
+    }
+
+    /// A `memory` finding per input tensor the launch changed: the argument, the elements
+    /// whose bytes differ from before the launch.
+    fn written(&self, kernel: &str, changed: &[(DeviceTensor, Vec<u8>)]) -> Vec<Finding> {
+        changed
+            .iter()
+            .filter_map(|(d, after)| {
+                let at = self.saved.iter().position(|(s, _)| s.soc == d.soc)?;
+                let before = self.saved[at].1.bytes();
+                let size = d.dtype.size().max(1);
+                let mut ranges = Ranges::default();
+                if before.len() == after.len() {
+                    each_differing(before, after, size, |e| ranges.push(e as u64));
+                }
+                let mut f = ranges.finding(
+                    Check::Memory,
+                    kernel,
+                    Vec::new(),
+                    "written by the kernel: on the device the caller's tensor changes with it \
+                     (stage data in the output or a tcm_malloc buffer)"
+                        .into(),
+                )?;
+                f.tensor = format!("argument {}", self.args.get(at).copied().unwrap_or(at));
+                Some(f)
+            })
+            .collect()
+    }
+}
+
+/// The init findings of step 2: elements no core wrote (and the launch left poisoned), and
+/// per core the elements it wrote differently alone.
+fn init_findings(again: &Relaunch<'_>, writers: &[u8], differ: Vec<Ranges>) -> Vec<Finding> {
+    let element = Element::new(again.spec.dtype.size(), POISON);
+    let mut never = Ranges::default();
+    for k in marked_blocks(writers, |w| w == 0) {
+        for (i, &w) in writers[k * BLOCK..].iter().take(BLOCK).enumerate() {
+            let e = k * BLOCK + i;
+            if w == 0 && !element.changed(again.launch_bytes, e) {
+                never.push(e as u64);
             }
-            let mut f = ranges.finding(
-                Check::Memory,
-                kernel,
-                Vec::new(),
-                "written by the kernel: on the device the caller's tensor changes with it \
-                 (stage data in the output or a tcm_malloc buffer)"
+        }
+    }
+    let mut findings: Vec<Finding> = never
+        .finding(
+            Check::Init,
+            again.kernel,
+            Vec::new(),
+            "never written by any core".into(),
+        )
+        .into_iter()
+        .collect();
+    for (c, r) in differ.into_iter().enumerate() {
+        findings.extend(
+            r.finding(
+                Check::Init,
+                again.kernel,
+                vec![c],
+                "differ when the core runs alone: they depend on memory the kernel never wrote, \
+             or on what another core writes, or on what its earlier run left \
+             (--check=leftovers tells)"
                     .into(),
-            )?;
-            f.tensor = format!("argument {}", saved_args.get(at).copied().unwrap_or(at));
-            Some(f)
-        })
-        .collect()
+            ),
+        );
+    }
+    findings
 }
 
 /// A device tensor's bytes as a checked launch found them: copied, or the caller's bytes
