@@ -319,11 +319,11 @@ fn neuron_examples(
         nrt_pool_open::engine(Isa::Host, PoolImage::default(), &OpenOptions::default())
             .map_err(|e| e.to_string())?;
     for (lib, op, args, want) in cases {
-        if engine.library().map(|l| &l.path) != Some(lib) {
+        if engine.loaded.library().map(|l| &l.path) != Some(lib) {
             engine.load(lib).map_err(|e| e.to_string())?;
         }
         let output = engine.op_output(op, &args).map_err(|e| e.to_string())?;
-        let cores = engine.default_cores();
+        let cores = engine.loaded.default_cores();
         let done = engine
             .launch(&Launch {
                 kernel: op.into(),
@@ -502,7 +502,7 @@ fn device_examples(
             xt.load(&libs[lib]).map_err(|e| e.to_string())?;
             loaded = lib;
         }
-        let cores = cores.unwrap_or_else(|| host.default_cores());
+        let cores = cores.unwrap_or_else(|| host.loaded.default_cores());
         let h = call(&mut host, kernel, &args, cores, false)
             .map_err(|e| format!("{kernel} (host): {e}"))?;
         let t0 = Instant::now();

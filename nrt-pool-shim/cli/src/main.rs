@@ -269,7 +269,7 @@ fn engine_with(
 
 fn list(a: ListArgs) -> Result<(), Failure> {
     let e = engine_with(&a.lib, a.isa, None)?;
-    if let Some(ops) = e.neuron_library() {
+    if let Some(ops) = e.loaded.neuron_library() {
         if a.json {
             let list: Vec<_> = ops
                 .ops
@@ -297,9 +297,10 @@ fn list(a: ListArgs) -> Result<(), Failure> {
         }
         return Ok(());
     }
-    let l = e.library().expect("loaded");
+    let l = e.loaded.library().expect("loaded");
     if a.json {
         let kernels: Vec<_> = e
+            .loaded
             .kernels()
             .iter()
             .map(|k| json!({"name": k, "signature": l.signature(k).map(|s| s.to_string())}))
@@ -310,7 +311,7 @@ fn list(a: ListArgs) -> Result<(), Failure> {
         );
         return Ok(());
     }
-    for k in e.kernels() {
+    for k in e.loaded.kernels() {
         match l.signature(k) {
             Some(sig) => println!("{sig}"),
             None => println!("{k}"),

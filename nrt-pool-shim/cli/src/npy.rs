@@ -262,17 +262,19 @@ pub fn read_into_device(
     {
         return Ok(None);
     }
-    let d = match engine.alloc_device_for_overwrite(h.dtype, h.shape) {
+    let d = match engine.tensors.alloc_device_for_overwrite(h.dtype, h.shape) {
         Ok(d) => d,
         Err(_) => return Ok(None),
     };
     let (memory, at, n) = engine
+        .tensors
         .device_file_range(&d)
         .expect("a device tensor lies in device memory");
     // File to memory file inside the kernel; through the mapping where that is refused.
     if send(&f, h.start as u64, memory, at, n).is_err() {
         f.seek(SeekFrom::Start(h.start as u64)).map_err(io)?;
         let bytes = engine
+            .tensors
             .device_bytes_mut(&d)
             .expect("a device tensor's bytes lie in device memory");
         f.read_exact(bytes).map_err(io)?;
@@ -350,6 +352,7 @@ pub fn write_device(
     // (`device_bytes`): a plain write from there beat `sendfile` between the files (~13 vs
     // ~25 ms for 64 MiB here).
     let bytes = engine
+        .tensors
         .device_bytes(d)
         .expect("a device tensor's bytes lie in device memory");
     write_with(path, &header(&t), |mut f| f.write_all(bytes))

@@ -104,7 +104,7 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
     clock.lap("library load (probed in a core process)");
     // The process's engine waits this long for its cores (shape functions too).
     if let Some(t) = timeout {
-        e.timeout = Duration::from_secs_f64(t);
+        e.defaults.timeout = Duration::from_secs_f64(t);
     }
     let kernel = &kernel;
     let args = read_args(&mut e, kernel, &values)?;
@@ -118,12 +118,12 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
     let on_device =
         output.location == Location::Hbm && !args.iter().any(|a| matches!(a, ArgValue::Tensor(..)));
     let device_out = match on_device {
-        true => Some(e.alloc_device(output.dtype, output.shape.clone())?),
+        true => Some(e.tensors.alloc_device(output.dtype, output.shape.clone())?),
         false => None,
     };
     let launches = Launches {
         kernel,
-        cores: cores.map_or_else(|| e.default_cores(), usize::from),
+        cores: cores.map_or_else(|| e.loaded.default_cores(), usize::from),
         args,
         output,
         device_out,
@@ -208,28 +208,38 @@ fn read_args<'a>(
     values: &[String],
 ) -> Result<Vec<ArgValue<'a>>, Failure> {
     let op = e
+        .loaded
         .neuron_library()
         .map(|l| (l.namespace.clone(), l.op(kernel).cloned()));
     match &op {
         Some((ns, None)) => {
-            let known = e.kernels().iter().map(|k| format!("{ns}::{k}")).collect();
+            let known = e
+                .loaded
+                .kernels()
+                .iter()
+                .map(|k| format!("{ns}::{k}"))
+                .collect();
             return Err(EmuError::UnknownKernel {
                 kernel: kernel.into(),
                 known,
             }
             .into());
         }
-        None if !e.kernels().iter().any(|k| k == kernel) => {
+        None if !e.loaded.kernels().iter().any(|k| k == kernel) => {
             return Err(EmuError::UnknownKernel {
                 kernel: kernel.into(),
-                known: e.kernels().to_vec(),
+                known: e.loaded.kernels().to_vec(),
             }
             .into());
         }
         _ => {}
     }
     let op = op.and_then(|(_, o)| o);
-    let sig = e.library().and_then(|l| l.signature(kernel)).cloned();
+    let sig = e
+        .loaded
+        .library()
+        .and_then(|l| l.signature(kernel))
+        .cloned();
     let mut args = Vec::new();
     for (i, v) in values.iter().enumerate() {
         let (want, what) = match (&op, sig.as_ref().and_then(|s| s.params.get(i))) {

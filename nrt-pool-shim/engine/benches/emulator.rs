@@ -34,7 +34,7 @@ fn main() {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
         "host CPUs: {cpus} (8-core rows run 8 emulated cores on them); device memory: {:?}",
-        e.backing()
+        e.tensors.backing()
     );
     let mut report = Report::new("emulator");
     if report.wants("elementwise 64 MiB") {
@@ -46,7 +46,10 @@ fn main() {
         std::env::set_var(nrt_pool_engine::backing::HUGE_PAGES_ENV, "0");
         let mut small = PoolEngine::new(512 << 20, PoolImage::default()).unwrap();
         std::env::remove_var(nrt_pool_engine::backing::HUGE_PAGES_ENV);
-        println!("device memory for the 4 KiB rows: {:?}", small.backing());
+        println!(
+            "device memory for the 4 KiB rows: {:?}",
+            small.tensors.backing()
+        );
         small.load(&ops).unwrap();
         elementwise_rows(&mut report, &mut small, ", 4 KiB pages");
     }
@@ -78,8 +81,8 @@ fn elementwise_rows(report: &mut Report, e: &mut PoolEngine, pages: &str) {
     let src = vec![1u8; n * 4];
     let mut dst = vec![0u8; n * 4];
     // The same op on device-resident tensors (what a runtime chaining ops does): no host copies.
-    let dx = e.upload(&x).unwrap();
-    let dout = e.alloc_device(DType::F32, vec![n as u64]).unwrap();
+    let dx = e.tensors.upload(&x).unwrap();
+    let dout = e.tensors.alloc_device(DType::F32, vec![n as u64]).unwrap();
     let args = [
         LaunchArg::Device(dx),
         LaunchArg::f32(2.0),
@@ -126,13 +129,13 @@ fn elementwise_rows(report: &mut Report, e: &mut PoolEngine, pages: &str) {
     // device tensors (which copy nothing, so the checks' scans weigh more).
     let checked = |checks: Checks, resident: bool| {
         let mut e = engine.borrow_mut();
-        e.checks = checks;
+        e.defaults.checks = checks;
         if resident {
             e.launch_into("scale_add_mc", &args, &dout, 8).unwrap();
         } else {
             black_box(e.launch(&launch).unwrap().output.data.len());
         }
-        e.checks = Checks::NONE;
+        e.defaults.checks = Checks::NONE;
     };
     let [plain, default, all, plain_d, default_d] = Sample::interleaved(
         7,
@@ -163,7 +166,7 @@ fn elementwise_rows(report: &mut Report, e: &mut PoolEngine, pages: &str) {
         plain_d,
         Goal::None,
     );
-    e.free_device_tensors();
+    e.tensors.free_device_tensors();
 }
 
 /// An empty kernel: a launch vs a direct call of the same function, on 1 and 8 cores, and

@@ -145,7 +145,7 @@ impl PoolEngine {
     /// freed when it ends, whatever happened.
     pub fn call(&mut self, call: Call<'_>) -> Result<Called, EmuError> {
         let start = Instant::now();
-        let s = self.settings(&call.options);
+        let s = self.defaults.settings(&call.options);
         // The parity check runs the call again from the same inputs: taken before the
         // launch, which may write its device tensors.
         // (Only where there is another build to compare with: a device tensor's copy is
@@ -157,7 +157,7 @@ impl PoolEngine {
         match (r, parity) {
             // A fault here that the other build does not give is named as such.
             (Err(EmuError::Fault(mut f)), Some(inputs)) => {
-                let cores = cores.unwrap_or_else(|| self.default_cores());
+                let cores = cores.unwrap_or_else(|| self.loaded.default_cores());
                 self.parity_of_fault(target, &inputs, cores, &s, &mut f);
                 Err(EmuError::Fault(f))
             }
@@ -174,7 +174,7 @@ impl PoolEngine {
         args: Vec<ArgValue<'_>>,
         given: Output,
     ) -> Result<OutputSpec, EmuError> {
-        let kernel = self.kernel_name(target)?;
+        let kernel = self.loaded.kernel_name(target)?;
         check_counts(1, args.len())?;
         let args: Vec<LaunchArg> = args.into_iter().map(shape_arg).collect();
         self.output_of(&kernel, &args, given)
@@ -195,8 +195,8 @@ impl PoolEngine {
             cores,
             options: _,
         } = call;
-        let kernel = self.kernel_name(target)?;
-        let cores = cores.unwrap_or_else(|| self.default_cores());
+        let kernel = self.loaded.kernel_name(target)?;
+        let cores = cores.unwrap_or_else(|| self.loaded.default_cores());
         check_counts(cores, args.len())?;
         // The caller's bytes of the tensors this call copies into device memory: a checked
         // launch restores those from here, with no copy of its own.
@@ -323,7 +323,7 @@ impl PoolEngine {
         match (output, to, device_out) {
             (Some(t), _, _) => t.data.clone(),
             (None, Destination::Buffer(b), _) => b.to_vec(),
-            (None, _, Some(d)) => self.device_bytes(d).unwrap_or_default().to_vec(),
+            (None, _, Some(d)) => self.tensors.device_bytes(d).unwrap_or_default().to_vec(),
             _ => Vec::new(),
         }
     }
@@ -339,7 +339,7 @@ impl PoolEngine {
             Ok(s) => return Ok(s),
             Err(a) => a,
         };
-        let label = self.arg_label(kernel, i);
+        let label = self.loaded.arg_label(kernel, i);
         Ok(match a {
             ArgValue::Bytes {
                 dtype,
@@ -347,7 +347,8 @@ impl PoolEngine {
                 data,
                 location: Location::Hbm,
             } => LaunchArg::Device(
-                self.upload_bytes(dtype, shape, data)
+                self.tensors
+                    .upload_bytes(dtype, shape, data)
                     .map_err(|e| named(&label, e))?,
             ),
             ArgValue::Bytes {
@@ -377,7 +378,7 @@ impl PoolEngine {
         args: &[LaunchArg],
         given: Output,
     ) -> Result<OutputSpec, EmuError> {
-        let found = if let Some(lib) = self.neuron_library() {
+        let found = if let Some(lib) = self.loaded.neuron_library() {
             // Known: the arguments were checked and the shape function ran for these same
             // arguments (once per output + launch pair).
             if let Output::Known(g) = given {
@@ -388,7 +389,7 @@ impl PoolEngine {
             check_op_args(&qualified, &sig, args)?;
             Some(self.run_shape(kernel, &qualified, args)?)
         } else {
-            match self.signature(kernel)? {
+            match self.loaded.signature(kernel)? {
                 Some(sig) => Some(expected_output(sig, args)?),
                 None => None,
             }
@@ -420,7 +421,7 @@ impl PoolEngine {
         if (found.dtype, found.shape.as_slice()) == (dtype, shape) {
             return Ok(());
         }
-        let source = if self.neuron_library().is_some() {
+        let source = if self.loaded.neuron_library().is_some() {
             "shape function"
         } else {
             "schema"

@@ -1,8 +1,48 @@
-//! Device tensors: kept in HBM across launches, uploaded, downloaded and released one by one.
+//! Device memory and the tensors in it: device tensors kept in HBM across launches
+//! (allocated, uploaded, downloaded and released one by one), and a launch's own tensors,
+//! placed with it in HBM or SBUF with guard pages after them, with the argument blob each
+//! core reads.
 
 use super::*;
 
-impl PoolEngine {
+/// A tensor placed for the current launch (or resident), for fault reports.
+#[derive(Clone, Debug)]
+struct PlacedTensor {
+    label: String,
+    soc: u64,
+    len: u64,
+    /// Bytes per element (reports count elements).
+    elem: u64,
+    guard: Option<u64>,
+}
+
+/// The engine's device memory and the tensors in it (a part of [`PoolEngine`]).
+pub struct DeviceTensors {
+    pub memory: DeviceMemory,
+    /// Place each tensor so that its first byte past the end is a guard page the cores
+    /// protect: an out-of-bounds access is a reported fault naming the tensor (on by
+    /// default; hardware would corrupt silently).
+    pub guard_tensors: bool,
+    /// This launch's tensors.
+    placed: Vec<PlacedTensor>,
+    /// Resident (device) tensors' guard pages, by SoC address.
+    resident_guards: HashMap<u64, u64>,
+    /// Inside [`PoolEngine::with_temporaries`]: the device tensors allocated since.
+    temporaries: Option<Vec<u64>>,
+}
+
+impl DeviceTensors {
+    /// Tensors in `memory`, guarded.
+    pub(crate) fn new(memory: DeviceMemory) -> DeviceTensors {
+        DeviceTensors {
+            memory,
+            guard_tensors: true,
+            placed: Vec::new(),
+            resident_guards: HashMap::new(),
+            temporaries: None,
+        }
+    }
+
     /// A zeroed device tensor.
     pub fn alloc_device(
         &mut self,
@@ -19,7 +59,7 @@ impl PoolEngine {
     }
 
     /// A device tensor whose bytes the caller is about to write in full
-    /// ([`PoolEngine::device_bytes_mut`]): until then they are whatever that memory held.
+    /// ([`Self::device_bytes_mut`]): until then they are whatever that memory held.
     pub fn alloc_device_for_overwrite(
         &mut self,
         dtype: DType,
@@ -90,25 +130,27 @@ impl PoolEngine {
         Ok(d)
     }
 
-    /// Runs `f`, then releases every device tensor allocated while it ran (a binding's
-    /// arguments copied in for one call), whether `f` succeeded or not. Nested, the inner
-    /// call's tensors go with the outer one's.
-    pub fn with_temporaries<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+    /// Starts keeping the device tensors allocated from now on, to release them together
+    /// ([`PoolEngine::with_temporaries`]); false when already keeping them (nested).
+    pub(crate) fn begin_temporaries(&mut self) -> bool {
         if self.temporaries.is_some() {
-            return f(self);
+            return false;
         }
         self.temporaries = Some(Vec::new());
-        let r = f(self);
+        true
+    }
+
+    /// Releases the device tensors allocated since [`Self::begin_temporaries`].
+    pub(crate) fn end_temporaries(&mut self) {
         for soc in self.temporaries.take().unwrap_or_default() {
             self.free_resident(soc);
         }
-        r
     }
 
     /// Releases device tensor `d` (its handle must not be used again): its memory holds
     /// later device tensors. False, and nothing released, if `d` is not a live device
     /// tensor of this engine (released already, or from before a
-    /// [`PoolEngine::free_device_tensors`]).
+    /// [`Self::free_device_tensors`]).
     pub fn free_device(&mut self, d: &DeviceTensor) -> bool {
         self.free_resident(d.soc)
     }
@@ -153,6 +195,248 @@ impl PoolEngine {
         self.memory.reset_resident();
         self.resident_guards.clear();
     }
+
+    /// Core `c`'s argument blob (in its data scratch area).
+    pub(crate) fn write_blob(&self, c: usize, blob: &ArgBlob) {
+        let (p, _) = self.memory.scratch_host(c);
+        // SAFETY: the blob's place in this core's data scratch area (inside the region,
+        // which is 64 KiB); unaligned-safe write.
+        unsafe {
+            p.add(scratch::ARG_BLOB)
+                .cast::<ArgBlob>()
+                .write_unaligned(*blob)
+        };
+    }
+
+    pub(crate) fn read_blob(&self, c: usize) -> ArgBlob {
+        let (p, _) = self.memory.scratch_host(c);
+        // SAFETY: as write_blob; the core wrote it (plain data, any bits valid).
+        unsafe { p.add(scratch::ARG_BLOB).cast::<ArgBlob>().read_unaligned() }
+    }
+
+    /// Records a device tensor used by this launch (its guard page, if it has one).
+    pub(crate) fn place_device(&mut self, label: &str, d: &DeviceTensor) {
+        let len = tensor::numel(&d.shape) * d.dtype.size() as u64;
+        self.placed.push(PlacedTensor {
+            label: label.into(),
+            soc: d.soc,
+            len,
+            elem: d.dtype.size() as u64,
+            guard: self.resident_guards.get(&d.soc).copied(),
+        });
+    }
+
+    /// Places the arguments and builds the argument blob (output still empty).
+    fn marshal(
+        &mut self,
+        args: &[LaunchArg],
+        labels: &[String],
+        sbuf_next: &mut u64,
+    ) -> Result<ArgBlob, EmuError> {
+        let mut blob = empty_blob(args.len());
+        for (i, a) in args.iter().enumerate() {
+            blob.types[i] = ARG_TYPE_TENSOR;
+            let label = labels
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| format!("argument {i}"));
+            let (dtype, shape, data, loc) = match a {
+                LaunchArg::Tensor(t, loc) => (t.dtype, t.shape.as_slice(), t.data.as_slice(), *loc),
+                LaunchArg::Scalar(dt, bytes) => {
+                    if bytes.len() != dt.size() {
+                        return Err(TensorError::Size {
+                            dtype: *dt,
+                            shape: vec![1],
+                            want: dt.size() as u64,
+                            got: bytes.len() as u64,
+                        }
+                        .into());
+                    }
+                    // The scalar pulls read up to 8 bytes whatever the dtype (as the
+                    // vendor's do): the 1-element tensor gets 8 bytes of room, zero-filled.
+                    let mut padded = bytes.clone();
+                    padded.resize(SCALAR_ROOM, 0);
+                    blob.args[i] = self
+                        .place(
+                            &label,
+                            *dt,
+                            &[1],
+                            Contents::Bytes(&padded),
+                            Location::Hbm,
+                            sbuf_next,
+                        )
+                        .map_err(|e| named(&label, e))?;
+                    continue;
+                }
+                LaunchArg::Device(d) => {
+                    tensor::check_rank(&d.shape).map_err(|e| named(&label, e.into()))?;
+                    blob.args[i] = device_descriptor(d);
+                    self.place_device(&label, d);
+                    continue;
+                }
+            };
+            blob.args[i] = self
+                .place(&label, dtype, shape, Contents::Bytes(data), loc, sbuf_next)
+                .map_err(|e| named(&label, e))?;
+        }
+        Ok(blob)
+    }
+
+    /// Places one tensor (or a scalar's room) for this launch, in HBM or SBUF, with a guard
+    /// page after it when tensors are guarded.
+    pub(crate) fn place(
+        &mut self,
+        label: &str,
+        dtype: DType,
+        shape: &[u64],
+        data: Contents<'_>,
+        loc: Location,
+        sbuf_next: &mut u64,
+    ) -> Result<ArgTensor, EmuError> {
+        tensor::check_rank(shape)?;
+        // Bytes placed: the tensor's, or the data given (a scalar's room).
+        let n = match data {
+            Contents::Bytes(d) => d.len() as u64,
+            Contents::Fill(_) => tensor::numel(shape) * dtype.size() as u64,
+        };
+        let dims: Vec<u32> = shape.iter().map(|&d| d as u32).collect();
+        let (t, soc, guard) = match loc {
+            Location::Hbm => {
+                let p = self.memory.alloc_hbm(n, self.guard_tensors)?;
+                (ArgTensor::hbm(dtype.isa(), p.soc, &dims), p.soc, p.guard)
+            }
+            Location::Sbuf => {
+                // Guarded: the tensor ends where a page starts, and that page stays unused.
+                let (off, guard) = if self.guard_tensors {
+                    let pages = n.div_ceil(PAGE) * PAGE;
+                    let off = sbuf_next.next_multiple_of(PAGE) + (pages - n);
+                    (off, Some(off + n))
+                } else {
+                    (sbuf_next.next_multiple_of(64), None)
+                };
+                let end = off + n + guard.map_or(0, |_| PAGE);
+                self.memory.check_sbuf(end)?;
+                *sbuf_next = end;
+                // One partition: the runtime addresses SBUF tensors as contiguous bytes
+                // from the SBUF base (docs/decisions.md, "SBUF tensors in the emulator").
+                (
+                    ArgTensor::sbuf(dtype.isa(), off as u32, &dims, 1),
+                    memory::SBUF_BASE + off,
+                    guard.map(|g| memory::SBUF_BASE + g),
+                )
+            }
+        };
+        let dst = self
+            .memory
+            .bytes_populated(soc, n as usize)
+            .ok_or(MemoryError::HbmFull { want: n, left: 0 })?;
+        match data {
+            Contents::Bytes(d) => copy_parallel(dst, d),
+            Contents::Fill(b) => fill_parallel(dst, b),
+        }
+        self.placed.push(PlacedTensor {
+            label: label.into(),
+            soc,
+            len: n,
+            elem: dtype.size() as u64,
+            guard,
+        });
+        Ok(t)
+    }
+
+    /// A placed tensor's bytes, in place (the engine places tensors in HBM or SBUF only).
+    pub(crate) fn placed_bytes(&self, t: &ArgTensor, dtype: DType) -> Result<&[u8], EmuError> {
+        let n = t.num_elem() * dtype.size();
+        let soc = t.soc_addr(memory::SBUF_BASE).unwrap_or(0);
+        Ok(self.memory.read(soc, n).ok_or(MemoryError::HbmFull {
+            want: n as u64,
+            left: 0,
+        })?)
+    }
+
+    /// Places the (checked) arguments and the output (in `device`, or placed with the
+    /// launch, starting as `fill` says): the argument blob.
+    pub(crate) fn place_launch(
+        &mut self,
+        args: &[LaunchArg],
+        labels: &[String],
+        spec: &OutputSpec,
+        device: Option<&DeviceTensor>,
+        fill: Fill,
+    ) -> Result<ArgBlob, EmuError> {
+        self.memory.reset_hbm();
+        self.placed.clear();
+        let mut sbuf_next = 0u64;
+        let mut blob = self.marshal(args, labels, &mut sbuf_next)?;
+        blob.check_fill = fill.heaps;
+        blob.output = match device {
+            Some(d) => {
+                self.place_device("the output", d);
+                if let (Some(p), Some(dst)) = (fill.output, self.device_bytes_mut(d)) {
+                    fill_parallel(dst, p);
+                }
+                device_descriptor(d)
+            }
+            None => self
+                .place(
+                    "the output",
+                    spec.dtype,
+                    &spec.shape,
+                    Contents::Fill(fill.output.unwrap_or(0)),
+                    spec.location,
+                    &mut sbuf_next,
+                )
+                .map_err(|e| named("the output", e))?,
+        };
+        Ok(blob)
+    }
+
+    /// The tensor whose guard page holds `soc`: "the output (16 bytes) at offset 16".
+    pub(crate) fn tensor_at(&self, soc: u64) -> Option<String> {
+        self.placed.iter().find_map(|t| {
+            let g = t.guard?;
+            (soc >= g && soc < g + PAGE)
+                .then(|| format!("{} ({} bytes) at offset {}", t.label, t.len, soc - t.soc))
+        })
+    }
+
+    /// The guard pages of this launch's tensors (none when tensors are not guarded).
+    pub(crate) fn guards(&self) -> Vec<u64> {
+        if !self.guard_tensors {
+            return Vec::new();
+        }
+        self.placed.iter().filter_map(|t| t.guard).collect()
+    }
+
+    /// This launch's tensors as a traced run watches them.
+    pub(crate) fn watched(&self) -> Vec<crate::accesses::WatchedTensor> {
+        self.placed
+            .iter()
+            .map(|t| crate::accesses::WatchedTensor {
+                label: t.label.clone(),
+                soc: t.soc,
+                len: t.len,
+                elem: t.elem,
+            })
+            .collect()
+    }
+
+    /// The name of this launch's tensor at SoC `soc` ("argument 0 (x)", "the output"),
+    /// else its address.
+    pub(crate) fn label_at(&self, soc: u64) -> String {
+        self.placed
+            .iter()
+            .find(|t| soc >= t.soc && soc - t.soc < t.len.max(1))
+            .map_or_else(
+                || format!("the tensor at SoC {soc:#x}"),
+                |t| t.label.clone(),
+            )
+    }
+
+    /// Forgets the last launch's tensors (a shape function places none).
+    pub(crate) fn clear_placed(&mut self) {
+        self.placed.clear();
+    }
 }
 
 #[cfg(test)]
@@ -165,31 +449,37 @@ mod tests {
     #[test]
     pub(crate) fn device_tensors_are_freed_one_by_one() {
         let mut e = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
-        let kept = e.upload_bytes(DType::U8, vec![4], &[1, 2, 3, 4]).unwrap();
-        let a = e.upload_bytes(DType::F32, vec![1024], &[7; 4096]).unwrap();
-        let b = e.alloc_device(DType::U8, vec![3 << 20]).unwrap();
-        let c = e.alloc_device(DType::U8, vec![100]).unwrap();
+        let kept = e
+            .tensors
+            .upload_bytes(DType::U8, vec![4], &[1, 2, 3, 4])
+            .unwrap();
+        let a = e
+            .tensors
+            .upload_bytes(DType::F32, vec![1024], &[7; 4096])
+            .unwrap();
+        let b = e.tensors.alloc_device(DType::U8, vec![3 << 20]).unwrap();
+        let c = e.tensors.alloc_device(DType::U8, vec![100]).unwrap();
         assert!(c.soc < b.soc && b.soc < a.soc && a.soc < kept.soc);
         // A middle one: its place is reused by a tensor that fits.
-        assert!(e.free_device(&a));
-        assert!(!e.free_device(&a), "a second release is refused");
-        let a2 = e.alloc_device(DType::F32, vec![512]).unwrap();
+        assert!(e.tensors.free_device(&a));
+        assert!(!e.tensors.free_device(&a), "a second release is refused");
+        let a2 = e.tensors.alloc_device(DType::F32, vec![512]).unwrap();
         assert!(a2.soc > b.soc && a2.soc < kept.soc, "in a's old range");
         assert_eq!(
-            e.device_bytes(&a2).unwrap(),
+            e.tensors.device_bytes(&a2).unwrap(),
             &[0; 2048],
             "zeroed on allocation"
         );
         // All but `kept`, in any order: the whole range below it is free again, as one.
         for d in [&c, &a2, &b] {
-            assert!(e.free_device(d));
+            assert!(e.tensors.free_device(d));
         }
-        let big = e.alloc_device(DType::U8, vec![60 << 20]).unwrap();
+        let big = e.tensors.alloc_device(DType::U8, vec![60 << 20]).unwrap();
         assert!(big.soc < kept.soc);
-        assert_eq!(e.device_bytes(&kept).unwrap(), &[1, 2, 3, 4]);
-        assert!(e.free_device(&big));
+        assert_eq!(e.tensors.device_bytes(&kept).unwrap(), &[1, 2, 3, 4]);
+        assert!(e.tensors.free_device(&big));
         assert!(matches!(
-            e.upload_bytes(DType::F32, vec![2], &[0; 7]),
+            e.tensors.upload_bytes(DType::F32, vec![2], &[0; 7]),
             Err(EmuError::Tensor(TensorError::Size {
                 want: 8,
                 got: 7,
@@ -197,18 +487,19 @@ mod tests {
             }))
         ));
         // Temporaries go when the scope ends, kept tensors stay, failure or not.
-        let probe = e.alloc_device(DType::U8, vec![64]).unwrap();
-        assert!(e.free_device(&probe));
+        let probe = e.tensors.alloc_device(DType::U8, vec![64]).unwrap();
+        assert!(e.tensors.free_device(&probe));
         let r: Result<(), ()> = e.with_temporaries(|e| {
-            e.upload_bytes(DType::U8, vec![1 << 20], &[9; 1 << 20])
+            e.tensors
+                .upload_bytes(DType::U8, vec![1 << 20], &[9; 1 << 20])
                 .unwrap();
-            e.with_temporaries(|e| e.alloc_device(DType::U8, vec![1 << 20]).unwrap());
+            e.with_temporaries(|e| e.tensors.alloc_device(DType::U8, vec![1 << 20]).unwrap());
             Err(())
         });
         assert!(r.is_err());
-        let after = e.alloc_device(DType::U8, vec![64]).unwrap();
+        let after = e.tensors.alloc_device(DType::U8, vec![64]).unwrap();
         assert_eq!(after.soc, probe.soc, "the temporaries' range is free again");
-        e.free_device_tensors();
-        assert!(!e.free_device(&kept), "gone with the reset");
+        e.tensors.free_device_tensors();
+        assert!(!e.tensors.free_device(&kept), "gone with the reset");
     }
 }

@@ -28,10 +28,12 @@ pub mod tensor;
 mod call;
 mod copy;
 mod device_tensors;
+pub use self::device_tensors::DeviceTensors;
 mod error;
 mod gdbserver;
 mod launch;
 mod load;
+pub use self::load::Loaded;
 mod marshal;
 mod run;
 mod settings;
@@ -66,12 +68,12 @@ pub use self::launch::{
     OutputSpec, Run,
 };
 use self::marshal::{empty_blob, named, Contents, Fill};
-pub use self::settings::CallOptions;
 use self::settings::Settings;
+pub use self::settings::{CallOptions, Defaults};
 use self::shape::check_op_args;
 
 /// Whether `$GPSIMD_OPEN_ALL_CORES_STDIO` asks for every core's printf (`1`, `true`,
-/// `yes`): the front ends' default for [`PoolEngine::all_cores_stdio`].
+/// `yes`): the front ends' default for [`Defaults::all_cores_stdio`].
 pub fn all_cores_stdio_from_env() -> bool {
     std::env::var("GPSIMD_OPEN_ALL_CORES_STDIO")
         .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
@@ -95,54 +97,23 @@ pub struct PoolImage {
     pub registered: bool,
 }
 
-/// A tensor placed for the current launch (or resident), for fault reports.
-#[derive(Clone, Debug)]
-struct PlacedTensor {
-    label: String,
-    soc: u64,
-    len: u64,
-    /// Bytes per element (reports count elements).
-    elem: u64,
-    guard: Option<u64>,
-}
-
 /// The emulated Pool engine: device memory, the loaded op library and its cores.
 pub struct PoolEngine {
     /// First: the cores stop before the memory they use is unmapped.
     backend: Box<dyn IsaBackend>,
-    pub memory: DeviceMemory,
-    library: Option<OpLibrary>,
-    kernels: Vec<String>,
+    /// Device memory and the tensors in it.
+    pub tensors: DeviceTensors,
+    /// The op library and what its start code registered.
+    pub loaded: Loaded,
     image: PoolImage,
-    pub timeout: Duration,
-    /// Asked while waiting for the cores; `true` stops the wait (see `set_interrupt`).
-    interrupt: Option<Interrupt>,
-    /// Place each tensor so that its first byte past the end is a guard page the cores
-    /// protect: an out-of-bounds access is a reported fault naming the tensor (on by
-    /// default; hardware would corrupt silently).
-    pub guard_tensors: bool,
-    /// This launch's tensors.
-    placed: Vec<PlacedTensor>,
-    /// Resident (device) tensors' guard pages, by SoC address.
-    resident_guards: HashMap<u64, u64>,
-    /// Inside [`PoolEngine::with_temporaries`]: the device tensors allocated since.
-    temporaries: Option<Vec<u64>>,
+    /// What each call takes where its options leave something open.
+    pub defaults: Defaults,
     /// What op code printed outside a launch (start code, shape functions: fd 1, fd 2, bytes
     /// dropped) since the last launch, which reports it first: on hardware that output is
     /// seen, but loading a library and `op_output` return no output of their own.
     kept_output: Stdio,
-    /// Launches measure their kernel (`--profile`): see [`profile`] and
-    /// [`PoolEngine::take_profile`].
-    pub profile: bool,
     /// The last profiled launch's profile.
     last_profile: Option<profile::Profile>,
-    /// A launch stops this core for a debugger (`--gdb`): see [`debug`].
-    pub debug: Option<debug::DebugRequest>,
-    /// Every core's printf reaches the caller, each line prefixed with its core (an
-    /// emulator aid, `--all-cores-stdio`; hardware shows core 0's alone, the default).
-    pub all_cores_stdio: bool,
-    /// The checks each call makes (issue #27; none by default).
-    pub checks: check::Checks,
     /// Host buffers checked launches reuse for their copies.
     check_buffers: Vec<Vec<u8>>,
     /// The other backend's engine the parity check compares with.
@@ -171,38 +142,93 @@ impl PoolEngine {
         };
         Ok(PoolEngine {
             backend,
-            memory: DeviceMemory::with_reserve(hbm_bytes, reserved)?,
-            library: None,
-            kernels: Vec::new(),
+            tensors: DeviceTensors::new(DeviceMemory::with_reserve(hbm_bytes, reserved)?),
+            loaded: Loaded::default(),
             image,
-            timeout: DEFAULT_TIMEOUT,
-            interrupt: None,
-            guard_tensors: true,
-            placed: Vec::new(),
-            resident_guards: HashMap::new(),
-            temporaries: None,
+            defaults: Defaults::default(),
             kept_output: Default::default(),
-            profile: false,
             last_profile: None,
-            debug: None,
-            all_cores_stdio: false,
-            checks: check::Checks::NONE,
             check_buffers: Vec::new(),
             parity_twin: check::parity::Twin::default(),
         })
     }
 
-    /// How long the next wait for the cores may last, and what may interrupt it.
-    pub(crate) fn deadline(&self) -> Deadline {
-        Deadline::after(self.timeout).with_interrupt(self.interrupt.clone())
+    /// Finds an op library, and loads it and runs its start code once in a core process
+    /// (never in this process) to learn the kernels and schema it carries.
+    pub fn load(&mut self, path: &Path) -> Result<&[String], EmuError> {
+        let lib = OpLibrary::locate(path)?;
+        self.load_library(lib)
     }
 
-    /// Lets `interrupt` stop a launch (or a load, or a shape function) while it waits for
-    /// the cores: asked every few milliseconds from the waiting thread; `true` stops the
-    /// cores still running, as a timeout does, and the call returns
-    /// [`EmuError::Interrupted`]. The next launch starts fresh cores.
-    pub fn set_interrupt(&mut self, interrupt: Option<Interrupt>) {
-        self.interrupt = interrupt;
+    /// [`PoolEngine::load`] for a library image in memory (a registered Pool image), named
+    /// `label` in reports.
+    pub fn load_image(&mut self, bytes: &[u8], label: &str) -> Result<&[String], EmuError> {
+        let lib = OpLibrary::from_bytes(bytes, label)?;
+        self.load_library(lib)
+    }
+
+    pub(crate) fn load_library(&mut self, mut lib: OpLibrary) -> Result<&[String], EmuError> {
+        let path = lib.path.clone();
+        let path = path.as_path();
+        let shown = path.display().to_string();
+        let deadline = self.defaults.deadline();
+        let probed = self
+            .backend
+            .probe(&self.tensors.memory, &lib, &deadline)
+            .map_err(EmuError::Spawn)?;
+        if deadline.interrupted() {
+            return Err(EmuError::Interrupted {
+                what: format!("loading {shown}"),
+            });
+        }
+        let funcs = match &probed.end.outcome {
+            Outcome::Done(funcs) => *funcs as usize,
+            Outcome::Fault(record) => {
+                let stdio = self.take_output(probed.stdio);
+                let fault = self.fault_with_output(
+                    0,
+                    record,
+                    "entry_func",
+                    &lib.file(),
+                    stdio,
+                    &probed.end.stderr,
+                );
+                return Err(match fault.kind {
+                    FaultKind::Entry => EmuError::Entry {
+                        path: shown,
+                        status: record.status,
+                    },
+                    FaultKind::Load => LibraryError::Load {
+                        path: path.into(),
+                        why: fault.message,
+                    }
+                    .into(),
+                    _ => EmuError::StartFault {
+                        path: shown,
+                        fault: Box::new(fault),
+                    },
+                });
+            }
+        };
+        self.keep_output(probed.stdio);
+        lib.set_schema(probed.schema)?;
+        let loaded = Loaded::registered(lib, probed.names, funcs)?;
+        // The old library's cores go before the new library replaces it.
+        self.backend.shutdown();
+        self.loaded = loaded;
+        Ok(self.loaded.kernels())
+    }
+
+    /// Runs `f`, then releases every device tensor allocated while it ran (a binding's
+    /// arguments copied in for one call), whether `f` succeeded or not. Nested, the inner
+    /// call's tensors go with the outer one's.
+    pub fn with_temporaries<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        if !self.tensors.begin_temporaries() {
+            return f(self);
+        }
+        let r = f(self);
+        self.tensors.end_temporaries();
+        r
     }
 
     /// The profile of the last launch made with [`PoolEngine::profile`] on (taken once).

@@ -1,93 +1,64 @@
-//! Loading an op library (its start code runs once in a core process, never in this one)
-//! and resolving what a call names: a kernel, or a NEURON_LIBRARY op.
+//! The op library an engine runs and what its start code registered (its kernels, its
+//! schema or NEURON_LIBRARY ops), and resolving what a call names: a kernel, or an op.
 
 use super::*;
 
-impl PoolEngine {
-    /// Finds an op library, and loads it and runs its start code once in a core process
-    /// (never in this process) to learn the kernels and schema it carries.
-    pub fn load(&mut self, path: &Path) -> Result<&[String], EmuError> {
-        let lib = OpLibrary::locate(path)?;
-        self.load_library(lib)
-    }
+/// The loaded op library (a part of [`PoolEngine`]; none until one is loaded).
+#[derive(Default)]
+pub struct Loaded {
+    library: Option<OpLibrary>,
+    kernels: Vec<String>,
+}
 
-    /// [`PoolEngine::load`] for a library image in memory (a registered Pool image), named
-    /// `label` in reports.
-    pub fn load_image(&mut self, bytes: &[u8], label: &str) -> Result<&[String], EmuError> {
-        let lib = OpLibrary::from_bytes(bytes, label)?;
-        self.load_library(lib)
-    }
-
-    pub(crate) fn load_library(&mut self, mut lib: OpLibrary) -> Result<&[String], EmuError> {
+impl Loaded {
+    /// `lib` with the kernel names its start code registered (`funcs` of them by its
+    /// count), each checked to be text and short enough for a command.
+    pub(crate) fn registered(
+        lib: OpLibrary,
+        names: Vec<Vec<u8>>,
+        funcs: usize,
+    ) -> Result<Loaded, EmuError> {
         let path = lib.path.clone();
-        let path = path.as_path();
-        let shown = path.display().to_string();
-        let deadline = self.deadline();
-        let probed = self
-            .backend
-            .probe(&self.memory, &lib, &deadline)
-            .map_err(EmuError::Spawn)?;
-        if deadline.interrupted() {
-            return Err(EmuError::Interrupted {
-                what: format!("loading {shown}"),
-            });
-        }
-        let funcs = match &probed.end.outcome {
-            Outcome::Done(funcs) => *funcs as usize,
-            Outcome::Fault(record) => {
-                let stdio = self.take_output(probed.stdio);
-                let fault = self.fault_with_output(
-                    0,
-                    record,
-                    "entry_func",
-                    &lib.file(),
-                    stdio,
-                    &probed.end.stderr,
-                );
-                return Err(match fault.kind {
-                    FaultKind::Entry => EmuError::Entry {
-                        path: shown,
-                        status: record.status,
-                    },
-                    FaultKind::Load => LibraryError::Load {
-                        path: path.into(),
-                        why: fault.message,
-                    }
-                    .into(),
-                    _ => EmuError::StartFault {
-                        path: shown,
-                        fault: Box::new(fault),
-                    },
-                });
-            }
-        };
-        self.keep_output(probed.stdio);
-        lib.set_schema(probed.schema)?;
-        let mut names = Vec::new();
-        for n in probed.names {
-            names.push(String::from_utf8(n).map_err(|e| LibraryError::NameNotText {
-                path: path.into(),
+        let mut kernels = Vec::new();
+        for n in names {
+            kernels.push(String::from_utf8(n).map_err(|e| LibraryError::NameNotText {
+                path: path.clone(),
                 name: e.into_bytes().escape_ascii().to_string(),
             })?);
         }
-        if names.len() != funcs {
+        if kernels.len() != funcs {
             return Err(EmuError::Registration {
-                path: shown,
-                names: names.len(),
+                path: path.display().to_string(),
+                names: kernels.len(),
                 funcs,
             });
         }
-        if let Some(long) = names.iter().find(|n| n.len() > core::MAX_KERNEL_NAME) {
+        if let Some(long) = kernels.iter().find(|n| n.len() > core::MAX_KERNEL_NAME) {
             return Err(EmuError::Signature {
                 kernel: long.clone(),
                 why: format!("kernel names are at most {} bytes", core::MAX_KERNEL_NAME),
             });
         }
-        // The old library's cores go before the new library replaces it.
-        self.backend.shutdown();
-        self.kernels = names;
-        self.library = Some(lib);
-        Ok(&self.kernels)
+        Ok(Loaded {
+            library: Some(lib),
+            kernels,
+        })
+    }
+
+    /// The labels of a launch's `n` arguments.
+    pub(crate) fn arg_labels(&self, kernel: &str, n: usize) -> Vec<String> {
+        (0..n).map(|i| self.arg_label(kernel, i)).collect()
+    }
+
+    /// "argument N (name)" for fault reports and errors.
+    pub(crate) fn arg_label(&self, kernel: &str, i: usize) -> String {
+        let name = self
+            .library
+            .as_ref()
+            .and_then(|l| l.signature(kernel))
+            .and_then(|s| s.params.get(i))
+            .map(|p| format!(" ({})", p.name));
+        format!("argument {i}{}", name.unwrap_or_default())
     }
 
     pub fn kernels(&self) -> &[String] {

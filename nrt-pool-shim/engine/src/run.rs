@@ -78,18 +78,24 @@ impl PoolEngine {
             Destination::Device(d) => Some(d),
             _ => None,
         };
-        let blob = self.place_all(kernel, args, spec, device, fill)?;
+        let blob = self.tensors.place_launch(
+            args,
+            &self.loaded.arg_labels(kernel, args.len()),
+            spec,
+            device,
+            fill,
+        )?;
         let placed = Instant::now();
         let mut run = self.execute(kernel, &blob, team, start, s)?;
         let ran = Instant::now();
         let output = match to {
             Destination::Device(_) => None,
             Destination::Host => {
-                let bytes = host_copy(self.placed_bytes(&blob.output, spec.dtype)?);
+                let bytes = host_copy(self.tensors.placed_bytes(&blob.output, spec.dtype)?);
                 Some(HostTensor::new(spec.dtype, spec.shape.clone(), bytes)?)
             }
             Destination::Buffer(dst) => {
-                copy_parallel(dst, self.placed_bytes(&blob.output, spec.dtype)?);
+                copy_parallel(dst, self.tensors.placed_bytes(&blob.output, spec.dtype)?);
                 None
             }
         };
@@ -101,43 +107,6 @@ impl PoolEngine {
             read: end - ran,
         };
         Ok((output, run, phases))
-    }
-
-    /// Places the (checked) arguments and the output (in `device`, or placed with the
-    /// launch, starting as `fill` says): the argument blob.
-    fn place_all(
-        &mut self,
-        kernel: &str,
-        args: &[LaunchArg],
-        spec: &OutputSpec,
-        device: Option<&DeviceTensor>,
-        fill: Fill,
-    ) -> Result<ArgBlob, EmuError> {
-        self.memory.reset_hbm();
-        self.placed.clear();
-        let mut sbuf_next = 0u64;
-        let mut blob = self.marshal(kernel, args, &mut sbuf_next)?;
-        blob.check_fill = fill.heaps;
-        blob.output = match device {
-            Some(d) => {
-                self.place_device("the output", d);
-                if let (Some(p), Some(dst)) = (fill.output, self.device_bytes_mut(d)) {
-                    fill_parallel(dst, p);
-                }
-                device_descriptor(d)
-            }
-            None => self
-                .place(
-                    "the output",
-                    spec.dtype,
-                    &spec.shape,
-                    Contents::Fill(fill.output.unwrap_or(0)),
-                    spec.location,
-                    &mut sbuf_next,
-                )
-                .map_err(|e| named("the output", e))?,
-        };
-        Ok(blob)
     }
 
     /// A launch on `team` whose output `inspect` reads where it lies: in `into`, or placed
@@ -154,7 +123,13 @@ impl PoolEngine {
         s: &Settings,
         inspect: impl FnOnce(&[u8], &[Option<Touched>]),
     ) -> Result<Run, EmuError> {
-        let blob = self.place_all(kernel, args, spec, into, fill)?;
+        let blob = self.tensors.place_launch(
+            args,
+            &self.loaded.arg_labels(kernel, args.len()),
+            spec,
+            into,
+            fill,
+        )?;
         // Cores run alone or in a group report what they touch of the output, where their
         // backend can tell.
         let team = match (team.only, blob.output.soc_addr(memory::SBUF_BASE)) {
@@ -164,7 +139,10 @@ impl PoolEngine {
             _ => team,
         };
         let (run, seen) = self.execute_touching(kernel, &blob, team, Instant::now(), s)?;
-        inspect(self.placed_bytes(&blob.output, spec.dtype)?, &seen.touched);
+        inspect(
+            self.tensors.placed_bytes(&blob.output, spec.dtype)?,
+            &seen.touched,
+        );
         Ok(run)
     }
 
@@ -181,19 +159,16 @@ impl PoolEngine {
         fill: Fill,
         s: &Settings,
     ) -> Result<(Vec<Option<CoreAccesses>>, Vec<WatchedTensor>), EmuError> {
-        let blob = self.place_all(kernel, args, spec, into, fill)?;
+        let blob = self.tensors.place_launch(
+            args,
+            &self.loaded.arg_labels(kernel, args.len()),
+            spec,
+            into,
+            fill,
+        )?;
         let (_, seen) =
             self.execute_touching(kernel, &blob, team.with_trace(), Instant::now(), s)?;
-        let tensors = self
-            .placed
-            .iter()
-            .map(|t| WatchedTensor {
-                label: t.label.clone(),
-                soc: t.soc,
-                len: t.len,
-                elem: t.elem,
-            })
-            .collect();
+        let tensors = self.tensors.watched();
         Ok((seen.accesses, tensors))
     }
 
@@ -221,20 +196,16 @@ impl PoolEngine {
         start: Instant,
         s: &Settings,
     ) -> Result<(Run, Seen), EmuError> {
-        let lib = self.library.as_ref().ok_or(EmuError::NoLibrary)?;
+        let lib = self.loaded.library().ok_or(EmuError::NoLibrary)?;
         let lib_file = lib.file();
         let run = team.cores();
         for &c in &run {
-            self.write_blob(c, blob);
+            self.tensors.write_blob(c, blob);
         }
-        let guards: Vec<u64> = if self.guard_tensors {
-            self.placed.iter().filter_map(|t| t.guard).collect()
-        } else {
-            Vec::new()
-        };
+        let guards = self.tensors.guards();
         let name = CString::new(kernel).map_err(|_| EmuError::UnknownKernel {
             kernel: kernel.into(),
-            known: self.kernels.clone(),
+            known: self.loaded.kernels().to_vec(),
         })?;
         let mut deadline = s.deadline();
         // A launch with a core stopped for a debugger waits as long as someone debugs.
@@ -252,10 +223,11 @@ impl PoolEngine {
                 };
                 let mut session = self
                     .backend
-                    .debug_core(&self.memory, lib, req.core, team.count, &deadline)
+                    .debug_core(&self.tensors.memory, lib, req.core, team.count, &deadline)
                     .map_err(|e| why(&e))?;
                 // The breakpoint goes on the op's compute function (an op's name may differ).
                 session.kernel = self
+                    .loaded
                     .neuron_library()
                     .and_then(|l| l.ops.iter().find(|o| o.name == kernel))
                     .map_or_else(|| kernel.to_string(), |o| o.kernel.clone());
@@ -270,9 +242,9 @@ impl PoolEngine {
             }
             _ => None,
         };
-        let launched = self
-            .backend
-            .launch(&self.memory, lib, &name, team, &guards, &deadline);
+        let launched =
+            self.backend
+                .launch(&self.tensors.memory, lib, &name, team, &guards, &deadline);
         if let Some(s) = session {
             self.backend.end_debug();
             s.remove();
@@ -359,7 +331,7 @@ impl PoolEngine {
         kernel: &str,
         library: &Path,
     ) -> DeviceFault {
-        let soc_addr = record.host_addr.and_then(|h| self.memory.soc_of(h));
+        let soc_addr = record.host_addr.and_then(|h| self.tensors.memory.soc_of(h));
         let message = if record.kind == FaultKind::Entry {
             let s = record.status;
             format!("entry_func returned {s} ({})", status_name(s))
@@ -388,7 +360,7 @@ impl PoolEngine {
                 }
             }),
             access: record.access.map(backend::Access::as_str),
-            tensor: soc_addr.and_then(|soc| self.tensor_at(soc)),
+            tensor: soc_addr.and_then(|soc| self.tensors.tensor_at(soc)),
             message,
             stack: match &record.stack {
                 Stack::Unknown => Vec::new(),
@@ -404,15 +376,6 @@ impl PoolEngine {
             stdout: Vec::new(),
             stderr: Vec::new(),
         }
-    }
-
-    /// The tensor whose guard page holds `soc`: "the output (16 bytes) at offset 16".
-    pub(crate) fn tensor_at(&self, soc: u64) -> Option<String> {
-        self.placed.iter().find_map(|t| {
-            let g = t.guard?;
-            (soc >= g && soc < g + PAGE)
-                .then(|| format!("{} ({} bytes) at offset {}", t.label, t.len, soc - t.soc))
-        })
     }
 }
 

@@ -6,11 +6,65 @@ use std::time::Duration;
 
 use super::check::Checks;
 use super::debug::DebugRequest;
-use super::{Deadline, Interrupt, PoolEngine};
+use super::{Deadline, Interrupt, DEFAULT_TIMEOUT};
 
-/// A call's options; `None` takes the engine's default ([`PoolEngine::checks`],
-/// [`PoolEngine::profile`], [`PoolEngine::debug`], [`PoolEngine::timeout`],
-/// [`PoolEngine::all_cores_stdio`], [`PoolEngine::set_interrupt`]).
+/// What a call takes where its options leave something open: the engine's defaults
+/// ([`crate::PoolEngine::defaults`]), set once by a front end (from its environment and
+/// flags), never around a call.
+#[derive(Clone)]
+pub struct Defaults {
+    /// The checks each call makes (issue #27; none by default).
+    pub checks: Checks,
+    /// Launches measure their kernel (`--profile`): see [`crate::profile`] and
+    /// [`crate::PoolEngine::take_profile`].
+    pub profile: bool,
+    /// A launch stops this core for a debugger (`--gdb`): see [`crate::debug`].
+    pub debug: Option<DebugRequest>,
+    /// How long a launch (or a load, or a shape function) may wait for its cores.
+    pub timeout: Duration,
+    /// Every core's printf reaches the caller, each line prefixed with its core (an
+    /// emulator aid, `--all-cores-stdio`; hardware shows core 0's alone, the default).
+    pub all_cores_stdio: bool,
+    /// Asked while waiting for the cores; `true` stops the wait: the cores still running
+    /// are stopped, as at a timeout, and the call returns
+    /// [`crate::EmuError::Interrupted`]. The next launch starts fresh cores.
+    pub interrupt: Option<Interrupt>,
+}
+
+impl Default for Defaults {
+    fn default() -> Defaults {
+        Defaults {
+            checks: Checks::NONE,
+            profile: false,
+            debug: None,
+            timeout: DEFAULT_TIMEOUT,
+            all_cores_stdio: false,
+            interrupt: None,
+        }
+    }
+}
+
+impl Defaults {
+    /// The settings of a call with options `o`.
+    pub(crate) fn settings(&self, o: &CallOptions) -> Settings {
+        Settings {
+            checks: o.checks.unwrap_or(self.checks),
+            profile: o.profile.unwrap_or(self.profile),
+            debug: o.debug.clone().unwrap_or_else(|| self.debug.clone()),
+            timeout: o.timeout.unwrap_or(self.timeout),
+            all_cores_stdio: o.all_cores_stdio.unwrap_or(self.all_cores_stdio),
+            interrupt: o.interrupt.clone().or_else(|| self.interrupt.clone()),
+        }
+    }
+
+    /// How long a wait outside a call's launch (a load, a shape function) may last, and
+    /// what may interrupt it.
+    pub(crate) fn deadline(&self) -> Deadline {
+        Deadline::after(self.timeout).with_interrupt(self.interrupt.clone())
+    }
+}
+
+/// A call's options; `None` takes the engine's default ([`Defaults`]).
 #[derive(Clone, Default)]
 pub struct CallOptions {
     pub checks: Option<Checks>,
@@ -55,28 +109,13 @@ impl Settings {
     }
 }
 
-impl PoolEngine {
-    /// The settings of a call with options `o`.
-    pub(crate) fn settings(&self, o: &CallOptions) -> Settings {
-        Settings {
-            checks: o.checks.unwrap_or(self.checks),
-            profile: o.profile.unwrap_or(self.profile),
-            debug: o.debug.clone().unwrap_or_else(|| self.debug.clone()),
-            timeout: o.timeout.unwrap_or(self.timeout),
-            all_cores_stdio: o.all_cores_stdio.unwrap_or(self.all_cores_stdio),
-            interrupt: o.interrupt.clone().or_else(|| self.interrupt.clone()),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::PoolImage;
 
     #[test]
     fn a_calls_options_win_and_what_it_leaves_open_is_the_engines() {
-        let mut e = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
+        let mut e = Defaults::default();
         e.checks = Checks::DEFAULT;
         e.timeout = Duration::from_secs(7);
         let s = e.settings(&CallOptions::default());

@@ -7,8 +7,8 @@ impl PoolEngine {
     /// The output a NEURON_LIBRARY op gives these arguments: its shape function, run on
     /// core 0 over the arguments' dtypes and shapes (scalars with their values).
     pub fn op_output(&mut self, op: &str, args: &[LaunchArg]) -> Result<OutputSpec, EmuError> {
-        let name = self.kernel_name(op)?;
-        if self.neuron_library().is_none() {
+        let name = self.loaded.kernel_name(op)?;
+        if self.loaded.neuron_library().is_none() {
             return Err(EmuError::Signature {
                 kernel: op.into(),
                 why: "the library has no NEURON_LIBRARY registration (no shape functions)".into(),
@@ -25,8 +25,8 @@ impl PoolEngine {
         args: &[LaunchArg],
     ) -> Result<OutputSpec, EmuError> {
         let qualified = qualified.to_string();
-        self.memory.reset_hbm();
-        self.placed.clear();
+        self.tensors.memory.reset_hbm();
+        self.tensors.clear_placed();
         let mut blob = empty_blob(args.len());
         let mut sbuf_next = 0;
         for (i, a) in args.iter().enumerate() {
@@ -46,25 +46,26 @@ impl PoolEngine {
                 LaunchArg::Scalar(dt, bytes) => {
                     let mut padded = bytes.clone();
                     padded.resize(SCALAR_ROOM, 0);
-                    self.place(
-                        &label,
-                        *dt,
-                        &[1],
-                        Contents::Bytes(&padded),
-                        Location::Hbm,
-                        &mut sbuf_next,
-                    )
-                    .map_err(|e| named(&label, e))?
+                    self.tensors
+                        .place(
+                            &label,
+                            *dt,
+                            &[1],
+                            Contents::Bytes(&padded),
+                            Location::Hbm,
+                            &mut sbuf_next,
+                        )
+                        .map_err(|e| named(&label, e))?
                 }
             };
         }
-        self.write_blob(0, &blob);
-        let lib = self.library.as_ref().ok_or(EmuError::NoLibrary)?;
+        self.tensors.write_blob(0, &blob);
+        let lib = self.loaded.library().ok_or(EmuError::NoLibrary)?;
         let c_op = CString::new(name).map_err(|_| EmuError::NoLibrary)?;
-        let deadline = self.deadline();
+        let deadline = self.defaults.deadline();
         let shaped = self
             .backend
-            .shape(&self.memory, lib, &c_op, &deadline)
+            .shape(&self.tensors.memory, lib, &c_op, &deadline)
             .map_err(EmuError::Spawn)?;
         if deadline.interrupted() {
             return Err(EmuError::Interrupted {
@@ -89,7 +90,7 @@ impl PoolEngine {
         if let Some(why) = shaped.refused {
             return Err(EmuError::Shape { op: qualified, why });
         }
-        let out = self.read_blob(0).output;
+        let out = self.tensors.read_blob(0).output;
         let dtype = DType::from_isa(out.dtype).ok_or_else(|| EmuError::Shape {
             op: qualified.clone(),
             why: format!(

@@ -33,7 +33,7 @@ fn launch(
     args: Vec<LaunchArg>,
     cores: usize,
 ) -> Result<nrt_pool_engine::Completion, EmuError> {
-    let output = e.output_for(kernel, &args)?;
+    let output = e.loaded.output_for(kernel, &args)?;
     e.launch(&Launch {
         kernel: kernel.into(),
         args,
@@ -55,7 +55,7 @@ fn fault(r: Result<nrt_pool_engine::Completion, EmuError>) -> nrt_pool_engine::D
 fn example_ops_match_an_independent_reference_on_1_and_8_cores() {
     let dir = tempfile::tempdir().unwrap();
     let mut e = engine(&common::examples(dir.path()));
-    assert_eq!(e.kernels(), ["scale_add", "scale_add_mc", "hello"]);
+    assert_eq!(e.loaded.kernels(), ["scale_add", "scale_add_mc", "hello"]);
     // 300000 floats: more than one 16 MiB translation window is not needed, but many TCM tiles.
     let n = 300_000usize;
     let x: Vec<f32> = (0..n).map(|i| (i as f32).sin() * 100.0).collect();
@@ -290,7 +290,7 @@ fn start_code_statuses_and_broken_libraries_are_named() {
     let err = e.load(&bare).unwrap_err().to_string();
     assert!(err.contains("does not export entry_func"), "{err}");
     // A failed load keeps the library that was loaded before; a fresh engine has none.
-    assert_eq!(e.kernels(), ["only"]);
+    assert_eq!(e.loaded.kernels(), ["only"]);
     let mut e = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
     assert!(matches!(
         e.launch(&Launch {
@@ -384,7 +384,7 @@ fn bad_launches_are_refused_before_anything_runs() {
 fn each_fault_kind_is_reported_and_the_host_survives() {
     let dir = tempfile::tempdir().unwrap();
     let mut e = engine(&common::faults(dir.path()));
-    e.timeout = Duration::from_secs(2);
+    e.defaults.timeout = Duration::from_secs(2);
     let x = || {
         vec![LaunchArg::hbm(
             HostTensor::from_f32(vec![2], &[1.0, 2.0]).unwrap(),
@@ -392,7 +392,7 @@ fn each_fault_kind_is_reported_and_the_host_survives() {
     };
 
     // A guard page: the first byte after HBM.
-    let end = e.memory.hbm.soc + e.memory.hbm.size;
+    let end = e.tensors.memory.hbm.soc + e.tensors.memory.hbm.size;
     let addr = HostTensor::new(DType::U64, vec![1], end.to_le_bytes().to_vec()).unwrap();
     let f = fault(launch(&mut e, "guard_read", vec![LaunchArg::hbm(addr)], 1));
     assert_eq!(
@@ -492,7 +492,7 @@ fn each_fault_kind_is_reported_and_the_host_survives() {
         FaultKind::Fatal
     );
     assert_eq!(count(&mut e), 1);
-    let lib = e.library().unwrap().path.clone();
+    let lib = e.loaded.library().unwrap().path.clone();
     count(&mut e);
     e.load(&lib).unwrap();
     assert_eq!(count(&mut e), 1);
@@ -530,8 +530,8 @@ fn the_stdio_ring_carries_core_0_and_counts_what_does_not_fit() {
 #[test]
 fn default_engine_holds_large_tensors() {
     let e = PoolEngine::new(DEFAULT_HBM_BYTES, PoolImage::default()).unwrap();
-    assert!(e.memory.hbm.size >= DEFAULT_HBM_BYTES);
-    assert!(e.kernels().is_empty());
+    assert!(e.tensors.memory.hbm.size >= DEFAULT_HBM_BYTES);
+    assert!(e.loaded.kernels().is_empty());
 }
 
 #[test]
@@ -541,8 +541,12 @@ fn a_returned_tensor_is_copied_into_the_output_and_a_taken_one_is_not() {
     let dir = tempfile::tempdir().unwrap();
     let lib = common::hand_written_ops(dir.path());
     let mut e = engine(&lib);
-    assert!(e.library().unwrap().schema.is_none());
-    let err = e.output_for("transpose", &[]).unwrap_err().to_string();
+    assert!(e.loaded.library().unwrap().schema.is_none());
+    let err = e
+        .loaded
+        .output_for("transpose", &[])
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("carries no schema"), "{err}");
     let x: Vec<f32> = (0..12).map(|v| v as f32).collect();
     let done = e
@@ -579,11 +583,12 @@ fn device_tensors_chain_launches_without_host_copies() {
     let n = 10_000u64;
     let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let dx = e
+        .tensors
         .upload(&HostTensor::from_f32(vec![n], &x).unwrap())
         .unwrap();
     let first = dx.soc;
-    let d1 = e.alloc_device(DType::F32, vec![n]).unwrap();
-    let d2 = e.alloc_device(DType::F32, vec![n]).unwrap();
+    let d1 = e.tensors.alloc_device(DType::F32, vec![n]).unwrap();
+    let d2 = e.tensors.alloc_device(DType::F32, vec![n]).unwrap();
     assert!(d1.soc != dx.soc && d2.soc != d1.soc);
     e.launch_into(
         "scale_add_mc",
@@ -621,7 +626,7 @@ fn device_tensors_chain_launches_without_host_copies() {
         8,
     )
     .unwrap();
-    let got = e.download(&d2).unwrap().to_f32().unwrap();
+    let got = e.tensors.download(&d2).unwrap().to_f32().unwrap();
     assert_eq!(
         got,
         x.iter()
@@ -629,7 +634,7 @@ fn device_tensors_chain_launches_without_host_copies() {
             .collect::<Vec<_>>()
     );
     // Device tensors are checked against the schema like host ones.
-    let wrong = e.alloc_device(DType::I32, vec![n]).unwrap();
+    let wrong = e.tensors.alloc_device(DType::I32, vec![n]).unwrap();
     let err = e
         .launch_into(
             "scale_add_mc",
@@ -646,7 +651,7 @@ fn device_tensors_chain_launches_without_host_copies() {
         err.to_string().contains("x is tensor<f32>, got i32"),
         "{err}"
     );
-    let longer = e.alloc_device(DType::F32, vec![n + 1]).unwrap();
+    let longer = e.tensors.alloc_device(DType::F32, vec![n + 1]).unwrap();
     let err = e
         .launch_into(
             "scale_add_mc",
@@ -665,11 +670,14 @@ fn device_tensors_chain_launches_without_host_copies() {
     );
     // HBM is finite and device tensors can be released.
     assert!(matches!(
-        e.alloc_device(DType::F32, vec![1 << 30]),
+        e.tensors.alloc_device(DType::F32, vec![1 << 30]),
         Err(EmuError::Memory(_))
     ));
-    e.free_device_tensors();
-    assert_eq!(e.alloc_device(DType::F32, vec![n]).unwrap().soc, first);
+    e.tensors.free_device_tensors();
+    assert_eq!(
+        e.tensors.alloc_device(DType::F32, vec![n]).unwrap().soc,
+        first
+    );
 }
 
 #[test]
@@ -755,7 +763,7 @@ fn a_write_past_the_output_is_caught_and_named() {
         );
     }
     // With the guards off the same kernel corrupts silently, as hardware would.
-    e.guard_tensors = false;
+    e.tensors.guard_tensors = false;
     let x = HostTensor::from_f32(vec![5], &[1.0; 5]).unwrap();
     assert!(launch(&mut e, "write_one_past", vec![LaunchArg::hbm(x)], 1).is_ok());
 }
@@ -790,7 +798,7 @@ fn tensors_without_elements_are_refused_naming_the_argument() {
                 LaunchArg::Device(nrt_pool_engine::DeviceTensor {
                     dtype: DType::F32,
                     shape: vec![3, 0],
-                    soc: e.memory.hbm.soc,
+                    soc: e.tensors.memory.hbm.soc,
                 }),
                 LaunchArg::f32(1.0),
                 LaunchArg::f32(0.0),
@@ -798,7 +806,7 @@ fn tensors_without_elements_are_refused_naming_the_argument() {
             &nrt_pool_engine::DeviceTensor {
                 dtype: DType::F32,
                 shape: vec![3, 0],
-                soc: e.memory.hbm.soc,
+                soc: e.tensors.memory.hbm.soc,
             },
             1,
         )
@@ -825,7 +833,7 @@ fn checked_launches_of_a_correct_kernel_find_nothing_wherever_the_output_lies() 
         LaunchArg::f32(2.0),
     ];
     for loc in [Location::Hbm, Location::Sbuf] {
-        let mut output = e.output_for("scale_add_mc", &args).unwrap();
+        let mut output = e.loaded.output_for("scale_add_mc", &args).unwrap();
         output.location = loc;
         let called = e
             .call(Call {
@@ -850,7 +858,7 @@ fn checked_launches_of_a_correct_kernel_find_nothing_wherever_the_output_lies() 
         assert_eq!(called.check.checks, Checks::ALL);
     }
     assert_eq!(
-        e.checks,
+        e.defaults.checks,
         Checks::NONE,
         "a call's options leave the engine's as they were"
     );

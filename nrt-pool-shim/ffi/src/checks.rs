@@ -23,7 +23,7 @@ pub unsafe extern "C" fn nrt_pool_set_checks(list: *const c_char) -> i32 {
     guard(|| {
         status(with_engine(|e| {
             let list = cstr(list, "list")?;
-            e.checks = Checks::parse(list)
+            e.defaults.checks = Checks::parse(list)
                 .map_err(|m| Failure::argument(format!("nrt_pool_set_checks: {m}")))?;
             Ok(())
         }))

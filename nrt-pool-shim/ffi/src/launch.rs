@@ -226,7 +226,7 @@ fn params_for(e: &PoolEngine, kernel: &str) -> Option<Vec<(u8, u8)>> {
     if let Some(p) = PARAMS.lock().as_ref().and_then(|m| m.get(kernel)) {
         return Some(p.clone());
     }
-    let sig = e.library()?.signature(kernel)?;
+    let sig = e.loaded.library()?.signature(kernel)?;
     let mut v: Vec<(u8, u8)> = sig
         .params
         .iter()
@@ -287,7 +287,7 @@ fn ready_for_launch(e: &PoolEngine, stream: i64) -> Result<(), Failure> {
             "stream {stream}: only the default stream 0 exists"
         )));
     }
-    if e.library().is_none() {
+    if e.loaded.library().is_none() {
         return Err(Failure::new(Code::Library, no_library_reason(e)));
     }
     Ok(())
@@ -296,12 +296,12 @@ fn ready_for_launch(e: &PoolEngine, stream: i64) -> Result<(), Failure> {
 /// The kernel a launch names, on the default stream, with its parameter metadata.
 fn launch_target(e: &PoolEngine, name: &str, stream: i64) -> Result<Vec<(u8, u8)>, Failure> {
     ready_for_launch(e, stream)?;
-    if !e.kernels().iter().any(|k| k == name) {
+    if !e.loaded.kernels().iter().any(|k| k == name) {
         return Err(Failure::new(
             Code::Kernel,
             format!(
                 "unknown kernel '{name}'; the library registers: {}",
-                e.kernels().join(", ")
+                e.loaded.kernels().join(", ")
             ),
         ));
     }
@@ -378,7 +378,7 @@ fn call_into(
 /// The op a v2 call names, with its argument kinds.
 fn op_target(e: &PoolEngine, op: &str, stream: i64) -> Result<Vec<ArgKind>, Failure> {
     ready_for_launch(e, stream)?;
-    let lib = e.neuron_library().ok_or_else(|| {
+    let lib = e.loaded.neuron_library().ok_or_else(|| {
         Failure::new(
             Code::Kernel,
             "the registered library has no NEURON_LIBRARY ops (use nrt_pool_launch_v1)",

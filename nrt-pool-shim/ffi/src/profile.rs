@@ -32,7 +32,7 @@ pub(crate) fn keep(e: &mut PoolEngine) {
 pub extern "C" fn nrt_pool_set_profile(on: i32) -> i32 {
     guard(|| {
         status(with_engine(|e| {
-            e.profile = on != 0;
+            e.defaults.profile = on != 0;
             Ok(())
         }))
     })

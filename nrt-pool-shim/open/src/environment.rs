@@ -53,9 +53,9 @@ impl Environment {
 
     /// Makes these the engine's defaults.
     pub fn apply(&self, e: &mut PoolEngine) {
-        e.checks = self.checks;
-        e.all_cores_stdio = self.all_cores_stdio;
-        e.debug = self.debug.clone();
+        e.defaults.checks = self.checks;
+        e.defaults.all_cores_stdio = self.all_cores_stdio;
+        e.defaults.debug = self.debug.clone();
     }
 }
 

@@ -116,7 +116,7 @@ impl Device {
     /// Frees the device arrays dropped while the engine was busy.
     fn free_dropped(&self, e: &mut PoolEngine) {
         for d in self.dropped.lock().drain(..) {
-            e.free_device(&d);
+            e.tensors.free_device(&d);
         }
     }
 
@@ -125,7 +125,7 @@ impl Device {
     fn release(&self, d: DeviceTensor) {
         match self.engine.try_lock() {
             Some(mut e) => {
-                e.free_device(&d);
+                e.tensors.free_device(&d);
                 self.free_dropped(&mut e);
             }
             None => self.dropped.lock().push(d),
@@ -137,7 +137,7 @@ impl Library {
     /// The op's argument kinds (NEURON_LIBRARY libraries).
     fn kinds(&self, py: Python<'_>, op: &str) -> PyResult<Vec<ArgKind>> {
         let e = self.engine(py);
-        let lib = e.neuron_library().ok_or_else(|| {
+        let lib = e.loaded.neuron_library().ok_or_else(|| {
             PyTypeError::new_err(
                 "this library has no NEURON_LIBRARY ops (build it with custom_op.load)",
             )
@@ -193,6 +193,7 @@ impl Library {
     #[getter]
     fn namespace(&self, py: Python<'_>) -> Option<String> {
         self.engine(py)
+            .loaded
             .neuron_library()
             .map(|l| l.namespace.clone())
     }
@@ -202,6 +203,7 @@ impl Library {
     #[getter]
     fn cflags(&self, py: Python<'_>) -> Vec<String> {
         self.engine(py)
+            .loaded
             .neuron_library()
             .map(|l| l.cflags.clone())
             .unwrap_or_default()
@@ -211,6 +213,7 @@ impl Library {
     #[getter]
     fn multicore(&self, py: Python<'_>) -> bool {
         self.engine(py)
+            .loaded
             .neuron_library()
             .is_some_and(|l| l.multicore)
     }
@@ -219,6 +222,7 @@ impl Library {
     #[getter]
     fn ops(&self, py: Python<'_>) -> Vec<(String, Vec<&'static str>)> {
         self.engine(py)
+            .loaded
             .neuron_library()
             .map(|l| {
                 l.ops
@@ -232,7 +236,7 @@ impl Library {
     /// The core a launch stops for a debugger (None: none).
     #[getter]
     fn get_debug(&self, py: Python<'_>) -> Option<usize> {
-        self.engine(py).debug.as_ref().map(|d| d.core)
+        self.engine(py).defaults.debug.as_ref().map(|d| d.core)
     }
 
     #[setter]
@@ -242,7 +246,7 @@ impl Library {
                 "debug: a core number from 0 to 7, or None",
             ));
         }
-        self.engine(py).debug =
+        self.engine(py).defaults.debug =
             core.map(|c| nrt_pool_engine::debug::printing_request(c, "gpsimd_open"));
         Ok(())
     }
@@ -250,18 +254,18 @@ impl Library {
     /// Whether every core's printf reaches the caller, each line prefixed with its core.
     #[getter]
     fn get_all_cores_stdio(&self, py: Python<'_>) -> bool {
-        self.engine(py).all_cores_stdio
+        self.engine(py).defaults.all_cores_stdio
     }
 
     #[setter]
     fn set_all_cores_stdio(&self, py: Python<'_>, all: bool) {
-        self.engine(py).all_cores_stdio = all;
+        self.engine(py).defaults.all_cores_stdio = all;
     }
 
     /// The engine's launch timeout in seconds.
     #[getter]
     fn get_timeout(&self, py: Python<'_>) -> f64 {
-        self.engine(py).timeout.as_secs_f64()
+        self.engine(py).defaults.timeout.as_secs_f64()
     }
 
     #[setter]
@@ -271,7 +275,7 @@ impl Library {
                 "timeout: seconds above 0 and at most 86400",
             ));
         }
-        self.engine(py).timeout = std::time::Duration::from_secs_f64(seconds);
+        self.engine(py).defaults.timeout = std::time::Duration::from_secs_f64(seconds);
         Ok(())
     }
 
@@ -387,6 +391,7 @@ impl Library {
         let d = slf
             .get()
             .engine(slf.py())
+            .tensors
             .upload_bytes(dtype, shape, bytes)
             .map_err(|e| to_py(slf.py(), e))?;
         Ok(Library::array(slf, d))
@@ -399,6 +404,7 @@ impl Library {
         let d = slf
             .get()
             .engine(slf.py())
+            .tensors
             .alloc_device(dt, shape)
             .map_err(|e| to_py(slf.py(), e))?;
         Ok(Library::array(slf, d))
@@ -590,6 +596,7 @@ impl DeviceArray {
             .lib
             .get()
             .engine(py)
+            .tensors
             .download(&self.tensor)
             .map_err(|e| to_py(py, e))?;
         Ok(array_of(py, t))

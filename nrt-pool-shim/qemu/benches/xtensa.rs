@@ -21,7 +21,7 @@ fn engines(so: &Path, pool: &Path) -> (PoolEngine, PoolEngine) {
         Box::new(XtensaBackend::new(testkit::xtensa_board())),
     )
     .unwrap();
-    xt.timeout = std::time::Duration::from_secs(600);
+    xt.defaults.timeout = std::time::Duration::from_secs(600);
     xt.load(pool).unwrap();
     (host, xt)
 }
@@ -102,6 +102,7 @@ fn instruction_row(report: &mut Report, dir: &Path) {
         kernel: "count_loop".into(),
         args: vec![LaunchArg::hbm(n)],
         output: host
+            .loaded
             .output_for(
                 "count_loop",
                 &[LaunchArg::hbm(
@@ -142,7 +143,7 @@ fn mib_row(report: &mut Report, so: &Path, pool: &Path, cpus: usize) {
     let args = vec![LaunchArg::hbm(x), LaunchArg::f32(1.5), LaunchArg::f32(-2.0)];
     let l = Launch {
         kernel: "scale_add_mc".into(),
-        output: host.output_for("scale_add_mc", &args).unwrap(),
+        output: host.loaded.output_for("scale_add_mc", &args).unwrap(),
         args,
         cores: 8,
     };

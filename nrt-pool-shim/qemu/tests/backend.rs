@@ -24,7 +24,7 @@ fn launch(
     args: Vec<LaunchArg>,
     cores: usize,
 ) -> Result<nrt_pool_engine::Completion, EmuError> {
-    let output = e.output_for(kernel, &args)?;
+    let output = e.loaded.output_for(kernel, &args)?;
     e.launch(&Launch {
         kernel: kernel.into(),
         args,
@@ -43,7 +43,10 @@ fn the_engine_runs_pool_images_on_qemu_cores_as_it_runs_host_builds() {
     assert_eq!(xt.isa(), "xtensa");
     let names = xt.load(&pool).unwrap().to_vec();
     assert_eq!(names, ["scale_add", "scale_add_mc", "hello"]);
-    assert!(xt.library().unwrap().schema.is_some(), "the image's schema");
+    assert!(
+        xt.loaded.library().unwrap().schema.is_some(),
+        "the image's schema"
+    );
 
     let x = f32s(10_000, |i| ((i * 7919) % 1000) as f32 / 10.0 - 50.0);
     let ints = HostTensor::new(
@@ -121,7 +124,7 @@ fn faults_on_qemu_cores_are_device_faults_and_the_engine_survives() {
         &[t.join("device_faults.cpp")],
     );
     let mut xt = xtensa_engine();
-    xt.timeout = std::time::Duration::from_secs(3);
+    xt.defaults.timeout = std::time::Duration::from_secs(3);
     xt.load(&pool).unwrap();
     let x = f32s(4, |i| i as f32);
     for (kernel, cores, kind) in [
@@ -189,9 +192,9 @@ fn faults_on_qemu_cores_are_device_faults_and_the_engine_survives() {
         }
         other => panic!("read_one_past: {:?}", other.map(|c| c.output)),
     }
-    xt.guard_tensors = false;
+    xt.tensors.guard_tensors = false;
     assert!(launch(&mut xt, "write_one_past", vec![LaunchArg::hbm(five)], 1).is_ok());
-    xt.guard_tensors = true;
+    xt.tensors.guard_tensors = true;
     // The engine and its cores go on: a kernel that completes.
     let err = launch(&mut xt, "illegal", vec![LaunchArg::hbm(x.clone())], 1).unwrap_err();
     assert!(matches!(err, EmuError::Fault(_)));
@@ -231,8 +234,8 @@ fn tensors_beyond_the_pinned_window_are_reached_through_dynamic_windows() {
     let x = f32s(100_000, |i| (i % 977) as f32 * 0.25 - 100.0);
     let mut outs = Vec::new();
     for e in [&mut host, &mut xt] {
-        let dx = e.upload(&x).unwrap();
-        let out = e.alloc_device(DType::F32, vec![100_000]).unwrap();
+        let dx = e.tensors.upload(&x).unwrap();
+        let out = e.tensors.alloc_device(DType::F32, vec![100_000]).unwrap();
         let block = |soc: u64| soc >> 24;
         assert_ne!(
             block(dx.soc),
@@ -254,7 +257,7 @@ fn tensors_beyond_the_pinned_window_are_reached_through_dynamic_windows() {
             8,
         )
         .unwrap_or_else(|err| panic!("{}: {err}", e.isa()));
-        outs.push(e.download(&out).unwrap().data);
+        outs.push(e.tensors.download(&out).unwrap().data);
     }
     assert_eq!(outs[0], outs[1]);
     let first = f32::from_le_bytes(outs[1][..4].try_into().unwrap());
@@ -296,10 +299,10 @@ fn aws_style_ops_run_on_qemu_cores_with_host_shape_functions() {
         host.load(so).unwrap();
         let mut xt = xtensa_engine();
         xt.load(pool).unwrap();
-        assert!(xt.neuron_library().is_some(), "the image's op list");
+        assert!(xt.loaded.neuron_library().is_some(), "the image's op list");
         for (op, args) in ops {
-            let cores = host.default_cores();
-            assert_eq!(xt.default_cores(), cores);
+            let cores = host.loaded.default_cores();
+            assert_eq!(xt.loaded.default_cores(), cores);
             let run = |e: &mut PoolEngine| {
                 let output = e
                     .op_output(op, &args)

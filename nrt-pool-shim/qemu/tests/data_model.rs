@@ -36,7 +36,7 @@ fn input() -> LaunchArg {
 
 fn run(e: &mut PoolEngine, kernel: &str) -> Completion {
     let args = vec![input()];
-    let output = e.output_for(kernel, &args).unwrap();
+    let output = e.loaded.output_for(kernel, &args).unwrap();
     e.launch(&Launch {
         kernel: kernel.into(),
         args,
@@ -89,7 +89,7 @@ fn host_cores_give_the_device_builds_bytes_for_data_model_code() {
     // the reading line.
     for e in [&mut host, &mut xt] {
         let args = vec![input()];
-        let output = e.output_for("folded_offset", &args).unwrap();
+        let output = e.loaded.output_for("folded_offset", &args).unwrap();
         let err = e
             .launch(&Launch {
                 kernel: "folded_offset".into(),

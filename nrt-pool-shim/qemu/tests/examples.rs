@@ -40,7 +40,7 @@ fn on_qemu(
 ) -> Result<nrt_pool_engine::Completion, nrt_pool_engine::EmuError> {
     let mut xt = common::xtensa_engine(64 << 20);
     xt.load(pool)?;
-    let output = xt.output_for(kernel, std::slice::from_ref(&arg))?;
+    let output = xt.loaded.output_for(kernel, std::slice::from_ref(&arg))?;
     xt.launch(&Launch {
         kernel: kernel.into(),
         args: vec![arg],
@@ -55,10 +55,11 @@ fn same_on_both(lib: &Path, pool: &Path, kernel: &str, args: Vec<LaunchArg>) -> 
     e.load(lib).unwrap();
     // A schema's result rule, else the op's shape function (AWS-style libraries, whose op
     // and kernel names are the examples' same).
-    let output = match e.output_for(kernel, &args) {
+    let output = match e.loaded.output_for(kernel, &args) {
         Ok(o) => o,
         Err(_) => {
             let op = e
+                .loaded
                 .neuron_library()
                 .and_then(|l| {
                     let short = kernel.rsplit("::").next().unwrap_or(kernel);
@@ -293,6 +294,7 @@ fn float_arithmetic_on_the_fpu_is_ieee_single_precision() {
         let device = on_qemu(&pool, kernel, LaunchArg::hbm(x.clone()), 1)
             .unwrap_or_else(|e| panic!("{kernel} on QEMU: {e}"));
         let output = host
+            .loaded
             .output_for(kernel, &[LaunchArg::hbm(x.clone())])
             .unwrap();
         let on_host = host
@@ -324,6 +326,7 @@ fn float_arithmetic_on_the_fpu_is_ieee_single_precision() {
     }
     // The comparisons, NaN pairs included, as Rust (IEEE) answers them, on both builds.
     let output = host
+        .loaded
         .output_for("fpu_cmp", &[LaunchArg::hbm(x.clone())])
         .unwrap();
     let on_host = host

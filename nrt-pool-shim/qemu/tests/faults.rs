@@ -26,9 +26,9 @@ fn build(dir: &Path) -> PathBuf {
 
 /// Runs `kernel` on one QEMU core; the fault it must end in.
 fn fault(e: &mut PoolEngine, kernel: &str, arg: LaunchArg, timeout: u64) -> DeviceFault {
-    e.timeout = Duration::from_secs(timeout);
+    e.defaults.timeout = Duration::from_secs(timeout);
     let args = vec![arg];
-    let output = e.output_for(kernel, &args).unwrap();
+    let output = e.loaded.output_for(kernel, &args).unwrap();
     match e.launch(&Launch {
         kernel: kernel.into(),
         args,

@@ -205,7 +205,7 @@ impl PoolEngine {
         // after this one need the engine).
         let mut copied = self.take_buffer();
         if let (None, Some(d)) = (&output, &device_out) {
-            copied.extend_from_slice(self.device_bytes(d).unwrap_or_default());
+            copied.extend_from_slice(self.tensors.device_bytes(d).unwrap_or_default());
         }
         let launch_bytes: &[u8] = match (&output, &to) {
             (Some(t), _) => &t.data,
@@ -217,7 +217,10 @@ impl PoolEngine {
         // each run.
         let alone_out = match spec.location {
             Location::Hbm if checks.has(Check::Init) || checks.has(Check::Race) || cores > 1 => {
-                Some(self.alloc_device_for_overwrite(spec.dtype, spec.shape.clone())?)
+                Some(
+                    self.tensors
+                        .alloc_device_for_overwrite(spec.dtype, spec.shape.clone())?,
+                )
             }
             _ => None,
         };
@@ -232,13 +235,13 @@ impl PoolEngine {
         };
         self.later_runs(&again, &inputs, &mut report);
         if let Some(d) = &alone_out {
-            self.free_device(d);
+            self.tensors.free_device(d);
         }
         // The caller's inputs and output as the launch left them.
         self.restore_some(&inputs.saved, false);
         self.put_back(&launch_inputs);
         if let Some(d) = &device_out {
-            if let Some(dst) = self.device_bytes_mut(d) {
+            if let Some(dst) = self.tensors.device_bytes_mut(d) {
                 copy_parallel(dst, launch_bytes);
             }
         }
@@ -273,7 +276,7 @@ impl PoolEngine {
                     Some(b) => Saved::Caller(b),
                     None => {
                         let mut keep = self.take_buffer();
-                        keep.extend_from_slice(self.device_bytes(d).unwrap_or_default());
+                        keep.extend_from_slice(self.tensors.device_bytes(d).unwrap_or_default());
                         Saved::Copy(keep)
                     }
                 };
@@ -359,7 +362,7 @@ impl PoolEngine {
         // An HBM output is one device tensor for all of them, poisoned once; only the
         // blocks a core changed are poisoned again after it. An SBUF output is placed,
         // poisoned, with each run.
-        if let Some(dst) = again.into.and_then(|d| self.device_bytes_mut(d)) {
+        if let Some(dst) = again.into.and_then(|d| self.tensors.device_bytes_mut(d)) {
             fill_parallel(dst, POISON_ALONE);
         }
         let fill = Fill {
@@ -404,7 +407,7 @@ impl PoolEngine {
                 },
             );
             let group_again = members.len() > 1 && (met || ran.is_err());
-            if let Some(dst) = again.into.and_then(|d| self.device_bytes_mut(d)) {
+            if let Some(dst) = again.into.and_then(|d| self.tensors.device_bytes_mut(d)) {
                 if group_again {
                     // What the group wrote is not known: all of it is poisoned again.
                     fill_parallel(dst, POISON_ALONE);
@@ -500,7 +503,7 @@ impl PoolEngine {
                 continue;
             }
             let bytes = bytes.bytes();
-            if let Some(dst) = self.device_bytes_mut(d) {
+            if let Some(dst) = self.tensors.device_bytes_mut(d) {
                 if dst.len() != bytes.len() || !differing_blocks(dst, bytes).is_empty() {
                     changed.push((d.clone(), dst.to_vec()));
                     copy_parallel(dst, bytes);
@@ -513,7 +516,7 @@ impl PoolEngine {
     /// Writes `tensors` (device tensors and their bytes) into device memory.
     fn put_back(&mut self, tensors: &[(DeviceTensor, Vec<u8>)]) {
         for (d, bytes) in tensors {
-            if let Some(dst) = self.device_bytes_mut(d) {
+            if let Some(dst) = self.tensors.device_bytes_mut(d) {
                 copy_parallel(dst, bytes);
             }
         }
@@ -647,7 +650,10 @@ impl Saved<'_> {
 
 /// A device tensor's bytes overlap another's.
 fn overlaps(e: &PoolEngine, a: &DeviceTensor, b: &DeviceTensor) -> bool {
-    let (la, lb) = (e.device_len(a) as u64, e.device_len(b) as u64);
+    let (la, lb) = (
+        e.tensors.device_len(a) as u64,
+        e.tensors.device_len(b) as u64,
+    );
     a.soc < b.soc + lb && b.soc < a.soc + la
 }
 

@@ -51,8 +51,8 @@ impl PoolEngine {
     /// Empties the check logs of cores `0..cores` before a checked launch.
     pub(super) fn clear_check_logs(&mut self, cores: usize) {
         for c in 0..cores {
-            let soc = self.memory.scratch[c].soc + scratch::CHECK_LOG as u64;
-            if let Some(log) = self.memory.bytes_populated(soc, 32) {
+            let soc = self.tensors.memory.scratch[c].soc + scratch::CHECK_LOG as u64;
+            if let Some(log) = self.tensors.memory.bytes_populated(soc, 32) {
                 log.fill(0);
             }
         }
@@ -70,8 +70,8 @@ impl PoolEngine {
         // The op library's bytes, read once if a note needs them (source file names).
         let library = OnceCell::new();
         for c in 0..cores {
-            let soc = self.memory.scratch[c].soc + scratch::CHECK_LOG as u64;
-            let Some(log) = self.memory.read(soc, CHECK_LOG_SIZE) else {
+            let soc = self.tensors.memory.scratch[c].soc + scratch::CHECK_LOG as u64;
+            let Some(log) = self.tensors.memory.read(soc, CHECK_LOG_SIZE) else {
                 continue;
             };
             let (notes, dropped) = parse(log);
@@ -202,7 +202,7 @@ impl PoolEngine {
             ),
             NoteKind::MulticoreAccessor => (
                 Check::Rules,
-                self.tensor_label(n.a),
+                self.tensors.label_at(n.a),
                 format!(
                     "a {} accessor while {} cores run (they race on the device; use \
                      tcm_accessor())",
@@ -217,8 +217,8 @@ impl PoolEngine {
     fn library_bytes<'a>(&self, library: &'a OnceCell<Option<Vec<u8>>>) -> Option<&'a [u8]> {
         library
             .get_or_init(|| {
-                self.library
-                    .as_ref()
+                self.loaded
+                    .library()
                     .and_then(|l| std::fs::read(l.file()).ok())
             })
             .as_deref()
@@ -248,18 +248,6 @@ impl PoolEngine {
             Some(n) => format!("{n}:{line}:{column}"),
             None => format!("line {line}, column {column}"),
         }
-    }
-
-    /// The name of the placed tensor at SoC `soc` ("argument 0 (x)", "the output"), else
-    /// its address.
-    fn tensor_label(&self, soc: u64) -> String {
-        self.placed
-            .iter()
-            .find(|t| soc >= t.soc && soc - t.soc < t.len.max(1))
-            .map_or_else(
-                || format!("the tensor at SoC {soc:#x}"),
-                |t| t.label.clone(),
-            )
     }
 }
 

@@ -170,7 +170,7 @@ impl PoolEngine {
                 ArgValue::Device(d) => Some(Copied {
                     dtype: d.dtype,
                     shape: d.shape.clone(),
-                    data: self.device_bytes(d).unwrap_or_default().to_vec(),
+                    data: self.tensors.device_bytes(d).unwrap_or_default().to_vec(),
                 }),
                 _ => None,
             })
