@@ -12,7 +12,7 @@ use crate::handles::{
 };
 use crate::images::{self, is_q7_pool};
 use crate::objcount;
-use crate::platform::{Ctx, Memhandle, SEV_ERROR, SEV_INFO, SEV_WARNING};
+use crate::platform::{Ctx, Memhandle, PlatformObject, SEV_ERROR, SEV_INFO, SEV_WARNING};
 use crate::prelink::{self, Ucpl};
 
 pub type Ll = Handle<nrtucode_loadable_library_t>;

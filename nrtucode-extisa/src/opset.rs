@@ -11,7 +11,7 @@ use crate::handles::{
     OPSET_SLOTS,
 };
 use crate::images::is_q7_pool;
-use crate::platform::{Ctx, SEV_INFO};
+use crate::platform::{Ctx, PlatformObject, SEV_INFO};
 
 pub type Opset = Handle<nrtucode_opset_t>;
 

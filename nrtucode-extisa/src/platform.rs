@@ -218,29 +218,39 @@ impl Ctx {
     }
 }
 
-impl<T: Named> Handle<T> {
+/// What a provider object's handle does through its platform: its context, and its
+/// friendly name as the context's log shows it (an extension of [`Handle`], which knows
+/// nothing of platforms).
+pub trait PlatformObject: Copy {
     /// The context this object was created in.
-    pub fn ctx(self) -> Ctx {
+    fn ctx(self) -> Ctx;
+    /// The friendly name, as `%s` prints it (its bytes unchanged in log lines).
+    fn name(self) -> handles::RawName;
+    /// Names a fresh object "<type>@<address>".
+    fn set_default_name(self);
+    /// `*_set_friendly_name`: logs "<old> renamed <new>" (reading the new name only if the
+    /// line is formatted), then strncpy into the 0x20-byte field with a forced NUL.
+    fn rename(self, name: ptr::NonNull<c_char>);
+}
+
+impl<T: Named> PlatformObject for Handle<T> {
+    fn ctx(self) -> Ctx {
         let p = self.get(|o| o.context());
         // SAFETY: create stores a live, non-NULL context; the caller destroys children
         // before their context (the vendor's contract, with the same back pointer).
         unsafe { Ctx::from_raw(ptr::NonNull::new_unchecked(p)) }
     }
 
-    /// The friendly name, as `%s` prints it (its bytes unchanged in log lines).
-    pub fn name(self) -> handles::RawName {
+    fn name(self) -> handles::RawName {
         handles::RawName(self.get(|o| handles::name_bytes(o.friendly_name())))
     }
 
-    /// Names a fresh object "<type>@<address>".
-    pub fn set_default_name(self) {
+    fn set_default_name(self) {
         let addr = self.as_ptr() as *const c_void;
         self.update(|o| handles::default_name(o.friendly_name_mut(), T::TYPE_NAME, addr));
     }
 
-    /// `*_set_friendly_name`: logs "<old> renamed <new>" (reading the new name only if the
-    /// line is formatted), then strncpy into the 0x20-byte field with a forced NUL.
-    pub fn rename(self, name: ptr::NonNull<c_char>) {
+    fn rename(self, name: ptr::NonNull<c_char>) {
         self.ctx().log(
             SEV_INFO,
             format_args!("{} renamed {}", self.name(), handles::CStrArg(name)),

@@ -84,22 +84,6 @@ pub struct Called {
     pub check: CheckReport,
 }
 
-impl LaunchArg {
-    /// This argument as a call takes it, its data borrowed.
-    pub fn value(&self) -> ArgValue<'_> {
-        match self {
-            LaunchArg::Tensor(t, location) => ArgValue::Bytes {
-                dtype: t.dtype,
-                shape: t.shape.clone(),
-                data: &t.data,
-                location: *location,
-            },
-            LaunchArg::Scalar(dt, b) => ArgValue::Scalar(*dt, b.clone()),
-            LaunchArg::Device(d) => ArgValue::Device(d.clone()),
-        }
-    }
-}
-
 impl ArgValue<'_> {
     /// The same argument, its host tensor's data borrowed instead of copied (a value passed
     /// to several calls: `PoolEngine::output`, then repeated launches).

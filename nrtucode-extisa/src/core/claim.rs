@@ -4,7 +4,7 @@
 use super::{control_block::CLAIM_WORD, Core, CLAIM_CLAIMED, CLAIM_UNCLAIMED};
 use crate::error::{Error, Result};
 use crate::handles::BOOTED_LEGACY;
-use crate::platform::SEV_ERROR;
+use crate::platform::{PlatformObject, SEV_ERROR};
 
 /// `core_on_ucode_booted`.
 pub fn on_ucode_booted(core: Core) -> Result {

@@ -7,7 +7,7 @@ use super::control_block::{DGE_MAILBOXES, DGE_PRIORITY_MAP, PC_BOUNDS_HI, PC_BOU
 use super::Core;
 use crate::abi::{nrtucode_dge_mailbox_t, NRTUCODE_DGE_MAILBOX_RESET};
 use crate::error::{Error, Result};
-use crate::platform::{SEV_ERROR, SEV_INFO};
+use crate::platform::{PlatformObject, SEV_ERROR, SEV_INFO};
 
 /// Priority classes and mailboxes the control block holds.
 pub const DGE_SLOTS: usize = 4;

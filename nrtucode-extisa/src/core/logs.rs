@@ -6,7 +6,7 @@ use core::ptr;
 use super::control_block::{LOG_HEAD, LOG_RING_ADDR, LOG_RING_SIZE, MAX_LOG_LEVEL};
 use super::Core;
 use crate::error::{Error, Result};
-use crate::platform::{Memhandle, SEV_ERROR, SEV_INFO};
+use crate::platform::{Memhandle, PlatformObject, SEV_ERROR, SEV_INFO};
 
 /// Ring size `nrtucode_core_enable_logs` asks for.
 pub const DEFAULT_RING_SIZE: u32 = 0x20000;

@@ -13,7 +13,7 @@ use crate::handles::{
     default_name, free_object, malloc_object, nrtucode_core_t, Handle, NAME_LEN, NOT_BOOTED,
 };
 use crate::objcount;
-use crate::platform::{Ctx, Memhandle, SEV_ERROR, SEV_INFO};
+use crate::platform::{Ctx, Memhandle, PlatformObject, SEV_ERROR, SEV_INFO};
 
 pub type Core = Handle<nrtucode_core_t>;
 

@@ -1,5 +1,6 @@
 //! The `core_` family.
 
+use crate::platform::PlatformObject;
 use core::ffi::{c_char, c_void};
 use core::ptr;
 

@@ -1,5 +1,6 @@
 //! The `ll_` family.
 
+use crate::platform::PlatformObject;
 use core::ffi::c_char;
 use core::ptr;
 

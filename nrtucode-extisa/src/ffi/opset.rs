@@ -1,5 +1,6 @@
 //! The `opset_` family (used by compilers; libnrt binds none of it).
 
+use crate::platform::PlatformObject;
 use core::ffi::{c_char, c_void};
 use core::ptr;
 
