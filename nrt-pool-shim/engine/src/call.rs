@@ -6,7 +6,7 @@
 //! word for a library that carries neither), places everything and runs the launch.
 
 use super::*;
-use crate::check::parity::ParityInputs;
+use crate::check::parity::{self, ParityInputs};
 use crate::check::{reborrow, Check, CheckReport};
 
 /// One argument, as a front end holds it.
@@ -124,300 +124,300 @@ impl ArgValue<'_> {
     }
 }
 
-impl PoolEngine {
-    /// Calls a kernel or an op (see [`Call`]); argument device tensors this call makes are
-    /// freed when it ends, whatever happened.
-    pub fn call(&mut self, call: Call<'_>) -> Result<Called, EmuError> {
-        let start = Instant::now();
-        let s = self.defaults.settings(&call.options);
-        // The parity check runs the call again from the same inputs: taken before the
-        // launch, which may write its device tensors.
-        // (Only where there is another build to compare with: a device tensor's copy is
-        // not made for nothing.)
-        let parity = (s.checks.has(Check::Parity) && self.has_parity_twin())
-            .then(|| self.parity_inputs(&call.args));
-        let (target, cores) = (call.target, call.cores);
-        let r = self.with_temporaries(|e| e.call_in(call, start, parity.as_ref(), &s));
-        match (r, parity) {
-            // A fault here that the other build does not give is named as such.
-            (Err(EmuError::Fault(mut f)), Some(inputs)) => {
-                let cores = cores.unwrap_or_else(|| self.loaded.default_cores());
-                self.parity_of_fault(target, &inputs, cores, &s, &mut f);
-                Err(EmuError::Fault(f))
-            }
-            (r, _) => r,
+/// Calls a kernel or an op (see [`Call`]); argument device tensors this call makes are
+/// freed when it ends, whatever happened.
+pub fn call(e: &mut PoolEngine, call: Call<'_>) -> Result<Called, EmuError> {
+    let start = Instant::now();
+    let s = e.defaults.settings(&call.options);
+    // The parity check runs the call again from the same inputs: taken before the
+    // launch, which may write its device tensors.
+    // (Only where there is another build to compare with: a device tensor's copy is
+    // not made for nothing.)
+    let parity = (s.checks.has(Check::Parity) && parity::has_parity_twin(e))
+        .then(|| parity::parity_inputs(e, &call.args));
+    let (target, cores) = (call.target, call.cores);
+    let r = e.with_temporaries(|e| call_in(e, call, start, parity.as_ref(), &s));
+    match (r, parity) {
+        // A fault here that the other build does not give is named as such.
+        (Err(EmuError::Fault(mut f)), Some(inputs)) => {
+            let cores = cores.unwrap_or_else(|| e.loaded.default_cores());
+            parity::parity_of_fault(e, target, &inputs, cores, &s, &mut f);
+            Err(EmuError::Fault(f))
         }
+        (r, _) => r,
     }
+}
 
-    /// The output a call of `target` with these arguments gives (the op's shape function,
-    /// the kernel's schema, or `given` for a library with neither; `given` is checked
-    /// against the first two), without running it: no tensor data is placed.
-    pub fn output(
-        &mut self,
-        target: &str,
-        args: Vec<ArgValue<'_>>,
-        given: Output,
-    ) -> Result<OutputSpec, EmuError> {
-        let kernel = self.loaded.kernel_name(target)?;
-        check_counts(1, args.len())?;
-        let args: Vec<LaunchArg> = args.into_iter().map(shape_arg).collect();
-        self.output_of(&kernel, &args, given)
-    }
+/// The output a call of `target` with these arguments gives (the op's shape function,
+/// the kernel's schema, or `given` for a library with neither; `given` is checked
+/// against the first two), without running it: no tensor data is placed.
+pub fn output(
+    e: &mut PoolEngine,
+    target: &str,
+    args: Vec<ArgValue<'_>>,
+    given: Output,
+) -> Result<OutputSpec, EmuError> {
+    let kernel = e.loaded.kernel_name(target)?;
+    check_counts(1, args.len())?;
+    let args: Vec<LaunchArg> = args.into_iter().map(shape_arg).collect();
+    output_of(e, &kernel, &args, given)
+}
 
-    fn call_in(
-        &mut self,
-        call: Call<'_>,
-        start: Instant,
-        parity: Option<&ParityInputs<'_>>,
-        s: &Settings,
-    ) -> Result<Called, EmuError> {
-        let Call {
-            target,
-            args,
-            output,
-            to,
-            cores,
-            options: _,
-        } = call;
-        let kernel = self.loaded.kernel_name(target)?;
-        let cores = cores.unwrap_or_else(|| self.loaded.default_cores());
-        check_counts(cores, args.len())?;
-        // The caller's bytes of the tensors this call copies into device memory: a checked
-        // launch restores those from here, with no copy of its own.
-        let sources: Vec<Option<&[u8]>> = args
-            .iter()
-            .map(|a| match a {
-                ArgValue::Bytes {
-                    data,
-                    location: Location::Hbm,
-                    ..
-                } => Some(*data),
-                _ => None,
-            })
-            .collect();
-        let mut launch_args = Vec::with_capacity(args.len());
-        for (i, a) in args.into_iter().enumerate() {
-            launch_args.push(self.launch_arg(&kernel, i, a)?);
-        }
-        let spec = self.output_of(&kernel, &launch_args, output)?;
-        self.check_destination(&kernel, &spec, &to)?;
-        let mut to = to;
-        let device_out = match &to {
-            Destination::Device(d) => Some(d.clone()),
-            _ => None,
-        };
-        let (output, run, phases, mut check) = if s.checks.without(Check::Parity).any() {
-            // A race check records one run's accesses: the call's launches share cores
-            // that can (D101).
-            self.backend.trace_session(s.checks.has(Check::Race));
-            let checked = self.run_checking(
-                &kernel,
-                &launch_args,
-                &sources,
-                &spec,
-                cores,
-                reborrow(&mut to),
-                start,
-                s,
-            );
-            self.backend.trace_session(false);
-            checked?
-        } else {
-            let (output, run, phases) = self.run_checked(
-                &kernel,
-                &launch_args,
-                &spec,
-                Team::all(cores)
-                    .with_all_stdio(s.all_cores_stdio)
-                    .with_profile(s.profile),
-                reborrow(&mut to),
-                Fill::default(),
-                start,
-                s,
-            )?;
-            let report = CheckReport {
-                checks: s.checks,
-                ..CheckReport::default()
-            };
-            (output, run, phases, report)
-        };
-        if let (None, true) = (parity, s.checks.has(Check::Parity)) {
-            check.notes.push(self.parity_unavailable());
-        }
-        if let Some(inputs) = parity {
-            let mine = self.delivered(&output, &to, device_out.as_ref());
-            self.check_parity(
-                target,
-                &kernel,
-                inputs,
-                &spec,
-                cores,
-                &mine,
-                &run.stdout,
-                s,
-                &mut check,
-            );
-        }
-        Ok(Called {
-            spec,
-            output,
-            run,
-            phases,
-            check,
-        })
-    }
-
-    /// The output a call names (its destination) against the one it gives: a device tensor
-    /// of its dtype and shape, a buffer of its bytes.
-    fn check_destination(
-        &self,
-        kernel: &str,
-        spec: &OutputSpec,
-        to: &Destination<'_>,
-    ) -> Result<(), EmuError> {
-        tensor::check_rank(&spec.shape).map_err(|e| named("the output", e.into()))?;
-        match to {
-            Destination::Device(d) => self.check_output(kernel, spec, d.dtype, &d.shape),
-            Destination::Buffer(dst) => {
-                let want = tensor::byte_len(&spec.shape, spec.dtype);
-                if want == Some(dst.len() as u64) {
-                    return Ok(());
-                }
-                Err(EmuError::Argument {
-                    what: "the output buffer".into(),
-                    source: TensorError::Size {
-                        dtype: spec.dtype,
-                        shape: spec.shape.clone(),
-                        want: want.unwrap_or(u64::MAX),
-                        got: dst.len() as u64,
-                    },
-                })
-            }
-            Destination::Host => Ok(()),
-        }
-    }
-
-    /// What a launch gave, from where it went.
-    fn delivered(
-        &self,
-        output: &Option<HostTensor>,
-        to: &Destination<'_>,
-        device_out: Option<&DeviceTensor>,
-    ) -> Vec<u8> {
-        match (output, to, device_out) {
-            (Some(t), _, _) => t.data.clone(),
-            (None, Destination::Buffer(b), _) => b.to_vec(),
-            (None, _, Some(d)) => self.tensors.device_bytes(d).unwrap_or_default().to_vec(),
-            _ => Vec::new(),
-        }
-    }
-
-    /// Argument `i` as a launch carries it.
-    fn launch_arg(
-        &mut self,
-        kernel: &str,
-        i: usize,
-        a: ArgValue<'_>,
-    ) -> Result<LaunchArg, EmuError> {
-        let a = match a.scalar() {
-            Ok(s) => return Ok(s),
-            Err(a) => a,
-        };
-        let label = self.loaded.arg_label(kernel, i);
-        Ok(match a {
+fn call_in(
+    e: &mut PoolEngine,
+    call: Call<'_>,
+    start: Instant,
+    parity: Option<&ParityInputs<'_>>,
+    s: &Settings,
+) -> Result<Called, EmuError> {
+    let Call {
+        target,
+        args,
+        output,
+        to,
+        cores,
+        options: _,
+    } = call;
+    let kernel = e.loaded.kernel_name(target)?;
+    let cores = cores.unwrap_or_else(|| e.loaded.default_cores());
+    check_counts(cores, args.len())?;
+    // The caller's bytes of the tensors this call copies into device memory: a checked
+    // launch restores those from here, with no copy of its own.
+    let sources: Vec<Option<&[u8]>> = args
+        .iter()
+        .map(|a| match a {
             ArgValue::Bytes {
-                dtype,
-                shape,
                 data,
                 location: Location::Hbm,
-            } => LaunchArg::Device(
-                self.tensors
-                    .upload_bytes(dtype, shape, data)
-                    .map_err(|e| named(&label, e))?,
-            ),
-            ArgValue::Bytes {
-                dtype,
-                shape,
-                data,
-                location,
-            } => LaunchArg::Tensor(
-                HostTensor::new(dtype, shape, data.to_vec())
-                    .map_err(|e| named(&label, e.into()))?,
-                location,
-            ),
-            ArgValue::Tensor(t, loc) => LaunchArg::Tensor(t, loc),
-            ArgValue::Device(d) => LaunchArg::Device(d),
-            ArgValue::Scalar(..) | ArgValue::Double(_) | ArgValue::Long(_) => {
-                unreachable!("scalars converted above")
-            }
+                ..
+            } => Some(*data),
+            _ => None,
         })
+        .collect();
+    let mut launch_args = Vec::with_capacity(args.len());
+    for (i, a) in args.into_iter().enumerate() {
+        launch_args.push(launch_arg(e, &kernel, i, a)?);
     }
-
-    /// The call's output, from the op's shape function (run once, unless the caller knows
-    /// it from an earlier [`PoolEngine::output`]), the kernel's schema, or the caller; the
-    /// arguments are checked against the op or schema on the way (once).
-    pub(crate) fn output_of(
-        &mut self,
-        kernel: &str,
-        args: &[LaunchArg],
-        given: Output,
-    ) -> Result<OutputSpec, EmuError> {
-        let found = if let Some(lib) = self.loaded.neuron_library() {
-            // Known: the arguments were checked and the shape function ran for these same
-            // arguments (once per output + launch pair).
-            if let Output::Known(g) = given {
-                return Ok(g);
-            }
-            let sig = lib.op(kernel).expect("resolved by kernel_name").clone();
-            let qualified = format!("{}::{}", lib.namespace, sig.name);
-            check_op_args(&qualified, &sig, args)?;
-            Some(self.run_shape(kernel, &qualified, args)?)
-        } else {
-            match self.loaded.signature(kernel)? {
-                Some(sig) => Some(expected_output(sig, args)?),
-                None => None,
-            }
+    let spec = output_of(e, &kernel, &launch_args, output)?;
+    check_destination(e, &kernel, &spec, &to)?;
+    let mut to = to;
+    let device_out = match &to {
+        Destination::Device(d) => Some(d.clone()),
+        _ => None,
+    };
+    let (output, run, phases, mut check) = if s.checks.without(Check::Parity).any() {
+        // A race check records one run's accesses: the call's launches share cores
+        // that can (D101).
+        e.backend.trace_session(s.checks.has(Check::Race));
+        let checked = check::run_checking(
+            e,
+            &kernel,
+            &launch_args,
+            &sources,
+            &spec,
+            cores,
+            reborrow(&mut to),
+            start,
+            s,
+        );
+        e.backend.trace_session(false);
+        checked?
+    } else {
+        let (output, run, phases) = run::run_checked(
+            e,
+            &kernel,
+            &launch_args,
+            &spec,
+            Team::all(cores)
+                .with_all_stdio(s.all_cores_stdio)
+                .with_profile(s.profile),
+            reborrow(&mut to),
+            Fill::default(),
+            start,
+            s,
+        )?;
+        let report = CheckReport {
+            checks: s.checks,
+            ..CheckReport::default()
         };
-        match (found, given) {
-            (Some(f), Output::Find) => Ok(f),
-            (Some(f), Output::Check(g) | Output::Known(g)) => {
-                self.check_output(kernel, &f, g.dtype, &g.shape)?;
-                // The caller's location stands (an output in SBUF).
-                Ok(g)
-            }
-            (None, Output::Check(g) | Output::Known(g)) => Ok(g),
-            (None, Output::Find) => Err(EmuError::Signature {
-                kernel: kernel.into(),
-                why: "the library carries no schema; give the output's dtype and shape".into(),
-            }),
-        }
+        (output, run, phases, report)
+    };
+    if let (None, true) = (parity, s.checks.has(Check::Parity)) {
+        check.notes.push(parity::parity_unavailable(e));
     }
+    if let Some(inputs) = parity {
+        let mine = delivered(e, &output, &to, device_out.as_ref());
+        parity::check_parity(
+            e,
+            target,
+            &kernel,
+            inputs,
+            &spec,
+            cores,
+            &mine,
+            &run.stdout,
+            s,
+            &mut check,
+        );
+    }
+    Ok(Called {
+        spec,
+        output,
+        run,
+        phases,
+        check,
+    })
+}
 
-    /// The one check of an output a caller names (a dtype and shape, a destination device
-    /// tensor) against the one the op's shape function or the kernel's schema gives.
-    pub(crate) fn check_output(
-        &self,
-        kernel: &str,
-        found: &OutputSpec,
-        dtype: DType,
-        shape: &[u64],
-    ) -> Result<(), EmuError> {
-        if (found.dtype, found.shape.as_slice()) == (dtype, shape) {
-            return Ok(());
+/// The output a call names (its destination) against the one it gives: a device tensor
+/// of its dtype and shape, a buffer of its bytes.
+fn check_destination(
+    e: &PoolEngine,
+    kernel: &str,
+    spec: &OutputSpec,
+    to: &Destination<'_>,
+) -> Result<(), EmuError> {
+    tensor::check_rank(&spec.shape).map_err(|e| named("the output", e.into()))?;
+    match to {
+        Destination::Device(d) => check_output(e, kernel, spec, d.dtype, &d.shape),
+        Destination::Buffer(dst) => {
+            let want = tensor::byte_len(&spec.shape, spec.dtype);
+            if want == Some(dst.len() as u64) {
+                return Ok(());
+            }
+            Err(EmuError::Argument {
+                what: "the output buffer".into(),
+                source: TensorError::Size {
+                    dtype: spec.dtype,
+                    shape: spec.shape.clone(),
+                    want: want.unwrap_or(u64::MAX),
+                    got: dst.len() as u64,
+                },
+            })
         }
-        let source = if self.loaded.neuron_library().is_some() {
-            "shape function"
-        } else {
-            "schema"
-        };
-        Err(EmuError::Output {
-            target: kernel.into(),
-            why: format!(
-                "the output is {} {:?}, the launch asked for {dtype} {shape:?}; the {source} gives {:?}",
-                found.dtype, found.shape, found.shape
-            ),
-        })
+        Destination::Host => Ok(()),
     }
+}
+
+/// What a launch gave, from where it went.
+fn delivered(
+    e: &PoolEngine,
+    output: &Option<HostTensor>,
+    to: &Destination<'_>,
+    device_out: Option<&DeviceTensor>,
+) -> Vec<u8> {
+    match (output, to, device_out) {
+        (Some(t), _, _) => t.data.clone(),
+        (None, Destination::Buffer(b), _) => b.to_vec(),
+        (None, _, Some(d)) => e.tensors.device_bytes(d).unwrap_or_default().to_vec(),
+        _ => Vec::new(),
+    }
+}
+
+/// Argument `i` as a launch carries it.
+fn launch_arg(
+    e: &mut PoolEngine,
+    kernel: &str,
+    i: usize,
+    a: ArgValue<'_>,
+) -> Result<LaunchArg, EmuError> {
+    let a = match a.scalar() {
+        Ok(s) => return Ok(s),
+        Err(a) => a,
+    };
+    let label = e.loaded.arg_label(kernel, i);
+    Ok(match a {
+        ArgValue::Bytes {
+            dtype,
+            shape,
+            data,
+            location: Location::Hbm,
+        } => LaunchArg::Device(
+            e.tensors
+                .upload_bytes(dtype, shape, data)
+                .map_err(|e| named(&label, e))?,
+        ),
+        ArgValue::Bytes {
+            dtype,
+            shape,
+            data,
+            location,
+        } => LaunchArg::Tensor(
+            HostTensor::new(dtype, shape, data.to_vec()).map_err(|e| named(&label, e.into()))?,
+            location,
+        ),
+        ArgValue::Tensor(t, loc) => LaunchArg::Tensor(t, loc),
+        ArgValue::Device(d) => LaunchArg::Device(d),
+        ArgValue::Scalar(..) | ArgValue::Double(_) | ArgValue::Long(_) => {
+            unreachable!("scalars converted above")
+        }
+    })
+}
+
+/// The call's output, from the op's shape function (run once, unless the caller knows
+/// it from an earlier [`PoolEngine::output`]), the kernel's schema, or the caller; the
+/// arguments are checked against the op or schema on the way (once).
+pub(crate) fn output_of(
+    e: &mut PoolEngine,
+    kernel: &str,
+    args: &[LaunchArg],
+    given: Output,
+) -> Result<OutputSpec, EmuError> {
+    let found = if let Some(lib) = e.loaded.neuron_library() {
+        // Known: the arguments were checked and the shape function ran for these same
+        // arguments (once per output + launch pair).
+        if let Output::Known(g) = given {
+            return Ok(g);
+        }
+        let sig = lib.op(kernel).expect("resolved by kernel_name").clone();
+        let qualified = format!("{}::{}", lib.namespace, sig.name);
+        check_op_args(&qualified, &sig, args)?;
+        Some(shape::run_shape(e, kernel, &qualified, args)?)
+    } else {
+        match e.loaded.signature(kernel)? {
+            Some(sig) => Some(expected_output(sig, args)?),
+            None => None,
+        }
+    };
+    match (found, given) {
+        (Some(f), Output::Find) => Ok(f),
+        (Some(f), Output::Check(g) | Output::Known(g)) => {
+            check_output(e, kernel, &f, g.dtype, &g.shape)?;
+            // The caller's location stands (an output in SBUF).
+            Ok(g)
+        }
+        (None, Output::Check(g) | Output::Known(g)) => Ok(g),
+        (None, Output::Find) => Err(EmuError::Signature {
+            kernel: kernel.into(),
+            why: "the library carries no schema; give the output's dtype and shape".into(),
+        }),
+    }
+}
+
+/// The one check of an output a caller names (a dtype and shape, a destination device
+/// tensor) against the one the op's shape function or the kernel's schema gives.
+pub(crate) fn check_output(
+    e: &PoolEngine,
+    kernel: &str,
+    found: &OutputSpec,
+    dtype: DType,
+    shape: &[u64],
+) -> Result<(), EmuError> {
+    if (found.dtype, found.shape.as_slice()) == (dtype, shape) {
+        return Ok(());
+    }
+    let source = if e.loaded.neuron_library().is_some() {
+        "shape function"
+    } else {
+        "schema"
+    };
+    Err(EmuError::Output {
+        target: kernel.into(),
+        why: format!(
+            "the output is {} {:?}, the launch asked for {dtype} {shape:?}; the {source} gives {:?}",
+            found.dtype, found.shape, found.shape
+        ),
+    })
 }
 
 /// A call argument as a shape function sees it: dtypes and shapes, scalars with values.

@@ -24,7 +24,8 @@ pub mod spawner;
 pub mod symbolize;
 pub mod tensor;
 
-// `PoolEngine`'s jobs, one file each (issue #26).
+// The engine's jobs, one file each: its parts (device_tensors, load, settings) with their
+// methods, and the call path (call, shape, run, check) as functions over the engine.
 mod call;
 mod copy;
 mod device_tensors;
@@ -115,7 +116,7 @@ pub struct PoolEngine {
     /// The last profiled launch's profile.
     last_profile: Option<profile::Profile>,
     /// Host buffers checked launches reuse for their copies.
-    check_buffers: Vec<Vec<u8>>,
+    check_buffers: check::Buffers,
     /// The other backend's engine the parity check compares with.
     parity_twin: check::parity::Twin,
 }
@@ -148,7 +149,7 @@ impl PoolEngine {
             defaults: Defaults::default(),
             kept_output: Default::default(),
             last_profile: None,
-            check_buffers: Vec::new(),
+            check_buffers: check::Buffers::default(),
             parity_twin: check::parity::Twin::default(),
         })
     }
@@ -185,7 +186,8 @@ impl PoolEngine {
             Outcome::Done(funcs) => *funcs as usize,
             Outcome::Fault(record) => {
                 let stdio = self.take_output(probed.stdio);
-                let fault = self.fault_with_output(
+                let fault = run::fault_with_output(
+                    self,
                     0,
                     record,
                     "entry_func",
@@ -229,6 +231,53 @@ impl PoolEngine {
         let r = f(self);
         self.tensors.end_temporaries();
         r
+    }
+
+    /// Calls a kernel or an op (see [`Call`]); argument device tensors this call makes are
+    /// freed when it ends, whatever happened.
+    pub fn call(&mut self, call: Call<'_>) -> Result<Called, EmuError> {
+        call::call(self, call)
+    }
+
+    /// The output a call of `target` with these arguments gives (the op's shape function,
+    /// the kernel's schema, or `given` for a library with neither; `given` is checked
+    /// against the first two), without running it: no tensor data is placed.
+    pub fn output(
+        &mut self,
+        target: &str,
+        args: Vec<ArgValue<'_>>,
+        given: Output,
+    ) -> Result<OutputSpec, EmuError> {
+        call::output(self, target, args, given)
+    }
+
+    /// The output a NEURON_LIBRARY op gives these arguments: its shape function, run on
+    /// core 0 over the arguments' dtypes and shapes (scalars with their values).
+    pub fn op_output(&mut self, op: &str, args: &[LaunchArg]) -> Result<OutputSpec, EmuError> {
+        shape::op_output(self, op, args)
+    }
+
+    /// Runs a launch to completion or to its first fault; the output comes back to the
+    /// host. A launch names its output itself: it is checked against the kernel's schema,
+    /// and an op's shape function does not run (a [`Call`] with [`Output::Known`]).
+    pub fn launch(&mut self, l: &Launch) -> Result<Completion, EmuError> {
+        run::launch(self, l)
+    }
+
+    /// A launch whose output is a device tensor (nothing is copied back).
+    pub fn launch_into(
+        &mut self,
+        kernel: &str,
+        args: &[LaunchArg],
+        out: &DeviceTensor,
+        cores: usize,
+    ) -> Result<Run, EmuError> {
+        run::launch_into(self, kernel, args, out, cores)
+    }
+
+    /// Gives the engine its parity twin (see [`check::parity::Twin`]).
+    pub fn set_parity_twin(&mut self, twin: check::parity::Twin) {
+        self.parity_twin = twin;
     }
 
     /// The profile of the last launch made with [`PoolEngine::profile`] on (taken once).

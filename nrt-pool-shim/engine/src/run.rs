@@ -8,374 +8,368 @@ use crate::accesses::{CoreAccesses, WatchedTensor};
 /// Byte ranges of a watched range a core touched ([`Launched::touched`]).
 pub(crate) type Touched = Vec<Range<u64>>;
 
-impl PoolEngine {
-    /// Runs a launch to completion or to its first fault; the output comes back to the host.
-    /// A launch names its output itself: it is checked against the kernel's schema, and an
-    /// op's shape function does not run (a [`Call`] with [`Output::Known`]).
-    pub fn launch(&mut self, l: &Launch) -> Result<Completion, EmuError> {
-        let called = self.call(Call {
-            target: &l.kernel,
-            args: l.args.iter().map(LaunchArg::value).collect(),
-            output: Output::Known(l.output.clone()),
-            to: Destination::Host,
-            cores: Some(l.cores),
-            options: CallOptions::default(),
-        })?;
-        let run = called.run;
-        Ok(Completion {
-            output: called
-                .output
-                .expect("a host destination gives a host tensor"),
-            stdout: run.stdout,
-            stderr: run.stderr,
-            stdio_dropped: run.stdio_dropped,
-            results: run.results,
-            elapsed: run.elapsed,
-            phases: called.phases,
-        })
-    }
+/// Runs a launch to completion or to its first fault; the output comes back to the host.
+/// A launch names its output itself: it is checked against the kernel's schema, and an
+/// op's shape function does not run (a [`Call`] with [`Output::Known`]).
+pub fn launch(e: &mut PoolEngine, l: &Launch) -> Result<Completion, EmuError> {
+    let called = e.call(Call {
+        target: &l.kernel,
+        args: l.args.iter().map(LaunchArg::value).collect(),
+        output: Output::Known(l.output.clone()),
+        to: Destination::Host,
+        cores: Some(l.cores),
+        options: CallOptions::default(),
+    })?;
+    let run = called.run;
+    Ok(Completion {
+        output: called
+            .output
+            .expect("a host destination gives a host tensor"),
+        stdout: run.stdout,
+        stderr: run.stderr,
+        stdio_dropped: run.stdio_dropped,
+        results: run.results,
+        elapsed: run.elapsed,
+        phases: called.phases,
+    })
+}
 
-    /// A launch whose output is a device tensor (nothing is copied back).
-    pub fn launch_into(
-        &mut self,
-        kernel: &str,
-        args: &[LaunchArg],
-        out: &DeviceTensor,
-        cores: usize,
-    ) -> Result<Run, EmuError> {
-        let spec = OutputSpec {
-            dtype: out.dtype,
-            shape: out.shape.clone(),
-            location: Location::Hbm,
-        };
-        let called = self.call(Call {
-            target: kernel,
-            args: args.iter().map(LaunchArg::value).collect(),
-            output: Output::Known(spec),
-            to: Destination::Device(out.clone()),
-            cores: Some(cores),
-            options: CallOptions::default(),
-        })?;
-        Ok(called.run)
-    }
+/// A launch whose output is a device tensor (nothing is copied back).
+pub fn launch_into(
+    e: &mut PoolEngine,
+    kernel: &str,
+    args: &[LaunchArg],
+    out: &DeviceTensor,
+    cores: usize,
+) -> Result<Run, EmuError> {
+    let spec = OutputSpec {
+        dtype: out.dtype,
+        shape: out.shape.clone(),
+        location: Location::Hbm,
+    };
+    let called = e.call(Call {
+        target: kernel,
+        args: args.iter().map(LaunchArg::value).collect(),
+        output: Output::Known(spec),
+        to: Destination::Device(out.clone()),
+        cores: Some(cores),
+        options: CallOptions::default(),
+    })?;
+    Ok(called.run)
+}
 
-    /// The one launch path under every entry point: places the (checked) arguments and the
-    /// output, runs the kernel on `cores` cores and delivers the output to `to` (a buffer
-    /// exactly the output's length).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn run_checked(
-        &mut self,
-        kernel: &str,
-        args: &[LaunchArg],
-        spec: &OutputSpec,
-        team: Team,
-        to: Destination<'_>,
-        fill: Fill,
-        start: Instant,
-        s: &Settings,
-    ) -> Result<(Option<HostTensor>, Run, LaunchPhases), EmuError> {
-        let device = match &to {
-            Destination::Device(d) => Some(d),
-            _ => None,
-        };
-        let blob = self.tensors.place_launch(
-            args,
-            &self.loaded.arg_labels(kernel, args.len()),
-            spec,
-            device,
-            fill,
-        )?;
-        let placed = Instant::now();
-        let mut run = self.execute(kernel, &blob, team, start, s)?;
-        let ran = Instant::now();
-        let output = match to {
-            Destination::Device(_) => None,
-            Destination::Host => {
-                let bytes = host_copy(self.tensors.placed_bytes(&blob.output, spec.dtype)?);
-                Some(HostTensor::new(spec.dtype, spec.shape.clone(), bytes)?)
-            }
-            Destination::Buffer(dst) => {
-                copy_parallel(dst, self.tensors.placed_bytes(&blob.output, spec.dtype)?);
-                None
-            }
-        };
-        let end = Instant::now();
-        run.elapsed = end - start;
-        let phases = LaunchPhases {
-            place: placed - start,
-            run: ran - placed,
-            read: end - ran,
-        };
-        Ok((output, run, phases))
-    }
-
-    /// A launch on `team` whose output `inspect` reads where it lies: in `into`, or placed
-    /// with the launch; its memory starts as `fill` says: a checked launch's later runs.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn run_inspect(
-        &mut self,
-        kernel: &str,
-        args: &[LaunchArg],
-        spec: &OutputSpec,
-        team: Team,
-        into: Option<&DeviceTensor>,
-        fill: Fill,
-        s: &Settings,
-        inspect: impl FnOnce(&[u8], &[Option<Touched>]),
-    ) -> Result<Run, EmuError> {
-        let blob = self.tensors.place_launch(
-            args,
-            &self.loaded.arg_labels(kernel, args.len()),
-            spec,
-            into,
-            fill,
-        )?;
-        // Cores run alone or in a group report what they touch of the output, where their
-        // backend can tell.
-        let team = match (team.only, blob.output.soc_addr(memory::SBUF_BASE)) {
-            (Some(_), Some(soc)) => {
-                team.watching(soc, (blob.output.num_elem() * spec.dtype.size()) as u64)
-            }
-            _ => team,
-        };
-        let (run, seen) = self.execute_touching(kernel, &blob, team, Instant::now(), s)?;
-        inspect(
-            self.tensors.placed_bytes(&blob.output, spec.dtype)?,
-            &seen.touched,
-        );
-        Ok(run)
-    }
-
-    /// A launch on `team` with every core recording the bytes it reads and writes (D101):
-    /// each core's record in [`Team::cores`] order, and the launch's tensors.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn run_traced(
-        &mut self,
-        kernel: &str,
-        args: &[LaunchArg],
-        spec: &OutputSpec,
-        team: Team,
-        into: Option<&DeviceTensor>,
-        fill: Fill,
-        s: &Settings,
-    ) -> Result<(Vec<Option<CoreAccesses>>, Vec<WatchedTensor>), EmuError> {
-        let blob = self.tensors.place_launch(
-            args,
-            &self.loaded.arg_labels(kernel, args.len()),
-            spec,
-            into,
-            fill,
-        )?;
-        let (_, seen) =
-            self.execute_touching(kernel, &blob, team.with_trace(), Instant::now(), s)?;
-        let tensors = self.tensors.watched();
-        Ok((seen.accesses, tensors))
-    }
-
-    /// Writes the blob for each core and runs the kernel on them.
-    pub(crate) fn execute(
-        &mut self,
-        kernel: &str,
-        blob: &ArgBlob,
-        team: Team,
-        start: Instant,
-        s: &Settings,
-    ) -> Result<Run, EmuError> {
-        self.execute_touching(kernel, blob, team, start, s)
-            .map(|(run, _)| run)
-    }
-
-    /// [`Self::execute`], and what the cores reported seeing of their accesses: what each
-    /// touched of the team's watched range ([`Launched::touched`]) and, in a traced launch,
-    /// every byte each read and wrote ([`Launched::accesses`]).
-    fn execute_touching(
-        &mut self,
-        kernel: &str,
-        blob: &ArgBlob,
-        team: Team,
-        start: Instant,
-        s: &Settings,
-    ) -> Result<(Run, Seen), EmuError> {
-        let lib = self.loaded.library().ok_or(EmuError::NoLibrary)?;
-        let lib_file = lib.file();
-        let run = team.cores();
-        for &c in &run {
-            self.tensors.write_blob(c, blob);
+/// The one launch path under every entry point: places the (checked) arguments and the
+/// output, runs the kernel on `cores` cores and delivers the output to `to` (a buffer
+/// exactly the output's length).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_checked(
+    e: &mut PoolEngine,
+    kernel: &str,
+    args: &[LaunchArg],
+    spec: &OutputSpec,
+    team: Team,
+    to: Destination<'_>,
+    fill: Fill,
+    start: Instant,
+    s: &Settings,
+) -> Result<(Option<HostTensor>, Run, LaunchPhases), EmuError> {
+    let device = match &to {
+        Destination::Device(d) => Some(d),
+        _ => None,
+    };
+    let blob = e.tensors.place_launch(
+        args,
+        &e.loaded.arg_labels(kernel, args.len()),
+        spec,
+        device,
+        fill,
+    )?;
+    let placed = Instant::now();
+    let mut run = execute(e, kernel, &blob, team, start, s)?;
+    let ran = Instant::now();
+    let output = match to {
+        Destination::Device(_) => None,
+        Destination::Host => {
+            let bytes = host_copy(e.tensors.placed_bytes(&blob.output, spec.dtype)?);
+            Some(HostTensor::new(spec.dtype, spec.shape.clone(), bytes)?)
         }
-        let guards = self.tensors.guards();
-        let name = CString::new(kernel).map_err(|_| EmuError::UnknownKernel {
-            kernel: kernel.into(),
-            known: self.loaded.kernels().to_vec(),
-        })?;
-        let mut deadline = s.deadline();
-        // A launch with a core stopped for a debugger waits as long as someone debugs.
-        let session = match &s.debug {
-            Some(req) if team.only.is_none() => {
-                if req.core >= team.count {
-                    return Err(EmuError::Debug {
-                        core: req.core,
-                        why: format!("a launch of {} core(s) does not run it", team.count),
-                    });
-                }
-                let why = |e: &dyn std::fmt::Display| EmuError::Debug {
+        Destination::Buffer(dst) => {
+            copy_parallel(dst, e.tensors.placed_bytes(&blob.output, spec.dtype)?);
+            None
+        }
+    };
+    let end = Instant::now();
+    run.elapsed = end - start;
+    let phases = LaunchPhases {
+        place: placed - start,
+        run: ran - placed,
+        read: end - ran,
+    };
+    Ok((output, run, phases))
+}
+
+/// A launch on `team` whose output `inspect` reads where it lies: in `into`, or placed
+/// with the launch; its memory starts as `fill` says: a checked launch's later runs.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_inspect(
+    e: &mut PoolEngine,
+    kernel: &str,
+    args: &[LaunchArg],
+    spec: &OutputSpec,
+    team: Team,
+    into: Option<&DeviceTensor>,
+    fill: Fill,
+    s: &Settings,
+    inspect: impl FnOnce(&[u8], &[Option<Touched>]),
+) -> Result<Run, EmuError> {
+    let blob = e.tensors.place_launch(
+        args,
+        &e.loaded.arg_labels(kernel, args.len()),
+        spec,
+        into,
+        fill,
+    )?;
+    // Cores run alone or in a group report what they touch of the output, where their
+    // backend can tell.
+    let team = match (team.only, blob.output.soc_addr(memory::SBUF_BASE)) {
+        (Some(_), Some(soc)) => {
+            team.watching(soc, (blob.output.num_elem() * spec.dtype.size()) as u64)
+        }
+        _ => team,
+    };
+    let (run, seen) = execute_touching(e, kernel, &blob, team, Instant::now(), s)?;
+    inspect(
+        e.tensors.placed_bytes(&blob.output, spec.dtype)?,
+        &seen.touched,
+    );
+    Ok(run)
+}
+
+/// A launch on `team` with every core recording the bytes it reads and writes (D101):
+/// each core's record in [`Team::cores`] order, and the launch's tensors.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_traced(
+    e: &mut PoolEngine,
+    kernel: &str,
+    args: &[LaunchArg],
+    spec: &OutputSpec,
+    team: Team,
+    into: Option<&DeviceTensor>,
+    fill: Fill,
+    s: &Settings,
+) -> Result<(Vec<Option<CoreAccesses>>, Vec<WatchedTensor>), EmuError> {
+    let blob = e.tensors.place_launch(
+        args,
+        &e.loaded.arg_labels(kernel, args.len()),
+        spec,
+        into,
+        fill,
+    )?;
+    let (_, seen) = execute_touching(e, kernel, &blob, team.with_trace(), Instant::now(), s)?;
+    let tensors = e.tensors.watched();
+    Ok((seen.accesses, tensors))
+}
+
+/// Writes the blob for each core and runs the kernel on them.
+pub(crate) fn execute(
+    e: &mut PoolEngine,
+    kernel: &str,
+    blob: &ArgBlob,
+    team: Team,
+    start: Instant,
+    s: &Settings,
+) -> Result<Run, EmuError> {
+    execute_touching(e, kernel, blob, team, start, s).map(|(run, _)| run)
+}
+
+/// [`execute`], and what the cores reported seeing of their accesses: what each
+/// touched of the team's watched range ([`Launched::touched`]) and, in a traced launch,
+/// every byte each read and wrote ([`Launched::accesses`]).
+fn execute_touching(
+    e: &mut PoolEngine,
+    kernel: &str,
+    blob: &ArgBlob,
+    team: Team,
+    start: Instant,
+    s: &Settings,
+) -> Result<(Run, Seen), EmuError> {
+    let lib = e.loaded.library().ok_or(EmuError::NoLibrary)?;
+    let lib_file = lib.file();
+    let run = team.cores();
+    for &c in &run {
+        e.tensors.write_blob(c, blob);
+    }
+    let guards = e.tensors.guards();
+    let name = CString::new(kernel).map_err(|_| EmuError::UnknownKernel {
+        kernel: kernel.into(),
+        known: e.loaded.kernels().to_vec(),
+    })?;
+    let mut deadline = s.deadline();
+    // A launch with a core stopped for a debugger waits as long as someone debugs.
+    let session = match &s.debug {
+        Some(req) if team.only.is_none() => {
+            if req.core >= team.count {
+                return Err(EmuError::Debug {
                     core: req.core,
-                    why: e.to_string(),
-                };
-                let mut session = self
-                    .backend
-                    .debug_core(&self.tensors.memory, lib, req.core, team.count, &deadline)
-                    .map_err(|e| why(&e))?;
-                // The breakpoint goes on the op's compute function (an op's name may differ).
-                session.kernel = self
-                    .loaded
-                    .neuron_library()
-                    .and_then(|l| l.ops.iter().find(|o| o.name == kernel))
-                    .map_or_else(|| kernel.to_string(), |o| o.kernel.clone());
-                // Absolute: `nrt-pool gdb` may run from another folder.
-                session.library =
-                    std::fs::canonicalize(&session.library).unwrap_or(session.library);
-                session.write().map_err(|e| why(&e))?;
-                (req.notify)(&session);
-                deadline = Deadline::after(Duration::from_secs(7 * 24 * 3600))
-                    .with_interrupt(s.interrupt.clone());
-                Some(session)
+                    why: format!("a launch of {} core(s) does not run it", team.count),
+                });
             }
-            _ => None,
-        };
-        let launched =
-            self.backend
-                .launch(&self.tensors.memory, lib, &name, team, &guards, &deadline);
-        if let Some(s) = session {
-            self.backend.end_debug();
-            s.remove();
+            let why = |e: &dyn std::fmt::Display| EmuError::Debug {
+                core: req.core,
+                why: e.to_string(),
+            };
+            let mut session = e
+                .backend
+                .debug_core(&e.tensors.memory, lib, req.core, team.count, &deadline)
+                .map_err(|e| why(&e))?;
+            // The breakpoint goes on the op's compute function (an op's name may differ).
+            session.kernel = e
+                .loaded
+                .neuron_library()
+                .and_then(|l| l.ops.iter().find(|o| o.name == kernel))
+                .map_or_else(|| kernel.to_string(), |o| o.kernel.clone());
+            // Absolute: `nrt-pool gdb` may run from another folder.
+            session.library = std::fs::canonicalize(&session.library).unwrap_or(session.library);
+            session.write().map_err(|e| why(&e))?;
+            (req.notify)(&session);
+            deadline = Deadline::after(Duration::from_secs(7 * 24 * 3600))
+                .with_interrupt(s.interrupt.clone());
+            Some(session)
         }
-        let launched = launched.map_err(EmuError::Spawn)?;
-        if team.profile {
-            self.last_profile = Some(profile::Profile {
-                isa: self.backend.name().to_string(),
-                kernel: kernel.to_string(),
-                cores: launched.profiles.clone(),
-            });
+        _ => None,
+    };
+    let launched = e
+        .backend
+        .launch(&e.tensors.memory, lib, &name, team, &guards, &deadline);
+    if let Some(s) = session {
+        e.backend.end_debug();
+        s.remove();
+    }
+    let launched = launched.map_err(EmuError::Spawn)?;
+    if team.profile {
+        e.last_profile = Some(profile::Profile {
+            isa: e.backend.name().to_string(),
+            kernel: kernel.to_string(),
+            cores: launched.profiles.clone(),
+        });
+    }
+    let mut stdio = e.take_output(launched.stdio);
+    if deadline.interrupted() {
+        // The cores still running were stopped, as after a timeout; their output is
+        // dropped with them.
+        return Err(EmuError::Interrupted {
+            what: format!("kernel '{kernel}'"),
+        });
+    }
+    let mut results = Vec::with_capacity(run.len());
+    for (&c, end) in run.iter().zip(&launched.cores) {
+        match &end.outcome {
+            Outcome::Done(r) => results.push(*r as i32),
+            Outcome::Fault(record) => {
+                let fault = fault_with_output(e, c, record, kernel, &lib_file, stdio, &end.stderr);
+                return Err(EmuError::Fault(Box::new(fault)));
+            }
         }
-        let mut stdio = self.take_output(launched.stdio);
-        if deadline.interrupted() {
-            // The cores still running were stopped, as after a timeout; their output is
-            // dropped with them.
-            return Err(EmuError::Interrupted {
-                what: format!("kernel '{kernel}'"),
-            });
-        }
-        let mut results = Vec::with_capacity(run.len());
+    }
+    // Core 0's fd 2 reaches the host, as its printf does; the other cores' does not
+    // (unless every core's output was asked for: each line then names its core).
+    if team.all_stdio {
+        let mut lines = CoreLines::default();
         for (&c, end) in run.iter().zip(&launched.cores) {
-            match &end.outcome {
-                Outcome::Done(r) => results.push(*r as i32),
-                Outcome::Fault(record) => {
-                    let fault =
-                        self.fault_with_output(c, record, kernel, &lib_file, stdio, &end.stderr);
-                    return Err(EmuError::Fault(Box::new(fault)));
-                }
-            }
+            lines.push(c, 2, &end.stderr, &mut stdio);
         }
-        // Core 0's fd 2 reaches the host, as its printf does; the other cores' does not
-        // (unless every core's output was asked for: each line then names its core).
-        if team.all_stdio {
-            let mut lines = CoreLines::default();
-            for (&c, end) in run.iter().zip(&launched.cores) {
-                lines.push(c, 2, &end.stderr, &mut stdio);
+        lines.finish(&mut stdio);
+    } else if let Some(first) = launched.cores.first() {
+        stdio.err.extend_from_slice(&first.stderr);
+    }
+    Ok((
+        Run {
+            stdout: stdio.out,
+            stderr: stdio.err,
+            stdio_dropped: stdio.dropped,
+            results,
+            elapsed: start.elapsed(),
+        },
+        Seen {
+            touched: launched.touched,
+            accesses: launched.accesses,
+        },
+    ))
+}
+
+/// [`device_fault`] with what came out before it: `stdio` (the launch's, ahead
+/// of the fault) and the faulting core's own fd 2 after it (a failed assert's
+/// message), once.
+pub(crate) fn fault_with_output(
+    e: &PoolEngine,
+    c: usize,
+    record: &FaultRecord,
+    kernel: &str,
+    library: &Path,
+    stdio: Stdio,
+    core_stderr: &[u8],
+) -> DeviceFault {
+    let mut fault = device_fault(e, c, record, kernel, library);
+    let Stdio { out, mut err, .. } = stdio;
+    err.extend_from_slice(core_stderr);
+    (fault.stdout, fault.stderr) = (out, err);
+    fault
+}
+
+/// The report of core `c`'s fault in `kernel` (a kernel, or the start code or a shape
+/// function named so): the backend's record with the SoC address, the tensor it falls
+/// after and the function named from `library`.
+pub(crate) fn device_fault(
+    e: &PoolEngine,
+    c: usize,
+    record: &FaultRecord,
+    kernel: &str,
+    library: &Path,
+) -> DeviceFault {
+    let soc_addr = record.host_addr.and_then(|h| e.tensors.memory.soc_of(h));
+    let message = if record.kind == FaultKind::Entry {
+        let s = record.status;
+        format!("entry_func returned {s} ({})", status_name(s))
+    } else {
+        record.message.clone()
+    };
+    // The library's file, read and parsed once for the instruction's name and the stack.
+    let wanted = record.pc.is_some() || matches!(record.stack, Stack::Host { .. });
+    let bytes = wanted.then(|| std::fs::read(library).ok()).flatten();
+    let named = bytes.as_deref().and_then(symbolize::Symbolizer::new);
+    let file_name = library
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    DeviceFault {
+        kernel: kernel.into(),
+        core: c,
+        kind: record.kind,
+        phase: record.phase,
+        soc_addr,
+        host_addr: record.host_addr,
+        location: record.pc.map(|p| {
+            match named.as_ref().and_then(|s| s.locate(p.module_base, p.pc)) {
+                Some(sym) => format!("{sym} in {file_name} (host {:#x})", p.pc),
+                None => format!("host {:#x}", p.pc),
             }
-            lines.finish(&mut stdio);
-        } else if let Some(first) = launched.cores.first() {
-            stdio.err.extend_from_slice(&first.stderr);
-        }
-        Ok((
-            Run {
-                stdout: stdio.out,
-                stderr: stdio.err,
-                stdio_dropped: stdio.dropped,
-                results,
-                elapsed: start.elapsed(),
-            },
-            Seen {
-                touched: launched.touched,
-                accesses: launched.accesses,
-            },
-        ))
-    }
-
-    /// [`Self::device_fault`] with what came out before it: `stdio` (the launch's, ahead
-    /// of the fault) and the faulting core's own fd 2 after it (a failed assert's
-    /// message), once.
-    pub(crate) fn fault_with_output(
-        &self,
-        c: usize,
-        record: &FaultRecord,
-        kernel: &str,
-        library: &Path,
-        stdio: Stdio,
-        core_stderr: &[u8],
-    ) -> DeviceFault {
-        let mut fault = self.device_fault(c, record, kernel, library);
-        let Stdio { out, mut err, .. } = stdio;
-        err.extend_from_slice(core_stderr);
-        (fault.stdout, fault.stderr) = (out, err);
-        fault
-    }
-
-    /// The report of core `c`'s fault in `kernel` (a kernel, or the start code or a shape
-    /// function named so): the backend's record with the SoC address, the tensor it falls
-    /// after and the function named from `library`.
-    pub(crate) fn device_fault(
-        &self,
-        c: usize,
-        record: &FaultRecord,
-        kernel: &str,
-        library: &Path,
-    ) -> DeviceFault {
-        let soc_addr = record.host_addr.and_then(|h| self.tensors.memory.soc_of(h));
-        let message = if record.kind == FaultKind::Entry {
-            let s = record.status;
-            format!("entry_func returned {s} ({})", status_name(s))
-        } else {
-            record.message.clone()
-        };
-        // The library's file, read and parsed once for the instruction's name and the stack.
-        let wanted = record.pc.is_some() || matches!(record.stack, Stack::Host { .. });
-        let bytes = wanted.then(|| std::fs::read(library).ok()).flatten();
-        let named = bytes.as_deref().and_then(symbolize::Symbolizer::new);
-        let file_name = library
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        DeviceFault {
-            kernel: kernel.into(),
-            core: c,
-            kind: record.kind,
-            phase: record.phase,
-            soc_addr,
-            host_addr: record.host_addr,
-            location: record.pc.map(|p| {
-                match named.as_ref().and_then(|s| s.locate(p.module_base, p.pc)) {
-                    Some(sym) => format!("{sym} in {file_name} (host {:#x})", p.pc),
-                    None => format!("host {:#x}", p.pc),
-                }
+        }),
+        access: record.access.map(backend::Access::as_str),
+        tensor: soc_addr.and_then(|soc| e.tensors.tensor_at(soc)),
+        message,
+        stack: match &record.stack {
+            Stack::Unknown => Vec::new(),
+            Stack::Named(frames) => frames.clone(),
+            Stack::Host {
+                addrs,
+                module_base,
+                first_exact,
+            } => named.as_ref().map_or_else(Vec::new, |s| {
+                s.library_stack(*module_base, addrs, *first_exact)
             }),
-            access: record.access.map(backend::Access::as_str),
-            tensor: soc_addr.and_then(|soc| self.tensors.tensor_at(soc)),
-            message,
-            stack: match &record.stack {
-                Stack::Unknown => Vec::new(),
-                Stack::Named(frames) => frames.clone(),
-                Stack::Host {
-                    addrs,
-                    module_base,
-                    first_exact,
-                } => named.as_ref().map_or_else(Vec::new, |s| {
-                    s.library_stack(*module_base, addrs, *first_exact)
-                }),
-            },
-            stdout: Vec::new(),
-            stderr: Vec::new(),
-        }
+        },
+        stdout: Vec::new(),
+        stderr: Vec::new(),
     }
 }
 

@@ -115,9 +115,11 @@ mod tests {
 
     #[test]
     fn a_calls_options_win_and_what_it_leaves_open_is_the_engines() {
-        let mut e = Defaults::default();
-        e.checks = Checks::DEFAULT;
-        e.timeout = Duration::from_secs(7);
+        let e = Defaults {
+            checks: Checks::DEFAULT,
+            timeout: Duration::from_secs(7),
+            ..Defaults::default()
+        };
         let s = e.settings(&CallOptions::default());
         assert_eq!(
             (s.checks, s.timeout, s.profile),

@@ -3,111 +3,110 @@
 
 use super::*;
 
-impl PoolEngine {
-    /// The output a NEURON_LIBRARY op gives these arguments: its shape function, run on
-    /// core 0 over the arguments' dtypes and shapes (scalars with their values).
-    pub fn op_output(&mut self, op: &str, args: &[LaunchArg]) -> Result<OutputSpec, EmuError> {
-        let name = self.loaded.kernel_name(op)?;
-        if self.loaded.neuron_library().is_none() {
-            return Err(EmuError::Signature {
-                kernel: op.into(),
-                why: "the library has no NEURON_LIBRARY registration (no shape functions)".into(),
-            });
-        }
-        self.output_of(&name, args, Output::Find)
+/// The output a NEURON_LIBRARY op gives these arguments: its shape function, run on
+/// core 0 over the arguments' dtypes and shapes (scalars with their values).
+pub fn op_output(e: &mut PoolEngine, op: &str, args: &[LaunchArg]) -> Result<OutputSpec, EmuError> {
+    let name = e.loaded.kernel_name(op)?;
+    if e.loaded.neuron_library().is_none() {
+        return Err(EmuError::Signature {
+            kernel: op.into(),
+            why: "the library has no NEURON_LIBRARY registration (no shape functions)".into(),
+        });
     }
+    call::output_of(e, &name, args, Output::Find)
+}
 
-    /// Runs op `name`'s shape function (`qualified` in reports) over checked arguments.
-    pub(crate) fn run_shape(
-        &mut self,
-        name: &str,
-        qualified: &str,
-        args: &[LaunchArg],
-    ) -> Result<OutputSpec, EmuError> {
-        let qualified = qualified.to_string();
-        self.tensors.memory.reset_hbm();
-        self.tensors.clear_placed();
-        let mut blob = empty_blob(args.len());
-        let mut sbuf_next = 0;
-        for (i, a) in args.iter().enumerate() {
-            let label = format!("argument {i}");
-            blob.types[i] = ARG_TYPE_TENSOR;
-            blob.args[i] = match a {
-                // A shape function sees dtypes and shapes only: no data is placed.
-                LaunchArg::Tensor(t, _) => {
-                    tensor::check_rank(&t.shape).map_err(|e| named(&label, e.into()))?;
-                    let dims: Vec<u32> = t.shape.iter().map(|&d| d as u32).collect();
-                    ArgTensor::hbm(t.dtype.isa(), 0, &dims)
-                }
-                LaunchArg::Device(d) => {
-                    tensor::check_rank(&d.shape).map_err(|e| named(&label, e.into()))?;
-                    device_descriptor(d)
-                }
-                LaunchArg::Scalar(dt, bytes) => {
-                    let mut padded = bytes.clone();
-                    padded.resize(SCALAR_ROOM, 0);
-                    self.tensors
-                        .place(
-                            &label,
-                            *dt,
-                            &[1],
-                            Contents::Bytes(&padded),
-                            Location::Hbm,
-                            &mut sbuf_next,
-                        )
-                        .map_err(|e| named(&label, e))?
-                }
-            };
-        }
-        self.tensors.write_blob(0, &blob);
-        let lib = self.loaded.library().ok_or(EmuError::NoLibrary)?;
-        let c_op = CString::new(name).map_err(|_| EmuError::NoLibrary)?;
-        let deadline = self.defaults.deadline();
-        let shaped = self
-            .backend
-            .shape(&self.tensors.memory, lib, &c_op, &deadline)
-            .map_err(EmuError::Spawn)?;
-        if deadline.interrupted() {
-            return Err(EmuError::Interrupted {
-                what: format!("the shape function of {name}"),
-            });
-        }
-        if let Outcome::Fault(record) = &shaped.end.outcome {
-            // What it printed before the fault, as a kernel's.
-            let file = lib.file();
-            let stdio = self.take_output(shaped.stdio);
-            let fault = self.fault_with_output(
-                0,
-                record,
-                &format!("shape function of {qualified}"),
-                &file,
-                stdio,
-                &shaped.end.stderr,
-            );
-            return Err(EmuError::Fault(Box::new(fault)));
-        }
-        self.keep_output(shaped.stdio);
-        if let Some(why) = shaped.refused {
-            return Err(EmuError::Shape { op: qualified, why });
-        }
-        let out = self.tensors.read_blob(0).output;
-        let dtype = DType::from_isa(out.dtype).ok_or_else(|| EmuError::Shape {
-            op: qualified.clone(),
-            why: format!(
-                "its output has dtype code {}, which no launch can carry",
-                out.dtype
-            ),
-        })?;
-        let (dims, rank) = out.try_dims().map_err(|r| EmuError::Shape {
-            op: qualified.clone(),
-            why: format!("its output's shape breaks {r}"),
-        })?;
-        Ok(OutputSpec {
-            dtype,
-            shape: dims[..rank].iter().map(|&d| u64::from(d)).collect(),
-            location: Location::Hbm,
-        })
+/// Runs op `name`'s shape function (`qualified` in reports) over checked arguments.
+pub(crate) fn run_shape(
+    e: &mut PoolEngine,
+    name: &str,
+    qualified: &str,
+    args: &[LaunchArg],
+) -> Result<OutputSpec, EmuError> {
+    let qualified = qualified.to_string();
+    e.tensors.memory.reset_hbm();
+    e.tensors.clear_placed();
+    let mut blob = empty_blob(args.len());
+    let mut sbuf_next = 0;
+    for (i, a) in args.iter().enumerate() {
+        let label = format!("argument {i}");
+        blob.types[i] = ARG_TYPE_TENSOR;
+        blob.args[i] = match a {
+            // A shape function sees dtypes and shapes only: no data is placed.
+            LaunchArg::Tensor(t, _) => {
+                tensor::check_rank(&t.shape).map_err(|e| named(&label, e.into()))?;
+                let dims: Vec<u32> = t.shape.iter().map(|&d| d as u32).collect();
+                ArgTensor::hbm(t.dtype.isa(), 0, &dims)
+            }
+            LaunchArg::Device(d) => {
+                tensor::check_rank(&d.shape).map_err(|e| named(&label, e.into()))?;
+                device_descriptor(d)
+            }
+            LaunchArg::Scalar(dt, bytes) => {
+                let mut padded = bytes.clone();
+                padded.resize(SCALAR_ROOM, 0);
+                e.tensors
+                    .place(
+                        &label,
+                        *dt,
+                        &[1],
+                        Contents::Bytes(&padded),
+                        Location::Hbm,
+                        &mut sbuf_next,
+                    )
+                    .map_err(|e| named(&label, e))?
+            }
+        };
     }
+    e.tensors.write_blob(0, &blob);
+    let lib = e.loaded.library().ok_or(EmuError::NoLibrary)?;
+    let c_op = CString::new(name).map_err(|_| EmuError::NoLibrary)?;
+    let deadline = e.defaults.deadline();
+    let shaped = e
+        .backend
+        .shape(&e.tensors.memory, lib, &c_op, &deadline)
+        .map_err(EmuError::Spawn)?;
+    if deadline.interrupted() {
+        return Err(EmuError::Interrupted {
+            what: format!("the shape function of {name}"),
+        });
+    }
+    if let Outcome::Fault(record) = &shaped.end.outcome {
+        // What it printed before the fault, as a kernel's.
+        let file = lib.file();
+        let stdio = e.take_output(shaped.stdio);
+        let fault = run::fault_with_output(
+            e,
+            0,
+            record,
+            &format!("shape function of {qualified}"),
+            &file,
+            stdio,
+            &shaped.end.stderr,
+        );
+        return Err(EmuError::Fault(Box::new(fault)));
+    }
+    e.keep_output(shaped.stdio);
+    if let Some(why) = shaped.refused {
+        return Err(EmuError::Shape { op: qualified, why });
+    }
+    let out = e.tensors.read_blob(0).output;
+    let dtype = DType::from_isa(out.dtype).ok_or_else(|| EmuError::Shape {
+        op: qualified.clone(),
+        why: format!(
+            "its output has dtype code {}, which no launch can carry",
+            out.dtype
+        ),
+    })?;
+    let (dims, rank) = out.try_dims().map_err(|r| EmuError::Shape {
+        op: qualified.clone(),
+        why: format!("its output's shape breaks {r}"),
+    })?;
+    Ok(OutputSpec {
+        dtype,
+        shape: dims[..rank].iter().map(|&d| u64::from(d)).collect(),
+        location: Location::Hbm,
+    })
 }
 
 /// A NEURON_LIBRARY op's arguments: their number, and tensors where it takes tensors.

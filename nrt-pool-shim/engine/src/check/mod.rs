@@ -132,393 +132,410 @@ pub struct CheckReport {
     pub notes: Vec<String>,
 }
 
-impl PoolEngine {
-    /// A checked launch (see the module): the launch's own run delivers the output to `to`;
-    /// the runs after it only find things.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn run_checking(
-        &mut self,
-        kernel: &str,
-        args: &[LaunchArg],
-        sources: &[Option<&[u8]>],
-        spec: &OutputSpec,
-        cores: usize,
-        to: Destination<'_>,
-        start: Instant,
-        s: &Settings,
-    ) -> Result<(Option<HostTensor>, Run, LaunchPhases, CheckReport), EmuError> {
-        let checks = s.checks;
-        let mut report = CheckReport {
-            checks,
-            ..CheckReport::default()
-        };
-        let sees_reads = self.backend.traces_accesses();
-        report
-            .notes
-            .extend(checks.limits(sees_reads).into_iter().map(String::from));
-        // An output that is also an input cannot start poisoned: run once, unchecked.
-        if self.output_is_input(args, &to) {
-            report.notes.push(
-                "checks skipped: the output is also an input, so it cannot start poisoned".into(),
-            );
-            let team = Team::all(cores).with_all_stdio(s.all_cores_stdio);
-            let (out, run, phases) =
-                self.run_checked(kernel, args, spec, team, to, Fill::default(), start, s)?;
-            return Ok((out, run, phases, report));
-        }
-        let mut inputs = self.save_inputs(args, sources);
-        // 1. The launch, its output and new heap blocks poisoned.
-        self.clear_check_logs(cores);
-        let device_out = match &to {
-            Destination::Device(d) => Some(d.clone()),
-            _ => None,
-        };
-        let mut to = to;
-        let first = self.run_checked(
-            kernel,
-            args,
-            spec,
-            Team::all(cores).with_all_stdio(s.all_cores_stdio),
-            reborrow(&mut to),
-            Fill::poison(POISON),
-            start,
-            s,
+/// A checked launch (see the module): the launch's own run delivers the output to `to`;
+/// the runs after it only find things.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_checking(
+    e: &mut PoolEngine,
+    kernel: &str,
+    args: &[LaunchArg],
+    sources: &[Option<&[u8]>],
+    spec: &OutputSpec,
+    cores: usize,
+    to: Destination<'_>,
+    start: Instant,
+    s: &Settings,
+) -> Result<(Option<HostTensor>, Run, LaunchPhases, CheckReport), EmuError> {
+    let checks = s.checks;
+    let mut report = CheckReport {
+        checks,
+        ..CheckReport::default()
+    };
+    let sees_reads = e.backend.traces_accesses();
+    report
+        .notes
+        .extend(checks.limits(sees_reads).into_iter().map(String::from));
+    // An output that is also an input cannot start poisoned: run once, unchecked.
+    if output_is_input(e, args, &to) {
+        report.notes.push(
+            "checks skipped: the output is also an input, so it cannot start poisoned".into(),
         );
-        let (output, run, phases) = first?;
-        // What the cores' runtimes noted (memory and rules), from the launch only.
+        let team = Team::all(cores).with_all_stdio(s.all_cores_stdio);
+        let (out, run, phases) =
+            run::run_checked(e, kernel, args, spec, team, to, Fill::default(), start, s)?;
+        return Ok((out, run, phases, report));
+    }
+    let mut inputs = save_inputs(e, args, sources);
+    // 1. The launch, its output and new heap blocks poisoned.
+    notes::clear_check_logs(e, cores);
+    let device_out = match &to {
+        Destination::Device(d) => Some(d.clone()),
+        _ => None,
+    };
+    let mut to = to;
+    let first = run::run_checked(
+        e,
+        kernel,
+        args,
+        spec,
+        Team::all(cores).with_all_stdio(s.all_cores_stdio),
+        reborrow(&mut to),
+        Fill::poison(POISON),
+        start,
+        s,
+    );
+    let (output, run, phases) = first?;
+    // What the cores' runtimes noted (memory and rules), from the launch only.
+    report
+        .findings
+        .extend(notes::check_log_findings(e, kernel, cores, checks));
+    // What the launch wrote into its inputs: the caller gets it back at the end (a
+    // device tensor; an array the call copied in stays as the caller had it), and
+    // checked for memory it is a finding: on the device the caller's tensor changes.
+    let launch_inputs = restore(e, &inputs.saved);
+    if checks.has(Check::Memory) {
         report
             .findings
-            .extend(self.check_log_findings(kernel, cores, checks));
-        // What the launch wrote into its inputs: the caller gets it back at the end (a
-        // device tensor; an array the call copied in stays as the caller had it), and
-        // checked for memory it is a finding: on the device the caller's tensor changes.
-        let launch_inputs = self.restore(&inputs.saved);
-        if checks.has(Check::Memory) {
-            report
-                .findings
-                .extend(inputs.written(kernel, &launch_inputs));
+            .extend(inputs.written(kernel, &launch_inputs));
+    }
+    // A kernel that does not write its inputs in the launch does not alone either: the
+    // runs after it compare and restore them only if it does (the end compares again).
+    inputs.written_by_launch = !launch_inputs.is_empty();
+    // The launch's output, read where it is (a device destination is copied: the runs
+    // after this one need the engine).
+    let mut copied = e.check_buffers.take();
+    if let (None, Some(d)) = (&output, &device_out) {
+        copied.extend_from_slice(e.tensors.device_bytes(d).unwrap_or_default());
+    }
+    let launch_bytes: &[u8] = match (&output, &to) {
+        (Some(t), _) => &t.data,
+        (None, Destination::Buffer(b)) => b,
+        _ => &copied,
+    };
+    // The later runs' output: an HBM output is one device tensor for all of them (its
+    // pages faulted in once), poisoned for each as it needs; an SBUF one is placed with
+    // each run.
+    let alone_out = match spec.location {
+        Location::Hbm if checks.has(Check::Init) || checks.has(Check::Race) || cores > 1 => Some(
+            e.tensors
+                .alloc_device_for_overwrite(spec.dtype, spec.shape.clone())?,
+        ),
+        _ => None,
+    };
+    let again = Relaunch {
+        kernel,
+        args,
+        spec,
+        cores,
+        into: alone_out.as_ref(),
+        settings: s,
+        launch_bytes,
+    };
+    later_runs(e, &again, &inputs, &mut report);
+    if let Some(d) = &alone_out {
+        e.tensors.free_device(d);
+    }
+    // The caller's inputs and output as the launch left them.
+    restore_some(e, &inputs.saved, false);
+    put_back(e, &launch_inputs);
+    if let Some(d) = &device_out {
+        if let Some(dst) = e.tensors.device_bytes_mut(d) {
+            copy_parallel(dst, launch_bytes);
         }
-        // A kernel that does not write its inputs in the launch does not alone either: the
-        // runs after it compare and restore them only if it does (the end compares again).
-        inputs.written_by_launch = !launch_inputs.is_empty();
-        // The launch's output, read where it is (a device destination is copied: the runs
-        // after this one need the engine).
-        let mut copied = self.take_buffer();
-        if let (None, Some(d)) = (&output, &device_out) {
-            copied.extend_from_slice(self.tensors.device_bytes(d).unwrap_or_default());
+    }
+    e.check_buffers.give_back(copied);
+    for (_, b) in inputs.saved {
+        if let Saved::Copy(b) = b {
+            e.check_buffers.give_back(b);
         }
-        let launch_bytes: &[u8] = match (&output, &to) {
-            (Some(t), _) => &t.data,
-            (None, Destination::Buffer(b)) => b,
-            _ => &copied,
-        };
-        // The later runs' output: an HBM output is one device tensor for all of them (its
-        // pages faulted in once), poisoned for each as it needs; an SBUF one is placed with
-        // each run.
-        let alone_out = match spec.location {
-            Location::Hbm if checks.has(Check::Init) || checks.has(Check::Race) || cores > 1 => {
-                Some(
-                    self.tensors
-                        .alloc_device_for_overwrite(spec.dtype, spec.shape.clone())?,
-                )
-            }
-            _ => None,
-        };
-        let again = Relaunch {
+    }
+    Ok((output, run, phases, report))
+}
+
+/// Whether the launch's output is also one of its inputs (then it cannot start
+/// poisoned).
+fn output_is_input(e: &PoolEngine, args: &[LaunchArg], to: &Destination<'_>) -> bool {
+    let Destination::Device(d) = to else {
+        return false;
+    };
+    args.iter()
+        .any(|a| matches!(a, LaunchArg::Device(i) if overlaps(e, i, d)))
+}
+
+/// Device tensors given as arguments, as the launch finds them: every run starts from
+/// them (written back only where a run changed them). A device tensor this call copied
+/// from the caller's bytes is restored from those.
+fn save_inputs<'s>(
+    e: &mut PoolEngine,
+    args: &[LaunchArg],
+    sources: &[Option<&'s [u8]>],
+) -> Inputs<'s> {
+    let mut inputs = Inputs::default();
+    for (i, a) in args.iter().enumerate() {
+        if let LaunchArg::Device(d) = a {
+            inputs.args.push(i);
+            let keep = match sources.get(i).copied().flatten() {
+                Some(b) => Saved::Caller(b),
+                None => {
+                    let mut keep = e.check_buffers.take();
+                    keep.extend_from_slice(e.tensors.device_bytes(d).unwrap_or_default());
+                    Saved::Copy(keep)
+                }
+            };
+            inputs.saved.push((d.clone(), keep));
+        }
+    }
+    inputs
+}
+
+/// Steps 2 to 4: the runs after the launch, each starting from the launch's inputs.
+fn later_runs(
+    e: &mut PoolEngine,
+    again: &Relaunch<'_>,
+    inputs: &Inputs<'_>,
+    report: &mut CheckReport,
+) {
+    let (checks, cores, kernel) = (again.settings.checks, again.cores, again.kernel);
+    // 2. Each core alone: what it writes, and whether it writes what it wrote in the
+    // launch.
+    if checks.has(Check::Init) || checks.has(Check::Race) {
+        report.findings.extend(alone_runs(e, again, inputs));
+    }
+    // 2b. Reads, where the backend sees every access (D101).
+    if checks.has(Check::Race) && cores > 1 && e.backend.traces_accesses() {
+        inputs.restore_for_next(e);
+        let traced = (kernel, again.args, again.spec, again.into);
+        report
+            .findings
+            .extend(reads::read_write_races(e, traced, cores, again.settings));
+    }
+    // 3. The launch on another core count (one fewer: a partition that only works for
+    // one count shows; a one-core launch is not split, so there is nothing to compare).
+    if checks.has(Check::Cores) && cores == 1 {
+        report.notes.push(
+            "cores: a launch on one core is not split between cores; nothing to compare".into(),
+        );
+    }
+    if checks.has(Check::Cores) && cores > 1 {
+        let other = cores - 1;
+        inputs.restore_for_next(e);
+        report.findings.extend(rerun_compared(
+            e,
+            again,
+            Rerun {
+                check: Check::Cores,
+                team: Team::all(other),
+                fill: Fill::poison(POISON),
+                differ: format!("differ between {cores} core(s) and {other}"),
+                failed: format!("on {other} core(s) instead of {cores}, it failed"),
+            },
+        ));
+    }
+    // 4. The launch again right after itself (its cores' statics as the launch left
+    // them, new heap blocks filled with another pattern): output that changes was read
+    // from what an earlier launch left (D98).
+    if checks.has(Check::Leftovers) {
+        inputs.restore_for_next(e);
+        report.findings.extend(rerun_compared(
+            e,
+            again,
+            Rerun {
+                check: Check::Leftovers,
+                team: Team::all(cores),
+                fill: Fill {
+                    output: Some(POISON),
+                    heaps: LEFTOVER_FILL,
+                },
+                differ: "change when the launch runs again right after itself: the kernel \
+                         reads what an earlier launch left (statics or .bss it keeps, or \
+                         heap or TCM bytes it did not write this launch); on the device a \
+                         launch after another op starts from what that one left"
+                    .into(),
+                failed: "run again right after itself, it failed".into(),
+            },
+        ));
+    }
+}
+
+/// Step 2: each core alone (or in groups that cannot meet, D90), over an output poisoned
+/// with [`POISON_ALONE`]; the init and race findings from what each wrote.
+fn alone_runs(e: &mut PoolEngine, again: &Relaunch<'_>, inputs: &Inputs<'_>) -> Vec<Finding> {
+    let (kernel, cores, launch_bytes) = (again.kernel, again.cores, again.launch_bytes);
+    let size = again.spec.dtype.size();
+    let mut writers = e.check_buffers.take();
+    writers.resize(launch_bytes.len() / size.max(1), 0);
+    let mut differ: Vec<Ranges> = (0..cores).map(|_| Ranges::default()).collect();
+    let mut findings = Vec::new();
+    // An HBM output is one device tensor for all of them, poisoned once; only the
+    // blocks a core changed are poisoned again after it. An SBUF output is placed,
+    // poisoned, with each run.
+    if let Some(dst) = again.into.and_then(|d| e.tensors.device_bytes_mut(d)) {
+        fill_parallel(dst, POISON_ALONE);
+    }
+    let fill = Fill {
+        output: again.into.is_none().then_some(POISON_ALONE),
+        heaps: POISON_ALONE,
+    };
+    // Where the backend reports what each core touches, cores run in groups whose
+    // parts of the output cannot meet; a group whose cores did meet, or one that
+    // failed, runs again core by core.
+    let groupable =
+        e.backend.reports_touches() && !inputs.written_by_launch && again.into.is_some();
+    let mut runs: std::collections::VecDeque<u8> =
+        groups(cores, launch_bytes.len(), groupable).into();
+    while let Some(mask) = runs.pop_front() {
+        let members: Vec<usize> = (0..cores).filter(|c| mask & (1 << c) != 0).collect();
+        inputs.restore_for_next(e);
+        let mut dirty = Vec::new();
+        let mut met = false;
+        let ran = run::run_inspect(
+            e,
             kernel,
-            args,
-            spec,
-            cores,
-            into: alone_out.as_ref(),
-            settings: s,
-            launch_bytes,
-        };
-        self.later_runs(&again, &inputs, &mut report);
-        if let Some(d) = &alone_out {
-            self.tensors.free_device(d);
-        }
-        // The caller's inputs and output as the launch left them.
-        self.restore_some(&inputs.saved, false);
-        self.put_back(&launch_inputs);
-        if let Some(d) = &device_out {
-            if let Some(dst) = self.tensors.device_bytes_mut(d) {
-                copy_parallel(dst, launch_bytes);
-            }
-        }
-        self.give_back(copied);
-        for (_, b) in inputs.saved {
-            if let Saved::Copy(b) = b {
-                self.give_back(b);
-            }
-        }
-        Ok((output, run, phases, report))
-    }
-
-    /// Whether the launch's output is also one of its inputs (then it cannot start
-    /// poisoned).
-    fn output_is_input(&self, args: &[LaunchArg], to: &Destination<'_>) -> bool {
-        let Destination::Device(d) = to else {
-            return false;
-        };
-        args.iter()
-            .any(|a| matches!(a, LaunchArg::Device(i) if overlaps(self, i, d)))
-    }
-
-    /// Device tensors given as arguments, as the launch finds them: every run starts from
-    /// them (written back only where a run changed them). A device tensor this call copied
-    /// from the caller's bytes is restored from those.
-    fn save_inputs<'s>(&mut self, args: &[LaunchArg], sources: &[Option<&'s [u8]>]) -> Inputs<'s> {
-        let mut inputs = Inputs::default();
-        for (i, a) in args.iter().enumerate() {
-            if let LaunchArg::Device(d) = a {
-                inputs.args.push(i);
-                let keep = match sources.get(i).copied().flatten() {
-                    Some(b) => Saved::Caller(b),
-                    None => {
-                        let mut keep = self.take_buffer();
-                        keep.extend_from_slice(self.tensors.device_bytes(d).unwrap_or_default());
-                        Saved::Copy(keep)
-                    }
-                };
-                inputs.saved.push((d.clone(), keep));
-            }
-        }
-        inputs
-    }
-
-    /// Steps 2 to 4: the runs after the launch, each starting from the launch's inputs.
-    fn later_runs(&mut self, again: &Relaunch<'_>, inputs: &Inputs<'_>, report: &mut CheckReport) {
-        let (checks, cores, kernel) = (again.settings.checks, again.cores, again.kernel);
-        // 2. Each core alone: what it writes, and whether it writes what it wrote in the
-        // launch.
-        if checks.has(Check::Init) || checks.has(Check::Race) {
-            report.findings.extend(self.alone_runs(again, inputs));
-        }
-        // 2b. Reads, where the backend sees every access (D101).
-        if checks.has(Check::Race) && cores > 1 && self.backend.traces_accesses() {
-            inputs.restore_for_next(self);
-            let traced = (kernel, again.args, again.spec, again.into);
-            report
-                .findings
-                .extend(self.read_write_races(traced, cores, again.settings));
-        }
-        // 3. The launch on another core count (one fewer: a partition that only works for
-        // one count shows; a one-core launch is not split, so there is nothing to compare).
-        if checks.has(Check::Cores) && cores == 1 {
-            report.notes.push(
-                "cores: a launch on one core is not split between cores; nothing to compare".into(),
-            );
-        }
-        if checks.has(Check::Cores) && cores > 1 {
-            let other = cores - 1;
-            inputs.restore_for_next(self);
-            report.findings.extend(self.rerun_compared(
-                again,
-                Rerun {
-                    check: Check::Cores,
-                    team: Team::all(other),
-                    fill: Fill::poison(POISON),
-                    differ: format!("differ between {cores} core(s) and {other}"),
-                    failed: format!("on {other} core(s) instead of {cores}, it failed"),
-                },
-            ));
-        }
-        // 4. The launch again right after itself (its cores' statics as the launch left
-        // them, new heap blocks filled with another pattern): output that changes was read
-        // from what an earlier launch left (D98).
-        if checks.has(Check::Leftovers) {
-            inputs.restore_for_next(self);
-            report.findings.extend(
-                self.rerun_compared(
-                    again,
-                    Rerun {
-                        check: Check::Leftovers,
-                        team: Team::all(cores),
-                        fill: Fill {
-                            output: Some(POISON),
-                            heaps: LEFTOVER_FILL,
-                        },
-                        differ: "change when the launch runs again right after itself: the kernel \
-                             reads what an earlier launch left (statics or .bss it keeps, or \
-                             heap or TCM bytes it did not write this launch); on the device a \
-                             launch after another op starts from what that one left"
-                            .into(),
-                        failed: "run again right after itself, it failed".into(),
-                    },
-                ),
-            );
-        }
-    }
-
-    /// Step 2: each core alone (or in groups that cannot meet, D90), over an output poisoned
-    /// with [`POISON_ALONE`]; the init and race findings from what each wrote.
-    fn alone_runs(&mut self, again: &Relaunch<'_>, inputs: &Inputs<'_>) -> Vec<Finding> {
-        let (kernel, cores, launch_bytes) = (again.kernel, again.cores, again.launch_bytes);
-        let size = again.spec.dtype.size();
-        let mut writers = self.take_buffer();
-        writers.resize(launch_bytes.len() / size.max(1), 0);
-        let mut differ: Vec<Ranges> = (0..cores).map(|_| Ranges::default()).collect();
-        let mut findings = Vec::new();
-        // An HBM output is one device tensor for all of them, poisoned once; only the
-        // blocks a core changed are poisoned again after it. An SBUF output is placed,
-        // poisoned, with each run.
-        if let Some(dst) = again.into.and_then(|d| self.tensors.device_bytes_mut(d)) {
-            fill_parallel(dst, POISON_ALONE);
-        }
-        let fill = Fill {
-            output: again.into.is_none().then_some(POISON_ALONE),
-            heaps: POISON_ALONE,
-        };
-        // Where the backend reports what each core touches, cores run in groups whose
-        // parts of the output cannot meet; a group whose cores did meet, or one that
-        // failed, runs again core by core.
-        let groupable =
-            self.backend.reports_touches() && !inputs.written_by_launch && again.into.is_some();
-        let mut runs: std::collections::VecDeque<u8> =
-            groups(cores, launch_bytes.len(), groupable).into();
-        while let Some(mask) = runs.pop_front() {
-            let members: Vec<usize> = (0..cores).filter(|c| mask & (1 << c) != 0).collect();
-            inputs.restore_for_next(self);
-            let mut dirty = Vec::new();
-            let mut met = false;
-            let ran = self.run_inspect(
-                kernel,
-                again.args,
-                again.spec,
-                Team::group(mask, cores),
-                again.into,
-                fill,
-                again.settings,
-                |bytes, touched| {
-                    if members.len() > 1 && !apart(touched, members.len()) {
-                        met = true;
-                        return;
-                    }
-                    for (i, &c) in members.iter().enumerate() {
-                        let written = Written {
-                            bytes,
-                            launch: launch_bytes,
-                            size,
-                            fill: POISON_ALONE,
-                            touched: touched.get(i).and_then(|t| t.as_deref()),
-                        };
-                        dirty.extend(written.scan(&mut writers, 1 << c, &mut differ[c]));
-                    }
-                },
-            );
-            let group_again = members.len() > 1 && (met || ran.is_err());
-            if let Some(dst) = again.into.and_then(|d| self.tensors.device_bytes_mut(d)) {
-                if group_again {
-                    // What the group wrote is not known: all of it is poisoned again.
-                    fill_parallel(dst, POISON_ALONE);
-                }
-                for b in dirty {
-                    let end = ((b + 1) * BLOCK).min(dst.len());
-                    dst[b * BLOCK..end].fill(POISON_ALONE);
-                }
-            }
-            match ran {
-                _ if group_again => runs.extend(members.iter().map(|c| 1u8 << c)),
-                Err(e) => {
-                    let c = members.first().copied().unwrap_or_default();
-                    findings.push(Finding::about(
-                        Check::Init,
-                        kernel,
-                        vec![c],
-                        "the output",
-                        format!("run alone (as core {c} of {cores}), it failed: {e}"),
-                    ))
-                }
-                Ok(_) => {}
-            }
-        }
-        if again.settings.checks.has(Check::Init) {
-            findings.extend(init_findings(again, &writers, differ));
-        }
-        if again.settings.checks.has(Check::Race) {
-            findings.extend(races(kernel, &writers));
-        }
-        self.give_back(writers);
-        findings
-    }
-
-    /// The launch run again as `r` says, its output compared with the launch's element by
-    /// element: a finding for the elements that differ, or for the run that failed.
-    fn rerun_compared(&mut self, again: &Relaunch<'_>, r: Rerun) -> Option<Finding> {
-        let size = again.spec.dtype.size();
-        let mut differ = Ranges::default();
-        let rerun = self.run_inspect(
-            again.kernel,
             again.args,
             again.spec,
-            r.team,
+            Team::group(mask, cores),
             again.into,
-            r.fill,
+            fill,
             again.settings,
-            |bytes, _| each_differing(bytes, again.launch_bytes, size, |e| differ.push(e as u64)),
+            |bytes, touched| {
+                if members.len() > 1 && !apart(touched, members.len()) {
+                    met = true;
+                    return;
+                }
+                for (i, &c) in members.iter().enumerate() {
+                    let written = Written {
+                        bytes,
+                        launch: launch_bytes,
+                        size,
+                        fill: POISON_ALONE,
+                        touched: touched.get(i).and_then(|t| t.as_deref()),
+                    };
+                    dirty.extend(written.scan(&mut writers, 1 << c, &mut differ[c]));
+                }
+            },
         );
-        match rerun {
-            Ok(_) => differ.finding(r.check, again.kernel, Vec::new(), r.differ),
-            Err(e) => Some(Finding::about(
-                r.check,
-                again.kernel,
-                Vec::new(),
-                "the output",
-                format!("{}: {e}", r.failed),
-            )),
+        let group_again = members.len() > 1 && (met || ran.is_err());
+        if let Some(dst) = again.into.and_then(|d| e.tensors.device_bytes_mut(d)) {
+            if group_again {
+                // What the group wrote is not known: all of it is poisoned again.
+                fill_parallel(dst, POISON_ALONE);
+            }
+            for b in dirty {
+                let end = ((b + 1) * BLOCK).min(dst.len());
+                dst[b * BLOCK..end].fill(POISON_ALONE);
+            }
+        }
+        match ran {
+            _ if group_again => runs.extend(members.iter().map(|c| 1u8 << c)),
+            Err(e) => {
+                let c = members.first().copied().unwrap_or_default();
+                findings.push(Finding::about(
+                    Check::Init,
+                    kernel,
+                    vec![c],
+                    "the output",
+                    format!("run alone (as core {c} of {cores}), it failed: {e}"),
+                ))
+            }
+            Ok(_) => {}
         }
     }
+    if again.settings.checks.has(Check::Init) {
+        findings.extend(init_findings(again, &writers, differ));
+    }
+    if again.settings.checks.has(Check::Race) {
+        findings.extend(races(kernel, &writers));
+    }
+    e.check_buffers.give_back(writers);
+    findings
+}
 
-    /// An empty host buffer for a checked launch's copies, from those earlier ones gave back
-    /// (large copies into fresh memory cost a page fault per page; these are faulted in).
-    fn take_buffer(&mut self) -> Vec<u8> {
-        let mut b = self.check_buffers.pop().unwrap_or_default();
+/// The launch run again as `r` says, its output compared with the launch's element by
+/// element: a finding for the elements that differ, or for the run that failed.
+fn rerun_compared(e: &mut PoolEngine, again: &Relaunch<'_>, r: Rerun) -> Option<Finding> {
+    let size = again.spec.dtype.size();
+    let mut differ = Ranges::default();
+    let rerun = run::run_inspect(
+        e,
+        again.kernel,
+        again.args,
+        again.spec,
+        r.team,
+        again.into,
+        r.fill,
+        again.settings,
+        |bytes, _| each_differing(bytes, again.launch_bytes, size, |e| differ.push(e as u64)),
+    );
+    match rerun {
+        Ok(_) => differ.finding(r.check, again.kernel, Vec::new(), r.differ),
+        Err(e) => Some(Finding::about(
+            r.check,
+            again.kernel,
+            Vec::new(),
+            "the output",
+            format!("{}: {e}", r.failed),
+        )),
+    }
+}
+
+/// Host buffers checked launches reuse for their copies (a part of [`PoolEngine`]): large
+/// copies into fresh memory cost a page fault per page, these are faulted in already.
+#[derive(Default)]
+pub(crate) struct Buffers(Vec<Vec<u8>>);
+
+impl Buffers {
+    /// An empty buffer, from those earlier launches gave back.
+    fn take(&mut self) -> Vec<u8> {
+        let mut b = self.0.pop().unwrap_or_default();
         b.clear();
         b
     }
 
     /// Keeps `b` for the next checked launch (a few at most).
     fn give_back(&mut self, b: Vec<u8>) {
-        if self.check_buffers.len() < 4 {
-            self.check_buffers.push(b);
+        if self.0.len() < 4 {
+            self.0.push(b);
         }
     }
+}
 
-    /// Writes back the saved device tensors a run changed (compared first: most kernels
-    /// never write their inputs); what the changed ones held.
-    fn restore(&mut self, saved: &[(DeviceTensor, Saved<'_>)]) -> Vec<(DeviceTensor, Vec<u8>)> {
-        self.restore_some(saved, true)
-    }
+/// Writes back the saved device tensors a run changed (compared first: most kernels
+/// never write their inputs); what the changed ones held.
+fn restore(
+    e: &mut PoolEngine,
+    saved: &[(DeviceTensor, Saved<'_>)],
+) -> Vec<(DeviceTensor, Vec<u8>)> {
+    restore_some(e, saved, true)
+}
 
-    /// [`Self::restore`], passing over the call's own copies of the caller's tensors when
-    /// not `with_caller` (freed as the call ends, nobody sees them after).
-    fn restore_some(
-        &mut self,
-        saved: &[(DeviceTensor, Saved<'_>)],
-        with_caller: bool,
-    ) -> Vec<(DeviceTensor, Vec<u8>)> {
-        let mut changed = Vec::new();
-        for (d, bytes) in saved {
-            if !with_caller && matches!(bytes, Saved::Caller(_)) {
-                continue;
-            }
-            let bytes = bytes.bytes();
-            if let Some(dst) = self.tensors.device_bytes_mut(d) {
-                if dst.len() != bytes.len() || !differing_blocks(dst, bytes).is_empty() {
-                    changed.push((d.clone(), dst.to_vec()));
-                    copy_parallel(dst, bytes);
-                }
-            }
+/// [`restore`], passing over the call's own copies of the caller's tensors when
+/// not `with_caller` (freed as the call ends, nobody sees them after).
+fn restore_some(
+    e: &mut PoolEngine,
+    saved: &[(DeviceTensor, Saved<'_>)],
+    with_caller: bool,
+) -> Vec<(DeviceTensor, Vec<u8>)> {
+    let mut changed = Vec::new();
+    for (d, bytes) in saved {
+        if !with_caller && matches!(bytes, Saved::Caller(_)) {
+            continue;
         }
-        changed
-    }
-
-    /// Writes `tensors` (device tensors and their bytes) into device memory.
-    fn put_back(&mut self, tensors: &[(DeviceTensor, Vec<u8>)]) {
-        for (d, bytes) in tensors {
-            if let Some(dst) = self.tensors.device_bytes_mut(d) {
+        let bytes = bytes.bytes();
+        if let Some(dst) = e.tensors.device_bytes_mut(d) {
+            if dst.len() != bytes.len() || !differing_blocks(dst, bytes).is_empty() {
+                changed.push((d.clone(), dst.to_vec()));
                 copy_parallel(dst, bytes);
             }
+        }
+    }
+    changed
+}
+
+/// Writes `tensors` (device tensors and their bytes) into device memory.
+fn put_back(e: &mut PoolEngine, tensors: &[(DeviceTensor, Vec<u8>)]) {
+    for (d, bytes) in tensors {
+        if let Some(dst) = e.tensors.device_bytes_mut(d) {
+            copy_parallel(dst, bytes);
         }
     }
 }
@@ -562,7 +579,7 @@ impl Inputs<'_> {
     /// (a kernel that did not write them in the launch does not alone either).
     fn restore_for_next(&self, e: &mut PoolEngine) {
         if self.written_by_launch {
-            e.restore(&self.saved);
+            restore(e, &self.saved);
         }
     }
 

@@ -47,207 +47,202 @@ fn parse(log: &[u8]) -> (Vec<Note>, u32) {
     (notes, dropped)
 }
 
-impl PoolEngine {
-    /// Empties the check logs of cores `0..cores` before a checked launch.
-    pub(super) fn clear_check_logs(&mut self, cores: usize) {
-        for c in 0..cores {
-            let soc = self.tensors.memory.scratch[c].soc + scratch::CHECK_LOG as u64;
-            if let Some(log) = self.tensors.memory.bytes_populated(soc, 32) {
-                log.fill(0);
-            }
+/// Empties the check logs of cores `0..cores` before a checked launch.
+pub(super) fn clear_check_logs(e: &mut PoolEngine, cores: usize) {
+    for c in 0..cores {
+        let soc = e.tensors.memory.scratch[c].soc + scratch::CHECK_LOG as u64;
+        if let Some(log) = e.tensors.memory.bytes_populated(soc, 32) {
+            log.fill(0);
         }
     }
+}
 
-    /// The findings in the check logs of cores `0..cores` that `checks` asks for, notes of
-    /// one kind and text on several cores as one finding.
-    pub(super) fn check_log_findings(
-        &self,
-        kernel: &str,
-        cores: usize,
-        checks: Checks,
-    ) -> Vec<Finding> {
-        let mut found: Vec<Finding> = Vec::new();
-        // The op library's bytes, read once if a note needs them (source file names).
-        let library = OnceCell::new();
-        for c in 0..cores {
-            let soc = self.tensors.memory.scratch[c].soc + scratch::CHECK_LOG as u64;
-            let Some(log) = self.tensors.memory.read(soc, CHECK_LOG_SIZE) else {
-                continue;
-            };
-            let (notes, dropped) = parse(log);
-            let mut said: Vec<(Check, String, String)> = notes
-                .iter()
-                .map(|n| self.say(n, &library))
-                .filter(|(check, _, _)| checks.has(*check))
-                .collect();
-            if dropped > 0 {
-                said.push((
-                    Check::Memory,
-                    "the check log".into(),
-                    format!("{dropped} more note(s) did not fit"),
-                ));
-            }
-            for (check, tensor, what) in said {
-                match found
-                    .iter_mut()
-                    .find(|f| f.check == check && f.tensor == tensor && f.what == what)
-                {
-                    Some(f) => {
-                        if !f.cores.contains(&c) {
-                            f.cores.push(c);
-                        }
+/// The findings in the check logs of cores `0..cores` that `checks` asks for, notes of
+/// one kind and text on several cores as one finding.
+pub(super) fn check_log_findings(
+    e: &PoolEngine,
+    kernel: &str,
+    cores: usize,
+    checks: Checks,
+) -> Vec<Finding> {
+    let mut found: Vec<Finding> = Vec::new();
+    // The op library's bytes, read once if a note needs them (source file names).
+    let library = OnceCell::new();
+    for c in 0..cores {
+        let soc = e.tensors.memory.scratch[c].soc + scratch::CHECK_LOG as u64;
+        let Some(log) = e.tensors.memory.read(soc, CHECK_LOG_SIZE) else {
+            continue;
+        };
+        let (notes, dropped) = parse(log);
+        let mut said: Vec<(Check, String, String)> = notes
+            .iter()
+            .map(|n| say(e, n, &library))
+            .filter(|(check, _, _)| checks.has(*check))
+            .collect();
+        if dropped > 0 {
+            said.push((
+                Check::Memory,
+                "the check log".into(),
+                format!("{dropped} more note(s) did not fit"),
+            ));
+        }
+        for (check, tensor, what) in said {
+            match found
+                .iter_mut()
+                .find(|f| f.check == check && f.tensor == tensor && f.what == what)
+            {
+                Some(f) => {
+                    if !f.cores.contains(&c) {
+                        f.cores.push(c);
                     }
-                    None => found.push(Finding::about(check, kernel, vec![c], tensor, what)),
                 }
+                None => found.push(Finding::about(check, kernel, vec![c], tensor, what)),
             }
         }
-        found
     }
+    found
+}
 
-    /// A note's check, what it is about, and what it says.
-    fn say(&self, n: &Note, library: &OnceCell<Option<Vec<u8>>>) -> (Check, String, String) {
-        match n.kind {
-            NoteKind::DoubleFree if n.b == 0 => (
-                Check::Memory,
-                "a tcm_malloc block".into(),
-                "tcm_free of a block already freed, or of no tcm_malloc block".into(),
+/// A note's check, what it is about, and what it says.
+fn say(e: &PoolEngine, n: &Note, library: &OnceCell<Option<Vec<u8>>>) -> (Check, String, String) {
+    match n.kind {
+        NoteKind::DoubleFree if n.b == 0 => (
+            Check::Memory,
+            "a tcm_malloc block".into(),
+            "tcm_free of a block already freed, or of no tcm_malloc block".into(),
+        ),
+        NoteKind::DoubleFree => (
+            Check::Memory,
+            "an HBM block".into(),
+            format!("freed twice, or never allocated (SoC {:#x})", n.a),
+        ),
+        NoteKind::HbmLeak => (
+            Check::Memory,
+            "HBM blocks".into(),
+            format!(
+                "{} block(s), {} bytes, still held when the kernel returned (a tensor kept past the kernel, or neuron_hbm_allocate without neuron_hbm_deallocate)",
+                n.count, n.a
             ),
-            NoteKind::DoubleFree => (
-                Check::Memory,
-                "an HBM block".into(),
-                format!("freed twice, or never allocated (SoC {:#x})", n.a),
+        ),
+        NoteKind::TcmLeak => (
+            Check::Memory,
+            "tcm_malloc blocks".into(),
+            format!(
+                "{} block(s), {} bytes, still held when the kernel returned (tcm_free them)",
+                n.count, n.a
             ),
-            NoteKind::HbmLeak => (
-                Check::Memory,
-                "HBM blocks".into(),
-                format!(
-                    "{} block(s), {} bytes, still held when the kernel returned (a tensor kept past the kernel, or neuron_hbm_allocate without neuron_hbm_deallocate)",
-                    n.count, n.a
-                ),
+        ),
+        NoteKind::LibcLeak => (
+            Check::Memory,
+            "malloc/new blocks".into(),
+            format!(
+                "{} block(s), {} bytes, still held when the kernel returned (free or delete \
+                 them: the core's heap starts empty at each launch)",
+                n.count, n.a
             ),
-            NoteKind::TcmLeak => (
-                Check::Memory,
-                "tcm_malloc blocks".into(),
-                format!(
-                    "{} block(s), {} bytes, still held when the kernel returned (tcm_free them)",
-                    n.count, n.a
-                ),
+        ),
+        NoteKind::LeakSite => (
+            Check::Memory,
+            "malloc/new blocks".into(),
+            format!(
+                "{} of the blocks still held were made at {}",
+                n.count,
+                call_site(e, n.b, library)
             ),
-            NoteKind::LibcLeak => (
-                Check::Memory,
-                "malloc/new blocks".into(),
-                format!(
-                    "{} block(s), {} bytes, still held when the kernel returned (free or delete \
-                     them: the core's heap starts empty at each launch)",
-                    n.count, n.a
-                ),
+        ),
+        NoteKind::HeapOverrun => (
+            Check::Memory,
+            match n.b {
+                0 => "a malloc/new block",
+                1 => "a tcm_malloc block",
+                _ => "an HBM block",
+            }
+            .into(),
+            format!(
+                "a store past the end of the block's {} bytes (byte +{} after its end changed)",
+                n.a, n.count
             ),
-            NoteKind::LeakSite => (
-                Check::Memory,
-                "malloc/new blocks".into(),
-                format!(
-                    "{} of the blocks still held were made at {}",
-                    n.count,
-                    self.call_site(n.b, library)
-                ),
+        ),
+        NoteKind::UseAfterFree => (
+            Check::Memory,
+            "a tcm_malloc block".into(),
+            format!(
+                "a copy of {} bytes {} TCM, in a block already freed (tcm_free)",
+                n.count,
+                if n.b == 1 { "into" } else { "out of" },
             ),
-            NoteKind::HeapOverrun => (
-                Check::Memory,
-                match n.b {
-                    0 => "a malloc/new block",
-                    1 => "a tcm_malloc block",
-                    _ => "an HBM block",
-                }
-                .into(),
-                format!(
-                    "a store past the end of the block's {} bytes (byte +{} after its end changed)",
-                    n.a, n.count
-                ),
+        ),
+        NoteKind::HeapFull => (
+            Check::Memory,
+            "the core's heap".into(),
+            format!(
+                "new of {} bytes finds the device heap (malloc and new: 36352 bytes, 128 \
+                 blocks) full: the device build fails here",
+                n.a
             ),
-            NoteKind::UseAfterFree => (
-                Check::Memory,
-                "a tcm_malloc block".into(),
-                format!(
-                    "a copy of {} bytes {} TCM, in a block already freed (tcm_free)",
-                    n.count,
-                    if n.b == 1 { "into" } else { "out of" },
-                ),
+        ),
+        NoteKind::NoDstTensor => (
+            Check::Rules,
+            "the output".into(),
+            format!(
+                "a multicore launch ({} cores) whose kernel never called get_dst_tensor(): \
+                 every core's returned tensor is copied whole into the output",
+                n.count
             ),
-            NoteKind::HeapFull => (
-                Check::Memory,
-                "the core's heap".into(),
-                format!(
-                    "new of {} bytes finds the device heap (malloc and new: 36352 bytes, 128 \
-                     blocks) full: the device build fails here",
-                    n.a
-                ),
+        ),
+        NoteKind::Arithmetic => (
+            Check::Rules,
+            "the kernel".into(),
+            format!(
+                "{} at {}",
+                arithmetic(n.count),
+                source_place(e, n.a, n.b, library)
             ),
-            NoteKind::NoDstTensor => (
-                Check::Rules,
-                "the output".into(),
-                format!(
-                    "a multicore launch ({} cores) whose kernel never called get_dst_tensor(): \
-                     every core's returned tensor is copied whole into the output",
-                    n.count
-                ),
+        ),
+        NoteKind::MulticoreAccessor => (
+            Check::Rules,
+            e.tensors.label_at(n.a),
+            format!(
+                "a {} accessor while {} cores run (they race on the device; use \
+                 tcm_accessor())",
+                if n.b == 1 { "standard" } else { "stream" },
+                n.count
             ),
-            NoteKind::Arithmetic => (
-                Check::Rules,
-                "the kernel".into(),
-                format!(
-                    "{} at {}",
-                    arithmetic(n.count),
-                    self.source_place(n.a, n.b, library)
-                ),
-            ),
-            NoteKind::MulticoreAccessor => (
-                Check::Rules,
-                self.tensors.label_at(n.a),
-                format!(
-                    "a {} accessor while {} cores run (they race on the device; use \
-                     tcm_accessor())",
-                    if n.b == 1 { "standard" } else { "stream" },
-                    n.count
-                ),
-            ),
-        }
+        ),
     }
+}
 
-    /// The op library's file, read once for the notes that need it (`library` keeps it).
-    fn library_bytes<'a>(&self, library: &'a OnceCell<Option<Vec<u8>>>) -> Option<&'a [u8]> {
-        library
-            .get_or_init(|| {
-                self.loaded
-                    .library()
-                    .and_then(|l| std::fs::read(l.file()).ok())
-            })
-            .as_deref()
-    }
+/// The op library's file, read once for the notes that need it (`library` keeps it).
+fn library_bytes<'a>(e: &PoolEngine, library: &'a OnceCell<Option<Vec<u8>>>) -> Option<&'a [u8]> {
+    library
+        .get_or_init(|| {
+            e.loaded
+                .library()
+                .and_then(|l| std::fs::read(l.file()).ok())
+        })
+        .as_deref()
+}
 
-    /// "file:line in function" of the call that returns `at` bytes from the op library's
-    /// `entry_func` (a leaked block's maker), else that distance.
-    fn call_site(&self, at: u64, library: &OnceCell<Option<Vec<u8>>>) -> String {
-        self.library_bytes(library)
-            .and_then(|bytes| {
-                crate::symbolize::call_site_near(bytes, crate::library::ENTRY_SYMBOL, at)
-            })
-            .unwrap_or_else(|| format!("entry_func{:+#x}", at as i64))
-    }
+/// "file:line in function" of the call that returns `at` bytes from the op library's
+/// `entry_func` (a leaked block's maker), else that distance.
+fn call_site(e: &PoolEngine, at: u64, library: &OnceCell<Option<Vec<u8>>>) -> String {
+    library_bytes(e, library)
+        .and_then(|bytes| crate::symbolize::call_site_near(bytes, crate::library::ENTRY_SYMBOL, at))
+        .unwrap_or_else(|| format!("entry_func{:+#x}", at as i64))
+}
 
-    /// "file:line:column" of a note's source place: the file's name read from the op
-    /// library `file` bytes from its `entry_func` (the line and column when it cannot be).
-    fn source_place(&self, file: u64, at: u64, library: &OnceCell<Option<Vec<u8>>>) -> String {
-        let (line, column) = (at >> 32, at & 0xffff_ffff);
-        let name = self
-            .library_bytes(library)
-            .and_then(|bytes| {
-                crate::symbolize::c_string_near(bytes, crate::library::ENTRY_SYMBOL, file)
-            })
-            .map(|b| String::from_utf8_lossy(&b).into_owned());
-        match name {
-            Some(n) => format!("{n}:{line}:{column}"),
-            None => format!("line {line}, column {column}"),
-        }
+/// "file:line:column" of a note's source place: the file's name read from the op
+/// library `file` bytes from its `entry_func` (the line and column when it cannot be).
+fn source_place(e: &PoolEngine, file: u64, at: u64, library: &OnceCell<Option<Vec<u8>>>) -> String {
+    let (line, column) = (at >> 32, at & 0xffff_ffff);
+    let name = library_bytes(e, library)
+        .and_then(|bytes| {
+            crate::symbolize::c_string_near(bytes, crate::library::ENTRY_SYMBOL, file)
+        })
+        .map(|b| String::from_utf8_lossy(&b).into_owned());
+    match name {
+        Some(n) => format!("{n}:{line}:{column}"),
+        None => format!("line {line}, column {column}"),
     }
 }
 

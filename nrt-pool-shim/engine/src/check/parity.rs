@@ -128,239 +128,232 @@ fn cores_name(isa: &str) -> &'static str {
     }
 }
 
-impl PoolEngine {
-    /// Gives the engine its parity twin (see [`Twin`]).
-    pub fn set_parity_twin(&mut self, twin: Twin) {
-        self.parity_twin = twin;
-    }
+/// Whether a parity check has another build to compare with (opened or not yet).
+pub(crate) fn has_parity_twin(e: &PoolEngine) -> bool {
+    !matches!(e.parity_twin, Twin::Unavailable(_))
+}
 
-    /// Whether a parity check has another build to compare with (opened or not yet).
-    pub(crate) fn has_parity_twin(&self) -> bool {
-        !matches!(self.parity_twin, Twin::Unavailable(_))
+/// The note of a parity check that cannot run.
+pub(crate) fn parity_unavailable(e: &PoolEngine) -> String {
+    match &e.parity_twin {
+        Twin::Unavailable(why) => format!("parity: not checked: {why}"),
+        _ => "parity: not checked".into(),
     }
+}
 
-    /// The note of a parity check that cannot run.
-    pub(crate) fn parity_unavailable(&self) -> String {
-        match &self.parity_twin {
-            Twin::Unavailable(why) => format!("parity: not checked: {why}"),
-            _ => "parity: not checked".into(),
-        }
+/// The twin, opened if it was not yet; why not otherwise.
+fn twin(e: &mut PoolEngine) -> Result<&mut PoolEngine, String> {
+    if let Twin::Later(open) = &mut e.parity_twin {
+        e.parity_twin = match open() {
+            Ok(e) => Twin::Open(Box::new(e)),
+            Err(why) => Twin::Unavailable(why),
+        };
     }
-
-    /// The twin, opened if it was not yet; why not otherwise.
-    fn twin(&mut self) -> Result<&mut PoolEngine, String> {
-        if let Twin::Later(open) = &mut self.parity_twin {
-            self.parity_twin = match open() {
-                Ok(e) => Twin::Open(Box::new(e)),
-                Err(why) => Twin::Unavailable(why),
-            };
-        }
-        match &mut self.parity_twin {
-            Twin::Open(e) => Ok(e),
-            Twin::Unavailable(why) => Err(why.clone()),
-            Twin::Later(_) => unreachable!("opened above"),
-        }
+    match &mut e.parity_twin {
+        Twin::Open(e) => Ok(e),
+        Twin::Unavailable(why) => Err(why.clone()),
+        Twin::Later(_) => unreachable!("opened above"),
     }
+}
 
-    /// The inputs a parity check gives the twin, taken before the launch.
-    pub(crate) fn parity_inputs<'a>(&self, args: &[ArgValue<'a>]) -> ParityInputs<'a> {
-        let copies = args
-            .iter()
-            .map(|a| match a {
-                ArgValue::Device(d) => Some(Copied {
-                    dtype: d.dtype,
-                    shape: d.shape.clone(),
-                    data: self.tensors.device_bytes(d).unwrap_or_default().to_vec(),
-                }),
-                _ => None,
-            })
-            .collect();
-        let args = args
-            .iter()
-            .map(|a| match a {
-                ArgValue::Device(_) => None,
-                other => Some(other.clone()),
-            })
-            .collect();
-        ParityInputs { args, copies }
-    }
-
-    /// The call on the twin (opened if it was not), from `inputs`, unchecked, with this
-    /// engine's timeout; why not, when there is no twin.
-    fn on_twin(
-        &mut self,
-        target: &str,
-        inputs: &ParityInputs<'_>,
-        output: Output,
-        cores: usize,
-        s: &Settings,
-    ) -> Result<TwinRun, String> {
-        let here = cores_name(self.isa());
-        let twin = self.twin()?;
-        let called = twin.call(Call {
-            target,
-            args: inputs.values(),
-            output,
-            to: Destination::Host,
-            cores: Some(cores),
-            options: CallOptions {
-                checks: Some(Checks::NONE),
-                profile: Some(false),
-                debug: Some(None),
-                timeout: Some(s.timeout),
-                all_cores_stdio: Some(false),
-                interrupt: s.interrupt.clone(),
-            },
-        });
-        Ok(TwinRun {
-            here,
-            there: cores_name(twin.isa()),
-            called,
+/// The inputs a parity check gives the twin, taken before the launch.
+pub(crate) fn parity_inputs<'a>(e: &PoolEngine, args: &[ArgValue<'a>]) -> ParityInputs<'a> {
+    let copies = args
+        .iter()
+        .map(|a| match a {
+            ArgValue::Device(d) => Some(Copied {
+                dtype: d.dtype,
+                shape: d.shape.clone(),
+                data: e.tensors.device_bytes(d).unwrap_or_default().to_vec(),
+            }),
+            _ => None,
         })
-    }
+        .collect();
+    let args = args
+        .iter()
+        .map(|a| match a {
+            ArgValue::Device(_) => None,
+            other => Some(other.clone()),
+        })
+        .collect();
+    ParityInputs { args, copies }
+}
 
-    /// For a launch that faulted here: runs the call on the twin and, when it completes
-    /// there, says so in the fault's message (the fault is this backend's, not the
-    /// device's, or the reverse).
-    pub(crate) fn parity_of_fault(
-        &mut self,
-        target: &str,
-        inputs: &ParityInputs<'_>,
-        cores: usize,
-        s: &Settings,
-        fault: &mut DeviceFault,
-    ) {
-        let Ok(TwinRun {
-            here,
-            there,
-            called,
-        }) = self.on_twin(target, inputs, Output::Find, cores, s)
-        else {
-            return;
-        };
-        let said = match called {
-            Ok(_) => format!(
-                "check parity: the launch completes on {there}; {here} fault where it does not \
-                 (class: {})",
-                fault_class(fault)
-            ),
-            Err(EmuError::Fault(f)) if f.kind == fault.kind => {
-                format!("check parity: {there} fault too ({})", f.kind.describe())
-            }
-            Err(EmuError::Fault(f)) => format!(
-                "check parity: {there} fault otherwise: {}",
-                f.kind.describe()
-            ),
-            Err(_) => return,
-        };
-        if fault.message.is_empty() {
-            fault.message = said;
-        } else {
-            fault.message = format!("{} [{said}]", fault.message);
-        }
-    }
+/// The call on the twin (opened if it was not), from `inputs`, unchecked, with this
+/// engine's timeout; why not, when there is no twin.
+fn on_twin(
+    e: &mut PoolEngine,
+    target: &str,
+    inputs: &ParityInputs<'_>,
+    output: Output,
+    cores: usize,
+    s: &Settings,
+) -> Result<TwinRun, String> {
+    let here = cores_name(e.isa());
+    let twin = twin(e)?;
+    let called = twin.call(Call {
+        target,
+        args: inputs.values(),
+        output,
+        to: Destination::Host,
+        cores: Some(cores),
+        options: CallOptions {
+            checks: Some(Checks::NONE),
+            profile: Some(false),
+            debug: Some(None),
+            timeout: Some(s.timeout),
+            all_cores_stdio: Some(false),
+            interrupt: s.interrupt.clone(),
+        },
+    });
+    Ok(TwinRun {
+        here,
+        there: cores_name(twin.isa()),
+        called,
+    })
+}
 
-    /// Runs the call on the twin and adds what differs from this launch (`output`, core 0's
-    /// `stdout`) to `report`.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn check_parity(
-        &mut self,
-        target: &str,
-        kernel: &str,
-        inputs: &ParityInputs<'_>,
-        spec: &OutputSpec,
-        cores: usize,
-        output: &[u8],
-        stdout: &[u8],
-        s: &Settings,
-        report: &mut CheckReport,
-    ) {
-        let run = self.on_twin(target, inputs, Output::Known(spec.clone()), cores, s);
-        let TwinRun {
-            here,
-            there,
-            called,
-        } = match run {
-            Ok(r) => r,
-            Err(why) => {
-                report.notes.push(format!("parity: not checked: {why}"));
-                return;
-            }
-        };
-        let called = match called {
-            Ok(c) => c,
-            Err(EmuError::Fault(f)) => {
-                report.findings.push(Finding::about(
-                    Check::Parity,
-                    kernel,
-                    vec![f.core],
-                    "the launch",
-                    format!(
-                        "completes on {here} but faults on {there} (class: {}): {f}",
-                        fault_class(&f)
-                    ),
-                ));
-                return;
-            }
-            Err(e) => {
-                report
-                    .notes
-                    .push(format!("parity: not checked: on {there}: {e}"));
-                return;
-            }
-        };
-        let theirs = called.output.map(|t| t.data).unwrap_or_default();
-        let size = spec.dtype.size();
-        if theirs.len() != output.len() {
-            report.notes.push(format!(
-                "parity: not checked: {there} gave {} output bytes, {here} {}",
-                theirs.len(),
-                output.len()
-            ));
+/// For a launch that faulted here: runs the call on the twin and, when it completes
+/// there, says so in the fault's message (the fault is this backend's, not the
+/// device's, or the reverse).
+pub(crate) fn parity_of_fault(
+    e: &mut PoolEngine,
+    target: &str,
+    inputs: &ParityInputs<'_>,
+    cores: usize,
+    s: &Settings,
+    fault: &mut DeviceFault,
+) {
+    let Ok(TwinRun {
+        here,
+        there,
+        called,
+    }) = on_twin(e, target, inputs, Output::Find, cores, s)
+    else {
+        return;
+    };
+    let said = match called {
+        Ok(_) => format!(
+            "check parity: the launch completes on {there}; {here} fault where it does not \
+             (class: {})",
+            fault_class(fault)
+        ),
+        Err(EmuError::Fault(f)) if f.kind == fault.kind => {
+            format!("check parity: {there} fault too ({})", f.kind.describe())
+        }
+        Err(EmuError::Fault(f)) => format!(
+            "check parity: {there} fault otherwise: {}",
+            f.kind.describe()
+        ),
+        Err(_) => return,
+    };
+    if fault.message.is_empty() {
+        fault.message = said;
+    } else {
+        fault.message = format!("{} [{said}]", fault.message);
+    }
+}
+
+/// Runs the call on the twin and adds what differs from this launch (`output`, core 0's
+/// `stdout`) to `report`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn check_parity(
+    e: &mut PoolEngine,
+    target: &str,
+    kernel: &str,
+    inputs: &ParityInputs<'_>,
+    spec: &OutputSpec,
+    cores: usize,
+    output: &[u8],
+    stdout: &[u8],
+    s: &Settings,
+    report: &mut CheckReport,
+) {
+    let run = on_twin(e, target, inputs, Output::Known(spec.clone()), cores, s);
+    let TwinRun {
+        here,
+        there,
+        called,
+    } = match run {
+        Ok(r) => r,
+        Err(why) => {
+            report.notes.push(format!("parity: not checked: {why}"));
             return;
         }
-        let mut first = None;
-        let mut ranges = Ranges::default();
-        each_differing(output, &theirs, size, |i| {
-            first.get_or_insert(i);
-            ranges.push(i as u64);
-        });
-        if let Some(i) = first {
-            let at = i * size..(i + 1) * size;
-            let what = format!(
-                "differs from {there}: element [{i}] is {} on {here}, {} on {there} (class: {UNTOLD})",
-                element_text(spec.dtype, &output[at.clone()]),
-                element_text(spec.dtype, &theirs[at]),
-            );
-            report
-                .findings
-                .extend(ranges.finding(Check::Parity, kernel, Vec::new(), what));
-        }
-        let theirs_out = &called.run.stdout;
-        if theirs_out.as_slice() != stdout {
-            let line = |b: &[u8], n: usize| {
-                String::from_utf8_lossy(b.split(|&c| c == b'\n').nth(n).unwrap_or_default())
-                    .into_owned()
-            };
-            let n = stdout
-                .split(|&c| c == b'\n')
-                .zip(theirs_out.split(|&c| c == b'\n'))
-                .position(|(a, b)| a != b)
-                .unwrap_or(0);
+    };
+    let called = match called {
+        Ok(c) => c,
+        Err(EmuError::Fault(f)) => {
             report.findings.push(Finding::about(
                 Check::Parity,
                 kernel,
-                vec![0],
-                "stdout",
+                vec![f.core],
+                "the launch",
                 format!(
-                    "core 0 printed differently: line {} is {:?} on {here}, {:?} on {there} \
-                     (printf of `long`, `size_t` or `%p` values is the usual cause)",
-                    n + 1,
-                    line(stdout, n),
-                    line(theirs_out, n)
+                    "completes on {here} but faults on {there} (class: {}): {f}",
+                    fault_class(&f)
                 ),
             ));
+            return;
         }
+        Err(e) => {
+            report
+                .notes
+                .push(format!("parity: not checked: on {there}: {e}"));
+            return;
+        }
+    };
+    let theirs = called.output.map(|t| t.data).unwrap_or_default();
+    let size = spec.dtype.size();
+    if theirs.len() != output.len() {
+        report.notes.push(format!(
+            "parity: not checked: {there} gave {} output bytes, {here} {}",
+            theirs.len(),
+            output.len()
+        ));
+        return;
+    }
+    let mut first = None;
+    let mut ranges = Ranges::default();
+    each_differing(output, &theirs, size, |i| {
+        first.get_or_insert(i);
+        ranges.push(i as u64);
+    });
+    if let Some(i) = first {
+        let at = i * size..(i + 1) * size;
+        let what = format!(
+            "differs from {there}: element [{i}] is {} on {here}, {} on {there} (class: {UNTOLD})",
+            element_text(spec.dtype, &output[at.clone()]),
+            element_text(spec.dtype, &theirs[at]),
+        );
+        report
+            .findings
+            .extend(ranges.finding(Check::Parity, kernel, Vec::new(), what));
+    }
+    let theirs_out = &called.run.stdout;
+    if theirs_out.as_slice() != stdout {
+        let line = |b: &[u8], n: usize| {
+            String::from_utf8_lossy(b.split(|&c| c == b'\n').nth(n).unwrap_or_default())
+                .into_owned()
+        };
+        let n = stdout
+            .split(|&c| c == b'\n')
+            .zip(theirs_out.split(|&c| c == b'\n'))
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
+        report.findings.push(Finding::about(
+            Check::Parity,
+            kernel,
+            vec![0],
+            "stdout",
+            format!(
+                "core 0 printed differently: line {} is {:?} on {here}, {:?} on {there} \
+                 (printf of `long`, `size_t` or `%p` values is the usual cause)",
+                n + 1,
+                line(stdout, n),
+                line(theirs_out, n)
+            ),
+        ));
     }
 }
 

@@ -6,7 +6,7 @@
 //! says that reads are not seen.
 
 use super::*;
-use crate::accesses::{read_write_races, CoreAccesses, WatchedTensor};
+use crate::accesses::{self, CoreAccesses, WatchedTensor};
 
 /// A launch's kernel, arguments, output and the device tensor its output goes to.
 pub(super) type Traced<'a> = (
@@ -16,32 +16,31 @@ pub(super) type Traced<'a> = (
     Option<&'a DeviceTensor>,
 );
 
-impl PoolEngine {
-    /// The launch on `cores` cores with every access recorded: its read-write races.
-    pub(super) fn read_write_races(
-        &mut self,
-        (kernel, args, spec, into): Traced<'_>,
-        cores: usize,
-        s: &Settings,
-    ) -> Vec<Finding> {
-        match self.run_traced(
+/// The launch on `cores` cores with every access recorded: its read-write races.
+pub(super) fn read_write_races(
+    e: &mut PoolEngine,
+    (kernel, args, spec, into): Traced<'_>,
+    cores: usize,
+    s: &Settings,
+) -> Vec<Finding> {
+    match run::run_traced(
+        e,
+        kernel,
+        args,
+        spec,
+        Team::all(cores),
+        into,
+        Fill::poison(POISON),
+        s,
+    ) {
+        Ok((seen, tensors)) => findings(kernel, &tensors, &seen),
+        Err(e) => vec![Finding::about(
+            Check::Race,
             kernel,
-            args,
-            spec,
-            Team::all(cores),
-            into,
-            Fill::poison(POISON),
-            s,
-        ) {
-            Ok((seen, tensors)) => findings(kernel, &tensors, &seen),
-            Err(e) => vec![Finding::about(
-                Check::Race,
-                kernel,
-                Vec::new(),
-                "the launch",
-                format!("run again with its reads and writes recorded, it failed: {e}"),
-            )],
-        }
+            Vec::new(),
+            "the launch",
+            format!("run again with its reads and writes recorded, it failed: {e}"),
+        )],
     }
 }
 
@@ -52,7 +51,7 @@ fn findings(
     tensors: &[WatchedTensor],
     seen: &[Option<CoreAccesses>],
 ) -> Vec<Finding> {
-    read_write_races(tensors, seen)
+    accesses::read_write_races(tensors, seen)
         .into_iter()
         .filter_map(|r| {
             let mut ranges = Ranges::default();
