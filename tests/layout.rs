@@ -207,7 +207,14 @@ fn only_the_host_backend_reads_the_control_block() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     rust_files(&root.join("nrt-pool-shim/qemu/src"), &mut files);
-    for f in ["run.rs", "load.rs", "shape.rs", "lib.rs", "call.rs"] {
+    for f in [
+        "run.rs",
+        "load.rs",
+        "shape.rs",
+        "lib.rs",
+        "call.rs",
+        "backend.rs",
+    ] {
         files.push(root.join("nrt-pool-shim/engine/src").join(f));
     }
     for f in files {
@@ -382,5 +389,75 @@ fn no_function_over_120_lines() {
         long.is_empty(),
         "split these into named steps:\n{}",
         long.join("\n")
+    );
+}
+
+/// Each backend is a room of its own (issue #41): the host backend's internals (the engine's
+/// `host::` submodules: control block, cores, doorbells, pool) are reached by no other
+/// crate, nor by the engine's backend-neutral code outside `host/` but through the
+/// backend interface; the Xtensa backend's internals (`nrt_pool_qemu::` modules) only
+/// through what its crate root exports.
+#[test]
+fn no_crate_reaches_into_another_backends_internals() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut outside = Vec::new();
+    for krate in ["qemu", "cli", "ffi", "python", "open", "build", "schema"] {
+        rust_files(
+            &root.join("nrt-pool-shim").join(krate).join("src"),
+            &mut outside,
+        );
+    }
+    assert!(
+        outside.len() > 30,
+        "the crates around the engine: {outside:?}"
+    );
+    let mut strays = Vec::new();
+    for f in &outside {
+        let text = std::fs::read_to_string(f).unwrap();
+        for inside in [
+            "nrt_pool_engine::host::control",
+            "nrt_pool_engine::host::core",
+            "nrt_pool_engine::host::doorbell",
+            "nrt_pool_engine::host::pool",
+            "nrt_pool_engine::control",
+            "nrt_pool_engine::core",
+            "nrt_pool_engine::doorbell",
+            "nrt_pool_engine::pool",
+        ] {
+            if text.contains(inside) {
+                strays.push(format!("{} uses {inside}", f.display()));
+            }
+        }
+        let in_qemu = f.starts_with(root.join("nrt-pool-shim/qemu"));
+        for inside in [
+            "nrt_pool_qemu::core::",
+            "nrt_pool_qemu::backend::",
+            "nrt_pool_qemu::protocol::",
+            "nrt_pool_qemu::layout::",
+            "nrt_pool_qemu::fault::",
+        ] {
+            if !in_qemu && text.contains(inside) {
+                strays.push(format!("{} uses {inside}", f.display()));
+            }
+        }
+    }
+    // The engine's backend-neutral code names no host internals but the few shared limits.
+    let mut neutral = Vec::new();
+    rust_files(&root.join("nrt-pool-shim/engine/src"), &mut neutral);
+    for f in neutral {
+        if f.components().any(|c| c.as_os_str() == "host") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        for inside in ["host::pool", "host::control", "ControlBlock"] {
+            if text.contains(inside) {
+                strays.push(format!("{} uses {inside}", f.display()));
+            }
+        }
+    }
+    assert!(
+        strays.is_empty(),
+        "backend internals reached from outside:\n{}",
+        strays.join("\n")
     );
 }

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use nrt_pool_engine::check::Checks;
-use nrt_pool_engine::doorbell;
+use nrt_pool_engine::host::doorbell;
 
 use nrt_pool_benchkit::{Goal, Report, Sample};
 use nrt_pool_engine::tensor::{DType, HostTensor, Location};

@@ -6,16 +6,15 @@
 
 use std::ffi::CStr;
 
-use super::control::FaultKind;
 use super::deadline::Deadline;
 use super::debug::DebugSession;
 use super::library::OpLibrary;
 use super::memory::DeviceMemory;
 use super::profile::CoreProfile;
 use super::symbolize::SourceFrame;
+use customop_abi::control::FaultKind;
 
-mod host;
-pub use host::HostBackend;
+pub use crate::host::HostBackend;
 
 /// The kind of access a memory fault made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

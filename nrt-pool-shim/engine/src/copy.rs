@@ -1,7 +1,7 @@
 //! Host copies of tensor data: split over the CPUs when large, into memory advised for huge
 //! pages.
 
-use super::doorbell;
+use crate::host::doorbell;
 
 /// A host copy of device bytes. Large results land in memory advised for transparent huge
 /// pages: faulting in a fresh 64 MiB buffer 4 KiB at a time costs several times the copy.

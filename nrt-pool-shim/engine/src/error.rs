@@ -1,11 +1,11 @@
 //! What goes wrong in the emulator: load and launch errors, and device faults.
 
-use super::control::{FaultKind, PHASE_LOAD, PHASE_START};
 use super::library::LibraryError;
 use super::memory::MemoryError;
 use super::symbolize::SourceFrame;
 use super::tensor::TensorError;
 use super::MAX_ARGS;
+use customop_abi::control::{FaultKind, PHASE_LOAD, PHASE_START};
 
 /// `SUNDA_UCODE_LIB_STATUS` names.
 pub fn status_name(s: u32) -> &'static str {
@@ -47,6 +47,12 @@ pub struct DeviceFault {
 }
 
 impl DeviceFault {
+    /// Whether the kernel faulted (not the library's loading or start code, in a core a
+    /// launch started).
+    pub fn in_kernel(&self) -> bool {
+        self.phase == customop_abi::control::PHASE_KERNEL
+    }
+
     /// The op author's frames of the call stack, innermost first: the line that faulted
     /// (or called the runtime check that stopped it), then its callers.
     pub fn op_frames(&self) -> impl Iterator<Item = &SourceFrame> {

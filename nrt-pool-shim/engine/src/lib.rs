@@ -10,16 +10,14 @@ pub mod accesses;
 pub mod backend;
 pub mod backing;
 pub mod check;
-pub mod control;
-pub mod core;
 pub mod deadline;
 pub mod debug;
-pub mod doorbell;
 pub mod estimate;
+pub mod host;
 pub mod library;
 pub mod memory;
-pub mod pool;
 pub mod profile;
+pub mod signal;
 pub mod spawner;
 pub mod symbolize;
 pub mod tensor;
@@ -52,11 +50,11 @@ use customop_abi::blob::{scratch, ArgBlob, ARG_TYPE_TENSOR};
 use customop_abi::descriptor::ArgTensor;
 
 use self::backend::{CoreLines, FaultRecord, HostBackend, IsaBackend, Outcome, Stack, Stdio, Team};
-use self::control::FaultKind;
 use self::library::{LibraryError, OpLibrary};
 use self::memory::{DeviceMemory, MemoryError, Placed, CORES, PAGE};
 use self::schema::KernelSig;
 use self::tensor::{DType, HostTensor, Location, TensorError};
+use customop_abi::control::FaultKind;
 
 pub use self::call::{ArgValue, Call, Called, Destination, Output};
 pub use self::copy::host_buffer;
@@ -297,8 +295,10 @@ impl PoolEngine {
     /// Keeps what op code printed outside a launch for the next launch's report (at most
     /// what a stdio ring holds; the rest counted as dropped).
     pub(crate) fn keep_output(&mut self, stdio: Stdio) {
-        self.kept_output
-            .append(stdio, control::RING_ENTRIES * control::RING_PAYLOAD);
+        self.kept_output.append(
+            stdio,
+            customop_abi::control::RING_ENTRIES * customop_abi::control::RING_PAYLOAD,
+        );
     }
 
     /// The kept output, then `stdio`.

@@ -69,7 +69,7 @@ impl OpLibrary {
         })?;
         Ok(OpLibrary {
             path: path.into(),
-            i386: crate::core::runner::is_i386_library(&c_path),
+            i386: crate::host::core::runner::is_i386_library(&c_path),
             c_path,
             schema: None,
             ops: None,
@@ -91,7 +91,7 @@ impl OpLibrary {
         let c_path = CString::new(format!("/proc/self/fd/{}", f.as_raw_fd())).expect("no NUL");
         Ok(OpLibrary {
             path: label.into(),
-            i386: crate::core::runner::is_i386_library(&c_path),
+            i386: crate::host::core::runner::is_i386_library(&c_path),
             c_path,
             schema: None,
             ops: None,

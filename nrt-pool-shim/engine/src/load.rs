@@ -33,10 +33,16 @@ impl Loaded {
                 funcs,
             });
         }
-        if let Some(long) = kernels.iter().find(|n| n.len() > core::MAX_KERNEL_NAME) {
+        if let Some(long) = kernels
+            .iter()
+            .find(|n| n.len() > crate::host::core::MAX_KERNEL_NAME)
+        {
             return Err(EmuError::Signature {
                 kernel: long.clone(),
-                why: format!("kernel names are at most {} bytes", core::MAX_KERNEL_NAME),
+                why: format!(
+                    "kernel names are at most {} bytes",
+                    crate::host::core::MAX_KERNEL_NAME
+                ),
             });
         }
         Ok(Loaded {

@@ -54,7 +54,7 @@ fn spawner() -> Option<&'static SyncSender<Job>> {
             std::thread::Builder::new()
                 .name("nrt-pool-spawner".into())
                 // Host cores are forked from this thread and run kernels on its stack.
-                .stack_size(crate::core::HOST_CORE_STACK)
+                .stack_size(crate::host::core::HOST_CORE_STACK)
                 .spawn(move || serve(rx))
                 .ok()
                 .map(|_| tx)

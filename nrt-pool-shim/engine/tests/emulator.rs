@@ -7,7 +7,7 @@ use nrt_pool_testkit as common;
 use std::path::Path;
 use std::time::Duration;
 
-use nrt_pool_engine::control::FaultKind;
+use nrt_pool_engine::host::control::FaultKind;
 use nrt_pool_engine::tensor::{DType, HostTensor, Location};
 use nrt_pool_engine::{
     EmuError, Launch, LaunchArg, OutputSpec, PoolEngine, PoolImage, DEFAULT_HBM_BYTES,
@@ -517,7 +517,7 @@ fn the_stdio_ring_carries_core_0_and_counts_what_does_not_fit() {
     assert_eq!(text.lines().count(), 100);
     assert!(text.lines().all(|l| l.ends_with("from core 0")), "{text}");
     assert_eq!(done.stdio_dropped, 0);
-    let ring = nrt_pool_engine::control::RING_ENTRIES;
+    let ring = nrt_pool_engine::host::control::RING_ENTRIES;
     let done = launch(&mut e, "chatty", vec![LaunchArg::i32(ring as i32 + 50)], 1).unwrap();
     let text = String::from_utf8(done.stdout).unwrap();
     assert_eq!(text.lines().count(), ring);
@@ -717,7 +717,7 @@ fn a_faulting_constructor_is_a_device_fault_naming_the_library() {
         (fault.kind, fault.phase, fault.host_addr),
         (
             FaultKind::Memory,
-            nrt_pool_engine::control::PHASE_LOAD,
+            nrt_pool_engine::host::control::PHASE_LOAD,
             Some(8)
         )
     );

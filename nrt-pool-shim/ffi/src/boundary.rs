@@ -8,7 +8,6 @@ use std::ffi::{c_char, CStr, CString};
 
 use parking_lot::Mutex;
 
-use nrt_pool_engine::control::PHASE_KERNEL;
 use nrt_pool_engine::{EmuError, PoolEngine};
 
 /// Runs `f`, turning a panic into an abort: panics never cross the C boundary.
@@ -93,7 +92,7 @@ impl Failure {
 /// interrupted, a debugger stop) is ENGINE; what the caller passed is ARGUMENT.
 pub(crate) fn code_of(err: &EmuError) -> Code {
     match err {
-        EmuError::Fault(f) if f.phase != PHASE_KERNEL => Code::Library,
+        EmuError::Fault(f) if !f.in_kernel() => Code::Library,
         EmuError::Fault(_) => Code::Fault,
         EmuError::UnknownKernel { .. } => Code::Kernel,
         EmuError::Library(_)

@@ -12,11 +12,11 @@ use std::ffi::CStr;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use customop_abi::control::{FaultKind, PHASE_KERNEL, PHASE_START};
 use nrt_pool_engine::backend::{
     Access, CoreEnd, CoreLines, FaultRecord, HostBackend, IsaBackend, Launched, Outcome, Probed,
     Shaped, Stack, Stdio, Team,
 };
-use nrt_pool_engine::control::{FaultKind, PHASE_KERNEL, PHASE_START};
 use nrt_pool_engine::deadline::Deadline;
 use nrt_pool_engine::debug::{DataAccess, DebugSession};
 use nrt_pool_engine::library::OpLibrary;
@@ -30,7 +30,7 @@ use crate::layout;
 use crate::protocol::MAX_GUARDS;
 use crate::tools::{qemu_for, PROFILE_PLUGIN};
 
-const _: () = assert!(nrt_pool_engine::control::MAX_GUARDS <= MAX_GUARDS);
+const _: () = assert!(customop_abi::control::MAX_GUARDS <= MAX_GUARDS);
 
 /// The Xtensa backend.
 pub struct XtensaBackend {

@@ -296,7 +296,11 @@ impl fmt::Display for Detail<'_> {
                     write!(f, " with status {s}")?;
                 }
                 if let Some(s) = signal {
-                    write!(f, ", killed by {}", nrt_pool_engine::core::signal_name(*s))?;
+                    write!(
+                        f,
+                        ", killed by {}",
+                        nrt_pool_engine::signal::signal_name(*s)
+                    )?;
                 }
                 if !stderr.trim().is_empty() {
                     write!(f, ": {}", stderr.trim())?;

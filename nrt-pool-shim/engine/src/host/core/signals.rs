@@ -140,36 +140,6 @@ pub(super) extern "C" fn on_signal(sig: i32, info: *mut libc::siginfo_t, uctx: *
 /// its call stack and ends (the host kills it if it does not within a moment).
 pub const STOP_AT_DEADLINE: i32 = libc::SIGUSR2;
 
-/// The signal, and what the processor said about it (`si_code`).
-pub fn signal_cause(sig: i32, code: i32) -> &'static str {
-    match (sig, code) {
-        (libc::SIGFPE, 1) => "SIGFPE: integer division by zero",
-        (libc::SIGFPE, 2) => "SIGFPE: integer overflow",
-        (libc::SIGFPE, 3) => "SIGFPE: floating-point division by zero",
-        (libc::SIGFPE, 4) => "SIGFPE: floating-point overflow",
-        (libc::SIGFPE, 5) => "SIGFPE: floating-point underflow",
-        (libc::SIGFPE, 6) => "SIGFPE: floating-point inexact result",
-        (libc::SIGFPE, 7) => "SIGFPE: invalid floating-point operation",
-        (libc::SIGILL, _) => "SIGILL: illegal instruction",
-        (libc::SIGTRAP, _) => "SIGTRAP: breakpoint or trap instruction",
-        (libc::SIGBUS, _) => "SIGBUS: bus error",
-        (s, _) => signal_name(s),
-    }
-}
-
-pub fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGILL => "SIGILL",
-        libc::SIGTRAP => "SIGTRAP",
-        libc::SIGKILL => "SIGKILL",
-        _ => "signal",
-    }
-}
-
 pub(super) const HOST_STACK_OVERFLOW: &str =
     "stack overflow: more than the host core's 8 MiB of stack \
      (a Pool core has far less: run the device image, --isa xtensa, to check the kernel \

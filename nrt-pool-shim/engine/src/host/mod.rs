@@ -1,22 +1,30 @@
 //! The host backend: op libraries built for the host (x86-64, or i386 in the device's data
-//! model, D97), each core a persistent process (see [`crate::pool`]) reporting into the
+//! model, D97), each core a persistent process (see [`pool`]) reporting into the
 //! Pool control block, which this module decodes into the backend interface's outcomes.
 
 use std::ffi::CStr;
 use std::sync::atomic::Ordering;
 
-use super::*;
-use crate::control::{
+pub mod control;
+pub mod core;
+pub mod doorbell;
+pub mod pool;
+
+/// The variable naming the 32-bit core runner (device-model libraries' cores).
+pub use self::core::runner::CORE_RUNNER_ENV;
+
+use self::control::{
     ControlBlock, FaultKind, ACCESS_READ, ACCESS_WRITE, CORE_DONE, CORE_FAULT, PHASE_KERNEL,
     PHASE_LOAD, PHASE_START,
 };
-use crate::core::{self, Program};
+use self::core::Program;
+use self::pool::{CoreExit, CorePool, Exit};
+use crate::backend::*;
 use crate::deadline::Deadline;
 use crate::debug::{DataAccess, DebugSession};
 use crate::gdbserver;
 use crate::library::OpLibrary;
 use crate::memory::DeviceMemory;
-use crate::pool::{self, CoreExit, CorePool, Exit};
 use crate::profile::CoreProfile;
 
 /// Host builds of op libraries, each core a persistent forked process (see [`pool`]).
@@ -35,7 +43,7 @@ impl Default for HostBackend {
         HostBackend {
             cores: CorePool::default(),
             debugger: None,
-            runner: crate::core::runner::default_runner(),
+            runner: self::core::runner::default_runner(),
         }
     }
 }
@@ -56,7 +64,7 @@ impl HostBackend {
     /// Host cores whose i386 libraries run in `runner` (D97).
     pub fn with_core_runner(runner: &std::path::Path) -> HostBackend {
         HostBackend {
-            runner: crate::core::runner::leak_path(runner),
+            runner: self::core::runner::leak_path(runner),
             ..HostBackend::default()
         }
     }

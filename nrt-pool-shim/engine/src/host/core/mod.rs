@@ -16,10 +16,10 @@ use super::control::{
     ControlBlock, FaultKind, ACCESS_READ, ACCESS_UNKNOWN, ACCESS_WRITE, CORE_DONE, CORE_RUNNING,
     MAX_FRAMES, PHASE_KERNEL, PHASE_LOAD, PHASE_START,
 };
-use super::library::{
+use crate::library::{
     ENTRY_SYMBOL, OPS_SYMBOL, REGISTER_FUNCS_SYMBOL, SCHEMA_SYMBOL, SHAPE_SYMBOL,
 };
-use super::memory::{DeviceMemory, PAGE};
+use crate::memory::{DeviceMemory, PAGE};
 
 mod divide;
 mod kernel_stack;
@@ -28,9 +28,10 @@ mod services;
 mod signals;
 mod watch;
 
+pub use crate::signal::{signal_cause, signal_name};
 use services::*;
+pub use signals::STOP_AT_DEADLINE;
 use signals::*;
-pub use signals::{signal_cause, signal_name, STOP_AT_DEADLINE};
 
 /// `SUNDA_UCODE_LIB` as a 64-bit host lays it out (nine pointer-sized fields).
 pub type Handoff = SundaUcodeLib;

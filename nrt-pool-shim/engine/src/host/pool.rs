@@ -14,9 +14,9 @@ use super::core::runner::{self, Role};
 use super::core::{
     probe_child, serve, Program, CMD_BYTES, FAULT_EXIT, MAX_KERNEL_NAME, SHAPE_REQUEST,
 };
-use super::deadline::Deadline;
 use super::doorbell;
-use super::spawner;
+use crate::deadline::Deadline;
+use crate::spawner;
 
 /// A value that crosses to the spawner thread while its owner waits for the job to end
 /// (the program's references are only read, by the forked child).

@@ -7,7 +7,7 @@
 use std::sync::atomic::Ordering;
 
 use super::doorbell::{Doorbell, HostBell};
-use super::memory::{CORES, STATUS_BYTES};
+use crate::memory::{CORES, STATUS_BYTES};
 
 pub use customop_abi::control::*;
 
