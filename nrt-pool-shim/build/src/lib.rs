@@ -29,7 +29,7 @@ pub use device_image::DeviceImage;
 pub use device_model::DataModel;
 pub use library::BuildSetup;
 use library::Wrapper;
-pub use neuron_ops::{build_op_library, OpBuildOptions, OpBuildReport};
+pub use neuron_ops::{OpBuildOptions, OpBuildReport};
 pub use wrapper::generate_wrapper;
 pub(crate) use wrapper::{EXCEPTION_GUARD, HOST_STDIO};
 
@@ -196,9 +196,38 @@ pub(crate) fn run(cmd: &mut Command) -> Result<(), BuildError> {
     Ok(())
 }
 
-/// Builds the op library (and device objects when asked for). Nothing is written at the
-/// destination unless everything built: a failure leaves no library and no device folder.
-pub fn build(o: &BuildOptions) -> Result<BuildReport, BuildError> {
+/// An op model's build options: a schema library ([`BuildOptions`]) or NEURON_LIBRARY ops
+/// as `custom_op.load` builds them ([`OpBuildOptions`]). Sealed: the two are all there is.
+pub trait OpModel: sealed::Sealed {
+    /// What a build of this model reports.
+    type Report;
+    #[doc(hidden)]
+    fn build_library(&self) -> Result<Self::Report, BuildError>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::BuildOptions {}
+    impl Sealed for super::OpBuildOptions {}
+}
+
+impl OpModel for BuildOptions {
+    type Report = BuildReport;
+    fn build_library(&self) -> Result<BuildReport, BuildError> {
+        build_schema_library(self)
+    }
+}
+
+/// Builds an op library of either model, and its device objects and Pool image when asked
+/// for: the one build entry (`nrt-pool build`, `custom_op.load`, the demo and tests).
+/// Nothing is written at the destination unless everything built: a failure leaves no
+/// library and no device folder.
+pub fn build<M: OpModel>(o: &M) -> Result<M::Report, BuildError> {
+    o.build_library()
+}
+
+/// [`build`] for a schema library.
+fn build_schema_library(o: &BuildOptions) -> Result<BuildReport, BuildError> {
     let text = std::fs::read_to_string(&o.schema).map_err(io(&o.schema))?;
     let kernels = schema::parse(&text).map_err(|source| BuildError::Schema {
         path: o.schema.clone(),

@@ -2,7 +2,7 @@
 //! compiles, the host compiles, the generated wrapper and the library's exports, the host
 //! link, the device objects and Pool image, and putting everything in place only once all
 //! of it built. The models differ only in how they learn their kernels
-//! ([`crate::build`]: a schema; [`crate::build_op_library`]: a NEURON_LIBRARY registration)
+//! ([`crate::build`] of either [`crate::OpModel`]: a schema, or a NEURON_LIBRARY registration)
 //! and in the wrapper they generate ([`Wrapper`]).
 
 use std::path::{Path, PathBuf};

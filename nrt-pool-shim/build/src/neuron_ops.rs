@@ -66,7 +66,15 @@ int main() {
 }
 "#;
 
-pub fn build_op_library(o: &OpBuildOptions) -> Result<OpBuildReport, BuildError> {
+impl crate::OpModel for OpBuildOptions {
+    type Report = OpBuildReport;
+    fn build_library(&self) -> Result<OpBuildReport, BuildError> {
+        build_op_library(self)
+    }
+}
+
+/// [`crate::build`] for NEURON_LIBRARY ops.
+fn build_op_library(o: &OpBuildOptions) -> Result<OpBuildReport, BuildError> {
     if o.name.is_empty()
         || !o
             .name

@@ -254,7 +254,7 @@ fn neuron_examples(
 ) -> Result<Vec<PathBuf>, String> {
     let root = o.examples.parent().unwrap_or(std::path::Path::new("."));
     let build = |name: &str, dir: &str, compute: &str, multicore: bool| {
-        opbuild::build_op_library(&opbuild::OpBuildOptions {
+        opbuild::build(&opbuild::OpBuildOptions {
             name: name.into(),
             compute: vec![root.join(dir).join(compute)],
             shape: vec![root.join(dir).join("shape.cpp")],
@@ -380,7 +380,7 @@ fn check_gallery(
         .parent()
         .unwrap_or(std::path::Path::new("."))
         .join("check-gallery");
-    let built = opbuild::build_op_library(&opbuild::OpBuildOptions {
+    let built = opbuild::build(&opbuild::OpBuildOptions {
         name: "gallery".into(),
         compute: vec![dir.join("faulty.cpp")],
         shape: vec![dir.join("shape.cpp")],

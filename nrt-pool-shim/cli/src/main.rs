@@ -457,7 +457,7 @@ fn build_ops(a: BuildArgs) -> Result<(), Failure> {
             o.shape.len()
         );
     }
-    let r = opbuild::build_op_library(&o).map_err(|e| Failure::Error(e.to_string()));
+    let r = opbuild::build(&o).map_err(|e| Failure::Error(e.to_string()));
     drop(progress);
     let r = r?;
     for op in &r.ops.ops {

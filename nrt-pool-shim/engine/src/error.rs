@@ -7,17 +7,8 @@ use super::tensor::TensorError;
 use super::MAX_ARGS;
 use customop_abi::control::{FaultKind, PHASE_LOAD, PHASE_START};
 
-/// `SUNDA_UCODE_LIB_STATUS` names.
-pub fn status_name(s: u32) -> &'static str {
-    match s {
-        0 => "SUNDA_UCODE_LIB_SUCCESS",
-        1 => "SUNDA_UCODE_LIB_FAILURE",
-        2 => "SUNDA_UCODE_LIB_FAILURE_ABI_MISMATCH",
-        3 => "SUNDA_UCODE_LIB_FAILURE_OPCODE_TO_KERNEL_MAP",
-        4 => "SUNDA_UCODE_LIB_FAILURE_NUM_KERNELS",
-        _ => "unknown SUNDA_UCODE_LIB_STATUS",
-    }
-}
+/// `SUNDA_UCODE_LIB_STATUS` names (from the wire layouts, `customop-abi`).
+pub use customop_abi::status::name as status_name;
 
 /// A kernel (or a library's loading or start code) that stopped a launch.
 #[derive(Clone, Debug, PartialEq)]

@@ -78,7 +78,7 @@ fn op_library_in(
     model: nrt_pool_build::DataModel,
 ) -> PathBuf {
     let root = common::root();
-    nrt_pool_build::build_op_library(&nrt_pool_build::OpBuildOptions {
+    nrt_pool_build::build(&nrt_pool_build::OpBuildOptions {
         name: name.into(),
         compute: vec![compute],
         shape: vec![shape],
@@ -361,7 +361,7 @@ fn the_ffi_parity_check_compares_with_the_pool_image_beside_a_registered_library
          NEURON_LIBRARY(parity_ops, m) { m.def(\"to_byte\", &s, \"to_byte\"); m.def(\"twice\", &s, \"twice\"); }\n",
     )
     .unwrap();
-    let built = nrt_pool_build::build_op_library(&nrt_pool_build::OpBuildOptions {
+    let built = nrt_pool_build::build(&nrt_pool_build::OpBuildOptions {
         name: "parity".into(),
         compute: vec![compute],
         shape: vec![shape],

@@ -662,7 +662,7 @@ fn build(
         },
     };
     let r = py
-        .detach(|| nrt_pool_build::build_op_library(&o))
+        .detach(|| nrt_pool_build::build(&o))
         .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
     Ok(r.device_image.unwrap_or(r.library).display().to_string())
 }

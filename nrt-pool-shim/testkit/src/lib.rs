@@ -236,7 +236,7 @@ pub fn build_example_with_image(
     multicore: bool,
 ) -> (PathBuf, PathBuf) {
     let ex = root().join("examples").join(folder);
-    let r = opbuild::build_op_library(&opbuild::OpBuildOptions {
+    let r = opbuild::build(&opbuild::OpBuildOptions {
         name: name.into(),
         compute: vec![ex.join(compute)],
         shape: vec![ex.join("shape.cpp")],
