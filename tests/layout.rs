@@ -171,6 +171,9 @@ fn front_ends_open_engines_one_way() {
             "XtensaBackend::new(",
             "pool-board.elf",
             "libneuroncustomop.a\"",
+            // The first API's verbs are test adapters: front ends make calls.
+            "LaunchVerbs",
+            "adapters::",
         ] {
             assert!(
                 !text.contains(own_way),

@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use nrt_pool_engine::check::{Check, Checks};
 use nrt_pool_engine::tensor::{HostTensor, Location};
 use nrt_pool_engine::{
-    ArgValue, Call, CallOptions, Called, Destination, EmuError, Launch, LaunchArg, Output,
-    PoolEngine, PoolImage,
+    ArgValue, Call, CallOptions, Called, Destination, EmuError, LaunchArg, Output, PoolEngine,
+    PoolImage,
 };
 use std::time::Instant;
 
@@ -322,17 +322,12 @@ fn neuron_examples(
         if engine.loaded.library().map(|l| &l.path) != Some(lib) {
             engine.load(lib).map_err(|e| e.to_string())?;
         }
-        let output = engine.op_output(op, &args).map_err(|e| e.to_string())?;
         let cores = engine.loaded.default_cores();
-        let done = engine
-            .launch(&Launch {
-                kernel: op.into(),
-                args,
-                output,
-                cores,
-            })
-            .map_err(|e| e.to_string())?;
-        let got = done.output.to_f32().ok_or("a Float output")?;
+        let done = call(&mut engine, op, &args, cores, false).map_err(|e| e.to_string())?;
+        let got = done
+            .output
+            .and_then(|t| t.to_f32())
+            .ok_or("a Float output")?;
         if got != want {
             let i = got.iter().zip(&want).position(|(a, b)| a != b).unwrap_or(0);
             return Err(format!(
@@ -344,7 +339,7 @@ fn neuron_examples(
             report,
             "launch     {op:<22} {cores} core(s)  {} f32  {:8.2} ms  matches reference",
             rows * cols,
-            done.elapsed.as_secs_f64() * 1e3
+            done.run.elapsed.as_secs_f64() * 1e3
         );
     }
     Ok([mlp.device_image, tiles.device_image]

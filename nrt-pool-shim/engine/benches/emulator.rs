@@ -17,12 +17,13 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use nrt_pool_engine::adapters::{Launch, LaunchVerbs};
 use nrt_pool_engine::check::Checks;
 use nrt_pool_engine::host::doorbell;
 
 use nrt_pool_benchkit::{Goal, Report, Sample};
 use nrt_pool_engine::tensor::{DType, HostTensor, Location};
-use nrt_pool_engine::{Launch, LaunchArg, OutputSpec, PoolEngine, PoolImage};
+use nrt_pool_engine::{LaunchArg, OutputSpec, PoolEngine, PoolImage};
 use nrt_pool_testkit::{build_ops, examples, root};
 
 fn main() {

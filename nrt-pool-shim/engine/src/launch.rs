@@ -73,30 +73,6 @@ pub struct OutputSpec {
     pub location: Location,
 }
 
-#[derive(Clone, Debug)]
-pub struct Launch {
-    pub kernel: String,
-    pub args: Vec<LaunchArg>,
-    pub output: OutputSpec,
-    pub cores: usize,
-}
-
-/// A completed launch.
-#[derive(Clone, Debug)]
-pub struct Completion {
-    pub output: HostTensor,
-    /// Core 0's stdout and stderr, drained from the stdio ring.
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
-    /// Bytes that did not fit in the ring.
-    pub stdio_dropped: u32,
-    /// Each core's launcher result.
-    pub results: Vec<i32>,
-    pub elapsed: Duration,
-    /// Where `elapsed` went.
-    pub phases: LaunchPhases,
-}
-
 /// A host-copy launch's time by phase (`nrt-pool run --timings`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LaunchPhases {

@@ -7,6 +7,7 @@
 //! tensors come and go as bytes, libraries by path or as an image in memory.
 
 pub mod accesses;
+pub mod adapters;
 pub mod backend;
 pub mod backing;
 pub mod check;
@@ -63,8 +64,7 @@ pub use self::deadline::{Deadline, Interrupt};
 pub use self::error::{status_name, DeviceFault, EmuError};
 use self::launch::device_descriptor;
 pub use self::launch::{
-    check_signature, expected_output, Completion, DeviceTensor, Launch, LaunchArg, LaunchPhases,
-    OutputSpec, Run,
+    check_signature, expected_output, DeviceTensor, LaunchArg, LaunchPhases, OutputSpec, Run,
 };
 use self::marshal::{empty_blob, named, Contents, Fill};
 use self::settings::Settings;
@@ -247,30 +247,6 @@ impl PoolEngine {
         given: Output,
     ) -> Result<OutputSpec, EmuError> {
         call::output(self, target, args, given)
-    }
-
-    /// The output a NEURON_LIBRARY op gives these arguments: its shape function, run on
-    /// core 0 over the arguments' dtypes and shapes (scalars with their values).
-    pub fn op_output(&mut self, op: &str, args: &[LaunchArg]) -> Result<OutputSpec, EmuError> {
-        shape::op_output(self, op, args)
-    }
-
-    /// Runs a launch to completion or to its first fault; the output comes back to the
-    /// host. A launch names its output itself: it is checked against the kernel's schema,
-    /// and an op's shape function does not run (a [`Call`] with [`Output::Known`]).
-    pub fn launch(&mut self, l: &Launch) -> Result<Completion, EmuError> {
-        run::launch(self, l)
-    }
-
-    /// A launch whose output is a device tensor (nothing is copied back).
-    pub fn launch_into(
-        &mut self,
-        kernel: &str,
-        args: &[LaunchArg],
-        out: &DeviceTensor,
-        cores: usize,
-    ) -> Result<Run, EmuError> {
-        run::launch_into(self, kernel, args, out, cores)
     }
 
     /// Gives the engine its parity twin (see [`check::parity::Twin`]).

@@ -8,56 +8,6 @@ use crate::accesses::{CoreAccesses, WatchedTensor};
 /// Byte ranges of a watched range a core touched ([`Launched::touched`]).
 pub(crate) type Touched = Vec<Range<u64>>;
 
-/// Runs a launch to completion or to its first fault; the output comes back to the host.
-/// A launch names its output itself: it is checked against the kernel's schema, and an
-/// op's shape function does not run (a [`Call`] with [`Output::Known`]).
-pub fn launch(e: &mut PoolEngine, l: &Launch) -> Result<Completion, EmuError> {
-    let called = e.call(Call {
-        target: &l.kernel,
-        args: l.args.iter().map(LaunchArg::value).collect(),
-        output: Output::Known(l.output.clone()),
-        to: Destination::Host,
-        cores: Some(l.cores),
-        options: CallOptions::default(),
-    })?;
-    let run = called.run;
-    Ok(Completion {
-        output: called
-            .output
-            .expect("a host destination gives a host tensor"),
-        stdout: run.stdout,
-        stderr: run.stderr,
-        stdio_dropped: run.stdio_dropped,
-        results: run.results,
-        elapsed: run.elapsed,
-        phases: called.phases,
-    })
-}
-
-/// A launch whose output is a device tensor (nothing is copied back).
-pub fn launch_into(
-    e: &mut PoolEngine,
-    kernel: &str,
-    args: &[LaunchArg],
-    out: &DeviceTensor,
-    cores: usize,
-) -> Result<Run, EmuError> {
-    let spec = OutputSpec {
-        dtype: out.dtype,
-        shape: out.shape.clone(),
-        location: Location::Hbm,
-    };
-    let called = e.call(Call {
-        target: kernel,
-        args: args.iter().map(LaunchArg::value).collect(),
-        output: Output::Known(spec),
-        to: Destination::Device(out.clone()),
-        cores: Some(cores),
-        options: CallOptions::default(),
-    })?;
-    Ok(called.run)
-}
-
 /// The one launch path under every entry point: places the (checked) arguments and the
 /// output, runs the kernel on `cores` cores and delivers the output to `to` (a buffer
 /// exactly the output's length).

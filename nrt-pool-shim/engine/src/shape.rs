@@ -3,19 +3,6 @@
 
 use super::*;
 
-/// The output a NEURON_LIBRARY op gives these arguments: its shape function, run on
-/// core 0 over the arguments' dtypes and shapes (scalars with their values).
-pub fn op_output(e: &mut PoolEngine, op: &str, args: &[LaunchArg]) -> Result<OutputSpec, EmuError> {
-    let name = e.loaded.kernel_name(op)?;
-    if e.loaded.neuron_library().is_none() {
-        return Err(EmuError::Signature {
-            kernel: op.into(),
-            why: "the library has no NEURON_LIBRARY registration (no shape functions)".into(),
-        });
-    }
-    call::output_of(e, &name, args, Output::Find)
-}
-
 /// Runs op `name`'s shape function (`qualified` in reports) over checked arguments.
 pub(crate) fn run_shape(
     e: &mut PoolEngine,

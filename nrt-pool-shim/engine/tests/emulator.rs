@@ -7,11 +7,10 @@ use nrt_pool_testkit as common;
 use std::path::Path;
 use std::time::Duration;
 
+use nrt_pool_engine::adapters::{Launch, LaunchVerbs};
 use nrt_pool_engine::host::control::FaultKind;
 use nrt_pool_engine::tensor::{DType, HostTensor, Location};
-use nrt_pool_engine::{
-    EmuError, Launch, LaunchArg, OutputSpec, PoolEngine, PoolImage, DEFAULT_HBM_BYTES,
-};
+use nrt_pool_engine::{EmuError, LaunchArg, OutputSpec, PoolEngine, PoolImage, DEFAULT_HBM_BYTES};
 
 fn engine(lib: &Path) -> PoolEngine {
     let mut e = PoolEngine::new(256 << 20, PoolImage::default()).unwrap();
@@ -32,7 +31,7 @@ fn launch(
     kernel: &str,
     args: Vec<LaunchArg>,
     cores: usize,
-) -> Result<nrt_pool_engine::Completion, EmuError> {
+) -> Result<nrt_pool_engine::adapters::Completion, EmuError> {
     let output = e.loaded.output_for(kernel, &args)?;
     e.launch(&Launch {
         kernel: kernel.into(),
@@ -43,7 +42,7 @@ fn launch(
 }
 
 #[track_caller]
-fn fault(r: Result<nrt_pool_engine::Completion, EmuError>) -> nrt_pool_engine::DeviceFault {
+fn fault(r: Result<nrt_pool_engine::adapters::Completion, EmuError>) -> nrt_pool_engine::DeviceFault {
     match r {
         Err(EmuError::Fault(f)) => *f,
         Err(e) => panic!("expected a device fault, got {e}"),

@@ -7,8 +7,9 @@
 use std::path::Path;
 
 use nrt_pool_benchkit::{Goal, Report, Sample};
+use nrt_pool_engine::adapters::{Launch, LaunchVerbs};
 use nrt_pool_engine::tensor::{DType, HostTensor};
-use nrt_pool_engine::{Launch, LaunchArg, PoolEngine, PoolImage};
+use nrt_pool_engine::{LaunchArg, PoolEngine, PoolImage};
 use nrt_pool_qemu::XtensaBackend;
 use nrt_pool_testkit as testkit;
 

@@ -3,8 +3,9 @@
 
 use std::path::Path;
 
+use nrt_pool_engine::adapters::{Launch, LaunchVerbs};
 use nrt_pool_engine::tensor::{DType, HostTensor, Location};
-use nrt_pool_engine::{EmuError, Launch, LaunchArg, PoolEngine, PoolImage};
+use nrt_pool_engine::{EmuError, LaunchArg, PoolEngine, PoolImage};
 use nrt_pool_testkit as testkit;
 
 mod common;
@@ -23,7 +24,7 @@ fn launch(
     kernel: &str,
     args: Vec<LaunchArg>,
     cores: usize,
-) -> Result<nrt_pool_engine::Completion, EmuError> {
+) -> Result<nrt_pool_engine::adapters::Completion, EmuError> {
     let output = e.loaded.output_for(kernel, &args)?;
     e.launch(&Launch {
         kernel: kernel.into(),

@@ -7,8 +7,9 @@
 use std::path::Path;
 
 use nrt_pool_build::{self as opbuild, BuildOptions};
+use nrt_pool_engine::adapters::{Completion, Launch, LaunchVerbs};
 use nrt_pool_engine::tensor::{DType, HostTensor};
-use nrt_pool_engine::{Completion, Launch, LaunchArg, PoolEngine, PoolImage};
+use nrt_pool_engine::{LaunchArg, PoolEngine, PoolImage};
 use nrt_pool_testkit as testkit;
 
 mod common;

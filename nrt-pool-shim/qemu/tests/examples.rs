@@ -4,8 +4,9 @@
 
 use std::path::Path;
 
+use nrt_pool_engine::adapters::{Launch, LaunchVerbs};
 use nrt_pool_engine::tensor::{DType, HostTensor};
-use nrt_pool_engine::{Launch, LaunchArg, PoolEngine, PoolImage};
+use nrt_pool_engine::{LaunchArg, PoolEngine, PoolImage};
 use nrt_pool_qemu::pool_cores;
 use nrt_pool_testkit as testkit;
 
@@ -37,7 +38,7 @@ fn on_qemu(
     kernel: &str,
     arg: LaunchArg,
     cores: usize,
-) -> Result<nrt_pool_engine::Completion, nrt_pool_engine::EmuError> {
+) -> Result<nrt_pool_engine::adapters::Completion, nrt_pool_engine::EmuError> {
     let mut xt = common::xtensa_engine(64 << 20);
     xt.load(pool)?;
     let output = xt.loaded.output_for(kernel, std::slice::from_ref(&arg))?;

@@ -6,8 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use nrt_pool_engine::adapters::{Launch, LaunchVerbs};
 use nrt_pool_engine::tensor::{DType, HostTensor};
-use nrt_pool_engine::{DeviceFault, EmuError, Launch, LaunchArg, PoolEngine};
+use nrt_pool_engine::{DeviceFault, EmuError, LaunchArg, PoolEngine};
 use nrt_pool_testkit as testkit;
 
 mod common;
