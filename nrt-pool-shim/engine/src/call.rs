@@ -163,27 +163,35 @@ pub fn output(
     output_of(e, &kernel, &args, given)
 }
 
-fn call_in(
+/// A call's first half, done once: the kernel it names, its arguments as a launch carries
+/// them (converted, checked, tensors copied in), its output and cores, its settings. The
+/// unchecked, checked and inspecting runs all take it.
+pub(crate) struct Prepared<'a> {
+    pub kernel: String,
+    pub args: Vec<LaunchArg>,
+    pub spec: OutputSpec,
+    pub cores: usize,
+    pub settings: &'a Settings,
+    /// The caller's bytes of each tensor the call copied into device memory: a checked
+    /// launch restores those from here, with no copy of its own.
+    pub sources: Vec<Option<&'a [u8]>>,
+    /// When the call started (its phases count from here).
+    pub start: Instant,
+}
+
+/// The first half of `call`: its target resolved, its arguments converted and checked
+/// against the op or schema, its output found, its destination checked (once).
+fn prepare<'p, 'c: 'p>(
     e: &mut PoolEngine,
-    call: Call<'_>,
+    call: &mut Call<'c>,
+    settings: &'p Settings,
     start: Instant,
-    parity: Option<&ParityInputs<'_>>,
-    s: &Settings,
-) -> Result<Called, EmuError> {
-    let Call {
-        target,
-        args,
-        output,
-        to,
-        cores,
-        options: _,
-    } = call;
-    let kernel = e.loaded.kernel_name(target)?;
-    let cores = cores.unwrap_or_else(|| e.loaded.default_cores());
-    check_counts(cores, args.len())?;
-    // The caller's bytes of the tensors this call copies into device memory: a checked
-    // launch restores those from here, with no copy of its own.
-    let sources: Vec<Option<&[u8]>> = args
+) -> Result<Prepared<'p>, EmuError> {
+    let kernel = e.loaded.kernel_name(call.target)?;
+    let cores = call.cores.unwrap_or_else(|| e.loaded.default_cores());
+    check_counts(cores, call.args.len())?;
+    let sources = call
+        .args
         .iter()
         .map(|a| match a {
             ArgValue::Bytes {
@@ -194,13 +202,33 @@ fn call_in(
             _ => None,
         })
         .collect();
-    let mut launch_args = Vec::with_capacity(args.len());
-    for (i, a) in args.into_iter().enumerate() {
-        launch_args.push(launch_arg(e, &kernel, i, a)?);
+    let mut args = Vec::with_capacity(call.args.len());
+    for (i, a) in std::mem::take(&mut call.args).into_iter().enumerate() {
+        args.push(launch_arg(e, &kernel, i, a)?);
     }
-    let spec = output_of(e, &kernel, &launch_args, output)?;
-    check_destination(e, &kernel, &spec, &to)?;
-    let mut to = to;
+    let output = std::mem::replace(&mut call.output, Output::Find);
+    let spec = output_of(e, &kernel, &args, output)?;
+    check_destination(e, &kernel, &spec, &call.to)?;
+    Ok(Prepared {
+        kernel,
+        args,
+        spec,
+        cores,
+        settings,
+        sources,
+        start,
+    })
+}
+
+fn call_in(
+    e: &mut PoolEngine,
+    mut call: Call<'_>,
+    start: Instant,
+    parity: Option<&ParityInputs<'_>>,
+    s: &Settings,
+) -> Result<Called, EmuError> {
+    let p = prepare(e, &mut call, s, start)?;
+    let mut to = call.to;
     let device_out = match &to {
         Destination::Device(d) => Some(d.clone()),
         _ => None,
@@ -209,33 +237,15 @@ fn call_in(
         // A race check records one run's accesses: the call's launches share cores
         // that can (D101).
         e.backend.trace_session(s.checks.has(Check::Race));
-        let checked = check::run_checking(
-            e,
-            &kernel,
-            &launch_args,
-            &sources,
-            &spec,
-            cores,
-            reborrow(&mut to),
-            start,
-            s,
-        );
+        let checked = check::run_checking(e, &p, reborrow(&mut to));
         e.backend.trace_session(false);
         checked?
     } else {
-        let (output, run, phases) = run::run_checked(
-            e,
-            &kernel,
-            &launch_args,
-            &spec,
-            Team::all(cores)
-                .with_all_stdio(s.all_cores_stdio)
-                .with_profile(s.profile),
-            reborrow(&mut to),
-            Fill::default(),
-            start,
-            s,
-        )?;
+        let team = Team::all(p.cores)
+            .with_all_stdio(s.all_cores_stdio)
+            .with_profile(s.profile);
+        let (output, run, phases) =
+            run::run_checked(e, &p, team, reborrow(&mut to), Fill::default())?;
         let report = CheckReport {
             checks: s.checks,
             ..CheckReport::default()
@@ -247,21 +257,15 @@ fn call_in(
     }
     if let Some(inputs) = parity {
         let mine = delivered(e, &output, &to, device_out.as_ref());
-        parity::check_parity(
-            e,
-            target,
-            &kernel,
-            inputs,
-            &spec,
-            cores,
-            &mine,
-            &run.stdout,
-            s,
-            &mut check,
-        );
+        let this = parity::ThisRun {
+            target: call.target,
+            output: &mine,
+            stdout: &run.stdout,
+        };
+        parity::check_parity(e, &p, inputs, this, &mut check);
     }
     Ok(Called {
-        spec,
+        spec: p.spec,
         output,
         run,
         phases,

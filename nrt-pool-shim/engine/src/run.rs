@@ -4,38 +4,29 @@ use std::ops::Range;
 
 use super::*;
 use crate::accesses::{CoreAccesses, WatchedTensor};
+use crate::call::Prepared;
 
 /// Byte ranges of a watched range a core touched ([`Launched::touched`]).
 pub(crate) type Touched = Vec<Range<u64>>;
 
-/// The one launch path under every entry point: places the (checked) arguments and the
-/// output, runs the kernel on `cores` cores and delivers the output to `to` (a buffer
-/// exactly the output's length).
-#[allow(clippy::too_many_arguments)]
+/// The one launch path under every entry point: places the prepared call's arguments and
+/// output, runs the kernel on `team` and delivers the output to `to` (a buffer exactly the
+/// output's length); its memory starts as `fill` says.
 pub(crate) fn run_checked(
     e: &mut PoolEngine,
-    kernel: &str,
-    args: &[LaunchArg],
-    spec: &OutputSpec,
+    p: &Prepared<'_>,
     team: Team,
     to: Destination<'_>,
     fill: Fill,
-    start: Instant,
-    s: &Settings,
 ) -> Result<(Option<HostTensor>, Run, LaunchPhases), EmuError> {
+    let (spec, start) = (&p.spec, p.start);
     let device = match &to {
         Destination::Device(d) => Some(d),
         _ => None,
     };
-    let blob = e.tensors.place_launch(
-        args,
-        &e.loaded.arg_labels(kernel, args.len()),
-        spec,
-        device,
-        fill,
-    )?;
+    let blob = place(e, p, device, fill)?;
     let placed = Instant::now();
-    let mut run = execute(e, kernel, &blob, team, start, s)?;
+    let mut run = execute(e, &p.kernel, &blob, team, start, p.settings)?;
     let ran = Instant::now();
     let output = match to {
         Destination::Device(_) => None,
@@ -58,38 +49,39 @@ pub(crate) fn run_checked(
     Ok((output, run, phases))
 }
 
-/// A launch on `team` whose output `inspect` reads where it lies: in `into`, or placed
-/// with the launch; its memory starts as `fill` says: a checked launch's later runs.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn run_inspect(
+/// The prepared call's arguments and output placed (the output in `into`, or placed with
+/// the launch): the argument blob.
+fn place(
     e: &mut PoolEngine,
-    kernel: &str,
-    args: &[LaunchArg],
-    spec: &OutputSpec,
-    team: Team,
+    p: &Prepared<'_>,
     into: Option<&DeviceTensor>,
     fill: Fill,
-    s: &Settings,
+) -> Result<ArgBlob, EmuError> {
+    let labels = e.loaded.arg_labels(&p.kernel, p.args.len());
+    e.tensors
+        .place_launch(&p.args, &labels, &p.spec, into, fill)
+}
+
+/// A launch on `team` whose output `inspect` reads where it lies: in `into`, or placed
+/// with the launch; its memory starts as `fill` says: a checked launch's later runs.
+pub(crate) fn run_inspect(
+    e: &mut PoolEngine,
+    p: &Prepared<'_>,
+    (team, into, fill): (Team, Option<&DeviceTensor>, Fill),
     inspect: impl FnOnce(&[u8], &[Option<Touched>]),
 ) -> Result<Run, EmuError> {
-    let blob = e.tensors.place_launch(
-        args,
-        &e.loaded.arg_labels(kernel, args.len()),
-        spec,
-        into,
-        fill,
-    )?;
+    let blob = place(e, p, into, fill)?;
     // Cores run alone or in a group report what they touch of the output, where their
     // backend can tell.
     let team = match (team.only, blob.output.soc_addr(memory::SBUF_BASE)) {
         (Some(_), Some(soc)) => {
-            team.watching(soc, (blob.output.num_elem() * spec.dtype.size()) as u64)
+            team.watching(soc, (blob.output.num_elem() * p.spec.dtype.size()) as u64)
         }
         _ => team,
     };
-    let (run, seen) = execute_touching(e, kernel, &blob, team, Instant::now(), s)?;
+    let (run, seen) = execute_touching(e, &p.kernel, &blob, team, Instant::now(), p.settings)?;
     inspect(
-        e.tensors.placed_bytes(&blob.output, spec.dtype)?,
+        e.tensors.placed_bytes(&blob.output, p.spec.dtype)?,
         &seen.touched,
     );
     Ok(run)
@@ -97,25 +89,14 @@ pub(crate) fn run_inspect(
 
 /// A launch on `team` with every core recording the bytes it reads and writes (D101):
 /// each core's record in [`Team::cores`] order, and the launch's tensors.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_traced(
     e: &mut PoolEngine,
-    kernel: &str,
-    args: &[LaunchArg],
-    spec: &OutputSpec,
-    team: Team,
-    into: Option<&DeviceTensor>,
-    fill: Fill,
-    s: &Settings,
+    p: &Prepared<'_>,
+    (team, into, fill): (Team, Option<&DeviceTensor>, Fill),
 ) -> Result<(Vec<Option<CoreAccesses>>, Vec<WatchedTensor>), EmuError> {
-    let blob = e.tensors.place_launch(
-        args,
-        &e.loaded.arg_labels(kernel, args.len()),
-        spec,
-        into,
-        fill,
-    )?;
-    let (_, seen) = execute_touching(e, kernel, &blob, team.with_trace(), Instant::now(), s)?;
+    let blob = place(e, p, into, fill)?;
+    let team = team.with_trace();
+    let (_, seen) = execute_touching(e, &p.kernel, &blob, team, Instant::now(), p.settings)?;
     let tensors = e.tensors.watched();
     Ok((seen.accesses, tensors))
 }

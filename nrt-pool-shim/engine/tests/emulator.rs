@@ -42,7 +42,9 @@ fn launch(
 }
 
 #[track_caller]
-fn fault(r: Result<nrt_pool_engine::adapters::Completion, EmuError>) -> nrt_pool_engine::DeviceFault {
+fn fault(
+    r: Result<nrt_pool_engine::adapters::Completion, EmuError>,
+) -> nrt_pool_engine::DeviceFault {
     match r {
         Err(EmuError::Fault(f)) => *f,
         Err(e) => panic!("expected a device fault, got {e}"),

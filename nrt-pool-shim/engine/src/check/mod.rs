@@ -18,6 +18,7 @@
 use std::fmt;
 
 use super::*;
+use crate::call::Prepared;
 
 mod list;
 mod notes;
@@ -134,18 +135,12 @@ pub struct CheckReport {
 
 /// A checked launch (see the module): the launch's own run delivers the output to `to`;
 /// the runs after it only find things.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_checking(
     e: &mut PoolEngine,
-    kernel: &str,
-    args: &[LaunchArg],
-    sources: &[Option<&[u8]>],
-    spec: &OutputSpec,
-    cores: usize,
+    p: &Prepared<'_>,
     to: Destination<'_>,
-    start: Instant,
-    s: &Settings,
 ) -> Result<(Option<HostTensor>, Run, LaunchPhases, CheckReport), EmuError> {
+    let (kernel, args, spec, cores, s) = (p.kernel.as_str(), &p.args, &p.spec, p.cores, p.settings);
     let checks = s.checks;
     let mut report = CheckReport {
         checks,
@@ -161,11 +156,10 @@ pub(crate) fn run_checking(
             "checks skipped: the output is also an input, so it cannot start poisoned".into(),
         );
         let team = Team::all(cores).with_all_stdio(s.all_cores_stdio);
-        let (out, run, phases) =
-            run::run_checked(e, kernel, args, spec, team, to, Fill::default(), start, s)?;
+        let (out, run, phases) = run::run_checked(e, p, team, to, Fill::default())?;
         return Ok((out, run, phases, report));
     }
-    let mut inputs = save_inputs(e, args, sources);
+    let mut inputs = save_inputs(e, args, &p.sources);
     // 1. The launch, its output and new heap blocks poisoned.
     notes::clear_check_logs(e, cores);
     let device_out = match &to {
@@ -173,17 +167,8 @@ pub(crate) fn run_checking(
         _ => None,
     };
     let mut to = to;
-    let first = run::run_checked(
-        e,
-        kernel,
-        args,
-        spec,
-        Team::all(cores).with_all_stdio(s.all_cores_stdio),
-        reborrow(&mut to),
-        Fill::poison(POISON),
-        start,
-        s,
-    );
+    let team = Team::all(cores).with_all_stdio(s.all_cores_stdio);
+    let first = run::run_checked(e, p, team, reborrow(&mut to), Fill::poison(POISON));
     let (output, run, phases) = first?;
     // What the cores' runtimes noted (memory and rules), from the launch only.
     report
@@ -223,12 +208,8 @@ pub(crate) fn run_checking(
         _ => None,
     };
     let again = Relaunch {
-        kernel,
-        args,
-        spec,
-        cores,
+        p,
         into: alone_out.as_ref(),
-        settings: s,
         launch_bytes,
     };
     later_runs(e, &again, &inputs, &mut report);
@@ -295,7 +276,7 @@ fn later_runs(
     inputs: &Inputs<'_>,
     report: &mut CheckReport,
 ) {
-    let (checks, cores, kernel) = (again.settings.checks, again.cores, again.kernel);
+    let (checks, cores) = (again.p.settings.checks, again.p.cores);
     // 2. Each core alone: what it writes, and whether it writes what it wrote in the
     // launch.
     if checks.has(Check::Init) || checks.has(Check::Race) {
@@ -304,10 +285,9 @@ fn later_runs(
     // 2b. Reads, where the backend sees every access (D101).
     if checks.has(Check::Race) && cores > 1 && e.backend.traces_accesses() {
         inputs.restore_for_next(e);
-        let traced = (kernel, again.args, again.spec, again.into);
         report
             .findings
-            .extend(reads::read_write_races(e, traced, cores, again.settings));
+            .extend(reads::read_write_races(e, again.p, again.into));
     }
     // 3. The launch on another core count (one fewer: a partition that only works for
     // one count shows; a one-core launch is not split, so there is nothing to compare).
@@ -360,8 +340,8 @@ fn later_runs(
 /// Step 2: each core alone (or in groups that cannot meet, D90), over an output poisoned
 /// with [`POISON_ALONE`]; the init and race findings from what each wrote.
 fn alone_runs(e: &mut PoolEngine, again: &Relaunch<'_>, inputs: &Inputs<'_>) -> Vec<Finding> {
-    let (kernel, cores, launch_bytes) = (again.kernel, again.cores, again.launch_bytes);
-    let size = again.spec.dtype.size();
+    let (kernel, cores, launch_bytes) = (&again.p.kernel, again.p.cores, again.launch_bytes);
+    let size = again.p.spec.dtype.size();
     let mut writers = e.check_buffers.take();
     writers.resize(launch_bytes.len() / size.max(1), 0);
     let mut differ: Vec<Ranges> = (0..cores).map(|_| Ranges::default()).collect();
@@ -388,32 +368,23 @@ fn alone_runs(e: &mut PoolEngine, again: &Relaunch<'_>, inputs: &Inputs<'_>) -> 
         inputs.restore_for_next(e);
         let mut dirty = Vec::new();
         let mut met = false;
-        let ran = run::run_inspect(
-            e,
-            kernel,
-            again.args,
-            again.spec,
-            Team::group(mask, cores),
-            again.into,
-            fill,
-            again.settings,
-            |bytes, touched| {
-                if members.len() > 1 && !apart(touched, members.len()) {
-                    met = true;
-                    return;
-                }
-                for (i, &c) in members.iter().enumerate() {
-                    let written = Written {
-                        bytes,
-                        launch: launch_bytes,
-                        size,
-                        fill: POISON_ALONE,
-                        touched: touched.get(i).and_then(|t| t.as_deref()),
-                    };
-                    dirty.extend(written.scan(&mut writers, 1 << c, &mut differ[c]));
-                }
-            },
-        );
+        let team = Team::group(mask, cores);
+        let ran = run::run_inspect(e, again.p, (team, again.into, fill), |bytes, touched| {
+            if members.len() > 1 && !apart(touched, members.len()) {
+                met = true;
+                return;
+            }
+            for (i, &c) in members.iter().enumerate() {
+                let written = Written {
+                    bytes,
+                    launch: launch_bytes,
+                    size,
+                    fill: POISON_ALONE,
+                    touched: touched.get(i).and_then(|t| t.as_deref()),
+                };
+                dirty.extend(written.scan(&mut writers, 1 << c, &mut differ[c]));
+            }
+        });
         let group_again = members.len() > 1 && (met || ran.is_err());
         if let Some(dst) = again.into.and_then(|d| e.tensors.device_bytes_mut(d)) {
             if group_again {
@@ -440,10 +411,10 @@ fn alone_runs(e: &mut PoolEngine, again: &Relaunch<'_>, inputs: &Inputs<'_>) -> 
             Ok(_) => {}
         }
     }
-    if again.settings.checks.has(Check::Init) {
+    if again.p.settings.checks.has(Check::Init) {
         findings.extend(init_findings(again, &writers, differ));
     }
-    if again.settings.checks.has(Check::Race) {
+    if again.p.settings.checks.has(Check::Race) {
         findings.extend(races(kernel, &writers));
     }
     e.check_buffers.give_back(writers);
@@ -453,24 +424,16 @@ fn alone_runs(e: &mut PoolEngine, again: &Relaunch<'_>, inputs: &Inputs<'_>) -> 
 /// The launch run again as `r` says, its output compared with the launch's element by
 /// element: a finding for the elements that differ, or for the run that failed.
 fn rerun_compared(e: &mut PoolEngine, again: &Relaunch<'_>, r: Rerun) -> Option<Finding> {
-    let size = again.spec.dtype.size();
+    let size = again.p.spec.dtype.size();
     let mut differ = Ranges::default();
-    let rerun = run::run_inspect(
-        e,
-        again.kernel,
-        again.args,
-        again.spec,
-        r.team,
-        again.into,
-        r.fill,
-        again.settings,
-        |bytes, _| each_differing(bytes, again.launch_bytes, size, |e| differ.push(e as u64)),
-    );
+    let rerun = run::run_inspect(e, again.p, (r.team, again.into, r.fill), |bytes, _| {
+        each_differing(bytes, again.launch_bytes, size, |e| differ.push(e as u64))
+    });
     match rerun {
-        Ok(_) => differ.finding(r.check, again.kernel, Vec::new(), r.differ),
+        Ok(_) => differ.finding(r.check, &again.p.kernel, Vec::new(), r.differ),
         Err(e) => Some(Finding::about(
             r.check,
-            again.kernel,
+            &again.p.kernel,
             Vec::new(),
             "the output",
             format!("{}: {e}", r.failed),
@@ -543,13 +506,10 @@ fn put_back(e: &mut PoolEngine, tensors: &[(DeviceTensor, Vec<u8>)]) {
 /// What a checked launch's later runs repeat: the launch, where its output goes, and the
 /// launch's own output bytes they are compared with.
 struct Relaunch<'a> {
-    kernel: &'a str,
-    args: &'a [LaunchArg],
-    spec: &'a OutputSpec,
-    cores: usize,
+    /// The call.
+    p: &'a Prepared<'a>,
     /// The later runs' shared HBM output (`None`: an SBUF output, placed with each run).
     into: Option<&'a DeviceTensor>,
-    settings: &'a Settings,
     launch_bytes: &'a [u8],
 }
 
@@ -614,7 +574,7 @@ impl Inputs<'_> {
 /// The init findings of step 2: elements no core wrote (and the launch left poisoned), and
 /// per core the elements it wrote differently alone.
 fn init_findings(again: &Relaunch<'_>, writers: &[u8], differ: Vec<Ranges>) -> Vec<Finding> {
-    let element = Element::new(again.spec.dtype.size(), POISON);
+    let element = Element::new(again.p.spec.dtype.size(), POISON);
     let mut never = Ranges::default();
     for k in marked_blocks(writers, |w| w == 0) {
         for (i, &w) in writers[k * BLOCK..].iter().take(BLOCK).enumerate() {
@@ -627,7 +587,7 @@ fn init_findings(again: &Relaunch<'_>, writers: &[u8], differ: Vec<Ranges>) -> V
     let mut findings: Vec<Finding> = never
         .finding(
             Check::Init,
-            again.kernel,
+            &again.p.kernel,
             Vec::new(),
             "never written by any core".into(),
         )
@@ -637,7 +597,7 @@ fn init_findings(again: &Relaunch<'_>, writers: &[u8], differ: Vec<Ranges>) -> V
         findings.extend(
             r.finding(
                 Check::Init,
-                again.kernel,
+                &again.p.kernel,
                 vec![c],
                 "differ when the core runs alone: they depend on memory the kernel never wrote, \
              or on what another core writes, or on what its earlier run left \

@@ -13,6 +13,7 @@ use customop_abi::element::{bf16_to_f32, f16_to_f32};
 
 use super::scan::{each_differing, Ranges};
 use super::*;
+use crate::call::Prepared;
 
 /// The other backend's engine for the parity check.
 pub enum Twin {
@@ -254,22 +255,26 @@ pub(crate) fn parity_of_fault(
     }
 }
 
-/// Runs the call on the twin and adds what differs from this launch (`output`, core 0's
-/// `stdout`) to `report`.
-#[allow(clippy::too_many_arguments)]
+/// What this backend's launch gave, for the parity check: the call's target as the caller
+/// named it, the output's bytes and core 0's stdout.
+pub(crate) struct ThisRun<'a> {
+    pub target: &'a str,
+    pub output: &'a [u8],
+    pub stdout: &'a [u8],
+}
+
+/// Runs the call on the twin and adds what differs from this launch (`this`) to `report`.
 pub(crate) fn check_parity(
     e: &mut PoolEngine,
-    target: &str,
-    kernel: &str,
+    p: &Prepared<'_>,
     inputs: &ParityInputs<'_>,
-    spec: &OutputSpec,
-    cores: usize,
-    output: &[u8],
-    stdout: &[u8],
-    s: &Settings,
+    this: ThisRun<'_>,
     report: &mut CheckReport,
 ) {
-    let run = on_twin(e, target, inputs, Output::Known(spec.clone()), cores, s);
+    let (kernel, spec) = (p.kernel.as_str(), &p.spec);
+    let (output, stdout) = (this.output, this.stdout);
+    let known = Output::Known(spec.clone());
+    let run = on_twin(e, this.target, inputs, known, p.cores, p.settings);
     let TwinRun {
         here,
         there,

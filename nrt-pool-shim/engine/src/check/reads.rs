@@ -7,39 +7,24 @@
 
 use super::*;
 use crate::accesses::{self, CoreAccesses, WatchedTensor};
+use crate::call::Prepared;
 
-/// A launch's kernel, arguments, output and the device tensor its output goes to.
-pub(super) type Traced<'a> = (
-    &'a str,
-    &'a [LaunchArg],
-    &'a OutputSpec,
-    Option<&'a DeviceTensor>,
-);
-
-/// The launch on `cores` cores with every access recorded: its read-write races.
+/// The launch on its cores with every access recorded (its output in `into`, or placed
+/// with it): its read-write races.
 pub(super) fn read_write_races(
     e: &mut PoolEngine,
-    (kernel, args, spec, into): Traced<'_>,
-    cores: usize,
-    s: &Settings,
+    p: &Prepared<'_>,
+    into: Option<&DeviceTensor>,
 ) -> Vec<Finding> {
-    match run::run_traced(
-        e,
-        kernel,
-        args,
-        spec,
-        Team::all(cores),
-        into,
-        Fill::poison(POISON),
-        s,
-    ) {
-        Ok((seen, tensors)) => findings(kernel, &tensors, &seen),
-        Err(e) => vec![Finding::about(
+    let team = (Team::all(p.cores), into, Fill::poison(POISON));
+    match run::run_traced(e, p, team) {
+        Ok((seen, tensors)) => findings(&p.kernel, &tensors, &seen),
+        Err(err) => vec![Finding::about(
             Check::Race,
-            kernel,
+            &p.kernel,
             Vec::new(),
             "the launch",
-            format!("run again with its reads and writes recorded, it failed: {e}"),
+            format!("run again with its reads and writes recorded, it failed: {err}"),
         )],
     }
 }
