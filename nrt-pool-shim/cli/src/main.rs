@@ -19,7 +19,7 @@ use cli::{BringupArgs, BuildArgs, Cli, Command, DemoArgs, GdbArgs, Isa, ListArgs
 use nrt_pool_build as opbuild;
 use nrt_pool_cli::npy;
 use nrt_pool_cli::progress::Progress;
-use nrt_pool_engine::tensor::{DType, HostTensor, Location};
+use nrt_pool_engine::tensor::{DType, Location};
 use nrt_pool_engine::{
     ArgValue, Call, CallOptions, Destination, EmuError, LaunchPhases, Output, OutputSpec,
     PoolEngine,

@@ -5,6 +5,7 @@
 use super::*;
 use nrt_pool_engine::check::{CheckReport, Checks};
 use nrt_pool_engine::debug;
+use nrt_pool_engine::Called;
 use nrt_pool_open::environment::Asked;
 
 /// `run --timings`: wall time from start to output file, by phase.
@@ -280,12 +281,12 @@ struct Launches<'a> {
 
 impl Launches<'_> {
     /// One launch.
-    fn once(&self, e: &mut PoolEngine) -> Result<Done, EmuError> {
+    fn once(&self, e: &mut PoolEngine) -> Result<Called, EmuError> {
         let to = match &self.device_out {
             Some(d) => Destination::Device(d.clone()),
             None => Destination::Host,
         };
-        let c = e.call(Call {
+        let mut c = e.call(Call {
             target: self.kernel,
             args: self.args.iter().map(ArgValue::view).collect(),
             output: Output::Known(self.output.clone()),
@@ -295,23 +296,13 @@ impl Launches<'_> {
         })?;
         // With inputs and output in device memory nothing is copied in or out: the whole
         // launch is its run on the cores (as --timings has always reported it).
-        let phases = if self.device_out.is_some() {
-            LaunchPhases {
+        if self.device_out.is_some() {
+            c.phases = LaunchPhases {
                 run: c.run.elapsed,
                 ..LaunchPhases::default()
-            }
-        } else {
-            c.phases
-        };
-        Ok(Done {
-            phases,
-            stdout: c.run.stdout,
-            stderr: c.run.stderr,
-            stdio_dropped: c.run.stdio_dropped,
-            elapsed: c.run.elapsed,
-            output: c.output,
-            check: c.check,
-        })
+            };
+        }
+        Ok(c)
     }
 
     /// `repeat` launches, each one's kernel output shown: the last one, and every
@@ -322,22 +313,22 @@ impl Launches<'_> {
         repeat: u64,
         json: bool,
         clock: &mut Timings,
-    ) -> Result<(Done, Vec<Duration>), Failure> {
+    ) -> Result<(Called, Vec<Duration>), Failure> {
         let progress = (repeat > 1).then(|| Progress::start("launches", Some(repeat)));
         let mut elapsed = Vec::with_capacity(usize::try_from(repeat).unwrap_or(0).min(1 << 16));
         let mut done = self.once(e)?;
         let mut phases = done.phases;
-        elapsed.push(done.elapsed);
+        elapsed.push(done.run.elapsed);
         for i in 1..repeat {
             if let Some(p) = &progress {
-                p.step(format!("{:.3} ms", done.elapsed.as_secs_f64() * 1e3));
+                p.step(format!("{:.3} ms", done.run.elapsed.as_secs_f64() * 1e3));
             }
             // Each launch's kernel output is shown; the output file holds the last one's.
             echo_launch(&done, json);
             done = self.once(e).map_err(|err| {
                 Failure::from(err).context(&format!("launch {} of {repeat}", i + 1))
             })?;
-            elapsed.push(done.elapsed);
+            elapsed.push(done.run.elapsed);
             phases.place += done.phases.place;
             phases.run += done.phases.run;
             phases.read += done.phases.read;
@@ -357,7 +348,7 @@ impl Launches<'_> {
 /// the checks' findings and the profile.
 struct Report<'a> {
     launches: &'a Launches<'a>,
-    done: &'a Done,
+    done: &'a Called,
     /// Every launch's time, sorted.
     elapsed: &'a [Duration],
     out: &'a Path,
@@ -378,11 +369,11 @@ impl Report<'_> {
         json!({
             "op": l.kernel,
             "cores": l.cores,
-            "elapsed_ms": done.elapsed.as_secs_f64() * 1e3,
+            "elapsed_ms": done.run.elapsed.as_secs_f64() * 1e3,
             "launches": self.elapsed.len(),
             "timings_ms": timings,
             "median_ms": self.median().as_secs_f64() * 1e3,
-            "stdio_dropped": done.stdio_dropped,
+            "stdio_dropped": done.run.stdio_dropped,
             "output": {
                 "path": self.out.display().to_string(),
                 "dtype": l.output.dtype.name(),
@@ -400,7 +391,7 @@ impl Report<'_> {
         print_checks(&self.done.check);
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let timing = match self.elapsed.len() {
-            1 => format!("{:.3} ms", ms(self.done.elapsed)),
+            1 => format!("{:.3} ms", ms(self.done.run.elapsed)),
             n => format!(
                 "{n} launches, median {:.3} ms (min {:.3}, max {:.3})",
                 ms(self.median()),
@@ -478,32 +469,19 @@ fn checked(found: usize) -> Result<(), Failure> {
     }
 }
 
-/// A finished launch as `run` reports it: the output is the host tensor, or None when the
-/// launch wrote a device tensor.
-struct Done {
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
-    stdio_dropped: u32,
-    elapsed: Duration,
-    phases: LaunchPhases,
-    output: Option<HostTensor>,
-    /// What the checks found (the last launch's, with --repeat).
-    check: CheckReport,
-}
-
 /// A launch's kernel output (stdout, stderr) and any stdio-ring loss. With `--json`,
 /// stdout carries the JSON document, so the kernel's output goes to stderr.
-fn echo_launch(done: &Done, json: bool) {
+fn echo_launch(done: &Called, json: bool) {
     if json {
-        let _ = std::io::stderr().write_all(&done.stdout);
-        let _ = std::io::stderr().write_all(&done.stderr);
+        let _ = std::io::stderr().write_all(&done.run.stdout);
+        let _ = std::io::stderr().write_all(&done.run.stderr);
     } else {
-        echo(&done.stdout, &done.stderr);
+        echo(&done.run.stdout, &done.run.stderr);
     }
-    if done.stdio_dropped > 0 {
+    if done.run.stdio_dropped > 0 {
         eprintln!(
             "nrt-pool: {} bytes of kernel output did not fit the stdio ring",
-            done.stdio_dropped
+            done.run.stdio_dropped
         );
     }
 }
