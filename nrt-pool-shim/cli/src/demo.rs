@@ -11,8 +11,7 @@ use std::path::PathBuf;
 use nrt_pool_engine::check::{Check, Checks};
 use nrt_pool_engine::tensor::{HostTensor, Location};
 use nrt_pool_engine::{
-    ArgValue, Call, CallOptions, Called, Destination, EmuError, LaunchArg, Output, PoolEngine,
-    PoolImage,
+    ArgValue, Call, CallOptions, Called, Destination, EmuError, Output, PoolEngine, PoolImage,
 };
 use std::time::Instant;
 
@@ -285,35 +284,26 @@ fn neuron_examples(
         .map(|(&v, &d)| if v > 0.0 { d } else { 0.0 })
         .collect();
     let affine: Vec<f32> = x.iter().map(|&v| v * 2.0 + 0.5).collect();
-    let cases: Vec<(&PathBuf, &str, Vec<LaunchArg>, Vec<f32>)> = vec![
+    let cases: Vec<(&PathBuf, &str, Vec<ArgValue<'static>>, Vec<f32>)> = vec![
         (
             &mlp.library,
             "mlp_ops::relu_forward",
-            vec![LaunchArg::hbm(t(&x)?)],
+            vec![hbm(t(&x)?)],
             relu.clone(),
         ),
         (
             &mlp.library,
             "mlp_ops::relu_backward",
-            vec![LaunchArg::hbm(t(&g)?), LaunchArg::hbm(t(&x)?)],
+            vec![hbm(t(&g)?), hbm(t(&x)?)],
             grad,
         ),
         (
             &mlp.library,
             "mlp_ops::axpb",
-            vec![
-                LaunchArg::hbm(t(&x)?),
-                LaunchArg::f32(2.0),
-                LaunchArg::f32(0.5),
-            ],
+            vec![hbm(t(&x)?), f32(2.0), f32(0.5)],
             affine,
         ),
-        (
-            &tiles.library,
-            "tiles::relu",
-            vec![LaunchArg::hbm(t(&x)?)],
-            relu,
-        ),
+        (&tiles.library, "tiles::relu", vec![hbm(t(&x)?)], relu),
     ];
     let mut engine =
         nrt_pool_open::engine(Isa::Host, PoolImage::default(), &OpenOptions::default())
@@ -539,13 +529,13 @@ fn device_examples(
 fn call(
     e: &mut PoolEngine,
     kernel: &str,
-    args: &[LaunchArg],
+    args: &[ArgValue<'_>],
     cores: usize,
     profile: bool,
 ) -> Result<Called, EmuError> {
     e.call(Call {
         target: kernel,
-        args: args.iter().map(LaunchArg::value).collect(),
+        args: args.iter().map(ArgValue::view).collect(),
         output: Output::Find,
         to: Destination::Host,
         cores: Some(cores),
@@ -554,6 +544,19 @@ fn call(
             ..CallOptions::default()
         },
     })
+}
+
+/// A tensor argument, in HBM.
+fn hbm(t: HostTensor) -> ArgValue<'static> {
+    ArgValue::Tensor(t, Location::Hbm)
+}
+
+/// A `float` scalar argument (a schema kernel's).
+fn f32(v: f32) -> ArgValue<'static> {
+    ArgValue::Scalar(
+        nrt_pool_engine::tensor::DType::F32,
+        v.to_le_bytes().to_vec(),
+    )
 }
 
 /// The device path's cases: (Pool image, kernel or op, arguments, cores; `None`: the
@@ -575,44 +578,27 @@ fn device_cases() -> Result<Vec<DeviceCase>, String> {
         (
             0,
             "scale_add",
-            vec![
-                LaunchArg::hbm(flat.clone()),
-                LaunchArg::f32(1.5),
-                LaunchArg::f32(-2.25),
-            ],
+            vec![hbm(flat.clone()), f32(1.5), f32(-2.25)],
             Some(1),
         ),
         (
             0,
             "scale_add_mc",
-            vec![
-                LaunchArg::hbm(flat),
-                LaunchArg::f32(1.5),
-                LaunchArg::f32(-2.25),
-            ],
+            vec![hbm(flat), f32(1.5), f32(-2.25)],
             Some(8),
         ),
-        (0, "hello", vec![LaunchArg::hbm(ints)], Some(8)),
-        (
-            1,
-            "mlp_ops::relu_forward",
-            vec![LaunchArg::hbm(t(&x)?)],
-            None,
-        ),
+        (0, "hello", vec![hbm(ints)], Some(8)),
+        (1, "mlp_ops::relu_forward", vec![hbm(t(&x)?)], None),
         (
             1,
             "mlp_ops::axpb",
-            vec![
-                LaunchArg::hbm(t(&x)?),
-                LaunchArg::f32(2.0),
-                LaunchArg::f32(0.5),
-            ],
+            vec![hbm(t(&x)?), f32(2.0), f32(0.5)],
             None,
         ),
-        (1, "mlp_ops::describe", vec![LaunchArg::hbm(t(&x)?)], None),
-        (2, "tiles::relu", vec![LaunchArg::hbm(t(&x)?)], None),
+        (1, "mlp_ops::describe", vec![hbm(t(&x)?)], None),
+        (2, "tiles::relu", vec![hbm(t(&x)?)], None),
     ])
 }
 
 /// One of the device path's cases.
-type DeviceCase = (usize, &'static str, Vec<LaunchArg>, Option<usize>);
+type DeviceCase = (usize, &'static str, Vec<ArgValue<'static>>, Option<usize>);

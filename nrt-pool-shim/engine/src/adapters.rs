@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use crate::tensor::{HostTensor, Location};
 use crate::{
-    Call, CallOptions, Destination, DeviceTensor, EmuError, LaunchArg, LaunchPhases, Output,
-    OutputSpec, PoolEngine, Run,
+    ArgValue, Call, CallOptions, Destination, DeviceTensor, EmuError, LaunchArg, LaunchPhases,
+    Output, OutputSpec, PoolEngine, Run,
 };
 
 /// A launch as the first API named it: the kernel, its arguments, its output, its cores.
@@ -61,7 +61,7 @@ impl LaunchVerbs for PoolEngine {
     fn launch(&mut self, l: &Launch) -> Result<Completion, EmuError> {
         let called = self.call(Call {
             target: &l.kernel,
-            args: l.args.iter().map(LaunchArg::value).collect(),
+            args: l.args.iter().map(value).collect(),
             output: Output::Known(l.output.clone()),
             to: Destination::Host,
             cores: Some(l.cores),
@@ -95,7 +95,7 @@ impl LaunchVerbs for PoolEngine {
         };
         let called = self.call(Call {
             target: kernel,
-            args: args.iter().map(LaunchArg::value).collect(),
+            args: args.iter().map(value).collect(),
             output: Output::Known(spec),
             to: Destination::Device(out.clone()),
             cores: Some(cores),
@@ -111,10 +111,20 @@ impl LaunchVerbs for PoolEngine {
                 why: "the library has no NEURON_LIBRARY registration (no shape functions)".into(),
             });
         }
-        self.output(
-            op,
-            args.iter().map(LaunchArg::value).collect(),
-            Output::Find,
-        )
+        self.output(op, args.iter().map(value).collect(), Output::Find)
+    }
+}
+
+/// A launch argument as a call takes it, its data borrowed.
+pub fn value(a: &LaunchArg) -> ArgValue<'_> {
+    match a {
+        LaunchArg::Tensor(t, location) => ArgValue::Bytes {
+            dtype: t.dtype,
+            shape: t.shape.clone(),
+            data: &t.data,
+            location: *location,
+        },
+        LaunchArg::Scalar(dt, b) => ArgValue::Scalar(*dt, b.clone()),
+        LaunchArg::Device(d) => ArgValue::Device(d.clone()),
     }
 }

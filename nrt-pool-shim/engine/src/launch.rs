@@ -1,7 +1,6 @@
 //! What a launch is made of: arguments (host tensors, scalars, device tensors), the one
 //! output, what comes back, and the check of arguments against a kernel's signature.
 
-use crate::call::ArgValue;
 use std::time::Duration;
 
 use customop_abi::descriptor::ArgTensor;
@@ -40,20 +39,6 @@ pub struct Run {
 }
 
 impl LaunchArg {
-    /// This argument as a call takes it, its data borrowed.
-    pub fn value(&self) -> ArgValue<'_> {
-        match self {
-            LaunchArg::Tensor(t, location) => ArgValue::Bytes {
-                dtype: t.dtype,
-                shape: t.shape.clone(),
-                data: &t.data,
-                location: *location,
-            },
-            LaunchArg::Scalar(dt, b) => ArgValue::Scalar(*dt, b.clone()),
-            LaunchArg::Device(d) => ArgValue::Device(d.clone()),
-        }
-    }
-
     pub fn f32(v: f32) -> LaunchArg {
         LaunchArg::Scalar(DType::F32, v.to_le_bytes().to_vec())
     }

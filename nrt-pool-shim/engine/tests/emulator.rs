@@ -839,7 +839,7 @@ fn checked_launches_of_a_correct_kernel_find_nothing_wherever_the_output_lies() 
         let called = e
             .call(Call {
                 target: "scale_add_mc",
-                args: args.iter().map(LaunchArg::value).collect(),
+                args: args.iter().map(nrt_pool_engine::adapters::value).collect(),
                 output: Output::Known(output),
                 to: Destination::Host,
                 cores: Some(8),

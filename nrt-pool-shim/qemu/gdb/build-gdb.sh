@@ -63,7 +63,7 @@ if [ ! -f "$src/build/Makefile" ]; then
             --without-guile --without-expat --without-lzma --without-babeltrace \
             --without-debuginfod --without-libunwind-ia64 --with-system-zlib=no \
             --disable-ld --disable-gas --disable-binutils --disable-gprof --disable-gold \
-            --disable-gdbsupport-tests MAKEINFO=true CFLAGS="-O1 -g0" CXXFLAGS="-O1 -g0" \
+            --disable-gdbsupport-tests MAKEINFO=true CFLAGS="-O0 -g0" CXXFLAGS="-O0 -g0" \
             >"$work/configure.log" 2>&1 \
             || { tail -n 30 "$work/configure.log" >&2; exit 1; }
     )

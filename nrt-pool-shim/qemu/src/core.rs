@@ -147,7 +147,7 @@ pub struct Kernel {
 
 /// A finished kernel: the launcher's status and the bytes it wrote to stdout and stderr.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Completion {
+pub struct Finished {
     pub status: u32,
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
@@ -168,7 +168,7 @@ pub struct XtensaCore {
     /// The image's schema or op list (empty: none).
     metadata: Vec<u8>,
     /// What its start code printed.
-    start_output: Completion,
+    start_output: Finished,
     /// The op image and the board, for naming fault addresses.
     images: [Vec<u8>; 2],
     /// QEMU's monitor socket (human monitor protocol).
@@ -275,7 +275,7 @@ impl XtensaCore {
             kernels: Vec::new(),
             entry_status: 0,
             metadata: Vec::new(),
-            start_output: Completion::default(),
+            start_output: Finished::default(),
             images: [bytes, board_bytes],
             monitor,
             _monitor_dir: monitor_dir,
@@ -327,7 +327,7 @@ impl XtensaCore {
     }
 
     /// What the image's start code (its global constructors, entry_func) printed.
-    pub fn start_output(&self) -> &Completion {
+    pub fn start_output(&self) -> &Finished {
         &self.start_output
     }
 
@@ -372,7 +372,7 @@ impl XtensaCore {
         kernel: usize,
         cores: u32,
         deadline: &Deadline,
-    ) -> Result<Completion, QemuError> {
+    ) -> Result<Finished, QemuError> {
         self.begin(kernel, cores)?;
         self.finish(deadline)
     }
@@ -393,9 +393,9 @@ impl XtensaCore {
     }
 
     /// Waits for the kernel [`XtensaCore::begin`] started.
-    pub fn finish(&mut self, deadline: &Deadline) -> Result<Completion, QemuError> {
+    pub fn finish(&mut self, deadline: &Deadline) -> Result<Finished, QemuError> {
         let (status, out) = self.expect(protocol::RSP_DONE, deadline)?;
-        Ok(Completion {
+        Ok(Finished {
             status: protocol::word(&status, 0).unwrap_or(u32::MAX),
             stdout: out.stdout,
             stderr: out.stderr,
@@ -411,12 +411,8 @@ impl XtensaCore {
     }
 
     /// The next reply, which must be `tag`; stdio frames on the way are collected.
-    fn expect(
-        &mut self,
-        tag: u32,
-        deadline: &Deadline,
-    ) -> Result<(Vec<u8>, Completion), QemuError> {
-        let mut out = Completion::default();
+    fn expect(&mut self, tag: u32, deadline: &Deadline) -> Result<(Vec<u8>, Finished), QemuError> {
+        let mut out = Finished::default();
         loop {
             match protocol::recv(&mut self.rsp, deadline) {
                 Ok((t, body)) if t == tag => return Ok((body, out)),

@@ -26,6 +26,6 @@ pub use self::backend::XtensaBackend;
 /// The variable that names the board, before any search.
 pub const BOARD_ENV: &str = "NRT_POOL_XTENSA_BOARD";
 
-pub use self::core::{pool_cores, Completion, Kernel, QemuError, XtensaCore};
+pub use self::core::{pool_cores, Finished, Kernel, QemuError, XtensaCore};
 pub use self::fault::{CoreFault, FaultCause};
 pub use self::tools::{gdb_for, qemu_for};
