@@ -5,6 +5,8 @@ device build) with checks off; both must give the device's answer: plain `char` 
 unsigned on a Pool core, and a 2- or 4-byte access through a misaligned pointer faults
 there (8-byte values move as two words), naming the source line (D92)."""
 import re
+import shutil
+import warnings
 
 import numpy as np
 import pytest
@@ -284,6 +286,27 @@ def test_a_fault_only_one_build_gives_says_so(model):
             model.ops["folded"](XS, check="parity")
         [f] = e.value.findings
         assert "completes on Xtensa cores (the device build) but faults on host cores (class: alignment)" in f["message"], f
+
+
+@pytest.mark.skipif(shutil.which("xtensa-lx106-elf-g++") is None,
+                    reason="UNSUPPORTED: xtensa-lx106-elf-g++ is not installed")
+def test_a_load_that_asks_for_parity_builds_the_pool_image_too(tmp_path):
+    """custom_op.load(..., check="parity") on host cores builds lib{name}.pool beside the
+    host build (issue #40: "building it when asked"), and every call compares with it."""
+    (tmp_path / "k.cpp").write_text(MODEL)
+    (tmp_path / "s.cpp").write_text(MODEL_SHAPES)
+    lib = custom_op.load("model_ops", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"],
+                         build_directory=tmp_path / "out", isa="host", data_model="host",
+                         check="parity")
+    assert lib.path.endswith("libmodel_ops.so"), lib.path
+    assert (tmp_path / "out" / "libmodel_ops.pool").is_file()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CheckWarning)
+        # The builds agree here; the comparison ran (no "not checked" warning).
+        np.testing.assert_array_equal(lib.ops["scale"](XS), XS * 0.5 + 1)
+        # In the host's data model the `long` counter differs from the device build's.
+        with pytest.raises(CheckError, match=r"class: data model"):
+            lib.ops["long_sum"](XS)
 
 
 def test_parity_without_the_other_build_is_a_warning_not_silence(tmp_path):

@@ -56,7 +56,12 @@ impl<'a> Argv<'a> {
 
     /// A message about slot `i`.
     fn bad(&self, i: usize, m: impl std::fmt::Display) -> Failure {
-        Failure::argument(format!("{}: argument {i}: {m}", self.name))
+        self.bad_as(&format!("argument {i}"), m)
+    }
+
+    /// A message about the slot named `what` ("argument 2", "the output").
+    fn bad_as(&self, what: &str, m: impl std::fmt::Display) -> Failure {
+        Failure::argument(format!("{}: {what}: {m}", self.name))
     }
 
     fn slot(&self, i: usize) -> Result<*mut c_void, Failure> {
@@ -69,47 +74,53 @@ impl<'a> Argv<'a> {
 
     /// Slot `i` as the output tensor (messages name it so).
     pub fn output(&self, i: usize, want: Option<DType>) -> Result<TensorSlot<'a>, Failure> {
-        self.tensor(i, want).map_err(|f| {
-            let slot = format!("{}: argument {i}", self.name);
-            Failure::argument(
-                f.message
-                    .replacen(&slot, &format!("{}: the output", self.name), 1),
-            )
-        })
+        self.tensor_as(i, want, "the output")
     }
 
     /// Slot `i` as a tensor of `want` (or of its own dtype, `None`).
     pub fn tensor(&self, i: usize, want: Option<DType>) -> Result<TensorSlot<'a>, Failure> {
-        let p = self.slot(i)?;
+        self.tensor_as(i, want, &format!("argument {i}"))
+    }
+
+    /// Slot `i` as a tensor, named `what` in messages.
+    fn tensor_as(
+        &self,
+        i: usize,
+        want: Option<DType>,
+        what: &str,
+    ) -> Result<TensorSlot<'a>, Failure> {
+        let bad = |m: String| self.bad_as(what, m);
+        let p = match self.slots.get(i) {
+            Some(p) if !p.is_null() => *p,
+            Some(_) => return Err(bad("is NULL".into())),
+            None => return Err(bad("missing".into())),
+        };
         // SAFETY: a tensor slot (the contract of `new`); read by value, never kept.
         let t = unsafe { std::ptr::read(p as *const nrt_pool_tensor) };
-        let dtype = DType::from_isa(t.dtype)
-            .ok_or_else(|| self.bad(i, format!("dtype code {}", t.dtype)))?;
+        let dtype =
+            DType::from_isa(t.dtype).ok_or_else(|| bad(format!("dtype code {}", t.dtype)))?;
         if let Some(w) = want.filter(|&w| w != dtype) {
-            return Err(self.bad(
-                i,
-                format!(
-                    "dtype code {} but the kernel takes {w} ({})",
-                    t.dtype,
-                    w.isa()
-                ),
-            ));
+            return Err(bad(format!(
+                "dtype code {} but the kernel takes {w} ({})",
+                t.dtype,
+                w.isa()
+            )));
         }
         if t.rank == 0 || t.rank > 8 || t.data.is_null() {
-            return Err(self.bad(i, format!("rank {} (1 to 8) or NULL data", t.rank)));
+            return Err(bad(format!("rank {} (1 to 8) or NULL data", t.rank)));
         }
         let location = match t.location {
             NRT_POOL_LOCATION_HBM => Location::Hbm,
             NRT_POOL_LOCATION_SBUF => Location::Sbuf,
-            x => return Err(self.bad(i, format!("location {x}"))),
+            x => return Err(bad(format!("location {x}"))),
         };
         let shape = t.shape[..t.rank as usize].to_vec();
         // Before any byte count is computed from the caller's shape: no zero dimension,
         // and a size that fits.
-        tensor::check_rank(&shape).map_err(|e| self.bad(i, e))?;
+        tensor::check_rank(&shape).map_err(|e| bad(e.to_string()))?;
         let len = tensor::byte_len(&shape, dtype)
             .and_then(|n| usize::try_from(n).ok())
-            .ok_or_else(|| self.bad(i, format!("shape {shape:?} is too large")))?;
+            .ok_or_else(|| bad(format!("shape {shape:?} is too large")))?;
         Ok(TensorSlot {
             dtype,
             shape,

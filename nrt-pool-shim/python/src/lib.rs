@@ -604,10 +604,11 @@ impl DeviceArray {
 }
 
 /// Builds an op library as `custom_op.load` does: `build_directory/lib{name}.so`, and with
-/// `isa="xtensa"` also its Pool image `lib{name}.pool` (returned then); the compiler's
-/// message is in the exception when a source does not build.
+/// `isa="xtensa"` also its Pool image `lib{name}.pool` (returned then; `pool_image` builds
+/// it beside a host build too, for the parity check); the compiler's message is in the
+/// exception when a source does not build.
 #[pyfunction]
-#[pyo3(signature = (name, compute_srcs, shape_srcs, build_directory, multicore, include, archive, isa="host", extra_cflags=Vec::new(), extra_include_paths=Vec::new(), data_model="device"))]
+#[pyo3(signature = (name, compute_srcs, shape_srcs, build_directory, multicore, include, archive, isa="host", extra_cflags=Vec::new(), extra_include_paths=Vec::new(), data_model="device", pool_image=false))]
 #[allow(clippy::too_many_arguments)] // custom_op.load's arguments, and where the runtime is
 fn build(
     py: Python<'_>,
@@ -622,6 +623,7 @@ fn build(
     extra_cflags: Vec<String>,
     extra_include_paths: Vec<PathBuf>,
     data_model: &str,
+    pool_image: bool,
 ) -> PyResult<String> {
     let data_model = nrt_pool_build::DataModel::from_name(data_model).ok_or_else(|| {
         pyo3::exceptions::PyValueError::new_err(format!(
@@ -629,8 +631,8 @@ fn build(
         ))
     })?;
     let device_image = match isa {
-        "host" => None,
-        "xtensa" => Some(nrt_pool_build::DeviceImage {
+        "host" if !pool_image => None,
+        "host" | "xtensa" => Some(nrt_pool_build::DeviceImage {
             out: build_directory.join(format!("lib{name}.pool")),
             archive: installation::find(Part::XtensaArchive),
             link_script: installation::find(Part::LinkScript),
@@ -664,7 +666,17 @@ fn build(
     let r = py
         .detach(|| nrt_pool_build::build(&o))
         .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-    Ok(r.device_image.unwrap_or(r.library).display().to_string())
+    let served = match (isa, r.device_image) {
+        ("xtensa", Some(image)) => image,
+        _ => r.library,
+    };
+    Ok(served.display().to_string())
+}
+
+/// Whether the Xtensa cross compiler device builds need is installed.
+#[pyfunction]
+fn xtensa_cxx_installed() -> bool {
+    nrt_pool_build::xtensa_cxx_installed()
 }
 
 /// Does nothing: the baseline of `make bench`'s Python call row (a call through this
@@ -692,6 +704,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<DeviceArray>()?;
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add_function(wrap_pyfunction!(installed, m)?)?;
+    m.add_function(wrap_pyfunction!(xtensa_cxx_installed, m)?)?;
     m.add_function(wrap_pyfunction!(noop, m)?)?;
     m.add("DeviceFault", m.py().get_type::<DeviceFault>())?;
     Ok(())

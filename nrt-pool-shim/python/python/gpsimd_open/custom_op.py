@@ -71,7 +71,10 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
             ``"xtensa"`` (also builds the Pool image ``lib{name}.pool`` and runs it on
             emulated Xtensa cores under QEMU; an extension of this package). Default:
             the ``GPSIMD_OPEN_ISA`` environment variable, else ``"host"``.
-        check: check every call of the library's ops (see :func:`load_library`).
+        check: check every call of the library's ops (see :func:`load_library`). A check
+            list with ``parity`` (or ``all``; also from ``GPSIMD_OPEN_CHECK``) builds the
+            Pool image ``lib{name}.pool`` beside a host build too, where the Xtensa compiler
+            is installed, so that the parity check has the device build to compare with.
         all_cores_stdio: show printf from every core (see :func:`load_library`).
         debug: a core every launch stops for a debugger (see :func:`load_library`).
         data_model: the C data model host cores run the library in: ``"device"`` (32-bit
@@ -101,6 +104,8 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
         print(f"gpsimd_open: building lib{name}.so in {build_directory} from {list(compute_srcs)} + {list(shape_srcs)}")
     flags = _string_list("extra_cflags", extra_cflags)
     includes = [os.fspath(p) for p in _string_list("extra_include_paths", extra_include_paths, paths=True)]
+    # The parity check compares with the other build: asked for here, it is built too.
+    pool_image = isa == "host" and _asks_parity(check) and _native.xtensa_cxx_installed()
     path = _native.build(
         name,
         [str(s) for s in compute_srcs],
@@ -113,10 +118,17 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
         flags,
         includes,
         model,
+        pool_image,
     )
     if verbose:
         print(f"gpsimd_open: built {path}")
     return load_library(path, check=check, all_cores_stdio=all_cores_stdio, debug=debug)
+
+
+def _asks_parity(check):
+    """Whether a ``check=`` value (or ``GPSIMD_OPEN_CHECK``) asks for the parity check."""
+    checks, _ = _check.resolve(check)
+    return checks is not None and any(c.strip() in ("parity", "all") for c in checks.split(","))
 
 
 def _backend_file(path, isa, from_environment):
