@@ -52,8 +52,13 @@ pub enum Output {
     /// shape functions, checked against them otherwise (its location is kept).
     Check(OutputSpec),
     /// What [`PoolEngine::output`] gave for these same arguments earlier (a repeated
-    /// launch): not derived again, so an op's shape function does not run again.
+    /// launch): not derived again, so an op's shape function does not run again; the
+    /// arguments are still checked against the op.
     Known(OutputSpec),
+    /// The second half of a prepared pair: what [`PoolEngine::output`] gave for arguments
+    /// of the very same dtypes, shapes and values, checked then (the launch FFI's
+    /// `nrt_pool_op_output_v2` + `nrt_pool_launch_v2`): neither checked nor derived again.
+    Prepared(OutputSpec),
 }
 
 /// A call of a kernel or an op.
@@ -368,14 +373,17 @@ pub(crate) fn output_of(
     given: Output,
 ) -> Result<OutputSpec, EmuError> {
     let found = if let Some(lib) = e.loaded.neuron_library() {
-        // Known: the arguments were checked and the shape function ran for these same
+        // Prepared: the arguments were checked and the shape function ran for these same
         // arguments (once per output + launch pair).
-        if let Output::Known(g) = given {
+        if let Output::Prepared(g) = given {
             return Ok(g);
         }
         let sig = lib.op(kernel).expect("resolved by kernel_name").clone();
         let qualified = format!("{}::{}", lib.namespace, sig.name);
         check_op_args(&qualified, &sig, args)?;
+        if let Output::Known(g) = given {
+            return Ok(g);
+        }
         Some(shape::run_shape(e, kernel, &qualified, args)?)
     } else {
         match e.loaded.signature(kernel)? {
@@ -385,12 +393,12 @@ pub(crate) fn output_of(
     };
     match (found, given) {
         (Some(f), Output::Find) => Ok(f),
-        (Some(f), Output::Check(g) | Output::Known(g)) => {
+        (Some(f), Output::Check(g) | Output::Known(g) | Output::Prepared(g)) => {
             check_output(e, kernel, &f, g.dtype, &g.shape)?;
             // The caller's location stands (an output in SBUF).
             Ok(g)
         }
-        (None, Output::Check(g) | Output::Known(g)) => Ok(g),
+        (None, Output::Check(g) | Output::Known(g) | Output::Prepared(g)) => Ok(g),
         (None, Output::Find) => Err(EmuError::Signature {
             kernel: kernel.into(),
             why: "the library carries no schema; give the output's dtype and shape".into(),

@@ -463,7 +463,7 @@ pub unsafe extern "C" fn nrt_pool_launch_v2(
                 let out = argv.output(kinds.len(), None)?;
                 let given = out.spec();
                 let output = match prepared::known(name, &args, &given) {
-                    Some(known) => Output::Known(known),
+                    Some(known) => Output::Prepared(known),
                     None => Output::Check(given),
                 };
                 let cores = (cores != 0).then_some(cores as usize);

@@ -576,3 +576,47 @@ fn an_output_and_launch_pair_runs_the_shape_function_once() {
         assert_eq!(ran, want, "shape function runs: {stdout}");
     }
 }
+
+/// `Output::Known` (repeated launches of the CLI and Python) skips an op's shape function
+/// but still checks the arguments against the op; only a prepared pair's second half
+/// (`Output::Prepared`, the launch FFI's) skips both.
+#[test]
+fn a_known_output_still_checks_the_arguments() {
+    use nrt_pool_engine::tensor::{HostTensor, Location};
+    use nrt_pool_engine::{ArgValue, Call, CallOptions, Destination, Output, PoolImage};
+    let dir = tempfile::tempdir().unwrap();
+    let library = mlp_library(dir.path());
+    let o = nrt_pool_open::OpenOptions::default();
+    let mut e = nrt_pool_open::engine(nrt_pool_open::Isa::Host, PoolImage::default(), &o).unwrap();
+    e.load(&library).unwrap();
+    let x = HostTensor::from_f32(vec![4, 6], &[1.5; 24]).unwrap();
+    let args = || {
+        vec![
+            ArgValue::Tensor(x.clone(), Location::Hbm),
+            ArgValue::Double(2.0),
+            ArgValue::Double(0.5),
+        ]
+    };
+    let spec = e.output("mlp_ops::axpb", args(), Output::Find).unwrap();
+    let call = |args, output| Call {
+        target: "mlp_ops::axpb",
+        args,
+        output,
+        to: Destination::Host,
+        cores: None,
+        options: CallOptions::default(),
+    };
+    let done = e.call(call(args(), Output::Known(spec.clone()))).unwrap();
+    assert_eq!(done.output.unwrap().to_f32().unwrap(), vec![3.5; 24]);
+    // A number where the op takes a tensor: refused, the output known or not.
+    let wrong = vec![
+        ArgValue::Long(3),
+        ArgValue::Double(2.0),
+        ArgValue::Double(0.5),
+    ];
+    let err = e.call(call(wrong, Output::Known(spec))).unwrap_err();
+    assert!(
+        !matches!(err, nrt_pool_engine::EmuError::Fault(_)) && err.to_string().contains("axpb"),
+        "refused before any launch: {err}"
+    );
+}
