@@ -276,7 +276,9 @@ def test_a_batch_gdb_session_breaks_at_the_kernel_steps_prints_a_tensor_and_cont
                            timeout=300)
         out = g.stdout + g.stderr
         assert g.returncode == 0, out
-        assert re.search(r"Breakpoint 1, (diag_ops::)?scale\b.*\(", out), out
+        # On Xtensa cores a default build's entry stop is after the argument stores, mid-line
+        # (D102): gdb names its address first.
+        assert re.search(r"Breakpoint 1, (0x[0-9a-f]+ in )?(diag_ops::)?scale\b.*\(", out), out
         assert "= {3.5, -2, 7}" in out, out
         assert re.search(r"Breakpoint 2, .*(nrt_pool_kernel_returned|board_kernel_returned)", out), out
         assert run.wait(timeout=120) == 0, run.stderr.read()

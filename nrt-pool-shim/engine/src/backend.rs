@@ -391,6 +391,14 @@ pub trait IsaBackend: Send {
     /// once for all of them.
     fn trace_session(&mut self, _on: bool) {}
 
+    /// Where a debugger's stop at `function`'s entry on core `core` goes when its name is
+    /// not enough (gdb would stop before the arguments are where the debug information
+    /// says): a gdb location such as `*0x84000844`. None: the function's name.
+    fn entry_stop(&self, core: usize, function: &str) -> Option<String> {
+        let _ = (core, function);
+        None
+    }
+
     /// Opens a gdb remote stub on core `core` before a launch of `count` cores: where it
     /// listens (the engine adds the kernel and library). The core waits, stopped, for the
     /// debugger to let it run. Backends without one say so.

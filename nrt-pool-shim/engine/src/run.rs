@@ -159,6 +159,10 @@ fn execute_touching(
                 .neuron_library()
                 .and_then(|l| l.ops.iter().find(|o| o.name == kernel))
                 .map_or_else(|| kernel.to_string(), |o| o.kernel.clone());
+            // Where the arguments are in place, where the backend knows better (D102).
+            if let Some(at) = e.backend.entry_stop(req.core, &session.kernel) {
+                session.kernel = at;
+            }
             // Absolute: `nrt-pool gdb` may run from another folder.
             session.library = std::fs::canonicalize(&session.library).unwrap_or(session.library);
             session.write().map_err(|e| why(&e))?;

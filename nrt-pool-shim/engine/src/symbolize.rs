@@ -384,3 +384,37 @@ mod tests {
         );
     }
 }
+
+/// Where function `name` (its plain name, "scale", or its demangled signature) lies in the
+/// ELF `bytes`, and the address of its body's first line row: the first line-table row after
+/// its first byte (where gdb's prologue analysis stops when the line table is all it has).
+pub fn function_body(bytes: &[u8], name: &str) -> Option<FunctionBody> {
+    let named = Symbolizer::new(bytes)?;
+    let sym = named
+        .file
+        .symbols()
+        .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0)
+        .find(|s| {
+            let d = demangle(s.name_bytes().unwrap_or_default());
+            d == name
+                || d.strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with('('))
+        })?;
+    let (start, end) = (sym.address(), sym.address() + sym.size());
+    let dwarf = named.dwarf.as_ref()?;
+    let body = dwarf
+        .find_location_range(start, end)
+        .ok()?
+        .map(|(addr, _, _)| addr)
+        .find(|&addr| addr > start)?;
+    Some(FunctionBody { start, end, body })
+}
+
+/// A function's place in an image ([`function_body`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FunctionBody {
+    pub start: u64,
+    pub end: u64,
+    /// The address of the body's first line row.
+    pub body: u64,
+}

@@ -16,6 +16,7 @@
 mod access;
 pub mod backend;
 pub mod core;
+mod entry;
 pub mod fault;
 pub mod layout;
 pub mod protocol;
