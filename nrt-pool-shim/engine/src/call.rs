@@ -69,7 +69,7 @@ pub struct Call<'a> {
     pub args: Vec<ArgValue<'a>>,
     pub output: Output,
     pub to: Destination<'a>,
-    /// Cores to run on (1-8); `None`: the library's default ([`PoolEngine::default_cores`]).
+    /// Cores to run on (1-8); `None`: the library's default ([`Loaded::default_cores`](crate::Loaded::default_cores)).
     pub cores: Option<usize>,
     /// Checks, profile, debugger, timeout, stdio: each left open takes the engine's.
     pub options: CallOptions,
@@ -85,7 +85,7 @@ pub struct Called {
     /// Core 0's output, each core's result, the time taken.
     pub run: Run,
     pub phases: LaunchPhases,
-    /// What the checks found ([`PoolEngine::checks`]; empty without checks).
+    /// What the checks found ([`Defaults::checks`](crate::Defaults::checks) or the call's own; empty without checks).
     pub check: CheckReport,
 }
 

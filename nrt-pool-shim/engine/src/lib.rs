@@ -1,10 +1,13 @@
 //! The emulated Pool engine: device memory by SoC address, the control block, 1 to 8
 //! isolated cores behind an ISA backend, launches and fault reports.
 //!
-//! A launch marshals its arguments as 48-byte descriptors into each core's data scratch
-//! area and runs the kernel on the cores ([`backend`]: host builds in forked processes
-//! today, see [`core`] and [`pool`]). The engine knows nothing of files or command lines:
-//! tensors come and go as bytes, libraries by path or as an image in memory.
+//! A call ([`PoolEngine::call`]) is prepared once (its target, arguments and output
+//! checked), its arguments marshalled as 48-byte descriptors into each core's data scratch
+//! area, and the kernel run on the cores behind a [`backend`]: [`host`] builds in forked
+//! processes here, Xtensa Pool images on QEMU cores in `nrt-pool-qemu`. `PoolEngine`'s API
+//! is this file; its parts ([`DeviceTensors`], [`Loaded`], [`Defaults`]) keep their
+//! methods in their own files. The engine knows nothing of files or command lines: tensors
+//! come and go as bytes, libraries by path or as an image in memory.
 
 pub mod accesses;
 pub mod adapters;
@@ -28,12 +31,10 @@ pub mod tensor;
 mod call;
 mod copy;
 mod device_tensors;
-pub use self::device_tensors::DeviceTensors;
 mod error;
 mod gdbserver;
 mod launch;
 mod load;
-pub use self::load::Loaded;
 mod marshal;
 mod run;
 mod settings;
@@ -61,11 +62,13 @@ pub use self::call::{ArgValue, Call, Called, Destination, Output};
 pub use self::copy::host_buffer;
 use self::copy::{copy_parallel, fill_parallel, host_copy};
 pub use self::deadline::{Deadline, Interrupt};
+pub use self::device_tensors::DeviceTensors;
 pub use self::error::{status_name, DeviceFault, EmuError};
 use self::launch::device_descriptor;
 pub use self::launch::{
     check_signature, expected_output, DeviceTensor, LaunchArg, LaunchPhases, OutputSpec, Run,
 };
+pub use self::load::Loaded;
 use self::marshal::{empty_blob, named, Contents, Fill};
 use self::settings::Settings;
 pub use self::settings::{CallOptions, Defaults};
@@ -254,7 +257,8 @@ impl PoolEngine {
         self.parity_twin = twin;
     }
 
-    /// The profile of the last launch made with [`PoolEngine::profile`] on (taken once).
+    /// The profile of the last profiled launch ([`Defaults::profile`], or the call's own
+    /// option), taken once.
     pub fn take_profile(&mut self) -> Option<profile::Profile> {
         self.last_profile.take()
     }

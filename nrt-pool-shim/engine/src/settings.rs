@@ -68,7 +68,7 @@ impl Defaults {
 #[derive(Clone, Default)]
 pub struct CallOptions {
     pub checks: Option<Checks>,
-    /// Measure the kernel ([`PoolEngine::take_profile`] after the call).
+    /// Measure the kernel ([`crate::PoolEngine::take_profile`] after the call).
     pub profile: Option<bool>,
     /// `Some(None)`: no core stops for a debugger in this call.
     pub debug: Option<Option<DebugRequest>>,

@@ -3,8 +3,8 @@
 //!
 //! [`seam`] is libnrt's `nrt_set_pool_eng_ucode` and the engine's lifecycle; [`launch`] is
 //! the launch FFI for C/C++ runtimes, with [`checks`] and [`profile`] beside it. Every
-//! export crosses [`boundary`] (panics abort, engine errors become the header's codes);
-//! [`argv`] is the checked view of a launch's argument slots and [`prepared`] the output a
+//! export crosses `boundary` (panics abort, engine errors become the header's codes);
+//! `argv` is the checked view of a launch's argument slots and `prepared` the output a
 //! C output + launch pair shares.
 
 mod argv;
