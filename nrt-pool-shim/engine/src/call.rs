@@ -85,7 +85,7 @@ pub struct Called {
     /// Core 0's output, each core's result, the time taken.
     pub run: Run,
     pub phases: LaunchPhases,
-    /// What the checks found ([`Defaults::checks`](crate::Defaults::checks) or the call's own; empty without checks).
+    /// What the checks found ([`Settings::checks`](crate::Settings::checks) or the call's own; empty without checks).
     pub check: CheckReport,
 }
 
@@ -133,7 +133,7 @@ impl ArgValue<'_> {
 /// freed when it ends, whatever happened.
 pub fn call(e: &mut PoolEngine, call: Call<'_>) -> Result<Called, EmuError> {
     let start = Instant::now();
-    let s = e.defaults.settings(&call.options);
+    let s = e.defaults.for_call(&call.options);
     // The parity check runs the call again from the same inputs: taken before the
     // launch, which may write its device tensors.
     // (Only where there is another build to compare with: a device tensor's copy is

@@ -5,7 +5,7 @@
 //! checked), its arguments marshalled as 48-byte descriptors into each core's data scratch
 //! area, and the kernel run on the cores behind a [`backend`]: [`host`] builds in forked
 //! processes here, Xtensa Pool images on QEMU cores in `nrt-pool-qemu`. `PoolEngine`'s API
-//! is this file; its parts ([`DeviceTensors`], [`Loaded`], [`Defaults`]) keep their
+//! is this file; its parts ([`DeviceTensors`], [`Loaded`], [`Settings`]) keep their
 //! methods in their own files. The engine knows nothing of files or command lines: tensors
 //! come and go as bytes, libraries by path or as an image in memory.
 
@@ -70,12 +70,11 @@ pub use self::launch::{
 };
 pub use self::load::Loaded;
 use self::marshal::{empty_blob, named, Contents, Fill};
-use self::settings::Settings;
-pub use self::settings::{CallOptions, Defaults};
+pub use self::settings::{CallOptions, Settings};
 use self::shape::check_op_args;
 
 /// Whether `$GPSIMD_OPEN_ALL_CORES_STDIO` asks for every core's printf (`1`, `true`,
-/// `yes`): the front ends' default for [`Defaults::all_cores_stdio`].
+/// `yes`): the front ends' default for [`Settings::all_cores_stdio`].
 pub fn all_cores_stdio_from_env() -> bool {
     std::env::var("GPSIMD_OPEN_ALL_CORES_STDIO")
         .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
@@ -109,7 +108,7 @@ pub struct PoolEngine {
     pub loaded: Loaded,
     image: PoolImage,
     /// What each call takes where its options leave something open.
-    pub defaults: Defaults,
+    pub defaults: Settings,
     /// What op code printed outside a launch (start code, shape functions: fd 1, fd 2, bytes
     /// dropped) since the last launch, which reports it first: on hardware that output is
     /// seen, but loading a library and `op_output` return no output of their own.
@@ -147,7 +146,7 @@ impl PoolEngine {
             tensors: DeviceTensors::new(DeviceMemory::with_reserve(hbm_bytes, reserved)?),
             loaded: Loaded::default(),
             image,
-            defaults: Defaults::default(),
+            defaults: Settings::default(),
             kept_output: Default::default(),
             last_profile: None,
             check_buffers: check::Buffers::default(),
@@ -257,7 +256,7 @@ impl PoolEngine {
         self.parity_twin = twin;
     }
 
-    /// The profile of the last profiled launch ([`Defaults::profile`], or the call's own
+    /// The profile of the last profiled launch ([`Settings::profile`], or the call's own
     /// option), taken once.
     pub fn take_profile(&mut self) -> Option<profile::Profile> {
         self.last_profile.take()

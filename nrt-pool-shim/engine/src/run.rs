@@ -26,7 +26,7 @@ pub(crate) fn run_checked(
     };
     let blob = place(e, p, device, fill)?;
     let placed = Instant::now();
-    let mut run = execute(e, &p.kernel, &blob, team, start, p.settings)?;
+    let (mut run, _) = execute_touching(e, &p.kernel, &blob, team, start, p.settings)?;
     let ran = Instant::now();
     let output = match to {
         Destination::Device(_) => None,
@@ -101,21 +101,10 @@ pub(crate) fn run_traced(
     Ok((seen.accesses, tensors))
 }
 
-/// Writes the blob for each core and runs the kernel on them.
-pub(crate) fn execute(
-    e: &mut PoolEngine,
-    kernel: &str,
-    blob: &ArgBlob,
-    team: Team,
-    start: Instant,
-    s: &Settings,
-) -> Result<Run, EmuError> {
-    execute_touching(e, kernel, blob, team, start, s).map(|(run, _)| run)
-}
-
-/// [`execute`], and what the cores reported seeing of their accesses: what each
-/// touched of the team's watched range ([`Launched::touched`]) and, in a traced launch,
-/// every byte each read and wrote ([`Launched::accesses`]).
+/// Writes the blob for each core and runs the kernel on them: the run, and what the cores
+/// reported seeing of their accesses: what each touched of the team's watched range
+/// ([`Launched::touched`]) and, in a traced launch, every byte each read and wrote
+/// ([`Launched::accesses`]).
 fn execute_touching(
     e: &mut PoolEngine,
     kernel: &str,

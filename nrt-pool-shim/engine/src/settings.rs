@@ -8,11 +8,12 @@ use super::check::Checks;
 use super::debug::DebugRequest;
 use super::{Deadline, Interrupt, DEFAULT_TIMEOUT};
 
-/// What a call takes where its options leave something open: the engine's defaults
-/// ([`crate::PoolEngine::defaults`]), set once by a front end (from its environment and
-/// flags), never around a call.
+/// What a call runs with: checks, profile, debugger, timeout, stdio, interrupt. The
+/// engine's defaults are one ([`crate::PoolEngine::defaults`]), set once by a front end
+/// (from its environment and flags), never around a call; each call's settings are its
+/// options over them (`Settings::for_call`), and travel with it to the runs.
 #[derive(Clone)]
-pub struct Defaults {
+pub struct Settings {
     /// The checks each call makes (issue #27; none by default).
     pub checks: Checks,
     /// Launches measure their kernel (`--profile`): see [`crate::profile`] and
@@ -31,9 +32,9 @@ pub struct Defaults {
     pub interrupt: Option<Interrupt>,
 }
 
-impl Default for Defaults {
-    fn default() -> Defaults {
-        Defaults {
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
             checks: Checks::NONE,
             profile: false,
             debug: None,
@@ -44,9 +45,9 @@ impl Default for Defaults {
     }
 }
 
-impl Defaults {
-    /// The settings of a call with options `o`.
-    pub(crate) fn settings(&self, o: &CallOptions) -> Settings {
+impl Settings {
+    /// The settings of a call with options `o` over these.
+    pub(crate) fn for_call(&self, o: &CallOptions) -> Settings {
         Settings {
             checks: o.checks.unwrap_or(self.checks),
             profile: o.profile.unwrap_or(self.profile),
@@ -57,14 +58,13 @@ impl Defaults {
         }
     }
 
-    /// How long a wait outside a call's launch (a load, a shape function) may last, and
-    /// what may interrupt it.
+    /// How long a wait for the cores may last, and what may interrupt it.
     pub(crate) fn deadline(&self) -> Deadline {
         Deadline::after(self.timeout).with_interrupt(self.interrupt.clone())
     }
 }
 
-/// A call's options; `None` takes the engine's default ([`Defaults`]).
+/// A call's options; `None` takes the engine's default ([`Settings`]).
 #[derive(Clone, Default)]
 pub struct CallOptions {
     pub checks: Option<Checks>,
@@ -91,41 +91,23 @@ impl std::fmt::Debug for CallOptions {
     }
 }
 
-/// A call's settings: its options over the engine's defaults.
-#[derive(Clone)]
-pub(crate) struct Settings {
-    pub checks: Checks,
-    pub profile: bool,
-    pub debug: Option<DebugRequest>,
-    pub timeout: Duration,
-    pub all_cores_stdio: bool,
-    pub interrupt: Option<Interrupt>,
-}
-
-impl Settings {
-    /// How long the call's waits for the cores may last, and what may interrupt them.
-    pub fn deadline(&self) -> Deadline {
-        Deadline::after(self.timeout).with_interrupt(self.interrupt.clone())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_calls_options_win_and_what_it_leaves_open_is_the_engines() {
-        let e = Defaults {
+        let e = Settings {
             checks: Checks::DEFAULT,
             timeout: Duration::from_secs(7),
-            ..Defaults::default()
+            ..Settings::default()
         };
-        let s = e.settings(&CallOptions::default());
+        let s = e.for_call(&CallOptions::default());
         assert_eq!(
             (s.checks, s.timeout, s.profile),
             (Checks::DEFAULT, Duration::from_secs(7), false)
         );
-        let s = e.settings(&CallOptions {
+        let s = e.for_call(&CallOptions {
             checks: Some(Checks::NONE),
             profile: Some(true),
             timeout: Some(Duration::from_secs(1)),
