@@ -70,8 +70,8 @@
 #define NRT_POOL_CHECK_FOUND 7
 
 /**
- * The emulator itself could not do what was asked: start the cores, find device memory
- * for the tensors, or finish a wait that was interrupted (details in nrt_pool_last_error).
+ * The emulator itself could not do what was asked: start the cores, stop one for a
+ * debugger, or finish a wait that was interrupted (details in nrt_pool_last_error).
  */
 #define NRT_POOL_ERR_ENGINE 8
 

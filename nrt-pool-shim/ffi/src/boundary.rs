@@ -88,8 +88,9 @@ impl Failure {
 ///
 /// A kernel's (or shape function's) fault is FAULT; an op library that cannot be loaded or
 /// whose start code fails (also in a core a launch starts) is LIBRARY; an unknown kernel is
-/// KERNEL; what the emulator itself could not do (start cores, find device memory, a wait
-/// interrupted, a debugger stop) is ENGINE; what the caller passed is ARGUMENT.
+/// KERNEL; what the emulator itself could not do (start cores, a wait interrupted, a
+/// debugger stop) is ENGINE; what the caller passed is ARGUMENT, tensors larger than the
+/// device memory left included (as before ABI 4).
 pub(crate) fn code_of(err: &EmuError) -> Code {
     match err {
         EmuError::Fault(f) if !f.in_kernel() => Code::Library,
@@ -106,11 +107,9 @@ pub(crate) fn code_of(err: &EmuError) -> Code {
         | EmuError::Tensor(_)
         | EmuError::Argument { .. }
         | EmuError::Shape { .. }
-        | EmuError::Output { .. } => Code::Argument,
-        EmuError::Memory(_)
-        | EmuError::Spawn(_)
-        | EmuError::Debug { .. }
-        | EmuError::Interrupted { .. } => Code::Engine,
+        | EmuError::Output { .. }
+        | EmuError::Memory(_) => Code::Argument,
+        EmuError::Spawn(_) | EmuError::Debug { .. } | EmuError::Interrupted { .. } => Code::Engine,
     }
 }
 
@@ -198,6 +197,13 @@ mod tests {
                 Code::Kernel,
             ),
             (EmuError::Cores(9), Code::Argument),
+            (
+                EmuError::Memory(nrt_pool_engine::memory::MemoryError::HbmFull {
+                    want: 1 << 40,
+                    left: 0,
+                }),
+                Code::Argument,
+            ),
             (EmuError::Tensor(TensorError::Rank(0)), Code::Argument),
             (
                 EmuError::Spawn(std::io::Error::other("no fork")),

@@ -46,8 +46,8 @@ pub const NRT_POOL_ERR_DEVICE: i32 = 6;
 /// A checked launch (`nrt_pool_set_checks`, `$GPSIMD_OPEN_CHECK`) ran and wrote its output,
 /// and the checks found something: the findings, one per line, in nrt_pool_last_error.
 pub const NRT_POOL_CHECK_FOUND: i32 = 7;
-/// The emulator itself could not do what was asked: start the cores, find device memory
-/// for the tensors, or finish a wait that was interrupted (details in nrt_pool_last_error).
+/// The emulator itself could not do what was asked: start the cores, stop one for a
+/// debugger, or finish a wait that was interrupted (details in nrt_pool_last_error).
 pub const NRT_POOL_ERR_ENGINE: i32 = 8;
 
 // The header's numbers are the boundary's codes.
