@@ -386,9 +386,10 @@ mod tests {
 }
 
 /// Where function `name` (its plain name, "scale", or its demangled signature) lies in the
-/// ELF `bytes`, and the address of its body's first line row: the first line-table row after
-/// its first byte (where gdb's prologue analysis stops when the line table is all it has).
-pub fn function_body(bytes: &[u8], name: &str) -> Option<FunctionBody> {
+/// ELF `bytes`, its code, and the address of its body's first line row: the first
+/// line-table row after its first byte (where gdb's prologue analysis stops when the line
+/// table is all it has).
+pub fn function_body<'a>(bytes: &'a [u8], name: &str) -> Option<FunctionBody<'a>> {
     let named = Symbolizer::new(bytes)?;
     let sym = named
         .file
@@ -401,20 +402,25 @@ pub fn function_body(bytes: &[u8], name: &str) -> Option<FunctionBody> {
                     .is_some_and(|rest| rest.starts_with('('))
         })?;
     let (start, end) = (sym.address(), sym.address() + sym.size());
+    let section = named.file.section_by_index(sym.section_index()?).ok()?;
+    let from = usize::try_from(start.checked_sub(section.address())?).ok()?;
+    let to = from.checked_add(usize::try_from(sym.size()).ok()?)?;
+    let code = section.data().ok()?.get(from..to)?;
     let dwarf = named.dwarf.as_ref()?;
     let body = dwarf
         .find_location_range(start, end)
         .ok()?
         .map(|(addr, _, _)| addr)
         .find(|&addr| addr > start)?;
-    Some(FunctionBody { start, end, body })
+    Some(FunctionBody { start, code, body })
 }
 
 /// A function's place in an image ([`function_body`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FunctionBody {
+pub struct FunctionBody<'a> {
     pub start: u64,
-    pub end: u64,
+    /// Its bytes, from `start`.
+    pub code: &'a [u8],
     /// The address of the body's first line row.
     pub body: u64,
 }

@@ -54,21 +54,21 @@ impl<'a> Argv<'a> {
         Ok(Argv { slots, name })
     }
 
-    /// A message about slot `i`.
-    fn bad(&self, i: usize, m: impl std::fmt::Display) -> Failure {
-        self.bad_as(&format!("argument {i}"), m)
-    }
-
     /// A message about the slot named `what` ("argument 2", "the output").
     fn bad_as(&self, what: &str, m: impl std::fmt::Display) -> Failure {
         Failure::argument(format!("{}: {what}: {m}", self.name))
     }
 
     fn slot(&self, i: usize) -> Result<*mut c_void, Failure> {
+        self.slot_as(i, &format!("argument {i}"))
+    }
+
+    /// Slot `i`'s pointer, named `what` in messages when it is NULL or missing.
+    fn slot_as(&self, i: usize, what: &str) -> Result<*mut c_void, Failure> {
         match self.slots.get(i) {
             Some(p) if !p.is_null() => Ok(*p),
-            Some(_) => Err(self.bad(i, "is NULL")),
-            None => Err(self.bad(i, "missing")),
+            Some(_) => Err(self.bad_as(what, "is NULL")),
+            None => Err(self.bad_as(what, "missing")),
         }
     }
 
@@ -90,11 +90,7 @@ impl<'a> Argv<'a> {
         what: &str,
     ) -> Result<TensorSlot<'a>, Failure> {
         let bad = |m: String| self.bad_as(what, m);
-        let p = match self.slots.get(i) {
-            Some(p) if !p.is_null() => *p,
-            Some(_) => return Err(bad("is NULL".into())),
-            None => return Err(bad("missing".into())),
-        };
+        let p = self.slot_as(i, what)?;
         // SAFETY: a tensor slot (the contract of `new`); read by value, never kept.
         let t = unsafe { std::ptr::read(p as *const nrt_pool_tensor) };
         let dtype =

@@ -17,6 +17,13 @@ fn shim_dir() -> PathBuf {
     d
 }
 
+/// A C test program (`c_program`) to run against the shim library built here.
+fn c_run(exe: &std::path::Path) -> Command {
+    let mut c = Command::new(exe);
+    c.env("LD_LIBRARY_PATH", shim_dir());
+    c
+}
+
 /// A C test program's run: it exited 0 and said PASS (else its output is the failure);
 /// its stdout and stderr.
 fn passed(run: &std::process::Output) -> (String, String) {
@@ -253,11 +260,7 @@ fn neuron_library_ops_launch_through_the_v2_entry_points() {
     let dir = tempfile::tempdir().unwrap();
     let library = mlp_library(dir.path());
     let exe = c_program(dir.path(), "ops_v2");
-    let run = Command::new(&exe)
-        .arg(&library)
-        .env("LD_LIBRARY_PATH", shim_dir())
-        .output()
-        .unwrap();
+    let run = c_run(&exe).arg(&library).output().unwrap();
     passed(&run);
 }
 
@@ -275,26 +278,23 @@ fn checked_launches_report_their_findings() {
         true,
     );
     let exe = c_program(dir.path(), "checks");
-    let run = Command::new(&exe)
+    let run = c_run(&exe)
         .arg(&library)
-        .env("LD_LIBRARY_PATH", shim_dir())
         .env_remove("GPSIMD_OPEN_CHECK")
         .output()
         .unwrap();
     passed(&run);
     // The variable checks from init: the program's first, unchecked launch now finds.
-    let run = Command::new(&exe)
+    let run = c_run(&exe)
         .arg(&library)
-        .env("LD_LIBRARY_PATH", shim_dir())
         .env("GPSIMD_OPEN_CHECK", "1")
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(!run.status.success(), "{stderr}");
     assert!(stderr.contains("unchecked launch"), "{stderr}");
-    let run = Command::new(&exe)
+    let run = c_run(&exe)
         .arg(&library)
-        .env("LD_LIBRARY_PATH", shim_dir())
         .env("GPSIMD_OPEN_CHECK", "bogus")
         .output()
         .unwrap();
@@ -314,9 +314,8 @@ fn eight_threads_share_an_engine_and_two_engines_run_at_once() {
     let library = mlp_library(dir.path());
     let exe = c_program(dir.path(), "threads_v2");
     let spawn = || {
-        Command::new(&exe)
+        c_run(&exe)
             .arg(&library)
-            .env("LD_LIBRARY_PATH", shim_dir())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -385,9 +384,8 @@ fn the_ffi_parity_check_compares_with_the_pool_image_beside_a_registered_library
     })
     .unwrap();
     let exe = c_program(dir.path(), "parity");
-    let run = Command::new(&exe)
+    let run = c_run(&exe)
         .arg(&built.library)
-        .env("LD_LIBRARY_PATH", shim_dir())
         .env_remove("GPSIMD_OPEN_CHECK")
         .output()
         .unwrap();
@@ -427,9 +425,8 @@ fn a_registered_pool_image_runs_on_xtensa_cores() {
     .unwrap();
     let exe = c_program(dir.path(), "pool_image");
     // The board is found beside the shim library (the build tree's here).
-    let run = Command::new(&exe)
+    let run = c_run(&exe)
         .arg(&pool)
-        .env("LD_LIBRARY_PATH", shim_dir())
         .env_remove("NRT_POOL_XTENSA_BOARD")
         .output()
         .unwrap();
@@ -514,10 +511,9 @@ NEURON_LIBRARY(faulty_ops, m) {
     );
     let exe = c_program(dir.path(), "faults");
     let marker = dir.path().join("fault-at-start");
-    let run = Command::new(&exe)
+    let run = c_run(&exe)
         .arg(&library)
         .arg(&marker)
-        .env("LD_LIBRARY_PATH", shim_dir())
         .env("FAULTY_MARKER", &marker)
         .output()
         .unwrap();
@@ -555,11 +551,7 @@ fn an_output_and_launch_pair_runs_the_shape_function_once() {
         root.join("nrt-pool-shim/ffi/tests/c/counted_shape.cpp"),
     );
     let exe = c_program(dir.path(), "prepared");
-    let run = Command::new(&exe)
-        .arg(&library)
-        .env("LD_LIBRARY_PATH", shim_dir())
-        .output()
-        .unwrap();
+    let run = c_run(&exe).arg(&library).output().unwrap();
     let (stdout, _) = passed(&run);
     // Runs of the shape function before each PAIRS line, and that line's expectation.
     let mut ran = 0;

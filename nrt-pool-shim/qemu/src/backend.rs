@@ -646,16 +646,7 @@ impl IsaBackend for XtensaBackend {
         let (_, images) = self.images.as_ref()?;
         let image = images.get(core)?;
         let body = nrt_pool_engine::symbolize::function_body(image, function)?;
-        use object::{Object, ObjectSection};
-        let file = object::File::parse(&image[..]).ok()?;
-        let code = file.sections().find_map(|s| {
-            let inside = s.address() <= body.start && body.end <= s.address() + s.size();
-            let data = s.data().ok()?;
-            let from = usize::try_from(body.start - s.address()).ok()?;
-            let to = usize::try_from(body.end - s.address()).ok()?;
-            inside.then(|| data.get(from..to)).flatten()
-        })?;
-        let after = crate::entry::after_argument_stores(code, body.start)?;
+        let after = crate::entry::after_argument_stores(body.code, body.start)?;
         // Only where the stores run past the line gdb would stop at.
         (after > body.body).then(|| format!("*{after:#x}"))
     }
