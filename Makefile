@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 CUSTOMOP_TARGETS := x86_64-unknown-linux-gnu riscv32imac-unknown-none-elf xtensa-q7-none-elf
 CUSTOMOP_OUT := target/customop
 
-.PHONY: wheel wheel-test parity all build tools tools-build demo demo-parts demo-build test test-parts customop-host customop-device-model core-runner customop-device-model core-runner customop-riscv32 customop-xtensa pool-board pool-qemu pool-gdb lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch soak install install-files uninstall deb
+.PHONY: wheel wheel-test parity all build tools tools-build demo demo-parts demo-build test test-parts test-rust python-package customop-host customop-device-model core-runner customop-device-model core-runner customop-riscv32 customop-xtensa pool-board pool-qemu pool-gdb lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch soak install install-files uninstall deb
 
 ## make install PREFIX=/usr/local DESTDIR=: libraries, archives, headers, tools, pkg-config and
 ## CMake files (install-files installs what is already built; uninstall removes them).
@@ -74,7 +74,8 @@ PARALLEL ?= 3
 ## runs Xtensa op images on QEMU cores: $(CUSTOMOP_OUT)/xtensa-q7-none-elf/pool-board.elf,
 ## beside QEMU with the nrt-pool machine (built from Debian's QEMU source; D63) and the gdb
 ## for those cores (built from Debian's gdb source for QEMU's core configuration; D83)
-customop-archives: customop-host customop-device-model core-runner customop-riscv32 customop-xtensa pool-board pool-qemu pool-gdb
+ARCHIVES := customop-host customop-device-model core-runner customop-riscv32 customop-xtensa pool-board pool-qemu
+customop-archives: $(ARCHIVES) pool-gdb
 customop-host: tools-build
 	RUSTC_BOOTSTRAP=1 RUSTFLAGS="-C panic=abort" CARGO_TARGET_DIR=$(CUSTOMOP_OUT) $(CARGO) rustc -q \
 		-p customop-device --release --features archive --crate-type staticlib \
@@ -105,15 +106,29 @@ pool-gdb: pool-qemu
 		$(CUSTOMOP_OUT)/xtensa-q7-none-elf/qemu-build/src
 
 ## make test: unit, C-API, ABI, loader (GNU ld oracle), device-archive and C-consumer tests,
-## and the fuzz seed corpus (the ABI tests use the release build and the archives).
+## and the fuzz seed corpus (the ABI tests use the release build and the archives), the
+## Python suite and the wheel. The Xtensa gdb (only the install and package tests of the
+## top-level crate, the Python suite and the wheel need it) and the Python package build
+## beside the other Rust tests, which leave a core idle much of their time.
 test:
 	@$(MAKE) --no-print-directory -j$(PARALLEL) -Oline test-parts
-	$(CARGO) test --release --workspace
-	$(CARGO) test --release -p customop-device --features exports
+	@$(MAKE) --no-print-directory -j$(PARALLEL) -Oline test-rust pool-gdb python-package
+	$(CARGO) test --release -p gpsimd-open
 	$(MAKE) test-python
 	$(MAKE) wheel-test
 
-test-parts: tools build customop-archives pyenv
+test-parts: tools build $(ARCHIVES) pyenv
+
+## The Rust suites but the top-level crate's (its install and package tests carry the gdb;
+## make test runs them next).
+test-rust:
+	$(CARGO) test --release --workspace --exclude gpsimd-open
+	$(CARGO) test --release -p customop-device --features exports
+
+## make python-package: the gpsimd_open package installed into target/venv (from
+## nrt-pool-shim/python; pip rebuilds it from the sources each time).
+python-package: pyenv
+	$(PYVENV)/bin/pip install -q ./nrt-pool-shim/python
 
 ## make pyenv: target/venv with NumPy and pytest (created once, then only checked).
 pyenv:
@@ -127,24 +142,21 @@ PYTEST_WORKERS ?= auto
 ## make test-python: the op-author tests in Python: the gpsimd_open package (installed into
 ## target/venv from nrt-pool-shim/python), AWS API ops against NumPy (torch tests skip
 ## unless torch is installed: make test-torch).
-test-python: pyenv customop-archives
-	$(PYVENV)/bin/pip install -q ./nrt-pool-shim/python
+test-python: python-package customop-archives
 	cd tests/python && ../../$(PYTHON) -m pytest -q -rs -n $(PYTEST_WORKERS) --dist loadfile
 
 ## make parity: the parity corpus (tests/parity/corpus.py) and the examples on host and
 ## Xtensa cores in one, three and eight cores, each compared and checked with
 ## --check=parity; prints one line per run and the parity rate (issue #40, D93). make test
 ## runs a bounded form (one core: tests/python/test_parity_corpus.py).
-parity: pyenv customop-archives
-	$(PYVENV)/bin/pip install -q ./nrt-pool-shim/python
+parity: python-package customop-archives
 	$(PYTHON) tests/parity/run.py --cores 1,3,8
 
 ## make soak: the full soak (issue #31): 100,000 launches on host cores and 10,000 on Xtensa
 ## cores in one process each, with memory, descriptors, threads and core processes counted
 ## (tests/python/soak.py states the bounds), then a core killed mid-launch and twenty
 ## concurrent `nrt-pool run`s on both backends. make test runs a bounded form.
-soak: build customop-archives pyenv
-	$(PYVENV)/bin/pip install -q ./nrt-pool-shim/python
+soak: build customop-archives python-package
 	$(PYTHON) tests/python/soak.py --isa host --launches 100000
 	$(PYTHON) tests/python/soak.py --isa xtensa --launches 10000
 	cd tests/python && ../../$(PYTHON) -m pytest -q test_soak.py -k "killed or twenty"
@@ -195,12 +207,11 @@ fuzz-seeds: tools
 ## pages, Python calls, first results after a build, Xtensa cores cold and warm, memory per
 ## core, checks, nrt-pool run vs NumPy); target/bench.json, and from a full run the
 ## README's performance table. FILTER runs only the rows whose name contains WORDS.
-bench: build customop-archives pyenv
+bench: build customop-archives python-package
 	@test -n "$(FILTER)" || rm -rf target/bench
 	BENCH_FILTER="$(FILTER)" $(CARGO) bench -p customop-device --bench device
 	BENCH_FILTER="$(FILTER)" $(CARGO) bench -p nrt-pool-engine --bench emulator
 	BENCH_FILTER="$(FILTER)" $(CARGO) bench -p nrt-pool-qemu --bench xtensa
-	$(PYVENV)/bin/pip install -q ./nrt-pool-shim/python
 	BENCH_FILTER="$(FILTER)" $(PYTHON) nrt-pool-shim/python/bench/bench.py
 	$(PYTHON) nrt-pool-shim/python/bench/merge_rows.py target/bench target/bench.json
 	@if [ -z "$(FILTER)" ]; then $(PYTHON) nrt-pool-shim/python/bench/readme_table.py target/bench.json README.md; \

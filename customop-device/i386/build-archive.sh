@@ -3,7 +3,8 @@
 # (i386 with the device's type sizes and alignment, D97): the runtime and the device's C
 # library built by rustc for i686 (core rebuilt for panic=abort), plus the C and C++ units
 # the Xtensa archive carries that a core needs here too: the printf family's variadic
-# entry points (cstdio.c, read with GCC's own va_arg) and libc++'s functions that are not
+# entry points (cstdio.c, read with GCC's own va_arg), the allocation entry points that name
+# their callers (alloc.c, D104) and libc++'s functions that are not
 # templates (libcxx.cpp), compiled with the flags op code gets (DEVICE_MODEL_FLAGS in
 # nrt-pool-shim/build/src/device_model.rs).
 set -eu
@@ -13,9 +14,7 @@ out=${1:?usage: build-archive.sh OUT.a}
 mkdir -p "$(dirname "$out")"
 out="$(cd "$(dirname "$out")" && pwd)/$(basename "$out")"
 work="$root/target/customop"
-# Frame pointers: the libc reads its callers from the frame to name where a leaked block
-# was made (runtime/sites.rs, D104).
-RUSTC_BOOTSTRAP=1 RUSTFLAGS="-C panic=abort -C force-frame-pointers=yes" CARGO_TARGET_DIR="$work" \
+RUSTC_BOOTSTRAP=1 RUSTFLAGS="-C panic=abort" CARGO_TARGET_DIR="$work" \
     cargo rustc -q -p customop-device --release --features archive --crate-type staticlib \
     --target i686-unknown-linux-gnu -Zbuild-std=core
 rust="$work/i686-unknown-linux-gnu/release/libneuroncustomop.a"
@@ -34,12 +33,14 @@ common="$model -O2 -g -fPIC -ffunction-sections -fdata-sections -fasynchronous-u
 gcc $common -std=c11 -isystem "$root/include/device" -isystem "$gcc_include" \
     -idirafter "$root/include/device/i386" \
     -c "$root/customop-device/xtensa/cstdio.c" -o "$objs/customop_cstdio.o"
+gcc $common -std=c11 -isystem "$gcc_include" \
+    -c "$root/customop-device/xtensa/alloc.c" -o "$objs/customop_alloc.o"
 g++ $common -std=c++17 -fno-exceptions -fno-rtti -nostdinc++ \
     -isystem "$root/include/device/libcxx" -isystem "$libcxx" -isystem "$root/include/device" \
     -isystem "$gcc_include" -idirafter "$root/include/device/i386" \
     -c "$root/customop-device/xtensa/libcxx.cpp" -o "$objs/customop_libcxx.o"
 rm -f "$out.partial"
 cp "$rust" "$out.partial"
-ar rs "$out.partial" "$objs/customop_cstdio.o" "$objs/customop_libcxx.o" 2>/dev/null
+ar rs "$out.partial" "$objs/customop_cstdio.o" "$objs/customop_alloc.o" "$objs/customop_libcxx.o" 2>/dev/null
 mv -f "$out.partial" "$out"
 rm -rf "$objs"

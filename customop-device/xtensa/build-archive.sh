@@ -37,6 +37,8 @@ unit() { # unit FILE COMPILER [FLAGS...]
 }
 # The printf family's variadic entry points, in C (GCC's va_list; D54).
 unit cstdio.c xtensa-lx106-elf-gcc -std=c11
+# The allocation entry points, which name their callers (alloc.c, D104).
+unit alloc.c xtensa-lx106-elf-gcc -std=c11
 # The image's global constructors, run by entry_func (crt.c).
 unit crt.c xtensa-lx106-elf-gcc -std=c11
 # libgcc helpers compiler-builtins lacks on this target (libgcc.c).

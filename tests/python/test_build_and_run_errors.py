@@ -117,19 +117,19 @@ def test_run_time_mistakes(tmp_path):
         assert not y.exists()
 
 
-def test_the_api_compiles_for_the_device_too(tmp_path):
-    """Every reference-guide function, compiled for Xtensa (device objects), when the
-    Xtensa g++ is installed (make tools installs it)."""
+def test_device_objects_are_xtensa_objects(tmp_path):
+    """`--device-objects` writes the op's objects compiled for Xtensa, when the Xtensa g++
+    is installed (make tools installs it). Every reference-guide function compiles for the
+    device too: test_torch_api.py runs them all from their Pool image."""
     import shutil
-
-    from conftest import OPS
 
     if shutil.which("xtensa-lx106-elf-g++") is None:
         pytest.skip("UNSUPPORTED: xtensa-lx106-elf-g++ is not installed")
     dev = tmp_path / "device"
-    run(NRT_POOL, "build", "--name", "api_ops", "--compute", OPS / "api_ops.cpp", "--shape",
-        OPS / "api_shape.cpp", "--build-directory", tmp_path, "--device-objects", dev)
-    for obj in ("api_ops.o", "nrt_pool_op_wrapper.o"):
+    mlp = ROOT / "examples" / "mlp"
+    run(NRT_POOL, "build", "--name", "mlp_ops", "--compute", mlp / "relu.cpp", "--shape",
+        mlp / "shape.cpp", "--build-directory", tmp_path, "--device-objects", dev)
+    for obj in ("relu.o", "nrt_pool_op_wrapper.o"):
         elf = (dev / obj).read_bytes()
         # ELF32, little-endian, relocatable, EM_XTENSA (94).
         assert (elf[:4], elf[4], elf[5], elf[16], elf[18]) == (b"\x7fELF", 1, 1, 1, 94), obj

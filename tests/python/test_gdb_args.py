@@ -1,7 +1,8 @@
 """gdb on Xtensa cores shows a function's arguments as host cores do (issue #42, D102): a
 breakpoint on a helper stops after its prologue stored the arguments, and the stop at the
-kernel's entry shows the op's arguments, in -O0 and default builds.
-Batch sessions on both backends print the same values."""
+kernel's entry shows the op's arguments, in -O0 and default builds; `bt` names the
+caller, `finish` out of a helper prints the value it returned, and `next` steps over a
+call. Batch sessions on both backends print the same values."""
 import os
 import re
 import shutil
@@ -21,6 +22,11 @@ KERNEL = r"""
 __attribute__((noinline)) static void helper(float *p, float factor, long n) {
     for (long i = 0; i < n; i++) p[i] *= factor;
 }
+__attribute__((noinline)) static float total(const float *p, long n) {
+    float s = 0;
+    for (long i = 0; i < n; i++) s += p[i];
+    return s;
+}
 torch::Tensor scale(const torch::Tensor &x, double factor) {
     torch::Tensor y = torch::empty(x.sizes(), torch::kFloat);
     float buf[64];
@@ -28,7 +34,10 @@ torch::Tensor scale(const torch::Tensor &x, double factor) {
     auto out = y.accessor<float, 1>();
     for (int i = 0; i < 64; i++) buf[i] = in[i];
     helper(buf, (float)factor, 64);
+    float t = total(buf, 64);
+    float u = total(buf + 32, 32);
     for (int i = 0; i < 64; i++) out[i] = buf[i];
+    if (t + u < 0) out[0] = 0;
     return y;
 }
 """
@@ -38,8 +47,11 @@ SHAPE = r"""
 torch::Tensor s(torch::Tensor x, double f) { return torch::empty(x.sizes(), torch::kFloat); }
 NEURON_LIBRARY(gdb_ops, m) { m.def("scale", &s, "scale"); }
 """
-SESSION = ["-batch", "-ex", "info args", "-ex", "break helper", "-ex", "continue", "-ex", "print factor",
-           "-ex", "print n", "-ex", "continue"]
+# Temporary breakpoints: once both have stopped, `next` steps over the second call of total()
+# (the session's own breakpoints, at the entry and the end, stay).
+SESSION = ["-batch", "-ex", "info args", "-ex", "tbreak helper", "-ex", "tbreak total", "-ex", "continue",
+           "-ex", "print factor", "-ex", "print n", "-ex", "bt", "-ex", "continue", "-ex", "finish",
+           "-ex", "next", "-ex", "next", "-ex", "continue"]
 
 
 @pytest.fixture(scope="module", params=["-O0", "default"])
@@ -79,11 +91,23 @@ def session(d, lib):
 def test_a_helpers_arguments_print_as_on_host_cores(built, lib):
     d, build = built
     out = session(d, lib)
-    assert re.search(r"Breakpoint \d, helper \(p=0x[0-9a-f]+, factor=2\.5, n=(64|<optimized out>)\)", out), out
+    assert re.search(r"[Bb]reakpoint \d, helper \(p=0x[0-9a-f]+, factor=2\.5, n=(64|<optimized out>)\)", out), out
     # print factor, print n: the values (an optimised build may drop n: on both backends).
     assert re.search(r"^\$1 = 2\.5$", out, re.M), out
     # The stop at the kernel's entry: the op's arguments, as the caller passed them (in a
     # default build too: on Xtensa cores the stop goes after the argument stores, D102).
     assert re.search(r"^factor = 2\.5$", out, re.M), out
+    # bt in the helper: the kernel is its caller.
+    assert re.search(r"^#1\s+(0x[0-9a-f]+ in )?scale\b", out, re.M), out
     if build == "-O0":
         assert re.search(r"^\$2 = 64$", out, re.M), out
+        # finish out of total(): the value it returned (2.5 * (0 + ... + 63)). Not in an
+        # optimised build: GCC may clone a static function and give the clone its own
+        # calling convention (on i386 a float comes back in an SSE register), which gdb
+        # cannot know.
+        assert re.search(r"^Value returned is \$3 = 5040$", out, re.M), out
+        # finish returns to the call's line; then next, and next over the second call, which
+        # it does not enter.
+        lines = [l.split("\t", 1)[1].strip() for l in out.splitlines() if re.match(r"^\d+\t", l)]
+        assert lines[-3:] == ["float t = total(buf, 64);", "float u = total(buf + 32, 32);",
+                              "for (int i = 0; i < 64; i++) out[i] = buf[i];"], out

@@ -13,52 +13,56 @@ use crate::runtime::STATE;
 /// malloc's alignment (max_align_t on the targets).
 const MALLOC_ALIGN: u32 = 16;
 
+/// `malloc` where no C unit names the caller (the riscv32 layout check): no site.
+#[cfg(not(alloc_sites))]
 #[no_mangle]
 pub extern "C" fn malloc(n: usize) -> *mut c_void {
-    #[cfg(target_arch = "x86")]
-    let site = crate::caller!();
-    #[cfg(not(target_arch = "x86"))]
-    let site = 0;
+    malloc_at(n, 0)
+}
+
+/// `malloc` for the code at `site` (its caller, which `alloc.c`'s `malloc` names; 0:
+/// unknown): a checked launch keeps the site in the block's red zone (D104).
+#[no_mangle]
+pub extern "C" fn customop_malloc_at(n: usize, site: usize) -> *mut c_void {
     malloc_at(n, site)
 }
 
-/// `malloc` for the code at `site` (its caller; 0: unknown), recorded where host builds
-/// keep sites (`runtime::sites`).
 pub fn malloc_at(n: usize, site: usize) -> *mut c_void {
     let Ok(n) = u32::try_from(n) else {
         return core::ptr::null_mut();
     };
-    let p = libc_alloc(n, MALLOC_ALIGN);
+    let p = libc_alloc(n, MALLOC_ALIGN, site);
     crate::runtime::poison_block(p as usize, n as usize);
-    #[cfg(target_arch = "x86")]
-    crate::runtime::sites::made(p as usize, site);
-    #[cfg(not(target_arch = "x86"))]
-    let _ = site;
     p
 }
 
 /// A block of the libc heap, with a red zone in a checked launch (redzone.rs); NULL when
 /// the heap is full.
-fn libc_alloc(n: u32, align: u32) -> *mut c_void {
+fn libc_alloc(n: u32, align: u32, site: usize) -> *mut c_void {
     redzone::allocate(
         HeapKind::Libc,
         n,
+        site,
         |k| STATE.with(|s| s.libc_heap.alloc(k, align)),
         |a| a as usize,
     )
     .map_or(core::ptr::null_mut(), |a| a as usize as *mut c_void)
 }
 
-/// `calloc(n, size)`: zeroed, with the product checked (an overflow is NULL, as C says).
+/// `calloc(n, size)` where no C unit names the caller: no site.
+#[cfg(not(alloc_sites))]
 #[no_mangle]
 pub extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
+    customop_calloc_at(n, size, 0)
+}
+
+/// `calloc(n, size)` for the code at `site`: zeroed, with the product checked (an overflow
+/// is NULL, as C says).
+#[no_mangle]
+pub extern "C" fn customop_calloc_at(n: usize, size: usize, site: usize) -> *mut c_void {
     let Some(total) = n.checked_mul(size) else {
         return core::ptr::null_mut();
     };
-    #[cfg(target_arch = "x86")]
-    let site = crate::caller!();
-    #[cfg(not(target_arch = "x86"))]
-    let site = 0;
     let p = malloc_at(total, site);
     if !p.is_null() {
         // SAFETY: a fresh allocation of `total` bytes.
@@ -72,7 +76,7 @@ pub extern "C" fn memalign(align: usize, n: usize) -> *mut c_void {
     let (Ok(a), Ok(n)) = (u32::try_from(align), u32::try_from(n)) else {
         return core::ptr::null_mut();
     };
-    let p = libc_alloc(n, a);
+    let p = libc_alloc(n, a, 0);
     crate::runtime::poison_block(p as usize, n as usize);
     p
 }
@@ -112,8 +116,6 @@ pub extern "C" fn free(p: *mut c_void) {
         return;
     }
     redzone::release(p as usize);
-    #[cfg(target_arch = "x86")]
-    crate::runtime::sites::freed(p as usize);
     if STATE.with(|s| s.libc_heap.free(p as usize as u64)).is_err() {
         fatal(rule!(
             "start_exit.cpp",
@@ -122,10 +124,25 @@ pub extern "C" fn free(p: *mut c_void) {
     }
 }
 
+/// `realloc` where no C unit names the caller: no site.
+///
+/// # Safety
+/// `p` is NULL or a block of this heap (the C contract).
+#[cfg(not(alloc_sites))]
 #[no_mangle]
 pub unsafe extern "C" fn realloc(p: *mut c_void, n: usize) -> *mut c_void {
+    // SAFETY: the caller's contract.
+    unsafe { customop_realloc_at(p, n, 0) }
+}
+
+/// `realloc` for the code at `site`.
+///
+/// # Safety
+/// `p` is NULL or a block of this heap (the C contract).
+#[no_mangle]
+pub unsafe extern "C" fn customop_realloc_at(p: *mut c_void, n: usize, site: usize) -> *mut c_void {
     if p.is_null() {
-        return malloc(n);
+        return malloc_at(n, site);
     }
     if n == 0 {
         free(p);
@@ -137,10 +154,6 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, n: usize) -> *mut c_void {
             "realloc() of a pointer malloc did not return"
         ));
     };
-    #[cfg(target_arch = "x86")]
-    let site = crate::caller!();
-    #[cfg(not(target_arch = "x86"))]
-    let site = 0;
     let q = malloc_at(n, site);
     if !q.is_null() {
         // SAFETY: both blocks are live heap blocks at least min(old, n) bytes long.

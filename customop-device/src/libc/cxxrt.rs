@@ -8,7 +8,7 @@
 
 use core::ffi::c_void;
 
-use crate::libc::{free, malloc};
+use crate::libc::{free, malloc_at};
 
 fn new(n: usize, site: usize) -> *mut c_void {
     let p = crate::libc::malloc_at(n.max(1), site);
@@ -45,24 +45,25 @@ fn out_of_memory(n: usize, align: Option<usize>) -> ! {
     )
 }
 
-/// `operator new(size_t)` (32-bit size_t: `unsigned int`).
+/// `operator new(size_t)` for the code at `site` (`alloc.c`'s `_Znwj` and `_Znaj` name
+/// their caller).
 #[no_mangle]
-pub extern "C" fn _Znwj(n: usize) -> *mut c_void {
-    #[cfg(target_arch = "x86")]
-    let site = crate::caller!();
-    #[cfg(not(target_arch = "x86"))]
-    let site = 0;
+pub extern "C" fn customop_new_at(n: usize, site: usize) -> *mut c_void {
     new(n, site)
 }
 
-/// `operator new[](size_t)`.
+/// `operator new(size_t)` (32-bit size_t: `unsigned int`) where no C unit names the caller.
+#[cfg(not(alloc_sites))]
+#[no_mangle]
+pub extern "C" fn _Znwj(n: usize) -> *mut c_void {
+    new(n, 0)
+}
+
+/// `operator new[](size_t)` where no C unit names the caller.
+#[cfg(not(alloc_sites))]
 #[no_mangle]
 pub extern "C" fn _Znaj(n: usize) -> *mut c_void {
-    #[cfg(target_arch = "x86")]
-    let site = crate::caller!();
-    #[cfg(not(target_arch = "x86"))]
-    let site = 0;
-    new(n, site)
+    new(n, 0)
 }
 
 /// `std::nothrow` (an empty tag object; libc++'s `<new>` declares it, D72).
@@ -73,13 +74,13 @@ pub static _ZSt7nothrow: u8 = 0;
 /// `operator new(size_t, const std::nothrow_t &)`: NULL when the heap is full.
 #[no_mangle]
 pub extern "C" fn _ZnwjRKSt9nothrow_t(n: usize, _tag: *const u8) -> *mut c_void {
-    malloc(n.max(1))
+    malloc_at(n.max(1), 0)
 }
 
 /// `operator new[](size_t, const std::nothrow_t &)`.
 #[no_mangle]
 pub extern "C" fn _ZnajRKSt9nothrow_t(n: usize, _tag: *const u8) -> *mut c_void {
-    malloc(n.max(1))
+    malloc_at(n.max(1), 0)
 }
 
 /// `atexit`, which GCC calls to register a global object's destructor: accepted and never

@@ -16,8 +16,6 @@ pub mod mem;
 pub mod platform;
 pub mod redzone;
 pub mod scalar;
-#[cfg(target_arch = "x86")]
-pub mod sites;
 pub mod stack;
 pub mod state;
 pub mod stdio;

@@ -1,8 +1,11 @@
 //! Checking mode's red zones: a heap block a checked launch hands out (malloc/new, tcm_malloc,
-//! an HBM block) is followed by [`RED_ZONE`] bytes of [`RED_BYTE`], verified when the block
-//! is freed and when the kernel returns, so a plain store past a block's end, which the
-//! device would let corrupt its neighbour silently, is reported (D88). Unchecked launches
-//! allocate exactly what they ask for.
+//! an HBM block) is followed by [`RED_ZONE`] bytes: [`WATCHED`] bytes of [`RED_BYTE`],
+//! verified when the block is freed and when the kernel returns, so a plain store past a
+//! block's end, which the device would let corrupt its neighbour silently, is reported
+//! (D88); then the block's site, the address of the code that made it, so a block still
+//! held at the kernel's end names its line (D104). Kept in the zone, not in a table, so it
+//! costs a Pool image no bytes of its 64 KiB. Unchecked launches allocate exactly what they
+//! ask for.
 
 use crate::runtime::heap::HeapError;
 use crate::runtime::{check_note, STATE};
@@ -10,6 +13,8 @@ use customop_abi::checklog::NoteKind;
 
 /// Bytes after each block.
 pub const RED_ZONE: u32 = 32;
+/// Of them, the bytes a store past the end is looked for in; the last four hold the site.
+pub const WATCHED: u32 = RED_ZONE - 4;
 /// What they hold (a kernel storing exactly this byte past a block's end goes unseen).
 pub const RED_BYTE: u8 = 0xFD;
 /// Blocks watched at once (32 descriptors for each Neuron heap; the rest go unwatched).
@@ -66,11 +71,13 @@ impl Default for RedZones {
 }
 
 /// Allocates `size` bytes with `alloc` (bytes -> address), with a red zone after them in a
-/// checked launch (`local` turns the address into a local one). A heap too full for the
-/// zone gives the plain block: checking never makes an allocation fail.
+/// checked launch (`local` turns the address into a local one) that keeps `site` (the
+/// code that asked; 0: unknown). A heap too full for the zone gives the plain block:
+/// checking never makes an allocation fail.
 pub fn allocate(
     heap: HeapKind,
     size: u32,
+    site: usize,
     mut alloc: impl FnMut(u32) -> Result<u64, HeapError>,
     local: impl Fn(u64) -> usize,
 ) -> Result<u64, HeapError> {
@@ -80,14 +87,14 @@ pub fn allocate(
         .filter(|_| checked && size > 0 && size < 1 << 30)
     {
         if let Ok(a) = alloc(big) {
-            arm(local(a), size, heap);
+            arm(local(a), size, heap, site);
             return Ok(a);
         }
     }
     alloc(size)
 }
 
-fn arm(local: usize, size: u32, heap: HeapKind) {
+fn arm(local: usize, size: u32, heap: HeapKind, site: usize) {
     let zone = Zone {
         local,
         size_heap: size | (heap as u32) << 30,
@@ -105,13 +112,42 @@ fn arm(local: usize, size: u32, heap: HeapKind) {
         // SAFETY: the block is `size + RED_ZONE` bytes at `local` (just allocated), in
         // memory this core owns.
         unsafe {
-            core::ptr::write_bytes(
-                (local + size as usize) as *mut u8,
-                RED_BYTE,
-                RED_ZONE as usize,
-            )
+            let zone = (local + size as usize) as *mut u8;
+            core::ptr::write_bytes(zone, RED_BYTE, WATCHED as usize);
+            // The zone follows the kernel's bytes, so it may be misaligned: byte stores.
+            zone.add(WATCHED as usize)
+                .cast::<[u8; 4]>()
+                .write((site as u32).to_le_bytes());
         };
     }
+}
+
+/// Each site with `heap` blocks still watched, and how many (at most `N` sites; blocks
+/// made at an unknown site are left out).
+pub fn held_sites<const N: usize>(heap: HeapKind) -> ([(u32, u32); N], usize) {
+    let mut out = [(0u32, 0u32); N];
+    let mut n = 0;
+    STATE.with(|s| {
+        let r = &s.red_zones;
+        for z in r.zones[..r.n].iter().filter(|z| z.heap() == heap as u32) {
+            // SAFETY: a watched zone's last four bytes, inside its block's allocation.
+            let site = u32::from_le_bytes(unsafe {
+                ((z.local + (z.size() + WATCHED) as usize) as *const [u8; 4]).read()
+            });
+            if site == 0 {
+                continue;
+            }
+            match out[..n].iter_mut().find(|e| e.0 == site) {
+                Some(e) => e.1 += 1,
+                None if n < N => {
+                    out[n] = (site, 1);
+                    n += 1;
+                }
+                None => {}
+            }
+        }
+    });
+    (out, n)
 }
 
 /// The block at `local` is being freed: its zone is verified and forgotten.
@@ -164,7 +200,7 @@ impl RedZones {
 
 fn verify(z: Zone) {
     let start = z.local + z.size() as usize;
-    let changed = (0..RED_ZONE as usize).find(|&i| {
+    let changed = (0..WATCHED as usize).find(|&i| {
         // SAFETY: the zone's bytes follow the block inside its allocation (armed above).
         unsafe { ((start + i) as *const u8).read_volatile() != RED_BYTE }
     });

@@ -156,8 +156,6 @@ pub fn set_scratch(data: usize, data_size: usize, hbm: u64, hbm_size: usize, dma
 /// launch's allocations are forgotten) and a fresh translation table.
 pub fn init_for_launch() {
     super::access::reset();
-    #[cfg(target_arch = "x86")]
-    super::sites::reset();
     let (data, data_size, hbm, hbm_size) = STATE.with(|s| {
         (
             s.data_scratch,
@@ -380,6 +378,7 @@ pub fn hbm_allocate(size: u32, align: u32) -> Result<u64, HeapError> {
     let r = redzone::allocate(
         HeapKind::Hbm,
         size,
+        0,
         |n| STATE.with(|s| s.hbm_heap.alloc(n, align)),
         local_of_hbm_scratch,
     );
@@ -429,6 +428,7 @@ pub fn check_leaks() {
         redzone::watched_bytes(HeapKind::Hbm),
         redzone::watched_bytes(HeapKind::Libc),
     ];
+    let (sites, held) = redzone::held_sites::<8>(HeapKind::Libc);
     redzone::verify_all();
     let (now, before) = STATE.with(|s| {
         (
@@ -454,15 +454,18 @@ pub fn check_leaks() {
             check_note(kind, blocks as u32, bytes, 0);
         }
     }
-    // Where the libc blocks still held were made (host builds: D104).
-    #[cfg(target_arch = "x86")]
-    {
-        let anchor = crate::runtime::exports::entry_func as *const () as usize;
-        let (sites, n) = super::sites::held::<8>();
-        for &(site, count) in &sites[..n] {
-            let at = (site as u64).wrapping_sub(anchor as u64);
-            check_note(NoteKind::LeakSite, count, 0, at);
-        }
+    // Where the libc blocks still held were made (D104), as distances from entry_func.
+    #[cfg(feature = "exports")]
+    let anchor = crate::runtime::exports::entry_func as *const () as usize as u64;
+    #[cfg(not(feature = "exports"))]
+    let anchor = 0;
+    for &(site, count) in &sites[..held] {
+        check_note(
+            NoteKind::LeakSite,
+            count,
+            0,
+            u64::from(site).wrapping_sub(anchor),
+        );
     }
 }
 
@@ -499,6 +502,7 @@ pub fn dataram_allocate(size: u32, align: u32) -> Result<usize, HeapError> {
     let r = redzone::allocate(
         HeapKind::Tcm,
         size,
+        0,
         |n| STATE.with(|s| s.dataram_heap.alloc(n, align)),
         |a| a as usize,
     )

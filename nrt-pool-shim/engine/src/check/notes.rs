@@ -7,6 +7,7 @@ use std::cell::OnceCell;
 
 use customop_abi::blob::scratch;
 use customop_abi::checklog::{NoteKind, CHECK_LOG_SIZE, MAX_NOTES};
+use nrt_pool_schema::pool_image;
 
 use super::super::PoolEngine;
 use super::{Check, Checks, Finding};
@@ -213,12 +214,18 @@ fn say(e: &PoolEngine, n: &Note, library: &OnceCell<Option<Vec<u8>>>) -> (Check,
 }
 
 /// The op library's file, read once for the notes that need it (`library` keeps it).
+/// The op library's ELF: the host build itself, or a Pool image's first core image (every
+/// core runs the same code, so distances from `entry_func` name the same place in each).
 fn library_bytes<'a>(e: &PoolEngine, library: &'a OnceCell<Option<Vec<u8>>>) -> Option<&'a [u8]> {
     library
         .get_or_init(|| {
-            e.loaded
-                .library()
-                .and_then(|l| std::fs::read(l.file()).ok())
+            let bytes = std::fs::read(e.loaded.library()?.file()).ok()?;
+            if !pool_image::is_pool_file(&bytes) {
+                return Some(bytes);
+            }
+            let (iram, dram) = pool_image::parse_file(&bytes).ok()?;
+            let cores = pool_image::parse_pair(iram, dram).ok()?;
+            cores.first().map(|c| c.elf.to_vec())
         })
         .as_deref()
 }
