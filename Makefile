@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 CUSTOMOP_TARGETS := x86_64-unknown-linux-gnu riscv32imac-unknown-none-elf xtensa-q7-none-elf
 CUSTOMOP_OUT := target/customop
 
-.PHONY: wheel wheel-test parity all build tools tools-build demo demo-parts demo-build test test-parts test-rust python-package customop-host customop-device-model core-runner customop-device-model core-runner customop-riscv32 customop-xtensa pool-board pool-qemu pool-gdb lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch soak install install-files uninstall deb
+.PHONY: wheel wheel-test parity all build tools tools-build demo demo-parts demo-build test test-parts test-rust python-package python-suite customop-host customop-device-model core-runner customop-device-model core-runner customop-riscv32 customop-xtensa pool-board pool-qemu pool-gdb lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch soak install install-files uninstall deb
 
 ## make install PREFIX=/usr/local DESTDIR=: libraries, archives, headers, tools, pkg-config and
 ## CMake files (install-files installs what is already built; uninstall removes them).
@@ -114,7 +114,7 @@ test:
 	@$(MAKE) --no-print-directory -j$(PARALLEL) -Oline test-parts
 	@$(MAKE) --no-print-directory -j$(PARALLEL) -Oline test-rust pool-gdb python-package
 	$(CARGO) test --release -p gpsimd-open
-	$(MAKE) test-python
+	$(MAKE) python-suite
 	$(MAKE) wheel-test
 
 test-parts: tools build $(ARCHIVES) pyenv
@@ -143,6 +143,9 @@ PYTEST_WORKERS ?= auto
 ## target/venv from nrt-pool-shim/python), AWS API ops against NumPy (torch tests skip
 ## unless torch is installed: make test-torch).
 test-python: python-package customop-archives
+	$(MAKE) --no-print-directory python-suite
+## The suite alone, over what is already built and installed (make test builds it first).
+python-suite:
 	cd tests/python && ../../$(PYTHON) -m pytest -q -rs -n $(PYTEST_WORKERS) --dist loadfile
 
 ## make parity: the parity corpus (tests/parity/corpus.py) and the examples on host and

@@ -75,6 +75,15 @@ CASES = [
     ("overlap_copy", "arithmetic", "char b[32]; for (int i = 0; i < 32; i++) b[i] = (char)(i + (int)in[0]); memcpy(b + 1, b, 24); for (int i = 0; i < 8; i++) r[i] = b[i * 3];"),
     # ---- alignment the compiler sees (a constant offset into a local buffer) ----
     ("misaligned_const", "alignment", "unsigned char b[16]; for (int i = 0; i < 16; i++) b[i] = (unsigned char)in[i]; r[0] = *(int *)(b + 1);"),
+    # ---- other shapes of the same mistake: widths, stores, globals, casts users write ----
+    ("misaligned_u16", "alignment", "alignas(8) unsigned char b[16]; for (int i = 0; i < 16; i++) b[i] = (unsigned char)in[i]; r[0] = *(uint16_t *)(b + 3);"),
+    ("misaligned_store", "alignment", "alignas(8) unsigned char b[16] = {0}; *(int *)(b + 1) = 0x01020304 + (int)in[0]; r[0] = b[1]; r[1] = b[4];"),
+    ("misaligned_i64", "alignment", "alignas(8) unsigned char b[16]; for (int i = 0; i < 16; i++) b[i] = (unsigned char)in[i]; int64_t v = *(int64_t *)(b + 2); r[0] = (int)v; r[1] = (int)(v >> 32);"),
+    ("double_at_4", "alignment", "alignas(8) unsigned char b[16] = {0}; double d = in[3]; memcpy(b + 4, &d, 8); r[0] = bits((float)*(double *)(b + 4));"),
+    ("misaligned_global", "alignment", "alignas(8) static unsigned char g[16]; for (int i = 0; i < 16; i++) g[i] = (unsigned char)in[i]; r[0] = *(int *)(g + 1);"),
+    ("reinterpret_floats", "alignment", "alignas(8) unsigned char b[16]; for (int i = 0; i < 16; i++) b[i] = (unsigned char)in[i]; const float *f = reinterpret_cast<const float *>(b + 2); r[0] = bits(f[0]);"),
+    ("misaligned_store_ptr", "alignment", "alignas(8) unsigned char b[16] = {0}; int *p = (int *)(b + (int)in[3]); *p = 7; r[0] = b[3];"),
+    ("packed_member", "control", "struct __attribute__((packed)) P { char c; int i; short s; }; P p; p.c = 1; p.i = (int)in[9] * 1000; p.s = (short)in[4]; r[0] = p.i; r[1] = p.s; r[2] = sizeof(P);"),
     # ---- the C and C++ libraries: the device's libc and libc++ against glibc and libstdc++ ----
     ("sort_ties", "C++ library", "std::vector<std::pair<int, int>> v; for (int i = 0; i < 40; i++) v.push_back({(i * 7) % 3, i + (int)in[0]}); std::sort(v.begin(), v.end(), [](auto a, auto b) { return a.first < b.first; }); for (int i = 0; i < 8; i++) r[i] = v[i].second;"),
     ("map_order", "C++ library", "std::unordered_map<int, int> m; for (int i = 0; i < 20; i++) m[i * 37 + (int)in[0]] = i; int k = 0; for (auto &e : m) { if (k < 8) r[k] = e.first; k++; }"),
