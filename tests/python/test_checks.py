@@ -481,6 +481,57 @@ def test_malloc_blocks_held_at_the_kernels_end_are_leaks_and_the_twin_is_clean(g
     np.testing.assert_array_equal(gallery_mem.ops["malloc_clean"](x(), check="all"), np.maximum(x(), 0))
 
 
+LEAKS = r"""
+#include <torch/torch.h>
+#include <stdlib.h>
+static char *kept;
+static long *counters(long n) {
+    long *p = new long[n];
+    for (long i = 0; i < n; i++) p[i] = i;
+    return p;
+}
+torch::Tensor leaks(const torch::Tensor &x) {
+    torch::Tensor y = torch::empty(x.sizes(), torch::kFloat);
+    auto in = x.accessor<float, 1>();
+    auto out = y.accessor<float, 1>();
+    long *c = counters(x.numel());
+    char *bytes = (char *)calloc(16, 1);
+    kept = (char *)malloc(100);
+    char *grown = (char *)realloc(bytes, 64);
+    int *one = new int(7);
+    for (long i = 0; i < x.numel(); i++) out[i] = in[i] + (float)c[i] + (float)(*one - 7) + grown[0];
+    return y;
+}
+"""
+LEAKS_SHAPE = r"""
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+torch::Tensor s(torch::Tensor x) { return torch::empty(x.sizes(), torch::kFloat); }
+NEURON_LIBRARY(leak_ops, m) { m.def("leaks", &s, "leaks"); }
+"""
+
+
+@pytest.mark.parametrize("isa", ["host", "xtensa"])
+def test_every_allocation_entry_point_names_the_line_that_made_a_leaked_block(isa, tmp_path):
+    """new[] in a helper, calloc grown by realloc, malloc kept in a static, new: each leaked
+    block's line, on both backends (D104), and the same output bytes on both."""
+    from gpsimd_open import CheckError
+
+    lib = load_op(tmp_path, "leak_ops", LEAKS, LEAKS_SHAPE, isa=isa)
+    v = np.arange(8, dtype=np.float32)
+    with pytest.raises(CheckError) as e:
+        lib.ops["leaks"](v, check="memory")
+    np.testing.assert_array_equal(e.value.result, v + np.arange(8, dtype=np.float32))
+    sites = sorted(re.search(r"made at (\S+?):(\d+) in (\w+)", f["message"]).group(2, 3)
+                   for f in e.value.findings if "made at" in f["message"])
+    src = LEAKS.splitlines()
+    line = {what: next(i + 1 for i, l in enumerate(src) if what in l) for what in
+            ("new long[n]", "malloc(100)", "realloc(bytes", "new int(7)")}
+    assert sites == sorted([(str(line["new long[n]"]), "counters"), (str(line["malloc(100)"]), "leaks"),
+                            (str(line["realloc(bytes"]), "leaks"), (str(line["new int(7)"]), "leaks")]), \
+        e.value.findings
+
+
 @pytest.mark.parametrize("op,block,size", [("tile_overrun", "a tcm_malloc block", 1024),
                                            ("new_overrun", "a malloc/new block", 64)])
 def test_a_store_past_a_heap_blocks_end_is_found(gallery_mem, op, block, size):
