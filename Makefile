@@ -109,7 +109,7 @@ pool-gdb: pool-qemu
 ## and the fuzz seed corpus (the ABI tests use the release build and the archives), the
 ## Python suite and the wheel. The Xtensa gdb (only the install and package tests of the
 ## top-level crate, the Python suite and the wheel need it) and the Python package build
-## beside the other Rust tests, which leave a core idle much of their time.
+## beside the other Rust tests, which fill a core the tests leave idle.
 test:
 	@$(MAKE) --no-print-directory -j$(PARALLEL) -Oline test-parts
 	@$(MAKE) --no-print-directory -j$(PARALLEL) -Oline test-rust pool-gdb python-package

@@ -213,9 +213,9 @@ fn say(e: &PoolEngine, n: &Note, library: &OnceCell<Option<Vec<u8>>>) -> (Check,
     }
 }
 
-/// The op library's file, read once for the notes that need it (`library` keeps it).
-/// The op library's ELF: the host build itself, or a Pool image's first core image (every
-/// core runs the same code, so distances from `entry_func` name the same place in each).
+/// The op library's ELF, read once for the notes that need it (`library` keeps it): the
+/// host build itself, or a Pool image's first core image (every core runs the same code at
+/// its own origin, so distances from `entry_func` name the same place in each).
 fn library_bytes<'a>(e: &PoolEngine, library: &'a OnceCell<Option<Vec<u8>>>) -> Option<&'a [u8]> {
     library
         .get_or_init(|| {
