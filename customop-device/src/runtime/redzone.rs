@@ -44,6 +44,14 @@ impl Zone {
     fn heap(self) -> u32 {
         self.size_heap >> 30
     }
+    /// Where the zone starts: right after the kernel's bytes (so possibly misaligned).
+    fn start(self) -> usize {
+        self.local + self.size() as usize
+    }
+    /// Where the zone keeps the block's site (its last four bytes).
+    fn site_at(self) -> usize {
+        self.start() + WATCHED as usize
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -112,12 +120,9 @@ fn arm(local: usize, size: u32, heap: HeapKind, site: usize) {
         // SAFETY: the block is `size + RED_ZONE` bytes at `local` (just allocated), in
         // memory this core owns.
         unsafe {
-            let zone = (local + size as usize) as *mut u8;
-            core::ptr::write_bytes(zone, RED_BYTE, WATCHED as usize);
-            // The zone follows the kernel's bytes, so it may be misaligned: byte stores.
-            zone.add(WATCHED as usize)
-                .cast::<[u8; 4]>()
-                .write((site as u32).to_le_bytes());
+            core::ptr::write_bytes(zone.start() as *mut u8, RED_BYTE, WATCHED as usize);
+            // Byte stores: the zone may be misaligned.
+            (zone.site_at() as *mut [u8; 4]).write((site as u32).to_le_bytes());
         };
     }
 }
@@ -131,9 +136,7 @@ pub fn held_sites<const N: usize>(heap: HeapKind) -> ([(u32, u32); N], usize) {
         let r = &s.red_zones;
         for z in r.zones[..r.n].iter().filter(|z| z.heap() == heap as u32) {
             // SAFETY: a watched zone's last four bytes, inside its block's allocation.
-            let site = u32::from_le_bytes(unsafe {
-                ((z.local + (z.size() + WATCHED) as usize) as *const [u8; 4]).read()
-            });
+            let site = u32::from_le_bytes(unsafe { (z.site_at() as *const [u8; 4]).read() });
             if site == 0 {
                 continue;
             }
@@ -199,7 +202,7 @@ impl RedZones {
 }
 
 fn verify(z: Zone) {
-    let start = z.local + z.size() as usize;
+    let start = z.start();
     let changed = (0..WATCHED as usize).find(|&i| {
         // SAFETY: the zone's bytes follow the block inside its allocation (armed above).
         unsafe { ((start + i) as *const u8).read_volatile() != RED_BYTE }
