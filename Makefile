@@ -31,7 +31,10 @@ build:
 ## D73). Debian packages go through packaging/apt-install.sh, which runs apt only for what
 ## is missing and never lets it remove or downgrade a package.
 APT_INSTALL := packaging/apt-install.sh
+# The alignment plugin of host op builds is built against the host GCC's own headers (D105).
+HOST_GCC_MAJOR := $(shell g++ -dumpversion 2>/dev/null || echo 12)
 BUILD_PACKAGES := gcc-xtensa-lx106 binutils-xtensa-lx106 libc++-14-dev g++-multilib \
+	gcc-$(HOST_GCC_MAJOR)-plugin-dev \
 	ninja-build meson libglib2.0-dev libpixman-1-dev libfdt-dev flex bison xz-utils libgmp-dev
 TEST_PACKAGES := cmake pkg-config dpkg gdb gdbserver
 tools-build:

@@ -129,6 +129,133 @@ def test_aligned_word_reads_agree(lib):
     np.testing.assert_array_equal(lib.ops["half_store"](X, 2), [2 * 65536])
 
 
+SEEN = r"""
+#include <stdint.h>
+#include <torch/torch.h>
+
+// Misaligned at offsets the compiler sees (D105): GCC for Xtensa knows the buffer's
+// alignment and moves these values bytewise, so the device build runs; host cores must
+// give its bytes, not a fault. The bytes come from the input, so nothing folds away.
+torch::Tensor u16_at_3(const torch::Tensor &x) {
+    auto in = x.accessor<float, 1>();
+    alignas(8) unsigned char b[16];
+    for (int i = 0; i < 16; i++) b[i] = (unsigned char)in[i];
+    return torch::full({1}, (float)*(uint16_t *)(b + 3), torch::kFloat);
+}
+
+torch::Tensor word_stored_at_1(const torch::Tensor &x) {
+    auto in = x.accessor<float, 1>();
+    alignas(8) unsigned char b[8] = {0};
+    *(int *)(b + 1) = 0x01020304 + (int)in[0];
+    return torch::full({1}, (float)(b[0] + b[1] * 256 + b[4] * 65536), torch::kFloat);
+}
+
+torch::Tensor float_at_2(const torch::Tensor &x) {
+    auto in = x.accessor<float, 1>();
+    alignas(8) unsigned char b[16];
+    for (int i = 0; i < 16; i++) b[i] = (unsigned char)in[i];
+    const float *f = reinterpret_cast<const float *>(b + 2);
+    return torch::full({1}, f[0], torch::kFloat);
+}
+
+// No alignas: arrays and structs are word-aligned on the device, so the compiler knows
+// these offsets too.
+torch::Tensor u16_in_small_array(const torch::Tensor &x) {
+    auto in = x.accessor<float, 1>();
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++) b[i] = (unsigned char)in[i];
+    return torch::full({1}, (float)*(uint16_t *)(b + 1), torch::kFloat);
+}
+
+struct Pixel { unsigned char r, g, b, a; };
+torch::Tensor u16_in_pixels(const torch::Tensor &x) {
+    auto in = x.accessor<float, 1>();
+    Pixel px[2];
+    unsigned char *bytes = (unsigned char *)px;
+    for (int i = 0; i < 8; i++) bytes[i] = (unsigned char)in[i];
+    return torch::full({1}, (float)*(uint16_t *)(bytes + 1), torch::kFloat);
+}
+"""
+SEEN_SHAPES = r"""
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+torch::Tensor one(torch::Tensor x) { return torch::empty({1}, torch::kFloat); }
+NEURON_LIBRARY(seen_ops, m) {
+    m.def("u16_at_3", &one, "u16_at_3");
+    m.def("word_stored_at_1", &one, "word_stored_at_1");
+    m.def("float_at_2", &one, "float_at_2");
+    m.def("u16_in_small_array", &one, "u16_in_small_array");
+    m.def("u16_in_pixels", &one, "u16_in_pixels");
+}
+"""
+
+
+@pytest.fixture(scope="module", params=["host", "xtensa"])
+def seen(tmp_path_factory, request):
+    d = tmp_path_factory.mktemp("seen")
+    (d / "k.cpp").write_text(SEEN)
+    (d / "s.cpp").write_text(SEEN_SHAPES)
+    return custom_op.load("seen_ops", [d / "k.cpp"], [d / "s.cpp"],
+                          build_directory=d / "out", isa=request.param)
+
+
+ONE_TO_16 = np.arange(1, 17, dtype=np.float32)
+
+
+@pytest.mark.parametrize("op, expected", [
+    ("u16_at_3", 4 + 5 * 256),
+    # 0x01020305 stored little-endian from byte 1: b[1] = 5, b[4] = 1, b[0] untouched.
+    ("word_stored_at_1", 5 * 256 + 1 * 65536),
+    ("float_at_2", float(np.frombuffer(bytes([3, 4, 5, 6]), "<f4")[0])),
+    ("u16_in_small_array", 2 + 3 * 256),
+    ("u16_in_pixels", 2 + 3 * 256),
+])
+def test_misalignment_the_compiler_sees_gives_the_device_builds_bytes(seen, op, expected):
+    np.testing.assert_array_equal(seen.ops[op](ONE_TO_16), np.array([expected], np.float32))
+
+
+# Through a pointer variable, GCC for Xtensa knows the misalignment only when optimising
+# (it propagates the address); at -O0 it loads the pointer and reads a halfword, which
+# faults on the device. Host cores must follow both (the plugin decides from what the
+# compiler knows, not from the source's shape).
+UNOPTIMISED = r"""
+#include <stdint.h>
+#include <torch/torch.h>
+torch::Tensor u16_at_3(const torch::Tensor &x) {
+    auto in = x.accessor<float, 1>();
+    alignas(8) unsigned char b[16];
+    for (int i = 0; i < 16; i++) b[i] = (unsigned char)in[i];
+    const uint16_t *p = (const uint16_t *)(b + 3);
+    uint16_t v = *p;
+    return torch::full({1}, (float)v, torch::kFloat);
+}
+"""
+UNOPTIMISED_SHAPES = r"""
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+torch::Tensor one(torch::Tensor x) { return torch::empty({1}, torch::kFloat); }
+NEURON_LIBRARY(unoptimised, m) { m.def("u16_at_3", &one, "u16_at_3"); }
+"""
+
+
+@pytest.mark.parametrize("isa", ["host", "xtensa"])
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_a_pointer_the_compiler_follows_only_when_optimising(tmp_path, isa, opt):
+    (tmp_path / "k.cpp").write_text(UNOPTIMISED)
+    (tmp_path / "s.cpp").write_text(UNOPTIMISED_SHAPES)
+    lib = custom_op.load("unoptimised", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"],
+                         build_directory=tmp_path / "out", isa=isa, extra_cflags=[opt])
+    if opt == "-O2":
+        np.testing.assert_array_equal(lib.ops["u16_at_3"](ONE_TO_16), [4 + 5 * 256])
+        return
+    with pytest.raises(DeviceFault) as e:
+        lib.ops["u16_at_3"](ONE_TO_16)
+    msg = str(e.value)
+    assert "unaligned load/store" in msg, msg
+    line = 1 + UNOPTIMISED.splitlines().index("    uint16_t v = *p;")
+    assert re.search(rf"k\.cpp:{line}\b", msg), (line, msg)
+
+
 @pytest.mark.parametrize("op, off, line", [
     ("word_at", 1, "int v = *p;"),
     ("word_at", 2, "int v = *p;"),

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{io, BuildError, CompileFlags, DEVICE_RULES_ON_HOST};
+use crate::{alignment_plugin, io, BuildError, CompileFlags, DEVICE_RULES_ON_HOST};
 
 /// Which data model a host op library is built in.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -84,7 +84,7 @@ pub fn gcc_include(cxx: &str) -> Result<PathBuf, BuildError> {
 /// The compile of op source `src` for host cores in the device's data model: the device
 /// build's language rules (no exceptions or RTTI, libc++ configured for a core) with the
 /// host build's instrumentation (line tables, stack-clash probes, the device's rules where
-/// a flag can say them: D92, D95).
+/// a flag can say them: D92, D95) and the device compiler's view of alignment (D105).
 pub(crate) fn cxx(
     cxx: &str,
     include: &Path,
@@ -111,6 +111,10 @@ pub(crate) fn cxx(
         "-c",
     ]);
     c.args(DEVICE_RULES_ON_HOST);
+    // Alignment judged as GCC for Xtensa judges it, where this compiler loads plugins (D105).
+    if let Some(plugin) = alignment_plugin::argument(cxx) {
+        c.arg(plugin);
+    }
     crate::device_system_includes(&mut c, include, libcxx);
     c.arg("-isystem")
         .arg(gcc_include)

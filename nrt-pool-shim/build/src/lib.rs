@@ -18,6 +18,7 @@ use std::process::Command;
 
 use nrt_pool_schema::{self as schema, demangle, DType, KernelSig, ParamKind};
 
+pub(crate) mod alignment_plugin;
 pub mod device_image;
 pub mod device_model;
 mod library;
@@ -25,6 +26,7 @@ mod neuron_ops;
 mod wrapper;
 pub mod xtensa_asm;
 
+pub use alignment_plugin::CACHE_ENV;
 pub use device_image::DeviceImage;
 pub use device_model::DataModel;
 pub use library::BuildSetup;
