@@ -83,6 +83,11 @@ CASES = [
     ("misaligned_global", "alignment", "alignas(8) static unsigned char g[16]; for (int i = 0; i < 16; i++) g[i] = (unsigned char)in[i]; r[0] = *(int *)(g + 1);"),
     ("reinterpret_floats", "alignment", "alignas(8) unsigned char b[16]; for (int i = 0; i < 16; i++) b[i] = (unsigned char)in[i]; const float *f = reinterpret_cast<const float *>(b + 2); r[0] = bits(f[0]);"),
     ("misaligned_store_ptr", "alignment", "alignas(8) unsigned char b[16] = {0}; int *p = (int *)(b + (int)in[3]); *p = 7; r[0] = b[3];"),
+    # Loops: the device compiler's knowledge depends on its own passes (D105). Byte-moved on
+    # the device (an induction variable it knows is 2 mod 4): host cores fault, flagged.
+    ("misaligned_loop_known", "alignment", "unsigned char b[40]; for (int i = 0; i < 40; i++) b[i] = (unsigned char)in[i % 16]; unsigned s = 0; for (int i = 0; i < 4; i++) s += *(uint32_t *)(b + 4 * i + 2); r[0] = (int)s;"),
+    # A `long` index over odd halfwords: the device loses track and faults, as host cores do.
+    ("misaligned_loop_lost", "alignment", "char b[64]; for (long i = 0; i < 16; i++) *(float *)&b[4 * i] = in[i] * 2.0f; unsigned s = 0; for (int i = 0; i < 8; i++) s += *(unsigned short *)(b + 2 * i + 1); r[0] = (int)s;"),
     ("packed_member", "control", "struct __attribute__((packed)) P { char c; int i; short s; }; P p; p.c = 1; p.i = (int)in[9] * 1000; p.s = (short)in[4]; r[0] = p.i; r[1] = p.s; r[2] = sizeof(P);"),
     # ---- the C and C++ libraries: the device's libc and libc++ against glibc and libstdc++ ----
     ("sort_ties", "C++ library", "std::vector<std::pair<int, int>> v; for (int i = 0; i < 40; i++) v.push_back({(i * 7) % 3, i + (int)in[0]}); std::sort(v.begin(), v.end(), [](auto a, auto b) { return a.first < b.first; }); for (int i = 0; i < 8; i++) r[i] = v[i].second;"),
