@@ -17,9 +17,6 @@ use std::sync::{Mutex, OnceLock};
 /// The plugin's source, carried in the build crate (an installed wheel has no checkout).
 const SOURCE: &str = include_str!("../gcc-plugin/device_alignment.cc");
 
-/// Names a folder for built plugins instead of `$XDG_CACHE_HOME/gpsimd-open`.
-pub const CACHE_ENV: &str = "NRT_POOL_CACHE";
-
 /// The `-fplugin=` argument for `cxx`, building the plugin on first use; None when this
 /// compiler cannot load one (said once per process on stderr).
 pub(crate) fn argument(cxx: &str) -> Option<OsString> {
@@ -69,7 +66,7 @@ fn find_or_build(cxx: &str) -> Result<PathBuf, String> {
     // Built for this compiler (its version and headers) from this source.
     let mut key = std::collections::hash_map::DefaultHasher::new();
     (SOURCE, &version, &headers, cxx).hash(&mut key);
-    let dir = cache_dir();
+    let dir = crate::cache_dir();
     let plugin = dir.join(format!(
         "device_alignment-{version}-{:016x}.so",
         key.finish()
@@ -80,17 +77,6 @@ fn find_or_build(cxx: &str) -> Result<PathBuf, String> {
     build(cxx, &headers, &dir, &plugin)
         .map(|()| plugin)
         .map_err(|e| format!("the alignment plugin could not be built for {cxx}: {e}"))
-}
-
-fn cache_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os(CACHE_ENV) {
-        return PathBuf::from(d);
-    }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("gpsimd-open")
 }
 
 /// Compiles the plugin beside `plugin` and renames it there: builds running at once

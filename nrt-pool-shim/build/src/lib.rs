@@ -23,15 +23,16 @@ pub mod device_image;
 pub mod device_model;
 mod library;
 mod neuron_ops;
+mod op_api_pch;
 mod wrapper;
 pub mod xtensa_asm;
 
-pub use alignment_plugin::CACHE_ENV;
 pub use device_image::DeviceImage;
 pub use device_model::DataModel;
 pub use library::BuildSetup;
 use library::Wrapper;
 pub use neuron_ops::{OpBuildOptions, OpBuildReport};
+pub use op_api_pch::PCH_ENV;
 pub use wrapper::generate_wrapper;
 pub(crate) use wrapper::{EXCEPTION_GUARD, HOST_STDIO};
 
@@ -264,6 +265,23 @@ fn build_schema_library(o: &BuildOptions) -> Result<BuildReport, BuildError> {
     })
 }
 
+/// Names the folder where builds keep what they make once per compiler (the alignment
+/// plugin, D105; precompiled op API headers, D106) instead of `$XDG_CACHE_HOME/gpsimd-open`.
+pub const CACHE_ENV: &str = "NRT_POOL_CACHE";
+
+/// The build cache folder: `$NRT_POOL_CACHE`, `$XDG_CACHE_HOME/gpsimd-open` or
+/// `~/.cache/gpsimd-open` (the temporary folder's when there is no home).
+pub(crate) fn cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os(CACHE_ENV) {
+        return PathBuf::from(d);
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("gpsimd-open")
+}
+
 pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError {
     let path = path.to_path_buf();
     move |source| BuildError::Io { path, source }
@@ -392,13 +410,16 @@ pub(crate) fn device_compile(
     obj: &Path,
 ) -> Result<(), BuildError> {
     let asm = obj.with_extension("s");
-    run(&mut device_cxx(
-        include,
-        &libcxx_headers(include)?,
-        flags,
-        src,
-        &asm,
-    ))?;
+    let libcxx = libcxx_headers(include)?;
+    let command = |s: &Path, o: &Path| device_cxx(include, &libcxx, flags, s, o);
+    let mut c = command(src, &asm);
+    // The op API precompiled for this command, where the source opens with it (D106).
+    if std::fs::read(src).is_ok_and(|t| op_api_pch::opens_with_the_op_api(&t)) {
+        if let Some(include) = op_api_pch::include_args(&cache_dir(), command) {
+            c.args(include);
+        }
+    }
+    run(&mut c)?;
     assemble_windowed(&asm, obj)?;
     std::fs::remove_file(&asm).map_err(io(&asm))
 }

@@ -12,8 +12,9 @@ use nrt_pool_schema::{KernelSig, NeuronLibrary};
 
 use crate::neuron_ops::{self, Kernel};
 use crate::{
-    compile_all, device_compile, device_image, device_model, host_cxx, io, libcxx_headers, run,
-    wrapper, xtensa_cxx_installed, BuildError, CompileFlags, DataModel, DeviceImage, OnCompiled,
+    cache_dir, compile_all, device_compile, device_image, device_model, host_cxx, io,
+    libcxx_headers, op_api_pch, run, wrapper, xtensa_cxx_installed, BuildError, CompileFlags,
+    DataModel, DeviceImage, OnCompiled,
 };
 
 /// What the generated wrapper adds to an op library, by op model.
@@ -137,17 +138,35 @@ impl BuildSetup {
 
     /// The host compiler's command for `src`, in the setup's data model.
     pub(crate) fn host_command(&self, src: &Path, obj: &Path) -> Result<Command, BuildError> {
+        self.host_command_opening_with(src, obj, src)
+    }
+
+    /// [`Self::host_command`], with the precompiled op API first when `opening` (the
+    /// source the compile starts with: `src`, or one it includes first) opens with it (D106).
+    pub(crate) fn host_command_opening_with(
+        &self,
+        src: &Path,
+        obj: &Path,
+        opening: &Path,
+    ) -> Result<Command, BuildError> {
         Ok(match self.data_model {
             DataModel::Host => host_cxx(&self.cxx, &self.include, &self.flags, src, obj),
-            DataModel::Device => device_model::cxx(
-                &self.cxx,
-                &self.include,
-                &libcxx_headers(&self.include)?,
-                &device_model::gcc_include(&self.cxx)?,
-                &self.flags,
-                src,
-                obj,
-            ),
+            DataModel::Device => {
+                let libcxx = libcxx_headers(&self.include)?;
+                let gcc = device_model::gcc_include(&self.cxx)?;
+                let command = |s: &Path, o: &Path| {
+                    device_model::cxx(&self.cxx, &self.include, &libcxx, &gcc, &self.flags, s, o)
+                };
+                let mut c = command(src, obj);
+                let api_first = std::fs::read(opening)
+                    .is_ok_and(|text| op_api_pch::opens_with_the_op_api(&text));
+                if api_first {
+                    if let Some(include) = op_api_pch::include_args(&cache_dir(), command) {
+                        c.args(include);
+                    }
+                }
+                c
+            }
         })
     }
 

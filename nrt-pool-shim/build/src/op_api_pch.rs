@@ -1,0 +1,310 @@
+//! The op API (`<torch/torch.h>`) precompiled for host compiles (D106).
+//!
+//! Every translation unit of a NEURON_LIBRARY build parses the op API and the libc++
+//! headers under it (about 350 files, half of a small source's compile). A precompiled
+//! header built once per compile command (compiler, flags, include folders) is used by
+//! every later compile with that command: `-include <cache>/op_api.h` finds
+//! `op_api.h.gch` beside it, and GCC itself refuses a precompiled header made with other
+//! options (the optimisation level, macros the headers test) and reads the header instead,
+//! so a compile means the same with or without it.
+//!
+//! A source takes the op API first only where that cannot change its meaning: it opens
+//! with `#include <torch/torch.h>`, perhaps after other `#include <name>` lines of standard
+//! headers (which may come in any order) and comments. Anything else before it (a
+//! `#define`, a conditional, a header of the author's) keeps the source as it is.
+
+use std::collections::hash_map::DefaultHasher;
+use std::ffi::OsString;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::UNIX_EPOCH;
+
+/// `NRT_POOL_PCH=0` builds without the precompiled header.
+pub const PCH_ENV: &str = "NRT_POOL_PCH";
+
+/// The header precompiled: the op API, as op sources include it.
+const HEADER: &str = "#include <torch/torch.h>\n";
+
+/// How many precompiled headers the cache keeps (each is tens of MB): the newest.
+const KEEP: usize = 8;
+
+/// True when `source` opens with the op API, after nothing but standard headers,
+/// comments and blank lines (so including the op API first changes nothing).
+pub(crate) fn opens_with_the_op_api(source: &[u8]) -> bool {
+    let mut in_comment = false;
+    for raw in source.split(|&b| b == b'\n') {
+        let mut line = raw.trim_ascii();
+        if in_comment {
+            match find(line, b"*/") {
+                Some(end) => {
+                    in_comment = false;
+                    line = line[end + 2..].trim_ascii();
+                }
+                None => continue,
+            }
+        }
+        if let Some(start) = line.strip_prefix(b"/*") {
+            match find(start, b"*/") {
+                Some(end) => line = start[end + 2..].trim_ascii(),
+                None => {
+                    in_comment = true;
+                    continue;
+                }
+            }
+        }
+        if line.is_empty() || line.starts_with(b"//") {
+            continue;
+        }
+        let Some(directive) = line.strip_prefix(b"#") else {
+            return false;
+        };
+        let directive = directive.trim_ascii_start();
+        if directive == b"pragma once" {
+            continue;
+        }
+        let Some(name) = directive
+            .strip_prefix(b"include")
+            .map(<[u8]>::trim_ascii)
+            .and_then(|n| n.strip_prefix(b"<"))
+            .and_then(|n| n.split(|&b| b == b'>').next())
+        else {
+            return false;
+        };
+        if name == b"torch/torch.h" {
+            return true;
+        }
+        // A standard header's name has no folder; anything else may be the author's.
+        if name.contains(&b'/') {
+            return false;
+        }
+    }
+    false
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The `-include` arguments that bring in the precompiled op API for compiles made by
+/// `command` (called with a header and an output path, as for any source), building it
+/// into the cache on first use; none when it cannot be built (the compile then parses
+/// the headers as before).
+pub(crate) fn include_args(
+    cache: &Path,
+    command: impl Fn(&Path, &Path) -> Command,
+) -> Option<[OsString; 2]> {
+    if std::env::var_os(PCH_ENV).is_some_and(|v| v == "0") {
+        return None;
+    }
+    // The compile command with placeholders names the precompiled header it needs.
+    let probe = command(Path::new("@header"), Path::new("@output"));
+    let mut key = DefaultHasher::new();
+    let version = compiler_version(probe.get_program());
+    (
+        HEADER,
+        probe.get_program(),
+        version,
+        probe.get_args().collect::<Vec<_>>(),
+    )
+        .hash(&mut key);
+    let root = cache.join("pch");
+    let dir = root.join(format!("{:016x}", key.finish()));
+    static BUILDING: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = BUILDING.lock().unwrap_or_else(|p| p.into_inner());
+    if !current(&dir) {
+        build(&root, &dir, &command).ok()?;
+    }
+    Some(["-include".into(), dir.join("op_api.h").into()])
+}
+
+/// The compiler's version (`-dumpfullversion`), asked once per compiler: a precompiled
+/// header of another version is refused by GCC, so a new compiler gets new entries.
+fn compiler_version(program: &std::ffi::OsStr) -> Option<String> {
+    static KNOWN: Mutex<Vec<(OsString, Option<String>)>> = Mutex::new(Vec::new());
+    let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, v)) = known.iter().find(|(p, _)| p == program) {
+        return v.clone();
+    }
+    let v = Command::new(program)
+        .arg("-dumpfullversion")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    known.push((program.to_owned(), v.clone()));
+    v
+}
+
+/// Whether `dir` holds a precompiled header whose every input is as it was when built.
+fn current(dir: &Path) -> bool {
+    let Ok(manifest) = std::fs::read_to_string(dir.join("inputs")) else {
+        return false;
+    };
+    dir.join("op_api.h.gch").is_file()
+        && manifest.lines().all(|l| {
+            let mut f = l.rsplitn(3, ' ');
+            let (Some(stamp), Some(len), Some(path)) = (f.next(), f.next(), f.next()) else {
+                return false;
+            };
+            stamp_of(Path::new(path)).is_some_and(|(n, s)| n.to_string() == len && s == stamp)
+        })
+}
+
+/// A file's length and modification time, as the manifest records them.
+fn stamp_of(path: &Path) -> Option<(u64, String)> {
+    let meta = std::fs::metadata(path).ok()?;
+    let t = meta.modified().ok()?.duration_since(UNIX_EPOCH).ok()?;
+    Some((
+        meta.len(),
+        format!("{}.{:09}", t.as_secs(), t.subsec_nanos()),
+    ))
+}
+
+/// Builds the precompiled header in a fresh folder and renames it to `dir`, so another
+/// build finds a whole entry or none; then keeps the cache to its newest [`KEEP`] entries.
+fn build(
+    root: &Path,
+    dir: &Path,
+    command: &impl Fn(&Path, &Path) -> Command,
+) -> Result<(), String> {
+    std::fs::create_dir_all(root).map_err(|e| e.to_string())?;
+    let work = tempfile::Builder::new()
+        .prefix(".building")
+        .tempdir_in(root)
+        .map_err(|e| e.to_string())?;
+    // The header's own name is what compiles include, so it is built under that name
+    // in the work folder and the folder is renamed: GCC records no path of it.
+    let header = work.path().join("op_api.h");
+    std::fs::write(&header, HEADER).map_err(|e| e.to_string())?;
+    let deps = work.path().join("deps.d");
+    let out = command(&header, &work.path().join("op_api.h.gch"))
+        .arg("-MD")
+        .arg("-MF")
+        .arg(&deps)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    let inputs = manifest(&std::fs::read_to_string(&deps).map_err(|e| e.to_string())?);
+    std::fs::write(work.path().join("inputs"), inputs).map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_dir_all(dir);
+    let built = work.keep();
+    if std::fs::rename(&built, dir).is_err() {
+        // Another build put the same entry in place first.
+        let _ = std::fs::remove_dir_all(&built);
+    }
+    evict(root);
+    Ok(())
+}
+
+/// The manifest of a dependency file: `path length mtime` per input header.
+fn manifest(deps: &str) -> String {
+    let joined = deps.replace("\\\n", " ");
+    let files = joined.split_once(':').map_or("", |(_, f)| f);
+    let mut out = String::new();
+    for f in files.split_whitespace() {
+        // The work folder's own header is not an input that can change.
+        if f.ends_with("/op_api.h") {
+            continue;
+        }
+        if let Some((len, stamp)) = stamp_of(Path::new(f)) {
+            out.push_str(&format!("{f} {len} {stamp}\n"));
+        }
+    }
+    out
+}
+
+/// Removes all but the newest [`KEEP`] entries under `root`.
+fn evict(root: &Path) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    let mut dirs: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    dirs.sort_by(|a, b| b.0.cmp(&a.0));
+    for (_, d) in dirs.into_iter().skip(KEEP) {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::opens_with_the_op_api as opens;
+    use super::*;
+
+    /// A compile command with a stand-in op API under `api`.
+    fn gxx(api: &Path) -> impl Fn(&Path, &Path) -> Command + '_ {
+        move |src, out| {
+            let mut c = Command::new("g++");
+            c.arg("-I").arg(api).arg("-c").arg(src).arg("-o").arg(out);
+            c
+        }
+    }
+
+    #[test]
+    fn a_header_is_built_once_used_and_rebuilt_when_an_input_changes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let api = tmp.path().join("include");
+        std::fs::create_dir_all(api.join("torch")).unwrap();
+        let torch = api.join("torch/torch.h");
+        std::fs::write(&torch, "#pragma once\ninline int api() { return 1; }\n").unwrap();
+        let cache = tmp.path().join("cache");
+        let args = include_args(&cache, gxx(&api)).expect("g++ builds a precompiled header");
+        let gch = PathBuf::from(&args[1]).with_extension("h.gch");
+        let first = std::fs::metadata(&gch).unwrap().modified().unwrap();
+        // A compile with it uses it (GCC's -H marks a used one with '!').
+        let src = tmp.path().join("k.cpp");
+        std::fs::write(
+            &src,
+            "#include <torch/torch.h>\nint k() { return api(); }\n",
+        )
+        .unwrap();
+        let out = gxx(&api)(&src, &tmp.path().join("k.o"))
+            .args(&args)
+            .arg("-H")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("! "),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The same command again: the same entry, not rebuilt.
+        assert_eq!(include_args(&cache, gxx(&api)), Some(args.clone()));
+        assert_eq!(std::fs::metadata(&gch).unwrap().modified().unwrap(), first);
+        // An input header changes: the entry is rebuilt.
+        std::fs::write(&torch, "#pragma once\ninline int api() { return 22; }\n").unwrap();
+        assert!(!current(gch.parent().unwrap()));
+        assert_eq!(include_args(&cache, gxx(&api)), Some(args));
+        assert!(current(gch.parent().unwrap()));
+    }
+
+    #[test]
+    fn only_standard_headers_and_comments_may_come_before_the_op_api() {
+        assert!(opens(b"#include <torch/torch.h>\nint x;"));
+        assert!(opens(b"// op\n/* a\n b */\n#include <stdint.h>\n#include <string.h>\n  #  include <torch/torch.h>\n"));
+        assert!(opens(
+            b"#pragma once\n#include <vector>\n#include <torch/torch.h>\n"
+        ));
+        assert!(!opens(b"#define N 4\n#include <torch/torch.h>\n"));
+        assert!(!opens(b"#include \"mine.h\"\n#include <torch/torch.h>\n"));
+        assert!(!opens(
+            b"#include <neuron/neuron-utils.hpp>\n#include <torch/torch.h>\n"
+        ));
+        assert!(!opens(b"#ifdef X\n#include <torch/torch.h>\n#endif\n"));
+        assert!(!opens(b"int x;\n#include <torch/torch.h>\n"));
+        assert!(!opens(b"#include \"neuron_customop.hpp\"\n"));
+        assert!(!opens(b""));
+    }
+}
