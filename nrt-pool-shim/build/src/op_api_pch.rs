@@ -227,7 +227,7 @@ fn evict(root: &Path) {
         .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
         .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
         .collect();
-    dirs.sort_by(|a, b| b.0.cmp(&a.0));
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.0));
     for (_, d) in dirs.into_iter().skip(KEEP) {
         let _ = std::fs::remove_dir_all(d);
     }
