@@ -116,7 +116,7 @@ pool-gdb: pool-qemu
 test:
 	@$(MAKE) --no-print-directory -j$(PARALLEL) -Oline test-parts
 	@$(MAKE) --no-print-directory -j$(PARALLEL) -Oline test-rust pool-gdb python-package
-	$(CARGO) test --release -p gpsimd-open
+	$(CARGO) test --release -p gpsimd-open --lib --tests
 	$(MAKE) python-suite
 	$(MAKE) wheel-test
 
@@ -124,9 +124,11 @@ test-parts: tools build $(ARCHIVES) pyenv
 
 ## The Rust suites but the top-level crate's (its install and package tests carry the gdb;
 ## make test runs them next).
+## (--lib --tests: no crate has documentation tests, and the programs, `test = false`,
+## have no unit tests: neither is built as a test program.)
 test-rust:
-	$(CARGO) test --release --workspace --exclude gpsimd-open
-	$(CARGO) test --release -p customop-device --features exports
+	$(CARGO) test --release --workspace --exclude gpsimd-open --lib --tests
+	$(CARGO) test --release -p customop-device --features exports --lib --tests
 
 ## make python-package: the gpsimd_open package installed into target/venv (from
 ## nrt-pool-shim/python; pip rebuilds it from the sources each time).

@@ -1,6 +1,8 @@
 """Shared fixtures: the repository's built tools and the op libraries the tests build."""
+import fcntl
 import os
 import pathlib
+import shutil
 import subprocess
 
 import pytest
@@ -45,11 +47,21 @@ def run(*args, check=True, **kw):
 @pytest.fixture(scope="session")
 def api_build(tmp_path_factory):
     """libapi_ops.so and its Pool image libapi_ops.pool: every function of the reference
-    guide, built as custom_op.load would (and for the Xtensa cores)."""
+    guide, built as custom_op.load would (and for the Xtensa cores). Built once for the
+    whole run: parallel workers share the folder above their own, the first to come
+    builds it under a lock and the others wait for it (the build is the suite's largest)."""
     assert NRT_POOL.exists(), "run `make build` first (make test does)"
-    d = tmp_path_factory.mktemp("api_ops")
-    run(NRT_POOL, "build", "--name", "api_ops", "--compute", OPS / "api_ops.cpp",
-        "--shape", OPS / "api_shape.cpp", "--build-directory", d, "--device-image")
+    # Under xdist each worker's folder is in the run's own; alone, the run's is the folder.
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    d = shared / "api_ops"
+    with open(shared / "api_ops.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (d / "built").exists():
+            shutil.rmtree(d, ignore_errors=True)
+            run(NRT_POOL, "build", "--name", "api_ops", "--compute", OPS / "api_ops.cpp",
+                "--shape", OPS / "api_shape.cpp", "--build-directory", d, "--device-image")
+            (d / "built").touch()
     return d
 
 

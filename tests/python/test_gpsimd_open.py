@@ -57,8 +57,8 @@ def test_multicore_libraries_run_on_eight_cores_and_cores_can_be_given(tmp_path)
         custom_op.ops.tiles.relu(x, cores=9)
 
 
-def test_dtypes_and_bfloat16(tmp_path):
-    api = custom_op.load("api_ops", [OPS / "api_ops.cpp"], [OPS / "api_shape.cpp"], build_directory=tmp_path)
+def test_dtypes_and_bfloat16(api_build):
+    custom_op.load_library(api_build / "libapi_ops.so")
     for dtype in (np.float32, np.float16, np.int8, np.uint8, np.int16, np.int32, np.int64):
         a = RNG.integers(-20, 20, size=(5, 6)).astype(dtype)
         b = RNG.integers(-20, 20, size=(5, 6)).astype(dtype)

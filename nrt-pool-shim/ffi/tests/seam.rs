@@ -244,21 +244,30 @@ fn the_shim_exports_only_its_c_api() {
     );
 }
 
-/// examples/mlp built for the host in `dir`.
-fn mlp_library(dir: &std::path::Path) -> PathBuf {
-    let root = common::root();
-    host_op_library(
-        dir,
-        "mlp_ops",
-        root.join("examples/mlp/relu.cpp"),
-        root.join("examples/mlp/shape.cpp"),
-    )
+/// examples/mlp built for the host, once for the tests that use it (they only load it),
+/// under target/ (a static's temporary folder would never be removed).
+fn mlp_library() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let root = common::root();
+            let dir = root.join("target/tmp/seam-mlp");
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            host_op_library(
+                &dir,
+                "mlp_ops",
+                root.join("examples/mlp/relu.cpp"),
+                root.join("examples/mlp/shape.cpp"),
+            )
+        })
+        .clone()
 }
 
 #[test]
 fn neuron_library_ops_launch_through_the_v2_entry_points() {
     let dir = tempfile::tempdir().unwrap();
-    let library = mlp_library(dir.path());
+    let library = mlp_library();
     let exe = c_program(dir.path(), "ops_v2");
     let run = c_run(&exe).arg(&library).output().unwrap();
     passed(&run);
@@ -311,7 +320,7 @@ fn checked_launches_report_their_findings() {
 #[test]
 fn eight_threads_share_an_engine_and_two_engines_run_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let library = mlp_library(dir.path());
+    let library = mlp_library();
     let exe = c_program(dir.path(), "threads_v2");
     let spawn = || {
         c_run(&exe)
@@ -577,7 +586,7 @@ fn a_known_output_still_checks_the_arguments() {
     use nrt_pool_engine::tensor::{HostTensor, Location};
     use nrt_pool_engine::{ArgValue, Call, CallOptions, Destination, Output, PoolImage};
     let dir = tempfile::tempdir().unwrap();
-    let library = mlp_library(dir.path());
+    let library = mlp_library();
     let o = nrt_pool_open::OpenOptions::default();
     let mut e = nrt_pool_open::engine(nrt_pool_open::Isa::Host, PoolImage::default(), &o).unwrap();
     e.load(&library).unwrap();
