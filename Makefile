@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 CUSTOMOP_TARGETS := x86_64-unknown-linux-gnu riscv32imac-unknown-none-elf xtensa-q7-none-elf
 CUSTOMOP_OUT := target/customop
 
-.PHONY: wheel wheel-test parity all build tools tools-build demo demo-parts demo-build test test-parts test-rust python-package python-suite customop-host customop-device-model core-runner customop-device-model core-runner customop-riscv32 customop-xtensa pool-board pool-qemu pool-gdb lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch soak install install-files uninstall deb
+.PHONY: wheel wheel-test parity all build tools tools-build demo demo-parts demo-build test test-top test-rust python-package python-suite customop-host customop-device-model core-runner customop-device-model core-runner customop-riscv32 customop-xtensa pool-board pool-qemu pool-gdb lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch soak install install-files uninstall deb
 
 ## make install PREFIX=/usr/local DESTDIR=: libraries, archives, headers, tools, pkg-config and
 ## CMake files (install-files installs what is already built; uninstall removes them).
@@ -110,25 +110,25 @@ pool-gdb: pool-qemu
 
 ## make test: unit, C-API, ABI, loader (GNU ld oracle), device-archive and C-consumer tests,
 ## and the fuzz seed corpus (the ABI tests use the release build and the archives), the
-## Python suite and the wheel. The Xtensa gdb (only the install and package tests of the
-## top-level crate, the Python suite and the wheel need it) and the Python package build
-## beside the other Rust tests, which fill a core the tests leave idle.
-test:
-	@$(MAKE) --no-print-directory -j$(PARALLEL) -Oline test-parts
-	@$(MAKE) --no-print-directory -j$(PARALLEL) -Oline test-rust pool-gdb python-package
-	$(CARGO) test --release -p gpsimd-open --lib --tests
-	$(MAKE) python-suite
-	$(MAKE) wheel-test
-
-test-parts: tools build $(ARCHIVES) pyenv
+## Python suite and the wheel. Two rounds of jobs side by side (PARALLEL at once): the
+## Xtensa gdb (the longest build of a first run, so it starts first), the Python package
+## and the Rust suites but the top-level crate's; then what needs the gdb: the top-level
+## crate's install and package tests, the Python suite and the wheel.
+test: tools
+	@$(MAKE) --no-print-directory -j$(PARALLEL) -Oline pool-gdb python-package test-rust
+	@$(MAKE) --no-print-directory -j$(PARALLEL) -Oline test-top python-suite wheel-test
 
 ## The Rust suites but the top-level crate's (its install and package tests carry the gdb;
 ## make test runs them next).
 ## (--lib --tests: no crate has documentation tests, and the programs, `test = false`,
 ## have no unit tests: neither is built as a test program.)
-test-rust:
+test-rust: build $(ARCHIVES)
 	$(CARGO) test --release --workspace --exclude gpsimd-open --lib --tests
 	$(CARGO) test --release -p customop-device --features exports --lib --tests
+
+## The top-level crate's tests: layout rules, headers current, install, packages.
+test-top: build $(ARCHIVES)
+	$(CARGO) test --release -p gpsimd-open --lib --tests
 
 ## make python-package: the gpsimd_open package installed into target/venv (from
 ## nrt-pool-shim/python; pip rebuilds it from the sources each time).
