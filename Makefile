@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 CUSTOMOP_TARGETS := x86_64-unknown-linux-gnu riscv32imac-unknown-none-elf xtensa-q7-none-elf
 CUSTOMOP_OUT := target/customop
 
-.PHONY: wheel wheel-test parity all build tools tools-build demo demo-parts demo-build test test-top test-rust python-package python-suite customop-host customop-device-model core-runner customop-device-model core-runner customop-riscv32 customop-xtensa pool-board pool-qemu pool-gdb lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch soak install install-files uninstall deb
+.PHONY: wheel wheel-test wheel-built test-wheel parity all build tools tools-build demo demo-parts demo-build test test-top test-rust python-package python-suite customop-host customop-device-model core-runner customop-device-model core-runner customop-riscv32 customop-xtensa pool-board pool-qemu pool-gdb lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch soak install install-files uninstall deb
 
 ## make install PREFIX=/usr/local DESTDIR=: libraries, archives, headers, tools, pkg-config and
 ## CMake files (install-files installs what is already built; uninstall removes them).
@@ -93,7 +93,9 @@ core-runner: tools-build
 	CARGO_TARGET_DIR=target/core32 $(CARGO) build -q --release -p nrt-pool-engine --bin nrt-pool-core \
 		--target i686-unknown-linux-gnu
 	@mkdir -p $(CUSTOMOP_OUT)/i386-device
-	cp target/core32/i686-unknown-linux-gnu/release/nrt-pool-core $(CUSTOMOP_OUT)/i386-device/nrt-pool-core
+	@# Renamed into place: core processes may be running the one there ("text file busy").
+	cp target/core32/i686-unknown-linux-gnu/release/nrt-pool-core $(CUSTOMOP_OUT)/i386-device/nrt-pool-core.partial
+	mv -f $(CUSTOMOP_OUT)/i386-device/nrt-pool-core.partial $(CUSTOMOP_OUT)/i386-device/nrt-pool-core
 customop-riscv32: tools-build
 	RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=$(CUSTOMOP_OUT) $(CARGO) rustc -q \
 		-p customop-device --release --features archive --crate-type staticlib \
@@ -116,7 +118,7 @@ pool-gdb: pool-qemu
 ## crate's install and package tests, the Python suite and the wheel.
 test: tools
 	@$(MAKE) --no-print-directory -j$(PARALLEL) -Oline pool-gdb python-package test-rust
-	@$(MAKE) --no-print-directory -j$(PARALLEL) -Oline test-top python-suite wheel-test
+	@$(MAKE) --no-print-directory -j$(PARALLEL) -Oline test-top python-suite test-wheel
 
 ## The Rust suites but the top-level crate's (its install and package tests carry the gdb;
 ## make test runs them next).
@@ -126,8 +128,9 @@ test-rust: build $(ARCHIVES)
 	$(CARGO) test --release --workspace --exclude gpsimd-open --lib --tests
 	$(CARGO) test --release -p customop-device --features exports --lib --tests
 
-## The top-level crate's tests: layout rules, headers current, install, packages.
-test-top: build $(ARCHIVES)
+## The top-level crate's tests: layout rules, headers current, install, packages (over
+## what make test built before them).
+test-top:
 	$(CARGO) test --release -p gpsimd-open --lib --tests
 
 ## make python-package: the gpsimd_open package installed into target/venv (from
@@ -233,10 +236,17 @@ bench: build customop-archives python-package
 ## with this checkout hidden, and runs the README's Python lines and an op on both backends.
 WHEELS := $(CURDIR)/target/wheels
 wheel: build customop-archives pyenv
+	$(MAKE) --no-print-directory wheel-built
+wheel-test: wheel
+	packaging/wheel-test.sh "$(CURDIR)" $(WHEELS)/gpsimd_open-*.whl
+
+## The wheel and its test over what is already built (make test builds it first: running
+## the archive scripts again there would only compete with the Python suite).
+wheel-built:
 	rm -f $(WHEELS)/gpsimd_open-*.whl
 	packaging/wheel.sh "$(CURDIR)" "$(WHEELS)" "$(VERSION)" "$(CURDIR)/$(PYVENV)"
 	@ls -la $(WHEELS)/gpsimd_open-*.whl
-wheel-test: wheel
+test-wheel: wheel-built
 	packaging/wheel-test.sh "$(CURDIR)" $(WHEELS)/gpsimd_open-*.whl
 
 install: build customop-archives

@@ -414,11 +414,7 @@ pub(crate) fn device_compile(
     let command = |s: &Path, o: &Path| device_cxx(include, &libcxx, flags, s, o);
     let mut c = command(src, &asm);
     // The op API precompiled for this command, where the source opens with it (D106).
-    if std::fs::read(src).is_ok_and(|t| op_api_pch::opens_with_the_op_api(&t)) {
-        if let Some(include) = op_api_pch::include_args(&cache_dir(), command) {
-            c.args(include);
-        }
-    }
+    op_api_pch::add_when_opening_with_it(&mut c, src, command);
     run(&mut c)?;
     assemble_windowed(&asm, obj)?;
     std::fs::remove_file(&asm).map_err(io(&asm))

@@ -12,9 +12,9 @@ use nrt_pool_schema::{KernelSig, NeuronLibrary};
 
 use crate::neuron_ops::{self, Kernel};
 use crate::{
-    cache_dir, compile_all, device_compile, device_image, device_model, host_cxx, io,
-    libcxx_headers, op_api_pch, run, wrapper, xtensa_cxx_installed, BuildError, CompileFlags,
-    DataModel, DeviceImage, OnCompiled,
+    compile_all, device_compile, device_image, device_model, host_cxx, io, libcxx_headers,
+    op_api_pch, run, wrapper, xtensa_cxx_installed, BuildError, CompileFlags, DataModel,
+    DeviceImage, OnCompiled,
 };
 
 /// What the generated wrapper adds to an op library, by op model.
@@ -158,13 +158,7 @@ impl BuildSetup {
                     device_model::cxx(&self.cxx, &self.include, &libcxx, &gcc, &self.flags, s, o)
                 };
                 let mut c = command(src, obj);
-                let api_first = std::fs::read(opening)
-                    .is_ok_and(|text| op_api_pch::opens_with_the_op_api(&text));
-                if api_first {
-                    if let Some(include) = op_api_pch::include_args(&cache_dir(), command) {
-                        c.args(include);
-                    }
-                }
+                op_api_pch::add_when_opening_with_it(&mut c, opening, command);
                 c
             }
         })

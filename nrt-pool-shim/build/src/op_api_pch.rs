@@ -87,6 +87,20 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
+/// Adds the precompiled op API to `c`, a compile that `command` makes, when `opening`
+/// (the source the compile starts with) opens with it.
+pub(crate) fn add_when_opening_with_it(
+    c: &mut Command,
+    opening: &Path,
+    command: impl Fn(&Path, &Path) -> Command,
+) {
+    if std::fs::read(opening).is_ok_and(|text| opens_with_the_op_api(&text)) {
+        if let Some(include) = include_args(&crate::cache_dir(), command) {
+            c.args(include);
+        }
+    }
+}
+
 /// The `-include` arguments that bring in the precompiled op API for compiles made by
 /// `command` (called with a header and an output path, as for any source), building it
 /// into the cache on first use; none when it cannot be built (the compile then parses
