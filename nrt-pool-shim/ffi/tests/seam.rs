@@ -585,7 +585,6 @@ fn an_output_and_launch_pair_runs_the_shape_function_once() {
 fn a_known_output_still_checks_the_arguments() {
     use nrt_pool_engine::tensor::{HostTensor, Location};
     use nrt_pool_engine::{ArgValue, Call, CallOptions, Destination, Output, PoolImage};
-    let dir = tempfile::tempdir().unwrap();
     let library = mlp_library();
     let o = nrt_pool_open::OpenOptions::default();
     let mut e = nrt_pool_open::engine(nrt_pool_open::Isa::Host, PoolImage::default(), &o).unwrap();
