@@ -237,8 +237,8 @@ bench: build customop-archives python-package
 WHEELS := $(CURDIR)/target/wheels
 wheel: build customop-archives pyenv
 	$(MAKE) --no-print-directory wheel-built
-wheel-test: wheel
-	packaging/wheel-test.sh "$(CURDIR)" $(WHEELS)/gpsimd_open-*.whl
+wheel-test: build customop-archives pyenv
+	$(MAKE) --no-print-directory test-wheel
 
 ## The wheel and its test over what is already built (make test builds it first: running
 ## the archive scripts again there would only compete with the Python suite).
