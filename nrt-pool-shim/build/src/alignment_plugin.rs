@@ -56,7 +56,7 @@ fn find_or_build(cxx: &str) -> Result<PathBuf, String> {
     let headers = ask(cxx, "-print-file-name=plugin")
         .map(PathBuf::from)
         .filter(|d| d.join("include/gcc-plugin.h").is_file());
-    let version = ask(cxx, "-dumpfullversion");
+    let version = crate::compiler_version(cxx.as_ref());
     let (Some(headers), Some(version)) = (headers, version) else {
         let major = ask(cxx, "-dumpversion").unwrap_or_else(|| "N".into());
         return Err(format!(

@@ -282,6 +282,27 @@ pub(crate) fn cache_dir() -> PathBuf {
     base.join("gpsimd-open")
 }
 
+/// A compiler's version (`-dumpfullversion`), asked once per compiler and process: what
+/// the build cache keys its entries by (D105, D106), as GCC loads neither a plugin nor a
+/// precompiled header made by another version.
+pub(crate) fn compiler_version(program: &std::ffi::OsStr) -> Option<String> {
+    type Known = Vec<(std::ffi::OsString, Option<String>)>;
+    static KNOWN: std::sync::Mutex<Known> = std::sync::Mutex::new(Vec::new());
+    let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, v)) = known.iter().find(|(p, _)| p == program) {
+        return v.clone();
+    }
+    let v = Command::new(program)
+        .arg("-dumpfullversion")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|v| !v.is_empty());
+    known.push((program.to_owned(), v.clone()));
+    v
+}
+
 pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError {
     let path = path.to_path_buf();
     move |source| BuildError::Io { path, source }

@@ -115,7 +115,7 @@ pub(crate) fn include_args(
     // The compile command with placeholders names the precompiled header it needs.
     let probe = command(Path::new("@header"), Path::new("@output"));
     let mut key = DefaultHasher::new();
-    let version = compiler_version(probe.get_program());
+    let version = crate::compiler_version(probe.get_program());
     (
         HEADER,
         probe.get_program(),
@@ -131,24 +131,6 @@ pub(crate) fn include_args(
         build(&root, &dir, &command).ok()?;
     }
     Some(["-include".into(), dir.join("op_api.h").into()])
-}
-
-/// The compiler's version (`-dumpfullversion`), asked once per compiler: a precompiled
-/// header of another version is refused by GCC, so a new compiler gets new entries.
-fn compiler_version(program: &std::ffi::OsStr) -> Option<String> {
-    static KNOWN: Mutex<Vec<(OsString, Option<String>)>> = Mutex::new(Vec::new());
-    let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((_, v)) = known.iter().find(|(p, _)| p == program) {
-        return v.clone();
-    }
-    let v = Command::new(program)
-        .arg("-dumpfullversion")
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-    known.push((program.to_owned(), v.clone()));
-    v
 }
 
 /// Whether `dir` holds a precompiled header whose every input is as it was when built.
