@@ -364,12 +364,15 @@ pub trait IsaBackend: Send {
     ) -> std::io::Result<Launched>;
 
     /// Runs op `op`'s shape function on core 0 over the argument blob the engine wrote in
-    /// its scratch area; the core writes the output's descriptor there.
+    /// its scratch area; the core writes the output's descriptor there. `guards` are the
+    /// guard pages of what the shape call placed (its scalars), as for a launch: any other
+    /// page a previous launch guarded is released first.
     fn shape(
         &mut self,
         memory: &DeviceMemory,
         library: &OpLibrary,
         op: &CStr,
+        guards: &[u64],
         deadline: &Deadline,
     ) -> std::io::Result<Shaped>;
 

@@ -49,9 +49,10 @@ pub(crate) fn run_shape(
     let lib = e.loaded.library().ok_or(EmuError::NoLibrary)?;
     let c_op = CString::new(name).map_err(|_| EmuError::NoLibrary)?;
     let deadline = e.defaults.deadline();
+    let guards = e.tensors.guards();
     let shaped = e
         .backend
-        .shape(&e.tensors.memory, lib, &c_op, &deadline)
+        .shape(&e.tensors.memory, lib, &c_op, &guards, &deadline)
         .map_err(EmuError::Spawn)?;
     if deadline.interrupted() {
         return Err(EmuError::Interrupted {

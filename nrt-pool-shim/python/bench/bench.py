@@ -3,6 +3,7 @@ JSON in target/bench/python.json, merged into target/bench.json by `make bench`)
 
 - an empty op called from Python (gpsimd_open) vs a no-op function of the same binding;
 - a 64 MiB ReLU from NumPy in and out vs np.maximum on the same array;
+- the same op through ``torch.ops`` on a CPU tensor vs from NumPy (32x4096 floats);
 - `nrt-pool run` of x*a+b over 64 MiB from and to .npy vs NumPy loading, computing and
   saving the same (issue #14's goal: at most 2x NumPy's time), and its peak memory;
 - what users pay (issue #44): the first result after `custom_op.load` and after
@@ -283,6 +284,27 @@ def main():
         np.testing.assert_array_equal(relu(x), np.maximum(x, 0))
         row(name, timed(lambda: relu(x), 7), timed(lambda: np.maximum(x, 0), 7), "ms", 1e3, goal=0.1)
         del tiles, relu
+
+    # torch.ops (issue #53): the same op called through torch's dispatcher on a CPU tensor
+    # (its storage passed as a NumPy view, the output shared, no copy either way) vs from
+    # NumPy; at most 1.1x the NumPy call's time.
+    name = "torch.ops call 32x4096 f32 vs NumPy call (ms)"
+    if wants(name):
+        try:
+            import torch
+        except ImportError:
+            print(f"{name}: skipped (torch is not installed)")
+        else:
+            tiles = custom_op.load("tiles", [mc / "relu_tiles.cpp"], [mc / "shape.cpp"], build_directory=work,
+                                   multicore=True)
+            small = np.random.default_rng(2).standard_normal((32, 4096)).astype(np.float32)
+            t = torch.from_numpy(small.copy())
+            relu = custom_op.ops.tiles.relu
+            via_torch = torch.ops.tiles.relu
+            assert torch.equal(via_torch(t), torch.from_numpy(relu(small)))
+            row(name, timed(lambda: via_torch(t), 15, 20), timed(lambda: relu(small), 15, 20), "ms", 1e3,
+                goal=1 / 1.1)
+            del tiles, relu, via_torch
 
     # The parity check (issue #40): a call checked against the Pool image beside the host
     # build (both built as custom_op.load(..., isa="xtensa") does), on 8 cores, 1 MiB,

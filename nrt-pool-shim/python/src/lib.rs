@@ -383,6 +383,60 @@ impl Library {
         Ok(PyTuple::new(py, [output, p])?.into_any().unbind())
     }
 
+    /// The output (dtype name, shape) a call of `op` gives for arguments of these dtypes,
+    /// shapes and values, from the op's shape function, run where a call runs it (core 0's
+    /// process, never this one); no tensor data is placed, so a tensor argument is its
+    /// (dtype name, shape) alone and a number is passed as a call takes it. torch's fake
+    /// kernels (`gpsimd_open._torch`) ask this.
+    fn output_spec(
+        &self,
+        py: Python<'_>,
+        op: &str,
+        args: &Bound<'_, PyTuple>,
+    ) -> PyResult<(&'static str, Vec<u64>)> {
+        let kinds = self.kinds(py, op)?;
+        if args.len() != kinds.len() {
+            return Err(PyTypeError::new_err(format!(
+                "{op}() takes {} argument(s), got {}",
+                kinds.len(),
+                args.len()
+            )));
+        }
+        let mut values = Vec::with_capacity(kinds.len());
+        for (i, (kind, a)) in kinds.iter().zip(args.iter()).enumerate() {
+            values.push(match kind {
+                ArgKind::Tensor => {
+                    let (name, shape): (String, Vec<u64>) = a.extract().map_err(|_| {
+                        PyTypeError::new_err(format!(
+                            "{op}(): argument {i} is a tensor: give its (dtype name, shape)"
+                        ))
+                    })?;
+                    let dtype = DType::from_name(&name).ok_or_else(|| {
+                        PyValueError::new_err(format!(
+                            "{op}(): argument {i}: unknown dtype '{name}'"
+                        ))
+                    })?;
+                    ArgValue::Bytes {
+                        dtype,
+                        shape,
+                        data: &[],
+                        location: Location::Hbm,
+                    }
+                }
+                _ => match self.launch_arg(py, op, i, *kind, &a)? {
+                    Pending::Ready(v) => v,
+                    Pending::Array(..) => unreachable!("only tensor kinds take arrays"),
+                },
+            });
+        }
+        let mut guard = self.engine(py);
+        let e: &mut PoolEngine = &mut guard;
+        let spec = py
+            .detach(|| e.output(op, values, Output::Find))
+            .map_err(|err| to_py(py, err))?;
+        Ok((spec.dtype.name(), spec.shape))
+    }
+
     /// A device array holding a copy of `array` (("bf16", uint16 array) for bfloat16).
     fn upload(slf: &Bound<'_, Self>, array: &Bound<'_, PyAny>) -> PyResult<DeviceArray> {
         let (a, bf16) = array_arg(array)

@@ -624,6 +624,7 @@ impl IsaBackend for XtensaBackend {
         memory: &DeviceMemory,
         library: &OpLibrary,
         op: &CStr,
+        guards: &[u64],
         deadline: &Deadline,
     ) -> io::Result<Shaped> {
         let host = companion(&library.path).ok_or_else(|| {
@@ -634,7 +635,7 @@ impl IsaBackend for XtensaBackend {
             ))
         })?;
         let lib = OpLibrary::locate(&host).map_err(io::Error::other)?;
-        self.host.shape(memory, &lib, op, deadline)
+        self.host.shape(memory, &lib, op, guards, deadline)
     }
 
     fn shutdown(&mut self) {

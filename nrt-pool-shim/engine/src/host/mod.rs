@@ -269,10 +269,12 @@ impl IsaBackend for HostBackend {
         memory: &DeviceMemory,
         library: &OpLibrary,
         op: &CStr,
+        guards: &[u64],
         deadline: &Deadline,
     ) -> std::io::Result<Shaped> {
         let ctl = control(memory);
         ctl.reset();
+        ctl.set_guards(guards);
         let CoreExit { exit, stderr } =
             self.cores
                 .shape(&Self::program(memory, library, self.runner), op, deadline)?;

@@ -50,8 +50,9 @@ def resolve(check):
 _SAID = set()
 
 
-def report(findings, notes, result, warn):
-    """Raises (or warns about) what a checked call found; returns the call's result. A
+def report(findings, notes, result, warn, as_result=None):
+    """Raises (or warns about) what a checked call found; returns the call's result
+    (``as_result(result)`` is the :class:`CheckError`'s, where given). A
     check asked for that could not run (``parity`` without the other build beside the
     library), and a race check on host cores, which cannot see reads (the Xtensa check
     does), are each a :class:`CheckWarning`, never passed over in silence."""
@@ -60,13 +61,13 @@ def report(findings, notes, result, warn):
             # Said once a process: every checked call on host cores would repeat it.
             if note not in _SAID:
                 _SAID.add(note)
-                warnings.warn(note, CheckWarning, stacklevel=3)
+                warnings.warn(note, CheckWarning, stacklevel=4)
         elif note.startswith("parity: not checked"):
-            warnings.warn(note, CheckWarning, stacklevel=3)
+            warnings.warn(note, CheckWarning, stacklevel=4)
     if not findings:
         return result
     if warn:
         for f in findings:
-            warnings.warn(f["message"], CheckWarning, stacklevel=3)
+            warnings.warn(f["message"], CheckWarning, stacklevel=4)
         return result
-    raise CheckError(findings, notes, result)
+    raise CheckError(findings, notes, as_result(result) if as_result else result)

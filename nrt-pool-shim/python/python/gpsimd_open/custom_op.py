@@ -9,7 +9,7 @@ import sys
 from . import _check, _cores, _native
 from ._arrays import dtype_name, from_engine, to_engine
 
-__all__ = ["load", "load_library", "ops", "Library", "DeviceArray"]
+__all__ = ["load", "load_library", "ops", "register_autograd", "register_fake", "Library", "DeviceArray"]
 
 
 def _installed(part):
@@ -284,6 +284,11 @@ class DeviceArray:
         return f"DeviceArray(shape={self.shape}, dtype={self.dtype})"
 
 
+# Output specs an op keeps (one per input signature a trace met); past this the
+# table starts again, so a long-running process with ever new shapes stays bounded.
+_SPECS_KEPT = 4096
+
+
 class Op:
     """One op of a loaded library: call it with NumPy arrays, Python numbers or device
     arrays; ``cores=N`` overrides the library's default core count (as does
@@ -301,9 +306,17 @@ class Op:
         self._lib = library
         self.__name__ = name
         self.kinds = tuple(kinds)
+        self._specs = {}
         self.__doc__ = f"{library.namespace}::{name}({', '.join(kinds)}) -> torch::Tensor"
 
     def __call__(self, *args, cores=None, out=None, check=None, debug=None, profile=False):
+        r, measured = self._launch(args, cores, out, check, debug, profile)
+        result = out if r is None else from_engine(r)
+        return (result, measured) if profile else result
+
+    def _launch(self, args, cores=None, out=None, check=None, debug=None, profile=False):
+        """One launch: ((bytes, dtype name, shape) or None with ``out=``, profile or None),
+        after the checks' findings were raised or warned about."""
         native_args = tuple(a._native if isinstance(a, DeviceArray) else to_engine(a) for a in args)
         if cores is None:
             cores = _cores.current()
@@ -318,12 +331,22 @@ class Op:
         measured = None
         if profile:
             r, measured = r
-        if checks is None:
-            result = out if r is None else from_engine(r)
-        else:
+        if checks is not None:
             r, findings, notes = r
-            result = _check.report(findings, notes, out if r is None else from_engine(r), warn)
-        return (result, measured) if profile else result
+            r = _check.report(findings, notes, r, warn, lambda raw: out if raw is None else from_engine(raw))
+        return r, measured
+
+    def _output_spec(self, signature):
+        """(dtype name, shape) of the output for arguments of this signature (a tensor as
+        (dtype name, shape), a number as itself), from the op's shape function; kept, so
+        a signature's shape function runs once (torch's traces ask it many times)."""
+        spec = self._specs.get(signature)
+        if spec is None:
+            spec = self._lib._native.output_spec(self.__name__, signature)
+            if len(self._specs) >= _SPECS_KEPT:
+                self._specs.clear()
+            self._specs[signature] = spec
+        return spec
 
     def __repr__(self):
         return f"<op {self.__doc__}>"
@@ -444,39 +467,50 @@ class _Ops:
 
 ops = _Ops()
 
-_TORCH_KIND = {"torch::Tensor": "Tensor", "torch::Scalar": "Scalar", "double": "float", "int64_t": "int"}
+
+def register_autograd(forward, backward, *, saved="inputs", grad_of=None):
+    """Gives op `forward` its gradient from op(s) `backward`, the torch 2 way
+    (``torch.library.register_autograd``: ``opcheck``, ``torch.compile`` and
+    ``torch.export`` understand it); needs torch. For AWS's ReLU pair::
+
+        custom_op.register_autograd(torch.ops.my_ops.relu_forward, torch.ops.my_ops.relu_backward)
+        y = torch.ops.my_ops.relu_forward(x)   # y.backward(g) calls relu_backward(g, x)
+
+    Args:
+        forward: the forward op (``torch.ops.NS.OP``, ``"NS::OP"`` or ``custom_op.ops.NS.OP``).
+        backward: the backward op, or a list of them, one per argument with a gradient;
+            each is called as ``backward(grad_output, *saved)``.
+        saved: what follows the gradient: ``"inputs"`` (the forward's arguments, the
+            default), ``"output"``, ``"inputs_and_output"``, or ``f(inputs, output) -> tuple``.
+        grad_of: the argument (index) each backward op's result is the gradient of; default:
+            the forward's tensor arguments in order. Others get no gradient.
+
+    A later call for the same forward op replaces its backward ops.
+    """
+    from . import _torch
+
+    _torch.register_autograd(forward, backward, saved=saved, grad_of=grad_of)
 
 
-# torch.ops.NS.OP -> the Op that serves it: the newest library loaded for the namespace.
-# torch allows one Python kernel per op, so each op is defined and implemented once and the
-# implementation looks its Op up here.
-_TORCH_OPS = {}
+def register_fake(op, fake):
+    """Gives op `op` (``torch.ops.NS.OP`` or ``"NS::OP"``) a fake kernel of your own,
+    ``fake(*args) -> Tensor`` as ``torch.library.register_fake`` takes it, in place of the
+    op's C++ shape function; ``None`` goes back to the shape function. The shape function
+    is run on concrete sizes, so a trace with symbolic sizes (``dynamic=True``,
+    ``mark_dynamic``) specializes on them; a fake kernel written with torch operations keeps
+    them symbolic. Needs torch."""
+    from . import _torch
+
+    _torch.register_fake(op, fake)
 
 
 def _register_torch(lib):
-    """Registers the ops as ``torch.ops.NS.OP`` on CPU tensors (torch.library), when torch
-    is installed; a later load of the namespace serves the same torch op."""
+    """Registers the ops as torch 2 custom ops, ``torch.ops.NS.OP`` (``_torch``), when
+    torch is installed."""
     try:
-        import torch
+        import torch  # noqa: F401
     except ImportError:
         return
-    for name, op in lib.ops.items():
-        qualified = f"{lib.namespace}::{name}"
-        first = qualified not in _TORCH_OPS
-        _TORCH_OPS[qualified] = op
-        if not first:
-            continue
-        args = ", ".join(f"{_TORCH_KIND[k]} a{i}" for i, k in enumerate(op.kinds))
-        try:
-            torch.library.define(qualified, f"({args}) -> Tensor")
-        except RuntimeError:
-            pass  # defined outside this package (another loader in the process)
-        _impl(torch, qualified)
+    from . import _torch
 
-
-def _impl(torch, qualified):
-    def impl(*args):
-        conv = [a.detach().cpu().contiguous().numpy() if isinstance(a, torch.Tensor) else a for a in args]
-        return torch.from_numpy(_TORCH_OPS[qualified](*conv).copy())
-
-    torch.library.impl(qualified, "CPU", func=impl)
+    _torch.register(lib)

@@ -16,6 +16,7 @@ def load(
     check: bool | str | None = ...,
     all_cores_stdio: bool | None = ...,
     debug: int | None = ...,
+    data_model: str | None = ...,
 ) -> Library: ...
 def load_library(
     path: str | PathLike[str],
@@ -24,6 +25,16 @@ def load_library(
     all_cores_stdio: bool | None = ...,
     debug: int | None = ...,
 ) -> Library: ...
+
+def register_autograd(
+    forward: Any,
+    backward: Any,
+    *,
+    saved: str | Any = ...,
+    grad_of: int | Sequence[int] | None = ...,
+) -> None: ...
+
+def register_fake(op: Any, fake: Any) -> None: ...
 
 class DeviceArray:
     @property

@@ -614,6 +614,9 @@ pub(super) fn serve(core: usize, p: &Program<'_>, seen: u32, stderr: i32) -> ! {
         let r = ctl.core(core);
         r.state.store(CORE_RUNNING, Ordering::Release);
         if cores == SHAPE_REQUEST {
+            // The shape call's own guard pages: a page a previous launch guarded may hold
+            // one of its scalars now.
+            update_guards(&mut protected, &ctl.guards());
             shape_request(core, name);
             super::doorbell::complete(bell, host, Some(seen));
             continue;
