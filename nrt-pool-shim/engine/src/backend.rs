@@ -325,6 +325,9 @@ pub struct Shaped {
     pub end: CoreEnd,
     pub refused: Option<String>,
     pub stdio: Stdio,
+    /// The file the shape function ran in where it is not the loaded library's (a Pool
+    /// image's host build beside it): a fault is named from its symbols.
+    pub ran_in: Option<std::path::PathBuf>,
 }
 
 /// An ISA backend: it loads an op library onto cores that share the engine's device memory,

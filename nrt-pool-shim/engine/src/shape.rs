@@ -61,7 +61,7 @@ pub(crate) fn run_shape(
     }
     if let Outcome::Fault(record) = &shaped.end.outcome {
         // What it printed before the fault, as a kernel's.
-        let file = lib.file();
+        let file = shaped.ran_in.clone().unwrap_or_else(|| lib.file());
         let stdio = e.take_output(shaped.stdio);
         let fault = run::fault_with_output(
             e,

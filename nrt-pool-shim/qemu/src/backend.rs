@@ -635,7 +635,9 @@ impl IsaBackend for XtensaBackend {
             ))
         })?;
         let lib = OpLibrary::locate(&host).map_err(io::Error::other)?;
-        self.host.shape(memory, &lib, op, guards, deadline)
+        let mut shaped = self.host.shape(memory, &lib, op, guards, deadline)?;
+        shaped.ran_in = Some(host);
+        Ok(shaped)
     }
 
     fn shutdown(&mut self) {

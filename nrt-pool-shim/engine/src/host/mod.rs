@@ -284,6 +284,7 @@ impl IsaBackend for HostBackend {
             end: CoreEnd { outcome, stderr },
             refused,
             stdio: drain(&ctl, false),
+            ran_in: None,
         })
     }
 
