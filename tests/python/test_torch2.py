@@ -401,3 +401,34 @@ def test_cpu_tensors_reach_the_engine_without_an_extra_copy(libraries):
     (out,) = made
     assert y.data_ptr() == out.__array_interface__["data"][0]
     assert torch.equal(y, torch.relu(x))
+
+
+RESIG = """
+#include <torch/torch.h>
+torch::Tensor f(const torch::Tensor &x{extra}) {{ return torch::abs(x); }}
+"""
+RESIG_SHAPE = """
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+torch::Tensor s(torch::Tensor x{extra}) {{ return torch::empty(x.sizes(), torch::kFloat); }}
+NEURON_LIBRARY(resig, m) {{ m.def("f", &s, "f"); }}
+"""
+
+
+def test_a_namespace_loaded_again_with_another_signature_keeps_torchs(tmp_path):
+    """torch keeps an op's schema for the process: a later library whose op takes other
+    arguments is said so, and torch.ops keeps serving the earlier one."""
+    libs = []
+    for version, extra in enumerate(["", ", double a"]):
+        d = tmp_path / f"v{version}"
+        d.mkdir()
+        (d / "f.cpp").write_text(RESIG.format(extra=extra))
+        (d / "s.cpp").write_text(RESIG_SHAPE.format(extra=extra))
+        if version == 0:
+            libs.append(custom_op.load("resig", [d / "f.cpp"], [d / "s.cpp"], build_directory=d))
+        else:
+            with pytest.warns(UserWarning, match=r"torch.ops.resig.f takes \(torch::Tensor\) in this process"):
+                libs.append(custom_op.load("resig", [d / "f.cpp"], [d / "s.cpp"], build_directory=d))
+    x = -torch.ones(2, 3)
+    assert torch.equal(torch.ops.resig.f(x), torch.ones(2, 3))
+    np.testing.assert_array_equal(custom_op.ops.resig.f(x.numpy(), 2.0), np.ones((2, 3), np.float32))

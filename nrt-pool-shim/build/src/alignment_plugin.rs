@@ -6,6 +6,10 @@
 //! the compiler in use, once, into a cache folder, and found there by later builds. A
 //! compiler without plugin headers builds op libraries without it: host cores then fault
 //! on those accesses (the stricter answer), and the build says once what to install.
+//!
+//! A cached plugin is trusted only when its bytes match the SHA-256 digest written beside it
+//! when it was built (`NAME.so.sha256`): a file a killed write, a full disk or a bad sector
+//! damaged would make GCC refuse every later compile, so it is rebuilt, saying so once.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -13,6 +17,8 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
+
+use sha2::{Digest, Sha256};
 
 /// The plugin's source, carried in the build crate (an installed wheel has no checkout).
 const SOURCE: &str = include_str!("../gcc-plugin/device_alignment.cc");
@@ -25,9 +31,8 @@ pub(crate) fn argument(cxx: &str) -> Option<OsString> {
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let plugin = built
-        .entry(cxx.to_string())
-        .or_insert_with(|| match find_or_build(cxx) {
+    let plugin = built.entry(cxx.to_string()).or_insert_with(|| {
+        match find_or_build(cxx, &crate::cache_dir()) {
             Ok(p) => Some(p),
             Err(why) => {
                 eprintln!(
@@ -37,7 +42,8 @@ pub(crate) fn argument(cxx: &str) -> Option<OsString> {
                 );
                 None
             }
-        });
+        }
+    });
     plugin.as_ref().map(|p| {
         let mut arg = OsString::from("-fplugin=");
         arg.push(p);
@@ -51,8 +57,9 @@ fn ask(cxx: &str, what: &str) -> Option<String> {
     (out.status.success() && !text.is_empty()).then_some(text)
 }
 
-/// The cached plugin for `cxx`, built there if absent; or why there is none.
-fn find_or_build(cxx: &str) -> Result<PathBuf, String> {
+/// The plugin for `cxx` cached in `dir`, built there if absent or damaged; or why there is
+/// none.
+fn find_or_build(cxx: &str, dir: &Path) -> Result<PathBuf, String> {
     let headers = ask(cxx, "-print-file-name=plugin")
         .map(PathBuf::from)
         .filter(|d| d.join("include/gcc-plugin.h").is_file());
@@ -66,17 +73,70 @@ fn find_or_build(cxx: &str) -> Result<PathBuf, String> {
     // Built for this compiler (its version and headers) from this source.
     let mut key = std::collections::hash_map::DefaultHasher::new();
     (SOURCE, &version, &headers, cxx).hash(&mut key);
-    let dir = crate::cache_dir();
     let plugin = dir.join(format!(
         "device_alignment-{version}-{:016x}.so",
         key.finish()
     ));
-    if plugin.is_file() {
-        return Ok(plugin);
+    match verify(&plugin) {
+        Ok(()) => return Ok(plugin),
+        Err(Unverified::Absent) => {}
+        Err(Unverified::Damaged(why)) => {
+            eprintln!(
+                "note: the cached alignment plugin {} cannot be trusted ({why}); building it again",
+                plugin.display()
+            );
+        }
     }
-    build(cxx, &headers, &dir, &plugin)
+    build(cxx, &headers, dir, &plugin)
         .map(|()| plugin)
         .map_err(|e| format!("the alignment plugin could not be built for {cxx}: {e}"))
+}
+
+/// Why a cached plugin is not used as it is.
+enum Unverified {
+    /// Never built.
+    Absent,
+    /// Damaged, or not known to be whole.
+    Damaged(String),
+}
+
+/// The digest file beside a plugin.
+fn digest_path(plugin: &Path) -> PathBuf {
+    let mut name = plugin.as_os_str().to_owned();
+    name.push(".sha256");
+    PathBuf::from(name)
+}
+
+fn digest_of(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Whether `plugin` is a whole plugin as it was built: its bytes match the digest beside it.
+fn verify(plugin: &Path) -> Result<(), Unverified> {
+    let bytes = match std::fs::read(plugin) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Unverified::Absent),
+        Err(e) => return Err(Unverified::Damaged(e.to_string())),
+    };
+    let recorded = std::fs::read_to_string(digest_path(plugin)).map_err(|e| {
+        Unverified::Damaged(match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                "no digest beside it: an earlier version built it, or its build was cut short"
+                    .into()
+            }
+            _ => format!("its digest: {e}"),
+        })
+    })?;
+    if recorded.trim() != digest_of(&bytes) {
+        return Err(Unverified::Damaged(format!(
+            "{} bytes that do not match the digest written when it was built",
+            bytes.len()
+        )));
+    }
+    Ok(())
 }
 
 /// Compiles the plugin beside `plugin` and renames it there: builds running at once
@@ -101,7 +161,13 @@ fn build(cxx: &str, headers: &Path, dir: &Path, plugin: &Path) -> Result<(), Str
     if !result.status.success() {
         return Err(String::from_utf8_lossy(&result.stderr).into_owned());
     }
-    std::fs::rename(&out, plugin).map_err(|e| format!("{}: {e}", plugin.display()))
+    let bytes = std::fs::read(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let digest = work.path().join("device_alignment.so.sha256");
+    std::fs::write(&digest, digest_of(&bytes)).map_err(|e| format!("{}: {e}", digest.display()))?;
+    // The plugin first, then its digest: a plugin whose digest never arrived is rebuilt.
+    std::fs::rename(&out, plugin).map_err(|e| format!("{}: {e}", plugin.display()))?;
+    std::fs::rename(&digest, digest_path(plugin))
+        .map_err(|e| format!("{}: {e}", digest_path(plugin).display()))
 }
 
 #[cfg(test)]
@@ -111,8 +177,54 @@ mod tests {
     #[test]
     fn a_compiler_without_plugin_headers_is_told_what_to_install() {
         // `true` answers every question with nothing: no plugin folder.
-        let why = find_or_build("true").unwrap_err();
+        let dir = tempfile::tempdir().unwrap();
+        let why = find_or_build("true", dir.path()).unwrap_err();
         assert!(why.contains("no plugin headers"), "{why}");
         assert!(why.contains("plugin-dev"), "{why}");
+    }
+
+    /// A damaged plugin (truncated, garbage, empty, its digest lost) is built again, and
+    /// GCC then loads it.
+    #[test]
+    fn a_damaged_cached_plugin_is_built_again() {
+        if ask("g++", "-print-file-name=plugin")
+            .is_none_or(|d| !Path::new(&d).join("include/gcc-plugin.h").is_file())
+        {
+            eprintln!("skipped: g++ has no plugin headers (make tools installs them)");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let plugin = find_or_build("g++", dir.path()).unwrap();
+        let good = std::fs::read(&plugin).unwrap();
+        type Damage = fn(&Path);
+        let damages: [(&str, Damage); 4] = [
+            ("truncated", |p| {
+                let b = std::fs::read(p).unwrap();
+                std::fs::write(p, &b[..b.len() / 2]).unwrap()
+            }),
+            ("garbage", |p| {
+                std::fs::write(p, b"not an ELF file").unwrap()
+            }),
+            ("empty", |p| std::fs::write(p, b"").unwrap()),
+            ("digest lost", |p| {
+                std::fs::remove_file(digest_path(p)).unwrap()
+            }),
+        ];
+        for (what, damage) in damages {
+            damage(&plugin);
+            assert!(verify(&plugin).is_err(), "{what}: still trusted");
+            assert_eq!(find_or_build("g++", dir.path()).unwrap(), plugin, "{what}");
+            assert!(verify(&plugin).is_ok(), "{what}: not rebuilt");
+            assert_eq!(std::fs::read(&plugin).unwrap().len(), good.len(), "{what}");
+            let loaded = Command::new("g++")
+                .arg(format!("-fplugin={}", plugin.display()))
+                .args(["-fsyntax-only", "-x", "c++", "/dev/null"])
+                .status()
+                .unwrap();
+            assert!(
+                loaded.success(),
+                "{what}: GCC does not load the rebuilt plugin"
+            );
+        }
     }
 }

@@ -55,9 +55,16 @@ def register(lib):
     the same torch ops."""
     for name, op in lib.ops.items():
         qualified = f"{lib.namespace}::{name}"
-        first = qualified not in _SERVING
+        served = _SERVING.get(qualified)
+        if served is not None and served.kinds != op.kinds:
+            # torch keeps an op's schema for the life of the process.
+            warnings.warn(f"torch.ops.{lib.namespace}.{name} takes ({', '.join(served.kinds)}) in this process; "
+                          f"{lib.path} has it take ({', '.join(op.kinds)}), so torch.ops keeps serving the earlier "
+                          f"library (custom_op.ops.{lib.namespace}.{name} serves the new one; restart Python "
+                          "for torch.ops)", stacklevel=3)
+            continue
         _SERVING[qualified] = op
-        if not first:
+        if served is not None:
             continue
         fragment = _FRAGMENTS.get(lib.namespace)
         if fragment is None:
