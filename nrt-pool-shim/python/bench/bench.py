@@ -303,7 +303,7 @@ def main():
             via_torch = torch.ops.tiles.relu
             assert torch.equal(via_torch(t), torch.from_numpy(relu(small)))
             row(name, timed(lambda: via_torch(t), 15, 20), timed(lambda: relu(small), 15, 20), "ms", 1e3,
-                goal=1 / 1.1)
+                goal=0.91)  # ours at most 1.1x the NumPy call
             del tiles, relu, via_torch
 
     # The parity check (issue #40): a call checked against the Pool image beside the host
