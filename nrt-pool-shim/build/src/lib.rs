@@ -24,6 +24,7 @@ pub mod device_model;
 mod library;
 mod neuron_ops;
 mod op_api_pch;
+mod reuse;
 mod wrapper;
 pub mod xtensa_asm;
 
@@ -31,7 +32,7 @@ pub use device_image::DeviceImage;
 pub use device_model::DataModel;
 pub use library::BuildSetup;
 use library::Wrapper;
-pub use neuron_ops::{OpBuildOptions, OpBuildReport};
+pub use neuron_ops::{build_or_reuse, OpBuild, OpBuildOptions, OpBuildReport};
 pub use op_api_pch::PCH_ENV;
 pub use wrapper::generate_wrapper;
 pub(crate) use wrapper::{EXCEPTION_GUARD, HOST_STDIO};
@@ -186,6 +187,7 @@ pub enum BuildError {
 
 pub(crate) fn run(cmd: &mut Command) -> Result<(), BuildError> {
     let tool = format!("{cmd:?}");
+    reuse::record_dependencies(cmd);
     let out = cmd.output().map_err(|source| BuildError::Io {
         path: PathBuf::from(cmd.get_program()),
         source,

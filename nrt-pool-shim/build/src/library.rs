@@ -97,6 +97,36 @@ pub(crate) struct Placed {
 }
 
 impl BuildSetup {
+    /// What a build with this setup depends on beyond its sources (for the build record,
+    /// `reuse.rs`): the flow's own version, the compiler and its version, the flags, the
+    /// data model, the op headers' folder, and the archives and link script by digest.
+    pub(crate) fn inputs(&self) -> String {
+        let digest = |p: &Path| crate::reuse::digest_file(p).unwrap_or_else(|| "missing".into());
+        let mut t = format!(
+            "flow {} {}\ncxx {} {:?}\nmodel {:?}\ninclude {}\narchive {}\nflags {:?} {:?}\ndevice objects {:?}\n",
+            env!("CARGO_PKG_VERSION"),
+            env!("NRT_POOL_BUILD_FLOW"),
+            self.cxx,
+            crate::compiler_version(self.cxx.as_ref()),
+            self.data_model,
+            self.include.display(),
+            digest(&self.archive),
+            self.flags.extra_include_paths,
+            self.flags.extra_cflags,
+            self.device_objects,
+        );
+        if let Some(d) = &self.device_image {
+            t.push_str(&format!(
+                "image {} {} {} {:?}\n",
+                d.out.display(),
+                digest(&d.archive),
+                digest(&d.link_script),
+                crate::compiler_version(crate::XTENSA_CXX.as_ref()),
+            ));
+        }
+        t
+    }
+
     /// Refuses a build that cannot succeed before anything compiles: no runtime archive, no
     /// op header `header` (under the include folder), a missing source, device outputs
     /// without the Xtensa tools, a flag the build cannot take.
@@ -331,10 +361,14 @@ pub(crate) fn put_in_place(tmp: &Path, dst: &Path) -> Result<(), BuildError> {
     r.map_err(io(dst))
 }
 
+/// Copies the objects of `from` (not the compiles' dependency lists) into `to`.
 fn copy_dir(from: &Path, to: &Path) -> Result<(), BuildError> {
     std::fs::create_dir_all(to).map_err(io(to))?;
     for e in std::fs::read_dir(from).map_err(io(from))? {
         let e = e.map_err(io(from))?;
+        if e.path().extension().is_some_and(|x| x == "deps") {
+            continue;
+        }
         std::fs::copy(e.path(), to.join(e.file_name())).map_err(io(to))?;
     }
     Ok(())

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use nrt_pool_schema::{demangle, ArgKind, NeuronLibrary, OpSig};
 
 use crate::library::Wrapper;
-use crate::{io, object_symbols, run, BuildError, DataModel, EXCEPTION_GUARD, HOST_STDIO};
+use crate::{io, object_symbols, reuse, run, BuildError, DataModel, EXCEPTION_GUARD, HOST_STDIO};
 
 /// `custom_op.load`'s arguments, and where the runtime and headers are.
 pub struct OpBuildOptions {
@@ -74,16 +74,101 @@ impl crate::OpModel for OpBuildOptions {
     }
 }
 
+/// What [`build_or_reuse`] did.
+#[derive(Debug)]
+pub struct OpBuild {
+    pub library: PathBuf,
+    pub device_image: Option<PathBuf>,
+    /// Whether the build folder's earlier build was current and kept (nothing compiled).
+    pub reused: bool,
+}
+
+/// Builds NEURON_LIBRARY ops as [`crate::build`] does, holding the build folder's lock,
+/// unless the folder's last build had the same inputs and nothing it read or made has
+/// changed since: then that build is kept (`custom_op.load` in many processes at once;
+/// `reuse.rs`).
+pub fn build_or_reuse(o: &OpBuildOptions) -> Result<OpBuild, BuildError> {
+    o.check_name()?;
+    let library = o.library();
+    let _lock = reuse::BuildLock::acquire(&library)?;
+    let inputs = o.inputs();
+    let device_image = o.setup.device_image.as_ref().map(|d| d.out.clone());
+    if reuse::Record::is_current(&library, &inputs) {
+        return Ok(OpBuild {
+            library,
+            device_image,
+            reused: true,
+        });
+    }
+    reuse::Record::remove(&library);
+    let work = tempfile::tempdir().map_err(io(Path::new("temporary directory")))?;
+    let report = build_op_library_in(o, work.path())?;
+    // GCC leaves out each compile's own source, and what a precompiled header (D106)
+    // brought in: the sources and the op headers are added.
+    let mut read = reuse::dependencies(work.path());
+    read.extend(o.compute.iter().chain(&o.shape).cloned());
+    read.extend(reuse::files_under(&o.setup.include));
+    let made: Vec<PathBuf> = std::iter::once(report.library.clone())
+        .chain(report.device_image.clone())
+        .chain(report.device.clone().unwrap_or_default())
+        .collect();
+    // A file that vanished at once (another tool's clean-up) leaves the build unrecorded:
+    // the next load builds again.
+    if let Some(record) = reuse::Record::of(inputs, &read, &made) {
+        record.write(&library)?;
+    }
+    Ok(OpBuild {
+        library: report.library,
+        device_image: report.device_image,
+        reused: false,
+    })
+}
+
+impl OpBuildOptions {
+    fn check_name(&self) -> Result<(), BuildError> {
+        if self.name.is_empty()
+            || !self
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
+            return Err(BuildError::BadName(self.name.clone()));
+        }
+        Ok(())
+    }
+
+    /// The library's path: `BUILD_DIRECTORY/lib{name}.so`.
+    fn library(&self) -> PathBuf {
+        self.build_directory.join(format!("lib{}.so", self.name))
+    }
+
+    /// What the build depends on beyond what its compiles read (see `reuse.rs`).
+    fn inputs(&self) -> String {
+        let mut t = format!(
+            "ops {}\nmulticore {}\n{}",
+            self.name,
+            self.multicore,
+            self.setup.inputs()
+        );
+        for (kind, list) in [("compute", &self.compute), ("shape", &self.shape)] {
+            for s in list {
+                let at = std::fs::canonicalize(s).unwrap_or_else(|_| s.clone());
+                t.push_str(&format!("{kind} {}\n", at.display()));
+            }
+        }
+        reuse::digest(t.as_bytes())
+    }
+}
+
 /// [`crate::build`] for NEURON_LIBRARY ops.
 fn build_op_library(o: &OpBuildOptions) -> Result<OpBuildReport, BuildError> {
-    if o.name.is_empty()
-        || !o
-            .name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
-    {
-        return Err(BuildError::BadName(o.name.clone()));
-    }
+    let work = tempfile::tempdir().map_err(io(Path::new("temporary directory")))?;
+    build_op_library_in(o, work.path())
+}
+
+/// [`build_op_library`] with its work folder given.
+fn build_op_library_in(o: &OpBuildOptions, work: &Path) -> Result<OpBuildReport, BuildError> {
+    o.check_name()?;
     let core = &o.setup;
     if o.compute.is_empty() || o.shape.is_empty() {
         return Err(BuildError::Registration(
@@ -92,11 +177,10 @@ fn build_op_library(o: &OpBuildOptions) -> Result<OpBuildReport, BuildError> {
     }
     core.preflight("torch/torch.h", o.compute.iter().chain(&o.shape))?;
     std::fs::create_dir_all(&o.build_directory).map_err(io(&o.build_directory))?;
-    let work = tempfile::tempdir().map_err(io(Path::new("temporary directory")))?;
-    let compute_objs = core.compile_host(&o.compute, &work.path().join("compute"))?;
-    let shape_objs = core.compile_host(&o.shape, &work.path().join("shape"))?;
+    let compute_objs = core.compile_host(&o.compute, &work.join("compute"))?;
+    let shape_objs = core.compile_host(&o.shape, &work.join("shape"))?;
 
-    let mut ops = registration(o, work.path(), &shape_objs)?;
+    let mut ops = registration(o, work, &shape_objs)?;
     ops.multicore = o.multicore;
     ops.cflags = o
         .setup
@@ -107,17 +191,15 @@ fn build_op_library(o: &OpBuildOptions) -> Result<OpBuildReport, BuildError> {
         .chain(o.setup.flags.extra_cflags.iter().cloned())
         .collect();
     let kernels = check_kernels(&ops, &compute_objs)?;
-    check_returns(o, &ops, &kernels, work.path())?;
+    check_returns(o, &ops, &kernels, work)?;
 
-    let library = o.build_directory.join(format!("lib{}.so", o.name));
+    let library = o.library();
     let wrapper = Wrapper::Ops {
         lib: &ops,
         kernels: &kernels,
     };
     let objs = [compute_objs, shape_objs].concat();
-    let placed = core.link(work.path(), &wrapper, &objs, &o.compute, &library, |_| {
-        Ok(())
-    })?;
+    let placed = core.link(work, &wrapper, &objs, &o.compute, &library, |_| Ok(()))?;
     Ok(OpBuildReport {
         library,
         ops,

@@ -660,7 +660,9 @@ impl DeviceArray {
 /// Builds an op library as `custom_op.load` does: `build_directory/lib{name}.so`, and with
 /// `isa="xtensa"` also its Pool image `lib{name}.pool` (returned then; `pool_image` builds
 /// it beside a host build too, for the parity check); the compiler's message is in the
-/// exception when a source does not build.
+/// exception when a source does not build. Builds into one folder wait for each other, and
+/// the folder's last build is kept when nothing it read changed: (path, whether it was
+/// kept).
 #[pyfunction]
 #[pyo3(signature = (name, compute_srcs, shape_srcs, build_directory, multicore, include, archive, isa="host", extra_cflags=Vec::new(), extra_include_paths=Vec::new(), data_model="device", pool_image=false))]
 #[allow(clippy::too_many_arguments)] // custom_op.load's arguments, and where the runtime is
@@ -678,7 +680,7 @@ fn build(
     extra_include_paths: Vec<PathBuf>,
     data_model: &str,
     pool_image: bool,
-) -> PyResult<String> {
+) -> PyResult<(String, bool)> {
     let data_model = nrt_pool_build::DataModel::from_name(data_model).ok_or_else(|| {
         pyo3::exceptions::PyValueError::new_err(format!(
             "data_model={data_model:?}: 'device' or 'host'"
@@ -718,13 +720,13 @@ fn build(
         },
     };
     let r = py
-        .detach(|| nrt_pool_build::build(&o))
+        .detach(|| nrt_pool_build::build_or_reuse(&o))
         .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
     let served = match (isa, r.device_image) {
         ("xtensa", Some(image)) => image,
         _ => r.library,
     };
-    Ok(served.display().to_string())
+    Ok((served.display().to_string(), r.reused))
 }
 
 /// Whether the Xtensa cross compiler device builds need is installed.

@@ -60,7 +60,11 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
         shape_srcs: C++ sources of the shape functions and their ``NEURON_LIBRARY``
             registration.
         build_directory: where ``lib{name}.so`` is written (default: a cache directory).
-            Nothing is written there unless the whole build succeeds.
+            Nothing is written there unless the whole build succeeds. Loads into one folder
+            build one at a time (a lock there, released if its holder dies); a load whose
+            sources, the headers they include, flags and tools are unchanged since the
+            folder's last build, and whose outputs are intact, takes that build as it is
+            (as ``torch.utils.cpp_extension`` does: every rank of a ``torchrun`` job may load).
         multicore: run the library's ops on all 8 cores by default.
         verbose: print what is built.
         extra_cflags: compiler flags added to every compile, host and device, after the
@@ -106,7 +110,7 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
     includes = [os.fspath(p) for p in _string_list("extra_include_paths", extra_include_paths, paths=True)]
     # The parity check compares with the other build: asked for here, it is built too.
     pool_image = isa == "host" and _asks_parity(check) and _native.xtensa_cxx_installed()
-    path = _native.build(
+    path, kept = _native.build(
         name,
         [str(s) for s in compute_srcs],
         [str(s) for s in shape_srcs],
@@ -121,7 +125,7 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
         pool_image,
     )
     if verbose:
-        print(f"gpsimd_open: built {path}")
+        print(f"gpsimd_open: {path} is up to date" if kept else f"gpsimd_open: built {path}")
     return load_library(path, check=check, all_cores_stdio=all_cores_stdio, debug=debug)
 
 
