@@ -18,8 +18,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
-use sha2::{Digest, Sha256};
-
 /// The plugin's source, carried in the build crate (an installed wheel has no checkout).
 const SOURCE: &str = include_str!("../gcc-plugin/device_alignment.cc");
 
@@ -107,13 +105,6 @@ fn digest_path(plugin: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-fn digest_of(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 /// Whether `plugin` is a whole plugin as it was built: its bytes match the digest beside it.
 fn verify(plugin: &Path) -> Result<(), Unverified> {
     let bytes = match std::fs::read(plugin) {
@@ -121,6 +112,10 @@ fn verify(plugin: &Path) -> Result<(), Unverified> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Unverified::Absent),
         Err(e) => return Err(Unverified::Damaged(e.to_string())),
     };
+    let owner = std::fs::metadata(plugin).map(|m| std::os::unix::fs::MetadataExt::uid(&m));
+    if owner.is_ok_and(|u| u != crate::user_id()) {
+        return Err(Unverified::Damaged("another user's file".into()));
+    }
     let recorded = std::fs::read_to_string(digest_path(plugin)).map_err(|e| {
         Unverified::Damaged(match e.kind() {
             std::io::ErrorKind::NotFound => {
@@ -130,7 +125,7 @@ fn verify(plugin: &Path) -> Result<(), Unverified> {
             _ => format!("its digest: {e}"),
         })
     })?;
-    if recorded.trim() != digest_of(&bytes) {
+    if recorded.trim() != crate::reuse::digest(&bytes) {
         return Err(Unverified::Damaged(format!(
             "{} bytes that do not match the digest written when it was built",
             bytes.len()
@@ -163,7 +158,8 @@ fn build(cxx: &str, headers: &Path, dir: &Path, plugin: &Path) -> Result<(), Str
     }
     let bytes = std::fs::read(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let digest = work.path().join("device_alignment.so.sha256");
-    std::fs::write(&digest, digest_of(&bytes)).map_err(|e| format!("{}: {e}", digest.display()))?;
+    std::fs::write(&digest, crate::reuse::digest(&bytes))
+        .map_err(|e| format!("{}: {e}", digest.display()))?;
     // The plugin first, then its digest: a plugin whose digest never arrived is rebuilt.
     std::fs::rename(&out, plugin).map_err(|e| format!("{}: {e}", plugin.display()))?;
     std::fs::rename(&digest, digest_path(plugin))
@@ -197,7 +193,7 @@ mod tests {
         let plugin = find_or_build("g++", dir.path()).unwrap();
         let good = std::fs::read(&plugin).unwrap();
         type Damage = fn(&Path);
-        let damages: [(&str, Damage); 4] = [
+        let damages: [(&str, Damage); 5] = [
             ("truncated", |p| {
                 let b = std::fs::read(p).unwrap();
                 std::fs::write(p, &b[..b.len() / 2]).unwrap()
@@ -208,6 +204,13 @@ mod tests {
             ("empty", |p| std::fs::write(p, b"").unwrap()),
             ("digest lost", |p| {
                 std::fs::remove_file(digest_path(p)).unwrap()
+            }),
+            ("another user's", |p| {
+                if crate::user_id() == 0 {
+                    std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap()
+                } else {
+                    std::fs::write(p, b"").unwrap() // (only root can give a file away)
+                }
             }),
         ];
         for (what, damage) in damages {

@@ -272,8 +272,35 @@ fn build_schema_library(o: &BuildOptions) -> Result<BuildReport, BuildError> {
 pub const CACHE_ENV: &str = "NRT_POOL_CACHE";
 
 /// The build cache folder: `$NRT_POOL_CACHE`, `$XDG_CACHE_HOME/gpsimd-open` or
-/// `~/.cache/gpsimd-open` (the temporary folder's when there is no home).
+/// `~/.cache/gpsimd-open` (the temporary folder's when there is no home). Where that
+/// cannot be written (a read-only or full disk), this user's private folder in the
+/// temporary directory instead, said once per process.
 pub(crate) fn cache_dir() -> PathBuf {
+    let wanted = configured_cache_dir();
+    type Chosen = Vec<(PathBuf, PathBuf)>;
+    static CHOSEN: std::sync::Mutex<Chosen> = std::sync::Mutex::new(Vec::new());
+    let mut chosen = CHOSEN.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, c)) = chosen.iter().find(|(w, _)| *w == wanted) {
+        return c.clone();
+    }
+    let c = match writable(&wanted) {
+        Ok(()) => wanted.clone(),
+        Err(why) => {
+            let private = private_cache_dir();
+            eprintln!(
+                "note: the build cache {} cannot be written ({why}); this process keeps its \
+                 entries in {} instead",
+                wanted.display(),
+                private.display()
+            );
+            private
+        }
+    };
+    chosen.push((wanted, c.clone()));
+    c
+}
+
+fn configured_cache_dir() -> PathBuf {
     if let Some(d) = std::env::var_os(CACHE_ENV) {
         return PathBuf::from(d);
     }
@@ -282,6 +309,44 @@ pub(crate) fn cache_dir() -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
         .unwrap_or_else(std::env::temp_dir);
     base.join("gpsimd-open")
+}
+
+/// Whether an entry can be written in `dir`: it exists or can be made, and takes a file
+/// of a few pages (a full disk refuses one).
+fn writable(dir: &Path) -> Result<(), String> {
+    use std::io::Write as _;
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    let mut probe = tempfile::Builder::new()
+        .prefix(".probe")
+        .tempfile_in(dir)
+        .map_err(|e| e.to_string())?;
+    probe
+        .write_all(&[0; 16384])
+        .and_then(|()| probe.as_file().sync_all())
+        .map_err(|e| e.to_string())
+}
+
+/// This user's private cache in the temporary directory (made with mode 0700; one that
+/// is not this user's, or that others may write, is not used: then one for this process).
+fn private_cache_dir() -> PathBuf {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    let uid = user_id();
+    let shared = std::env::temp_dir().join(format!("gpsimd-open-cache-{uid}"));
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&shared);
+    let ours = std::fs::symlink_metadata(&shared)
+        .is_ok_and(|m| m.is_dir() && m.uid() == uid && m.permissions().mode() & 0o022 == 0);
+    if ours {
+        return shared;
+    }
+    let own = std::env::temp_dir().join(format!("gpsimd-open-cache-{uid}-{}", std::process::id()));
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&own);
+    own
+}
+
+/// The user this process runs as (cache entries of another user are not trusted).
+pub(crate) fn user_id() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
 }
 
 /// A compiler's version (`-dumpfullversion`), asked once per compiler and process: what

@@ -128,17 +128,26 @@ pub(crate) fn include_args(
     static BUILDING: Mutex<()> = Mutex::new(());
     let _one_at_a_time = BUILDING.lock().unwrap_or_else(|p| p.into_inner());
     if !current(&dir) {
+        if let Err(why) = trusted(&dir) {
+            eprintln!(
+                "note: the cached precompiled op API {} cannot be trusted ({why}); building it again",
+                dir.display()
+            );
+        }
         build(&root, &dir, &command).ok()?;
+        // (An entry this process cannot replace, another user's, stays untrusted.)
+        trusted(&dir).ok()?;
     }
     Some(["-include".into(), dir.join("op_api.h").into()])
 }
 
-/// Whether `dir` holds a precompiled header whose every input is as it was when built.
+/// Whether `dir` holds a whole precompiled header (see [`trusted`]) whose every input is
+/// as it was when built.
 fn current(dir: &Path) -> bool {
     let Ok(manifest) = std::fs::read_to_string(dir.join("inputs")) else {
         return false;
     };
-    dir.join("op_api.h.gch").is_file()
+    trusted(dir).is_ok()
         && manifest.lines().all(|l| {
             let mut f = l.rsplitn(3, ' ');
             let (Some(stamp), Some(len), Some(path)) = (f.next(), f.next(), f.next()) else {
@@ -147,6 +156,51 @@ fn current(dir: &Path) -> bool {
             stamp_of(Path::new(path)).is_some_and(|(n, s)| n.to_string() == len && s == stamp)
         })
 }
+
+/// Whether the entry in `dir` is as it was built: its header and precompiled header match
+/// the digests written with them, and this user owns them (a damaged or planted entry
+/// is built again). The digest of a precompiled header (~35 MB) is checked once per
+/// process and entry.
+fn trusted(dir: &Path) -> Result<(), String> {
+    let gch = dir.join("op_api.h.gch");
+    let Some(stamp) = stamp_of(&gch) else {
+        return Err("no precompiled header".into());
+    };
+    let mut checked = CHECKED.lock().unwrap_or_else(|p| p.into_inner());
+    if checked.iter().any(|(d, s)| d == dir && *s == stamp) {
+        return Ok(());
+    }
+    let recorded =
+        std::fs::read_to_string(dir.join(DIGESTS)).map_err(|e| format!("its digests: {e}"))?;
+    for name in ["op_api.h", "op_api.h.gch"] {
+        let path = dir.join(name);
+        let meta = std::fs::metadata(&path).map_err(|e| format!("{name}: {e}"))?;
+        if std::os::unix::fs::MetadataExt::uid(&meta) != crate::user_id() {
+            return Err(format!("{name} belongs to another user"));
+        }
+        let want = recorded
+            .lines()
+            .find_map(|l| l.strip_suffix(name).and_then(|d| d.strip_suffix(' ')))
+            .ok_or_else(|| format!("no digest of {name}"))?;
+        let bytes = std::fs::read(&path).map_err(|e| format!("{name}: {e}"))?;
+        if crate::reuse::digest(&bytes) != want {
+            return Err(format!("{name} does not match its digest"));
+        }
+    }
+    checked.push((dir.to_path_buf(), stamp));
+    Ok(())
+}
+
+/// The entries this process checked, with the precompiled header's length and time then.
+static CHECKED: Mutex<Vec<(PathBuf, (u64, String))>> = Mutex::new(Vec::new());
+
+#[cfg(test)]
+fn forget_checks() {
+    CHECKED.lock().unwrap_or_else(|p| p.into_inner()).clear();
+}
+
+/// The file of an entry with its header's and precompiled header's digests.
+const DIGESTS: &str = "digests";
 
 /// A file's length and modification time, as the manifest records them.
 fn stamp_of(path: &Path) -> Option<(u64, String)> {
@@ -186,6 +240,12 @@ fn build(
     }
     let inputs = manifest(&std::fs::read_to_string(&deps).map_err(|e| e.to_string())?);
     std::fs::write(work.path().join("inputs"), inputs).map_err(|e| e.to_string())?;
+    let mut digests = String::new();
+    for name in ["op_api.h", "op_api.h.gch"] {
+        let bytes = std::fs::read(work.path().join(name)).map_err(|e| e.to_string())?;
+        digests.push_str(&format!("{} {name}\n", crate::reuse::digest(&bytes)));
+    }
+    std::fs::write(work.path().join(DIGESTS), digests).map_err(|e| e.to_string())?;
     let _ = std::fs::remove_dir_all(dir);
     let built = work.keep();
     if std::fs::rename(&built, dir).is_err() {
@@ -284,6 +344,71 @@ mod tests {
         assert!(!current(gch.parent().unwrap()));
         assert_eq!(include_args(&cache, gxx(&api)), Some(args));
         assert!(current(gch.parent().unwrap()));
+    }
+
+    /// A damaged entry (its precompiled header truncated, overwritten, emptied, another
+    /// user's, or its digests lost) is not trusted and is built again.
+    #[test]
+    fn a_damaged_entry_is_built_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let api = tmp.path().join("include");
+        std::fs::create_dir_all(api.join("torch")).unwrap();
+        std::fs::write(
+            api.join("torch/torch.h"),
+            "#pragma once\ninline int api() { return 1; }\n",
+        )
+        .unwrap();
+        let cache = tmp.path().join("cache");
+        let args = include_args(&cache, gxx(&api)).expect("g++ builds a precompiled header");
+        let dir = PathBuf::from(&args[1]).parent().unwrap().to_path_buf();
+        let gch = dir.join("op_api.h.gch");
+        let good = std::fs::read(&gch).unwrap();
+        type Damage = fn(&Path);
+        let damages: [(&str, Damage); 5] = [
+            ("truncated", |g| {
+                let b = std::fs::read(g).unwrap();
+                std::fs::write(g, &b[..b.len() / 3]).unwrap()
+            }),
+            ("garbage", |g| {
+                let mut b = std::fs::read(g).unwrap();
+                let n = b.len();
+                b[n / 2..n / 2 + 64].fill(0xA5);
+                std::fs::write(g, b).unwrap()
+            }),
+            ("empty", |g| std::fs::write(g, b"").unwrap()),
+            ("another user's", |g| {
+                if crate::user_id() == 0 {
+                    std::os::unix::fs::chown(g, Some(65534), Some(65534)).unwrap()
+                } else {
+                    std::fs::write(g, b"").unwrap()
+                }
+            }),
+            ("digests lost", |g| {
+                std::fs::remove_file(g.with_file_name(DIGESTS)).unwrap()
+            }),
+        ];
+        for (what, damage) in damages {
+            damage(&gch);
+            assert!(trusted_afresh(&dir).is_err(), "{what}: still trusted");
+            forget_checks();
+            assert_eq!(
+                include_args(&cache, gxx(&api)),
+                Some(args.clone()),
+                "{what}"
+            );
+            assert!(trusted_afresh(&dir).is_ok(), "{what}: not built again");
+            // (GCC records its work folder's name: lengths differ by a few bytes.)
+            assert!(
+                std::fs::read(&gch).unwrap().len() > good.len() * 9 / 10,
+                "{what}"
+            );
+        }
+    }
+
+    /// [`trusted`] as a process that has not checked `dir` yet sees it.
+    fn trusted_afresh(dir: &Path) -> Result<(), String> {
+        forget_checks();
+        trusted(dir)
     }
 
     #[test]
