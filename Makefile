@@ -196,11 +196,13 @@ lint:
 headers:
 	UPDATE_HEADERS=1 $(CARGO) test -p gpsimd-open --test headers_current
 
-## make fuzz: every fuzz target (prelink, inspect, npy, schema, descriptor, pool_image) under libFuzzer for
+## make fuzz: every fuzz target (prelink, inspect, npy, schema, descriptor, pool_image, ffi_sequence) under libFuzzer for
 ## FUZZ_SECONDS each, with debug assertions and overflow checks on (cargo-fuzz -a).
-FUZZ_TARGETS := prelink inspect npy schema descriptor pool_image
-fuzz:
+FUZZ_TARGETS := prelink inspect npy schema descriptor pool_image ffi_sequence
+fuzz: build customop-archives
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
+	@# ffi_sequence runs each input in nrt-pool-ffi-sequence over the mlp ops this builds.
+	$(CARGO) test --release -p nrt-pool-shim --test sequence
 	@for t in $(FUZZ_TARGETS); do \
 		mkdir -p target/fuzz-corpus/$$t && \
 		(cd fuzz && RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run -a $$t \
@@ -214,6 +216,7 @@ fuzz-seeds: tools
 	$(CARGO) test -p nrt-pool-cli --test fuzz_corpus -- --ignored write_seed_corpus
 	$(CARGO) test -p nrt-pool-schema --test fuzz_corpus -- --ignored write_seed_corpus write_pool_seed_corpus
 	$(CARGO) test -p customop-device --test fuzz_corpus -- --ignored write_seed_corpus
+	$(CARGO) test --release -p nrt-pool-shim --test sequence -- --ignored write_seed_corpus
 
 ## make bench [FILTER=WORDS]: ratios measured in one run, each the median of repeats with
 ## its spread and goal (device heap and memcpy, the emulator's launches with huge and 4 KiB

@@ -5,7 +5,8 @@
 //! the launch FFI for C/C++ runtimes, with [`checks`] and [`profile`] beside it. Every
 //! export crosses `boundary` (panics abort, engine errors become the header's codes);
 //! `argv` is the checked view of a launch's argument slots and `prepared` the output a
-//! C output + launch pair shares.
+//! C output + launch pair shares. [`sequence`] is the FFI's misuse fuzzer's property (a
+//! sequence of calls from several threads, run in a fresh process).
 
 mod argv;
 mod boundary;
@@ -14,3 +15,4 @@ pub mod launch;
 mod prepared;
 pub mod profile;
 pub mod seam;
+pub mod sequence;
