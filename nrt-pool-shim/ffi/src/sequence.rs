@@ -3,8 +3,9 @@
 //! handles, names and tensors, from several threads at once, decoded from fuzzer bytes.
 //!
 //! The property: every call returns a code the header documents, with a message where it
-//! fails; nothing crashes, hangs or is left running; and the engine still works after (a
-//! valid launch gives exact bytes), or, once closed, says so. The runtime's lifecycle is
+//! fails; nothing crashes, hangs or is left running; the engine still works after (a valid
+//! launch gives exact bytes), or, once closed, says so; and closing it leaves no file
+//! descriptor open that the sequence opened. The runtime's lifecycle is
 //! the process's (a closed runtime stays closed), so each sequence runs in a fresh process,
 //! `nrt-pool-ffi-sequence`, through the shared library as a C runtime loads it
 //! (`libnrt_pool_shim.so`, dlopen); [`fuzz_one`] starts it and judges its end. Inputs stay
@@ -436,6 +437,7 @@ fn valid_relu(shim: &Shim, paired: bool, must_work: bool) -> Result<(), Violatio
 /// closed. `Err`: the property broken.
 pub fn run_in_this_process(data: &[u8], shim: &Path, library: &Path) -> Result<(), Violation> {
     let shim = Shim::open(shim)?;
+    let descriptors = open_descriptors();
     let lib = CString::new(library.as_os_str().as_encoded_bytes()).map_err(|e| e.to_string())?;
     let mut b = Bytes(data);
     let threads = 1 + usize::from(b.u8() % 4);
@@ -505,7 +507,21 @@ pub fn run_in_this_process(data: &[u8], shim: &Path, library: &Path) -> Result<(
     valid_relu(&shim, false, true)?;
     // SAFETY: closing the runtime with no call in flight.
     let r = unsafe { (shim.close)() };
-    code(&shim, "nrt_pool_close", r, 0..=0).map(|_| ())
+    code(&shim, "nrt_pool_close", r, 0..=0)?;
+    // What the sequence opened, its failures included, is closed with the runtime.
+    let left = open_descriptors();
+    if left > descriptors {
+        return Err(format!(
+            "{} file descriptors left open after close ({descriptors} before the sequence)",
+            left - descriptors
+        ));
+    }
+    Ok(())
+}
+
+/// This process's open file descriptors.
+fn open_descriptors() -> usize {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
 }
 
 /// Where the sequence helper, the shim and the op library are: `$NRT_POOL_FFI_SEQUENCE`,
