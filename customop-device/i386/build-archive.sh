@@ -27,13 +27,15 @@ objs="$out.objs"
 rm -rf "$objs"
 mkdir -p "$objs"
 # The data model's flags: the same words as DEVICE_MODEL_FLAGS (a build test compares them).
-model="-m32 -msse2 -mfpmath=sse -malign-double -mlong-double-64 -fshort-wchar -funsigned-char -ffreestanding -nostdinc -U__linux__ -U__linux -Ulinux -U__gnu_linux__ -U__unix__ -U__unix -Uunix"
+model="-m32 -msse2 -mfpmath=sse -malign-double -mlong-double-64 -fshort-wchar -funsigned-char -ffreestanding -nostdinc -U__linux__ -U__linux -Ulinux -U__gnu_linux__ -U__unix__ -U__unix -Uunix -faligned-new=8 -U__INT_FAST8_TYPE__ -D__INT_FAST8_TYPE__=__INT32_TYPE__ -U__INT_FAST8_MAX__ -D__INT_FAST8_MAX__=__INT32_MAX__ -U__INT_FAST8_WIDTH__ -D__INT_FAST8_WIDTH__=32 -U__UINT_FAST8_TYPE__ -D__UINT_FAST8_TYPE__=__UINT32_TYPE__ -U__UINT_FAST8_MAX__ -D__UINT_FAST8_MAX__=__UINT32_MAX__ -U__SIZEOF_FLOAT128__ -U__SIZEOF_FLOAT80__"
 gcc_include=$(gcc -m32 -print-file-name=include)
 common="$model -O2 -g -fPIC -ffunction-sections -fdata-sections -fasynchronous-unwind-tables"
-gcc $common -std=c11 -isystem "$root/include/device" -isystem "$gcc_include" \
+# (C compiles take the same words but the C++-only one.)
+c_common=$(printf "%s" "$common" | sed "s/-faligned-new=8 //")
+gcc $c_common -std=c11 -isystem "$root/include/device" -isystem "$gcc_include" \
     -idirafter "$root/include/device/i386" \
     -c "$root/customop-device/xtensa/cstdio.c" -o "$objs/customop_cstdio.o"
-gcc $common -std=c11 -isystem "$gcc_include" \
+gcc $c_common -std=c11 -isystem "$gcc_include" \
     -c "$root/customop-device/xtensa/alloc.c" -o "$objs/customop_alloc.o"
 g++ $common -std=c++17 -fno-exceptions -fno-rtti -nostdinc++ \
     -isystem "$root/include/device/libcxx" -isystem "$libcxx" -isystem "$root/include/device" \

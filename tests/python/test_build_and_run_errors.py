@@ -152,3 +152,32 @@ def test_an_op_double_is_rounded_once_by_every_front_end(tmp_path, isa):
     run(NRT_POOL, "run", lib.path, "mlp_ops::axpb", "--arg", tmp_path / "x.npy", "--arg", text, "--arg", "0",
         "--out", tmp_path / "y.npy")
     np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), want)
+
+
+# Constructs the device lacks (issue #55), each named at build time with its file and line:
+# (what, the line that uses it, a word the message must have).
+MISSING_CONSTRUCTS = [
+    ("thread_local", "static thread_local int n = 0; n++;", "thread_local"),
+    ("exceptions", "if (x.numel() < 0) throw 1;", "exception"),
+    ("rtti", "(void)typeid(x).name();", "rtti"),
+    ("wide-chars", "wchar_t w[2] = L\"a\"; (void)wcslen(w);", "wcslen"),
+    ("int128", "__int128 v = 1; (void)v;", "__int128"),
+]
+
+
+@pytest.mark.parametrize("what,line,word", MISSING_CONSTRUCTS, ids=[m[0] for m in MISSING_CONSTRUCTS])
+def test_constructs_the_device_lacks_are_named_at_build_time(tmp_path, what, line, word):
+    src = tmp_path / "k.cpp"
+    src.write_text("#include <torch/torch.h>\n#include <typeinfo>\n"
+                   "torch::Tensor k(const torch::Tensor &x) {\n"
+                   f"    {line}\n"
+                   "    return torch::abs(x);\n}\n")
+    shape = tmp_path / "s.cpp"
+    shape.write_text('#include <torch/torch.h>\n#include "torchneuron/register.h"\n'
+                     "torch::Tensor s(torch::Tensor x) { return torch::empty(x.sizes(), torch::kFloat); }\n"
+                     'NEURON_LIBRARY(missing, m) { m.def("k", &s, "k"); }\n')
+    with pytest.raises(RuntimeError) as raised:
+        custom_op.load("missing", [src], [shape], build_directory=tmp_path / "b")
+    said = str(raised.value)
+    assert f"k.cpp:4:" in said and word in said.lower(), said
+    assert not list((tmp_path / "b").glob("*.so")), "a library was left"

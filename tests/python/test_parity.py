@@ -537,3 +537,54 @@ def test_checks_name_arithmetic_the_device_answers_otherwise_with_its_line(corne
 def test_a_conversion_in_range_is_not_named(corners):
     host, _ = corners
     np.testing.assert_array_equal(host.ops["corners"](np.array([0.0, 1.0], np.float32), 4, check=True), [2, 0])
+
+
+DATA_MODEL = r"""
+#include <stddef.h>
+#include <stdint.h>
+#include <limits.h>
+#include <new>
+#include <torch/torch.h>
+
+static int which(int) { return 4; }
+static int which(signed char) { return 1; }
+
+// What the data model says of its types, as an op author's code sees it.
+torch::Tensor model(const torch::Tensor &x) {
+    torch::Tensor y = torch::empty({12}, torch::kInt);
+    auto o = y.accessor<int32_t, 1>();
+    int_fast8_t f8 = 0;
+    o[0] = (int)sizeof(int_fast8_t);
+    o[1] = (int)sizeof(uint_fast8_t);
+    o[2] = INT_FAST8_MAX == 0x7fffffff;
+    o[3] = (int)__STDCPP_DEFAULT_NEW_ALIGNMENT__;
+    o[4] = (int)alignof(max_align_t);
+    o[5] = (int)sizeof(long);
+    o[6] = (int)sizeof(void *);
+    o[7] = (int)sizeof(long double);
+    o[8] = (int)alignof(long long);
+    o[9] = CHAR_MIN == 0;
+    o[10] = (int)sizeof(wchar_t);
+    o[11] = which(f8);
+    return y;
+}
+"""
+DATA_MODEL_SHAPE = r"""
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+torch::Tensor s(torch::Tensor x) { return torch::empty({12}, torch::kInt); }
+NEURON_LIBRARY(data_model, m) { m.def("model", &s, "model"); }
+"""
+
+
+def test_the_data_model_says_the_same_of_its_types_on_both_backends(tmp_path):
+    """int_fast8_t (an overload sees it), new's default alignment, max_align_t and the
+    other sizes are the device's on host cores too, with checks off (issue #55)."""
+    (tmp_path / "m.cpp").write_text(DATA_MODEL)
+    (tmp_path / "s.cpp").write_text(DATA_MODEL_SHAPE)
+    custom_op.load("data_model", [tmp_path / "m.cpp"], [tmp_path / "s.cpp"], build_directory=tmp_path, isa="xtensa")
+    x = np.zeros(1, np.float32)
+    got = {isa: custom_op.load_library(tmp_path / "libdata_model.so", isa=isa).ops["model"](x, check=False)
+           for isa in ("host", "xtensa")}
+    np.testing.assert_array_equal(got["host"], got["xtensa"])
+    assert list(got["host"][:5]) == [4, 4, 1, 8, 8] and got["host"][11] == 4, got

@@ -59,9 +59,37 @@ impl DeviceImage {
     }
 }
 
-/// The linker's words, with a line saying what an undefined libc++ symbol means: a part of
-/// the C++ library outside its headers that the device archive does not define (D72).
+/// Symbols a use of thread-local storage leaves undefined (i386's TLS entry points, GCC's
+/// emulated TLS on Xtensa).
+const TLS_SYMBOLS: [&str; 4] = [
+    "`___tls_get_addr'",
+    "`__tls_get_addr'",
+    "`__emutls_get_address'",
+    "`__emutls_v.",
+];
+
+/// The linker's words, first with a line per source line that used a construct the
+/// device lacks (thread-local storage: issue #55), and with a line saying what an undefined
+/// libc++ symbol means: a part of the C++ library outside its headers that the device
+/// archive does not define (D72).
 fn explain_undefined(stderr: String) -> String {
+    let mut named = String::new();
+    for line in stderr.lines() {
+        let Some((at, rest)) = line.split_once(": undefined reference to ") else {
+            continue;
+        };
+        if TLS_SYMBOLS.iter().any(|s| rest.starts_with(s)) {
+            let said = format!(
+                "{at}: error: thread_local (or __thread) storage is not on the device: a Pool \
+                 core runs one thread and its runtime keeps no thread-local storage (a static is \
+                 already one per core)\n"
+            );
+            if !named.contains(&said) {
+                named.push_str(&said);
+            }
+        }
+    }
+    let stderr = format!("{named}{stderr}");
     if stderr.contains("undefined reference to `std::__1::") {
         format!(
             "{stderr}note: the undefined std:: functions are compiled parts of libc++ that the \

@@ -59,6 +59,22 @@ pub const DEVICE_MODEL_FLAGS: &[&str] = &[
     "-U__unix__",
     "-U__unix",
     "-Uunix",
+    // What GCC for Xtensa predefines where i386's differs (issue #55; compared macro by
+    // macro in a test): the fast 8-bit types are 32-bit there, `new` guarantees 8 bytes,
+    // and there is no __float128 or 80-bit float to size.
+    "-faligned-new=8",
+    "-U__INT_FAST8_TYPE__",
+    "-D__INT_FAST8_TYPE__=__INT32_TYPE__",
+    "-U__INT_FAST8_MAX__",
+    "-D__INT_FAST8_MAX__=__INT32_MAX__",
+    "-U__INT_FAST8_WIDTH__",
+    "-D__INT_FAST8_WIDTH__=32",
+    "-U__UINT_FAST8_TYPE__",
+    "-D__UINT_FAST8_TYPE__=__UINT32_TYPE__",
+    "-U__UINT_FAST8_MAX__",
+    "-D__UINT_FAST8_MAX__=__UINT32_MAX__",
+    "-U__SIZEOF_FLOAT128__",
+    "-U__SIZEOF_FLOAT80__",
 ];
 
 /// GCC's own header folder for i386 (stddef.h, stdarg.h, stdint.h, intrinsics), or what to
@@ -154,6 +170,114 @@ pub fn script_flags_agree(script: &Path) -> Result<bool, BuildError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The object-like macros `compiler` (with `flags`) predefines that say a type, size,
+    /// alignment or limit, each expanded to its final tokens.
+    fn data_model_macros(
+        compiler: &str,
+        flags: &[&str],
+    ) -> std::collections::BTreeMap<String, String> {
+        use std::io::Write as _;
+        let run = |args: &[&str], input: &str| {
+            let mut c = Command::new(compiler)
+                .args(flags)
+                .args(["-x", "c++"])
+                .args(args)
+                .arg("-")
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            c.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+            let out = c.wait_with_output().unwrap();
+            assert!(out.status.success(), "{compiler} {args:?}");
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let said = [
+            "_TYPE__",
+            "__SIZEOF_",
+            "_MAX__",
+            "_MIN__",
+            "_WIDTH__",
+            "_EPSILON__",
+            "_DIG__",
+            "_EXP__",
+            "ALIGN",
+            "_UNSIGNED__",
+            "__CHAR_BIT__",
+            "__BYTE_ORDER__",
+            "_HAS_",
+            "__FLT_EVAL_METHOD__",
+        ];
+        let names: Vec<String> = run(&["-dM", "-E"], "")
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix("#define ")?
+                    .split(' ')
+                    .next()
+                    .map(str::to_string)
+            })
+            .filter(|n| !n.contains('(') && said.iter().any(|s| n.contains(s)))
+            .collect();
+        // Each name as a string (never expanded), then the name (expanded).
+        let probe: String = names.iter().map(|n| format!("\"{n}\" {n}\n")).collect();
+        run(&["-E", "-P"], &probe)
+            .lines()
+            .filter_map(|l| {
+                let (name, value) = l.strip_prefix('"')?.split_once('"')?;
+                Some((
+                    name.to_string(),
+                    value.split_whitespace().collect::<Vec<_>>().join(" "),
+                ))
+            })
+            .collect()
+    }
+
+    /// A floating limit as a number (`double(2.2e-16L)`, `1.0F32x`, ...), where it is one.
+    fn float_value(v: &str) -> Option<f64> {
+        let v = v
+            .trim_start_matches("double(")
+            .trim_start_matches("float(")
+            .trim_end_matches(')');
+        let end = v
+            .find(|c: char| !(c.is_ascii_digit() || ".e+-".contains(c)))
+            .unwrap_or(v.len());
+        v[..end].parse().ok()
+    }
+
+    /// Every type, size, alignment and limit GCC for Xtensa predefines holds in host builds
+    /// in the device's data model, macro by macro (issue #55): `int_fast8_t`, `new`'s
+    /// default alignment and the rest. Floating limits compare as numbers (each compiler
+    /// prints its own digits); the sizes of types the device lacks are not predefined.
+    #[test]
+    fn the_device_compilers_types_sizes_and_limits_hold_in_host_builds() {
+        if !crate::xtensa_cxx_installed() {
+            eprintln!(
+                "UNSUPPORTED here: {} is not installed (make tools)",
+                crate::XTENSA_CXX
+            );
+            return;
+        }
+        let device = data_model_macros(crate::XTENSA_CXX, &[]);
+        let host = data_model_macros("g++", DEVICE_MODEL_FLAGS);
+        assert!(device.len() > 150, "{}", device.len());
+        let mut differ = Vec::new();
+        for (name, want) in &device {
+            let got = host.get(name).map(String::as_str).unwrap_or("<undefined>");
+            let same =
+                got == want || float_value(got).is_some_and(|g| Some(g) == float_value(want));
+            if !same {
+                differ.push(format!("{name}: device {want}, host builds {got}"));
+            }
+        }
+        for name in host
+            .keys()
+            .filter(|n| n.starts_with("__SIZEOF_") && !device.contains_key(*n))
+        {
+            differ.push(format!("{name}: host builds size a type the device lacks"));
+        }
+        assert!(differ.is_empty(), "{}", differ.join("\n"));
+    }
 
     #[test]
     fn the_archive_script_builds_with_the_same_model_flags() {
