@@ -84,27 +84,9 @@ fn op_library_in(
     multicore: bool,
     model: nrt_pool_build::DataModel,
 ) -> PathBuf {
-    let root = common::root();
-    nrt_pool_build::build(&nrt_pool_build::OpBuildOptions {
-        name: name.into(),
-        compute: vec![compute],
-        shape: vec![shape],
-        build_directory: dir.into(),
-        multicore,
-        setup: nrt_pool_build::BuildSetup {
-            archive: match model {
-                nrt_pool_build::DataModel::Device => common::archive(),
-                nrt_pool_build::DataModel::Host => common::lp64_archive(),
-            },
-            data_model: model,
-            include: root.join("include"),
-            cxx: "g++".into(),
-            flags: Default::default(),
-            device_objects: None,
-            device_image: None,
-            on_compiled: None,
-        },
-    })
+    nrt_pool_build::build(&common::neuron_ops(
+        dir, name, compute, shape, multicore, model,
+    ))
     .unwrap()
     .library
 }

@@ -21,23 +21,14 @@ fn setup() -> Setup {
             let root = common::root();
             let dir = root.join("target/tmp/ffi-sequence");
             std::fs::create_dir_all(&dir).unwrap();
-            nrt_pool_build::build_or_reuse(&nrt_pool_build::OpBuildOptions {
-                name: "mlp_ops".into(),
-                compute: vec![root.join("examples/mlp/relu.cpp")],
-                shape: vec![root.join("examples/mlp/shape.cpp")],
-                build_directory: dir,
-                multicore: false,
-                setup: nrt_pool_build::BuildSetup {
-                    archive: common::archive(),
-                    data_model: Default::default(),
-                    include: root.join("include"),
-                    cxx: "g++".into(),
-                    flags: Default::default(),
-                    device_objects: None,
-                    device_image: None,
-                    on_compiled: None,
-                },
-            })
+            nrt_pool_build::build_or_reuse(&common::neuron_ops(
+                &dir,
+                "mlp_ops",
+                root.join("examples/mlp/relu.cpp"),
+                root.join("examples/mlp/shape.cpp"),
+                false,
+                Default::default(),
+            ))
             .unwrap()
             .library
         })

@@ -54,6 +54,26 @@ pub fn build_host_model_ops(dir: &Path, name: &str, schema: &Path, sources: &[Pa
     .library
 }
 
+/// The build of NEURON_LIBRARY ops `name` from `compute` and `shape` into `dir`, in `model`
+/// (no device outputs).
+pub fn neuron_ops(
+    dir: &Path,
+    name: &str,
+    compute: PathBuf,
+    shape: PathBuf,
+    multicore: bool,
+    model: opbuild::DataModel,
+) -> opbuild::OpBuildOptions {
+    opbuild::OpBuildOptions {
+        name: name.into(),
+        compute: vec![compute],
+        shape: vec![shape],
+        build_directory: dir.into(),
+        multicore,
+        setup: setup(model, None, Default::default()),
+    }
+}
+
 /// A build setup of the repository's headers and `model`'s archive.
 fn setup(
     model: opbuild::DataModel,
