@@ -83,12 +83,14 @@ customop-host: tools-build
 	RUSTC_BOOTSTRAP=1 RUSTFLAGS="-C panic=abort" CARGO_TARGET_DIR=$(CUSTOMOP_OUT) $(CARGO) rustc -q \
 		-p customop-device --release --features archive --crate-type staticlib \
 		--target x86_64-unknown-linux-gnu -Zbuild-std=core
+	packaging/digest.sh $(CUSTOMOP_OUT)/x86_64-unknown-linux-gnu/release/libneuroncustomop.a
 ## Host cores in the device's data model (D97): the runtime and device libc built for i386
 ## with the device's type sizes, and the 32-bit core runner their cores run in, both in
 ## $(CUSTOMOP_OUT)/i386-device (the runner builds in target/core32, apart from the archives'
 ## panic=abort builds).
 customop-device-model: tools-build
 	customop-device/i386/build-archive.sh $(CUSTOMOP_OUT)/i386-device/libneuroncustomop.a
+	packaging/digest.sh $(CUSTOMOP_OUT)/i386-device/libneuroncustomop.a
 core-runner: tools-build
 	CARGO_TARGET_DIR=target/core32 $(CARGO) build -q --release -p nrt-pool-engine --bin nrt-pool-core \
 		--target i686-unknown-linux-gnu
@@ -102,6 +104,7 @@ customop-riscv32: tools-build
 		--target riscv32imac-unknown-none-elf
 customop-xtensa: tools-build
 	customop-device/xtensa/build-archive.sh $(CUSTOMOP_OUT)/xtensa-q7-none-elf/release/libneuroncustomop.a
+	packaging/digest.sh $(CUSTOMOP_OUT)/xtensa-q7-none-elf/release/libneuroncustomop.a
 pool-board: tools-build
 	nrt-pool-shim/qemu/board/build-board.sh $(CUSTOMOP_OUT)/xtensa-q7-none-elf/pool-board.elf
 pool-qemu: tools-build

@@ -40,10 +40,17 @@ for lib in libnrtucode_extisa.so libnrt_pool_shim.so libnrt_sim_device.so; do
 done
 for t in x86_64-unknown-linux-gnu riscv32imac-unknown-none-elf xtensa-q7-none-elf; do
     put "$ARCH/$t/release/libneuroncustomop.a" "$DEST/lib/gpsimd-open/$t/libneuroncustomop.a" 644
+    # The digest an op build checks the archive against (D109), where make wrote one.
+    if [ -f "$ARCH/$t/release/libneuroncustomop.a.sha256" ]; then
+        put "$ARCH/$t/release/libneuroncustomop.a.sha256" "$DEST/lib/gpsimd-open/$t/libneuroncustomop.a.sha256" 644
+    fi
 done
 # The board that runs Xtensa Pool images on QEMU cores (nrt-pool-shim/qemu/board/).
 # Host cores in the device's data model (D97): the i386 runtime and the 32-bit core runner.
 put "$ARCH/i386-device/libneuroncustomop.a" "$DEST/lib/gpsimd-open/i386-device/libneuroncustomop.a" 644
+if [ -f "$ARCH/i386-device/libneuroncustomop.a.sha256" ]; then
+    put "$ARCH/i386-device/libneuroncustomop.a.sha256" "$DEST/lib/gpsimd-open/i386-device/libneuroncustomop.a.sha256" 644
+fi
 put "$ARCH/i386-device/nrt-pool-core" "$DEST/libexec/gpsimd-open/nrt-pool-core" 755
 put "$ARCH/xtensa-q7-none-elf/pool-board.elf" "$DEST/lib/gpsimd-open/xtensa-q7-none-elf/pool-board.elf" 644
 # QEMU with the nrt-pool machine, which the cores run on (D63; GPL-2.0-or-later).

@@ -132,3 +132,20 @@ def test_a_damaged_library_or_a_changed_header_is_built_again(tmp_path, capsys):
     assert lib.cflags == ["-DUNUSED=1"]
     os.remove(build / "libreuse_ops.so.build")
     assert load()[1] is True, "a library without its record was trusted"
+
+
+def test_a_damaged_runtime_archive_is_named_before_anything_builds(tmp_path):
+    from gpsimd_open import _native
+
+    archive = pathlib.Path(_native.installed("device-model-archive"))
+    digest = archive.with_name(archive.name + ".sha256")
+    assert digest.exists(), "make customop-archives writes the archive's digest"
+    copy = tmp_path / "libneuroncustomop.a"
+    data = bytearray(archive.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one byte of an object inside: ld alone would not notice
+    copy.write_bytes(bytes(data))
+    (tmp_path / "libneuroncustomop.a.sha256").write_text(digest.read_text())
+    with pytest.raises(RuntimeError, match="does not match the digest .* reinstall"):
+        _native.build("mlp_ops", [str(MLP / "relu.cpp")], [str(MLP / "shape.cpp")], str(tmp_path / "b"), False,
+                      _native.installed("include"), str(copy))
+    assert not (tmp_path / "b" / "libmlp_ops.so").exists()

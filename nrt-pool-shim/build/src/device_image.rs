@@ -55,7 +55,7 @@ impl DeviceImage {
                 });
             }
         }
-        Ok(())
+        crate::reuse::verify_installed("the Xtensa libneuroncustomop.a", &self.archive)
     }
 }
 

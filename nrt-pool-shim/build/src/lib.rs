@@ -131,6 +131,12 @@ pub enum BuildError {
     },
     #[error("{0}: the schema declares no kernel")]
     Empty(PathBuf),
+    #[error("{what} at {path} does not match the digest written beside it when it was made (a damaged file): {hint}")]
+    Damaged {
+        what: &'static str,
+        path: PathBuf,
+        hint: &'static str,
+    },
     #[error("{what} not found at {path} ({hint})")]
     Missing {
         what: &'static str,

@@ -147,6 +147,7 @@ impl BuildSetup {
                 return Err(BuildError::Missing { what, path, hint });
             }
         }
+        crate::reuse::verify_installed("libneuroncustomop.a (host)", &self.archive)?;
         for s in sources {
             if !s.is_file() {
                 return Err(BuildError::NoSource(s.clone()));

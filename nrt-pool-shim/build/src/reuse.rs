@@ -250,9 +250,40 @@ fn stamp(p: &Path) -> Option<String> {
     ))
 }
 
-/// SHA-256 of a file's bytes, in hex.
+/// SHA-256 of a file's bytes, in hex (kept per path, length and time for the process: a
+/// runtime archive is read for its check and for the build record).
 pub(crate) fn digest_file(p: &Path) -> Option<String> {
-    std::fs::read(p).ok().map(|b| digest(&b))
+    type Known = Vec<(PathBuf, String, String)>;
+    static KNOWN: std::sync::Mutex<Known> = std::sync::Mutex::new(Vec::new());
+    let when = {
+        let m = std::fs::metadata(p).ok()?;
+        let t = m.modified().ok()?.duration_since(UNIX_EPOCH).ok()?;
+        format!("{}:{}.{:09}", m.len(), t.as_secs(), t.subsec_nanos())
+    };
+    let mut known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, _, d)) = known.iter().find(|(q, w, _)| q == p && *w == when) {
+        return Some(d.clone());
+    }
+    let d = digest(&std::fs::read(p).ok()?);
+    known.push((p.to_path_buf(), when, d.clone()));
+    Some(d)
+}
+
+/// Checks an installed file the build reads (a runtime archive) against the digest written
+/// beside it when it was made (`FILE.sha256`: `make customop-archives`, the install and the
+/// wheel carry it); a file without one is taken as it is.
+pub(crate) fn verify_installed(what: &'static str, path: &Path) -> Result<(), BuildError> {
+    let Ok(recorded) = std::fs::read_to_string(format!("{}.sha256", path.display())) else {
+        return Ok(());
+    };
+    if digest_file(path).as_deref() == Some(recorded.trim()) {
+        return Ok(());
+    }
+    Err(BuildError::Damaged {
+        what,
+        path: path.to_path_buf(),
+        hint: "reinstall gpsimd-open (pip install --force-reinstall), or run `make customop-archives` in a checkout",
+    })
 }
 
 /// SHA-256 of `bytes`, in hex.
@@ -266,6 +297,30 @@ pub(crate) fn digest(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_installed_file_is_checked_against_its_digest_where_it_has_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("libneuroncustomop.a");
+        std::fs::write(&a, b"!<arch>\nrest").unwrap();
+        assert!(
+            verify_installed("archive", &a).is_ok(),
+            "no digest: taken as it is"
+        );
+        std::fs::write(
+            dir.path().join("libneuroncustomop.a.sha256"),
+            digest(b"!<arch>\nrest"),
+        )
+        .unwrap();
+        assert!(verify_installed("archive", &a).is_ok());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&a, b"!<arch>\nREST").unwrap();
+        let e = verify_installed("archive", &a).unwrap_err().to_string();
+        assert!(
+            e.contains("does not match the digest") && e.contains("reinstall"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn make_rules_are_read_as_gcc_writes_them() {
