@@ -149,3 +149,31 @@ def test_a_damaged_runtime_archive_is_named_before_anything_builds(tmp_path):
         _native.build("mlp_ops", [str(MLP / "relu.cpp")], [str(MLP / "shape.cpp")], str(tmp_path / "b"), False,
                       _native.installed("include"), str(copy))
     assert not (tmp_path / "b" / "libmlp_ops.so").exists()
+
+
+def test_a_load_killed_mid_build_leaves_nothing_trusted(tmp_path):
+    """A rank killed while it builds (holding the folder's lock): the next load does not
+    wait on it, finds no record, builds, and is right."""
+    import fcntl
+
+    lock = tmp_path / ".libmlp_ops.so.lock"
+    first = subprocess.Popen([sys.executable, "-c", RANK, str(tmp_path), "host", str(MLP / "relu.cpp"),
+                              str(MLP / "shape.cpp")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # Wait until it holds the lock (it is building), then kill it.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if lock.exists():
+            with open(lock) as f:
+                try:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.flock(f, fcntl.LOCK_UN)
+                except BlockingIOError:
+                    break
+        time.sleep(0.01)
+    else:
+        pytest.fail("the load never held its folder's lock")
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    assert not (tmp_path / "libmlp_ops.so.build").exists()
+    out = ranks([tmp_path], "host", procs=1)[0]
+    assert "gpsimd_open: built" in out and "RESULT right" in out, out
