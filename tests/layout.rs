@@ -247,7 +247,8 @@ fn crates() -> Vec<(String, Vec<Source>)> {
         "nrtucode-extisa/src".to_string(),
     ];
     for krate in [
-        "engine", "qemu", "ffi", "cli", "build", "schema", "python", "testkit", "open", "benchkit",
+        "engine", "qemu", "ffi", "cli", "op-build", "schema", "python", "testkit", "open",
+        "benchkit",
     ] {
         dirs.push(format!("nrt-pool-shim/{krate}/src"));
     }
@@ -404,7 +405,7 @@ fn no_function_over_120_lines() {
 fn no_crate_reaches_into_another_backends_internals() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut outside = Vec::new();
-    for krate in ["qemu", "cli", "ffi", "python", "open", "build", "schema"] {
+    for krate in ["qemu", "cli", "ffi", "python", "open", "op-build", "schema"] {
         rust_files(
             &root.join("nrt-pool-shim").join(krate).join("src"),
             &mut outside,

@@ -6,7 +6,7 @@
 # entry points (cstdio.c, read with GCC's own va_arg), the allocation entry points that name
 # their callers (alloc.c, D104) and libc++'s functions that are not
 # templates (libcxx.cpp), compiled with the flags op code gets (DEVICE_MODEL_FLAGS in
-# nrt-pool-shim/build/src/device_model.rs).
+# nrt-pool-shim/op-build/src/device_model.rs).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

@@ -244,10 +244,9 @@ fn report_image_sizes(pool: &Path) {
     }
 }
 
-/// An engine with `lib` loaded on the backend `isa` asks for (by default the file's: a
-/// Pool image runs on Xtensa cores); asked for the other, the build beside `lib` is used.
-/// An engine with `lib` loaded on the cores `isa` asks for (else those it is built for),
-/// the environment's call defaults applied when `env` is given.
+/// An engine with `lib` loaded on the cores `isa` asks for (by default the file's: a Pool
+/// image runs on Xtensa cores; asked for the other, the build beside `lib` is used), the
+/// environment's call defaults applied when `env` is given.
 fn engine_with(
     lib: &Path,
     isa: Option<Isa>,

@@ -6,8 +6,12 @@
 //! area, and the kernel run on the cores behind a [`backend`]: [`host`] builds in forked
 //! processes here, Xtensa Pool images on QEMU cores in `nrt-pool-qemu`. `PoolEngine`'s API
 //! is this file; its parts ([`DeviceTensors`], [`Loaded`], [`Settings`]) keep their
-//! methods in their own files. The engine knows nothing of files or command lines: tensors
-//! come and go as bytes, libraries by path or as an image in memory.
+//! methods in their own files. The engine parses no command line and reads no tensor
+//! file: tensors come and go as bytes, libraries by path or as an image in memory. The
+//! environment variables it reads are read where they are used: `$NRT_POOL_HUGE_PAGES`
+//! (`backing.rs`), `$XDG_RUNTIME_DIR` for gdb's session files and, for the front ends'
+//! defaults, `$GPSIMD_OPEN_GDB` (`debug.rs`) and `$GPSIMD_OPEN_ALL_CORES_STDIO`
+//! ([`all_cores_stdio_from_env`]).
 
 pub mod accesses;
 pub mod adapters;

@@ -17,7 +17,7 @@ pub struct Environment {
     pub checks: Checks,
     /// `$GPSIMD_OPEN_ALL_CORES_STDIO`: every core's printf reaches the caller.
     pub all_cores_stdio: bool,
-    /// `$NRT_POOL_GDB`: a core each launch stops for a debugger.
+    /// `$GPSIMD_OPEN_GDB`: a core each launch stops for a debugger.
     pub debug: Option<DebugRequest>,
 }
 
