@@ -20,6 +20,7 @@ pub mod backing;
 pub mod check;
 pub mod deadline;
 pub mod debug;
+pub mod elf_ident;
 pub mod estimate;
 pub mod host;
 pub mod library;

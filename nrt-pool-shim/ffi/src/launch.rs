@@ -202,17 +202,9 @@ fn no_library_reason(e: &PoolEngine) -> String {
                 or with nrt_pool_register_library (the emulator has no stock Pool ucode)"
             .into();
     }
-    let what = match img.iram.get(..20) {
-        Some(h) if &h[..4] == b"\x7fELF" => format!(
-            "an ELF{} image for machine {}",
-            if h[4] == 1 { "32" } else { "64" },
-            if h[5] == 2 {
-                u16::from_be_bytes([h[18], h[19]])
-            } else {
-                u16::from_le_bytes([h[18], h[19]])
-            }
-        ),
-        _ => "not an ELF image".into(),
+    let what = match nrt_pool_engine::elf_ident::ElfIdent::parse(&img.iram) {
+        Some(i) => format!("an ELF{} image for machine {}", i.bits, i.machine),
+        None => "not an ELF image".into(),
     };
     format!(
         "the registered Pool image ({} bytes of IRAM, {what}) is not an op library built for \

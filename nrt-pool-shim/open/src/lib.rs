@@ -265,19 +265,8 @@ const REGISTERED_TWIN: &str = "the Pool image registered through nrt_set_pool_en
 /// Whether an image is an ELF shared object host cores can run: one for this host, or
 /// (on x86-64) an i386 one built in the device's data model (D97).
 pub fn is_host_library(b: &[u8]) -> bool {
-    const EM_386: u16 = 3;
-    const EM_X86_64: u16 = 62;
-    const EM_AARCH64: u16 = 183;
-    let (class, machine) = match (b.get(4), b.get(18..20)) {
-        (Some(&c), Some(m)) => (c, u16::from_le_bytes([m[0], m[1]])),
-        _ => return false,
-    };
-    let ok = if cfg!(target_arch = "aarch64") {
-        (class, machine) == (2, EM_AARCH64)
-    } else {
-        (class, machine) == (2, EM_X86_64) || (class, machine) == (1, EM_386)
-    };
-    b.len() > 20 && &b[..4] == b"\x7fELF" && u16::from_le_bytes([b[16], b[17]]) == 3 && ok
+    b.len() > 20
+        && nrt_pool_engine::elf_ident::ElfIdent::parse(b).is_some_and(|i| i.is_host_library())
 }
 
 #[cfg(test)]

@@ -23,12 +23,8 @@ pub enum Role {
 /// Whether the ELF file at `path` is a 32-bit x86 shared object (a library built in the
 /// device's data model); false for anything unreadable or else.
 pub fn is_i386_library(path: &CStr) -> bool {
-    use std::io::Read;
     let path = std::path::Path::new(std::ffi::OsStr::from_bytes(path.to_bytes()));
-    let mut head = [0u8; 20];
-    let read = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head));
-    // e_ident: magic, class 1 (32-bit), data 1 (little-endian); e_machine 3 (EM_386).
-    read.is_ok() && head[..4] == *b"\x7fELF" && head[4] == 1 && head[5] == 1 && head[18] == 3
+    crate::elf_ident::ElfIdent::of_file(path).is_some_and(|i| i.is_i386())
 }
 
 /// The first argument the engine passes: a runner from another build (whose arguments may
