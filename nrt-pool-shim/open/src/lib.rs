@@ -321,6 +321,7 @@ mod tests {
         let mut elf = vec![0u8; 64];
         elf[..4].copy_from_slice(b"\x7fELF");
         elf[4] = 2;
+        elf[5] = 1; // little-endian, as every x86 and aarch64 library
         elf[16] = 3;
         elf[18..20].copy_from_slice(
             &(if cfg!(target_arch = "aarch64") {
