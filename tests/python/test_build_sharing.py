@@ -177,3 +177,36 @@ def test_a_load_killed_mid_build_leaves_nothing_trusted(tmp_path):
     assert not (tmp_path / "libmlp_ops.so.build").exists()
     out = ranks([tmp_path], "host", procs=1)[0]
     assert "gpsimd_open: built" in out and "RESULT right" in out, out
+
+
+def test_a_load_from_another_folder_sees_the_headers_that_changed(tmp_path, monkeypatch, capsys):
+    """The record names files absolutely: a load from another working folder, with other
+    spellings of the same sources, still sees a header that changed."""
+    for tree in ("a", "b"):  # two copies of one project
+        src = tmp_path / tree / "src"
+        src.mkdir(parents=True)
+        (src / "factor.h").write_text("#define FACTOR 2.0f\n")
+    src = tmp_path / "a" / "src"
+    (src / "scale.cpp").write_text(textwrap.dedent("""
+        #include <torch/torch.h>
+        #include "factor.h"
+        torch::Tensor scale(const torch::Tensor &x) { return torch::mul(x, FACTOR); }
+    """))
+    (src / "shape.cpp").write_text(textwrap.dedent("""
+        #include <torch/torch.h>
+        #include "torchneuron/register.h"
+        torch::Tensor s(torch::Tensor x) { return torch::empty(x.sizes(), torch::kFloat); }
+        NEURON_LIBRARY(moved_ops, m) { m.def("scale", &s, "scale"); }
+    """))
+    for name in ("scale.cpp", "shape.cpp"):
+        (tmp_path / "b" / "src" / name).write_text((src / name).read_text())
+    build = tmp_path / "build"
+    x = np.arange(4, dtype=np.float32)
+    monkeypatch.chdir(tmp_path / "a")
+    lib = custom_op.load("moved_ops", ["src/scale.cpp"], ["src/shape.cpp"], build_directory=build, verbose=True)
+    assert np.array_equal(lib.scale(x), x * 2) and "built" in capsys.readouterr().out
+    (src / "factor.h").write_text("#define FACTOR 5.0f\n")
+    monkeypatch.chdir(tmp_path / "b")  # its src/factor.h is the old one
+    lib = custom_op.load("moved_ops", [src / "scale.cpp"], [src / "shape.cpp"], build_directory=build, verbose=True)
+    assert "built" in capsys.readouterr().out
+    assert np.array_equal(lib.scale(x), x * 5)

@@ -156,9 +156,15 @@ impl Record {
     pub(crate) fn of(inputs: String, read: &[PathBuf], made: &[PathBuf]) -> Option<Record> {
         Some(Record {
             inputs,
+            // Absolute: GCC names files as the compile found them, relative to this
+            // process's folder, which a later load need not share.
             read: read
                 .iter()
-                .map(|p| Some((p.clone(), stamp(p)?)))
+                .map(|p| {
+                    let p = std::fs::canonicalize(p).ok()?;
+                    let s = stamp(&p)?;
+                    Some((p, s))
+                })
                 .collect::<Option<_>>()?,
             made: made
                 .iter()
