@@ -104,8 +104,8 @@ def test_run_time_mistakes(tmp_path):
     np.save(tmp_path / "i.npy", np.zeros(4, np.int32))
     x, y = tmp_path / "x.npy", tmp_path / "y.npy"
     cases = [
-        (["my_ops::nope", "--arg", x], 1, b"unknown kernel 'my_ops::nope'; the library registers: my_ops::negate"),
-        (["other::negate", "--arg", x], 1, b"unknown kernel 'other::negate'"),
+        (["my_ops::nope", "--arg", x], 1, b"unknown op 'my_ops::nope'; the library registers: my_ops::negate"),
+        (["other::negate", "--arg", x], 1, b"unknown op 'other::negate'"),
         (["my_ops::negate", "--arg", x, "--arg", x], 1, b"takes 1 argument(s) (torch::Tensor), got 2"),
         (["my_ops::negate", "--arg", "2.5"], 1, b"this parameter is a tensor; pass a .npy file"),
         (["my_ops::negate", "--arg", tmp_path / "i.npy"], 3, b"accessor<Float> on argument 0, a tensor of Int"),

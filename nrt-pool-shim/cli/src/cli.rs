@@ -44,7 +44,7 @@ pub enum Command {
 
 /// Where kernels run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Isa {
+pub enum IsaArg {
     /// The library's host build (libNAME.so) in core processes
     Host,
     /// The library's Pool image (libNAME.pool) on QEMU Xtensa cores
@@ -58,7 +58,7 @@ pub struct ListArgs {
     /// Where kernels run (default: by the file: a Pool image on Xtensa cores); the build
     /// beside the named one is used when the other is asked for
     #[arg(long, value_enum)]
-    pub isa: Option<Isa>,
+    pub isa: Option<IsaArg>,
     /// Print JSON on stdout
     #[arg(long)]
     pub json: bool,
@@ -71,7 +71,7 @@ pub struct RunArgs {
     /// Where kernels run (default: by the file: a Pool image on Xtensa cores); the build
     /// beside the named one is used when the other is asked for
     #[arg(long, value_enum)]
-    pub isa: Option<Isa>,
+    pub isa: Option<IsaArg>,
     /// The op (NS::OP or OP) or kernel to run
     pub kernel: String,
     /// An argument, in order: X.npy (a tensor in HBM), X.npy@sbuf (in SBUF), TYPE:X.npy

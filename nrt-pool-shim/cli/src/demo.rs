@@ -10,13 +10,11 @@ use std::path::PathBuf;
 
 use nrt_pool_engine::check::{Check, Checks};
 use nrt_pool_engine::tensor::{HostTensor, Location};
-use nrt_pool_engine::{
-    ArgValue, Call, CallOptions, Called, Destination, EmuError, Output, PoolEngine, PoolImage,
-};
+use nrt_pool_engine::{ArgValue, Call, CallOptions, Called, Destination, EmuError, Output};
 use std::time::Instant;
 
 use nrt_pool_build as opbuild;
-use nrt_pool_open::{Isa, OpenOptions};
+use nrt_pool_open::{OpenOptions, Pool};
 use nrt_pool_shim::launch::{
     nrt_pool_last_error, nrt_pool_launch_v1, nrt_pool_tensor, NRT_POOL_LOCATION_HBM, NRT_POOL_OK,
 };
@@ -305,15 +303,17 @@ fn neuron_examples(
         ),
         (&tiles.library, "tiles::relu", vec![hbm(t(&x)?)], relu),
     ];
-    let mut engine =
-        nrt_pool_open::engine(Isa::Host, PoolImage::default(), &OpenOptions::default())
-            .map_err(|e| e.to_string())?;
+    let mut opened: Option<(&PathBuf, Pool)> = None;
     for (lib, op, args, want) in cases {
-        if engine.loaded.library().map(|l| &l.path) != Some(lib) {
-            engine.load(lib).map_err(|e| e.to_string())?;
-        }
+        let engine = match &mut opened {
+            Some((l, pool)) if *l == lib => pool,
+            _ => {
+                let pool = Pool::open(lib, &OpenOptions::default()).map_err(|e| e.to_string())?;
+                &mut opened.insert((lib, pool)).1
+            }
+        };
         let cores = engine.loaded.default_cores();
-        let done = call(&mut engine, op, &args, cores, false).map_err(|e| e.to_string())?;
+        let done = call(engine, op, &args, cores, Checks::NONE).map_err(|e| e.to_string())?;
         let got = done
             .output
             .and_then(|t| t.to_f32())
@@ -375,18 +375,17 @@ fn check_gallery(
     })
     .map_err(|e| format!("building examples/check-gallery: {e}"))?;
     let mut engine =
-        nrt_pool_open::engine(Isa::Host, PoolImage::default(), &OpenOptions::default())
-            .map_err(|e| e.to_string())?;
-    engine.load(&built.library).map_err(|e| e.to_string())?;
+        Pool::open(&built.library, &OpenOptions::default()).map_err(|e| e.to_string())?;
     let n = 1003u64;
     let x: Vec<f32> = (0..n).map(|i| (i % 13) as f32 - 6.0).collect();
     let x = HostTensor::from_f32(vec![n], &x).map_err(|e| e.to_string())?;
     let mut checked = |op: &str| {
+        let target = engine.target(op).map_err(|e| format!("{op}: {e}"))?;
         engine
             .call(Call {
-                target: op,
+                target: &target,
                 args: vec![ArgValue::Tensor(x.clone(), Location::Hbm)],
-                output: Output::Find,
+                output: Output::Derive,
                 to: Destination::Host,
                 cores: None,
                 options: CallOptions {
@@ -476,28 +475,29 @@ fn device_examples(
         board: Some(o.device.board.clone()),
         ..OpenOptions::default()
     };
-    let mut host = nrt_pool_open::engine(Isa::Host, PoolImage::default(), &small)
-        .map_err(|e| e.to_string())?;
-    let mut xt = nrt_pool_open::engine(Isa::Xtensa, PoolImage::default(), &small)
-        .map_err(|e| e.to_string())?;
+    // Each Pool image runs on Xtensa cores, and the parity check runs its host build
+    // beside it and compares output bytes and stdout.
+    let mut xt: Option<Pool> = None;
     for (lib, kernel, args, cores) in cases {
-        if lib != loaded {
-            host.load(&libs[lib].with_extension("so"))
-                .map_err(|e| e.to_string())?;
-            xt.load(&libs[lib]).map_err(|e| e.to_string())?;
-            loaded = lib;
-        }
-        let cores = cores.unwrap_or_else(|| host.loaded.default_cores());
-        let h = call(&mut host, kernel, &args, cores, false)
-            .map_err(|e| format!("{kernel} (host): {e}"))?;
-        let t0 = Instant::now();
-        let d = call(&mut xt, kernel, &args, cores, false)
+        let xt = match &mut xt {
+            Some(pool) if lib == loaded => pool,
+            _ => {
+                loaded = lib;
+                xt.insert(Pool::open(&libs[lib], &small).map_err(|e| e.to_string())?)
+            }
+        };
+        let cores = cores.unwrap_or_else(|| xt.loaded.default_cores());
+        let parity = Checks::parse("parity").map_err(|e| e.to_string())?;
+        let d = call(xt, kernel, &args, cores, parity)
             .map_err(|e| format!("{kernel} (xtensa): {e}"))?;
-        let ms = t0.elapsed().as_secs_f64() * 1e3;
-        if d.output != h.output || d.run.stdout != h.run.stdout {
+        let ms = d.phases.run.as_secs_f64() * 1e3;
+        if let Some(why) = d.check.findings.first().map(ToString::to_string) {
             return Err(format!(
-                "{kernel}: the Xtensa cores' output differs from the host backend's"
+                "{kernel}: the Xtensa cores differ from the host build: {why}"
             ));
+        }
+        if let Some(note) = d.check.notes.first() {
+            return Err(format!("{kernel}: {note}"));
         }
         let _ = writeln!(
             report,
@@ -508,8 +508,8 @@ fn device_examples(
         last = Some((kernel, args, cores));
     }
     // One profile (--profile): the last example again, instructions by function and core.
-    if let Some((kernel, args, cores)) = last {
-        call(&mut xt, kernel, &args, cores, true)
+    if let (Some((kernel, args, cores)), Some(xt)) = (last, xt.as_mut()) {
+        profiled(xt, kernel, &args, cores)
             .map_err(|e| format!("{kernel} (xtensa, profiled): {e}"))?;
         let p = xt
             .take_profile()
@@ -524,25 +524,62 @@ fn device_examples(
     Ok(())
 }
 
-/// One call of `kernel` through the engine's call path, its output found by the engine
-/// and brought back to the host.
+/// One call of `kernel` through the opened pool, its output derived by the engine and
+/// brought back to the host, with `checks`.
 fn call(
-    e: &mut PoolEngine,
+    e: &mut Pool,
     kernel: &str,
     args: &[ArgValue<'_>],
     cores: usize,
-    profile: bool,
+    checks: Checks,
 ) -> Result<Called, EmuError> {
-    e.call(Call {
-        target: kernel,
-        args: args.iter().map(ArgValue::view).collect(),
-        output: Output::Find,
-        to: Destination::Host,
-        cores: Some(cores),
-        options: CallOptions {
-            profile: Some(profile),
+    called(
+        e,
+        kernel,
+        args,
+        cores,
+        CallOptions {
+            checks: Some(checks),
             ..CallOptions::default()
         },
+    )
+}
+
+/// [`call`], profiled, without checks.
+fn profiled(
+    e: &mut Pool,
+    kernel: &str,
+    args: &[ArgValue<'_>],
+    cores: usize,
+) -> Result<Called, EmuError> {
+    called(
+        e,
+        kernel,
+        args,
+        cores,
+        CallOptions {
+            checks: Some(Checks::NONE),
+            profile: Some(true),
+            ..CallOptions::default()
+        },
+    )
+}
+
+fn called(
+    e: &mut Pool,
+    kernel: &str,
+    args: &[ArgValue<'_>],
+    cores: usize,
+    options: CallOptions,
+) -> Result<Called, EmuError> {
+    let target = e.target(kernel)?;
+    e.call(Call {
+        target: &target,
+        args: args.iter().map(ArgValue::view).collect(),
+        output: Output::Derive,
+        to: Destination::Host,
+        cores: Some(cores),
+        options,
     })
 }
 

@@ -15,17 +15,19 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use serde_json::json;
 
-use cli::{BringupArgs, BuildArgs, Cli, Command, DemoArgs, GdbArgs, Isa, ListArgs, RunArgs, Shell};
+use cli::{
+    BringupArgs, BuildArgs, Cli, Command, DemoArgs, GdbArgs, IsaArg, ListArgs, RunArgs, Shell,
+};
 use nrt_pool_build as opbuild;
 use nrt_pool_cli::npy;
 use nrt_pool_cli::progress::Progress;
 use nrt_pool_engine::tensor::{DType, Location};
 use nrt_pool_engine::{
-    ArgValue, Call, CallOptions, Destination, EmuError, LaunchPhases, Output, OutputSpec,
-    PoolEngine,
+    ArgValue, Arguments, Call, CallOptions, Destination, EmuError, LaunchPhases, Output,
+    OutputSpec, Target,
 };
 use nrt_pool_open::installation::{self, Part};
-use nrt_pool_open::{Environment, OpenError, OpenOptions};
+use nrt_pool_open::{Environment, OpenError, OpenOptions, Pool};
 use nrt_pool_schema::{ArgKind, ParamKind};
 use nrt_sim_device::bringup;
 
@@ -94,19 +96,19 @@ fn main() -> ExitCode {
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Usage(m)) => {
+        Err(CliFailure::Usage(m)) => {
             eprintln!("nrt-pool: {m}\n(see nrt-pool --help)");
             ExitCode::from(2)
         }
-        Err(Failure::Error(m)) => {
+        Err(CliFailure::Error(m)) => {
             eprintln!("nrt-pool: {m}");
             ExitCode::from(1)
         }
-        Err(Failure::Fault(m)) => {
+        Err(CliFailure::Fault(m)) => {
             eprintln!("nrt-pool: {m}");
             ExitCode::from(3)
         }
-        Err(Failure::Found(m)) => {
+        Err(CliFailure::Found(m)) => {
             eprintln!("nrt-pool: {m}");
             ExitCode::from(4)
         }
@@ -122,7 +124,7 @@ fn completions(shell: Shell) -> &'static str {
     }
 }
 
-enum Failure {
+enum CliFailure {
     Usage(String),
     Error(String),
     Fault(String),
@@ -130,32 +132,32 @@ enum Failure {
     Found(String),
 }
 
-impl From<EmuError> for Failure {
-    fn from(e: EmuError) -> Failure {
+impl From<EmuError> for CliFailure {
+    fn from(e: EmuError) -> CliFailure {
         match e {
             EmuError::Fault(f) => {
                 // What core 0 printed before the fault is part of the report.
                 echo(&f.stdout, &f.stderr);
-                Failure::Fault(f.to_string())
+                CliFailure::Fault(f.to_string())
             }
             // A library whose loading or start code faults: a device fault too.
             EmuError::StartFault { ref fault, .. } => {
                 echo(&fault.stdout, &fault.stderr);
-                Failure::Fault(e.to_string())
+                CliFailure::Fault(e.to_string())
             }
-            e => Failure::Error(e.to_string()),
+            e => CliFailure::Error(e.to_string()),
         }
     }
 }
 
-impl Failure {
+impl CliFailure {
     /// The same failure, its message prefixed with where it happened.
-    fn context(self, at: &str) -> Failure {
+    fn context(self, at: &str) -> CliFailure {
         match self {
-            Failure::Usage(m) => Failure::Usage(format!("{at}: {m}")),
-            Failure::Error(m) => Failure::Error(format!("{at}: {m}")),
-            Failure::Fault(m) => Failure::Fault(format!("{at}: {m}")),
-            Failure::Found(m) => Failure::Found(format!("{at}: {m}")),
+            CliFailure::Usage(m) => CliFailure::Usage(format!("{at}: {m}")),
+            CliFailure::Error(m) => CliFailure::Error(format!("{at}: {m}")),
+            CliFailure::Fault(m) => CliFailure::Fault(format!("{at}: {m}")),
+            CliFailure::Found(m) => CliFailure::Found(format!("{at}: {m}")),
         }
     }
 }
@@ -171,9 +173,9 @@ fn echo(stdout: &[u8], stderr: &[u8]) {
 
 /// `nrt-pool gdb LIB CORE`: gdb attached to the core a debug launch of LIB stopped, with
 /// the session's symbols and breakpoints; exits as gdb does.
-fn gdb(a: GdbArgs) -> Result<(), Failure> {
+fn gdb(a: GdbArgs) -> Result<(), CliFailure> {
     let s = nrt_pool_engine::debug::DebugSession::read(usize::from(a.core))
-        .map_err(|e| Failure::Error(e.to_string()))?;
+        .map_err(|e| CliFailure::Error(e.to_string()))?;
     let same = |p: &Path| std::fs::canonicalize(p).ok();
     // The session runs LIB or its other build (LIB.so named for a launch of LIB.pool).
     let ours = [
@@ -185,7 +187,7 @@ fn gdb(a: GdbArgs) -> Result<(), Failure> {
         .iter()
         .any(|l| same(l).is_some() && same(l) == same(&s.library))
     {
-        return Err(Failure::Error(format!(
+        return Err(CliFailure::Error(format!(
             "core {}'s debug session runs {}, not {}",
             s.core,
             s.library.display(),
@@ -201,7 +203,7 @@ fn gdb(a: GdbArgs) -> Result<(), Failure> {
         .args(&a.gdb_args)
         .status()
         .map_err(|e| {
-            Failure::Error(format!(
+            CliFailure::Error(format!(
                 "cannot run {} ({e}){}",
                 gdb.display(),
                 if s.isa == "xtensa" {
@@ -214,7 +216,7 @@ fn gdb(a: GdbArgs) -> Result<(), Failure> {
     if status.success() {
         Ok(())
     } else {
-        Err(Failure::Error(format!(
+        Err(CliFailure::Error(format!(
             "{} ended with {status}",
             gdb.display()
         )))
@@ -249,24 +251,29 @@ fn report_image_sizes(pool: &Path) {
 /// environment's call defaults applied when `env` is given.
 fn engine_with(
     lib: &Path,
-    isa: Option<Isa>,
+    isa: Option<IsaArg>,
     env: Option<Environment>,
-) -> Result<PoolEngine, Failure> {
+) -> Result<Pool, CliFailure> {
+    let environment = env.unwrap_or_default();
+    // --isa, else $GPSIMD_OPEN_ISA (read with the rest of the environment), else the file's.
+    let isa = isa
+        .map(|i| match i {
+            IsaArg::Host => nrt_pool_open::Isa::Host,
+            IsaArg::Xtensa => nrt_pool_open::Isa::Xtensa,
+        })
+        .or(environment.isa);
     let o = OpenOptions {
-        environment: env.unwrap_or_default(),
+        environment,
         ..OpenOptions::default()
     }
-    .with_isa(isa.map(|i| match i {
-        Isa::Host => nrt_pool_open::Isa::Host,
-        Isa::Xtensa => nrt_pool_open::Isa::Xtensa,
-    }));
-    nrt_pool_open::open(lib, &o).map_err(|e| match e {
+    .with_isa(isa);
+    Pool::open(lib, &o).map_err(|e| match e {
         OpenError::Engine(e) => e.into(),
-        other => Failure::Error(other.to_string()),
+        other => CliFailure::Error(other.to_string()),
     })
 }
 
-fn list(a: ListArgs) -> Result<(), Failure> {
+fn list(a: ListArgs) -> Result<(), CliFailure> {
     let e = engine_with(&a.lib, a.isa, None)?;
     if let Some(ops) = e.loaded.neuron_library() {
         if a.json {
@@ -371,18 +378,20 @@ fn compiles(setup: &opbuild::BuildSetup, host: usize, device: usize) -> u64 {
     (host + 1 + if dev { device + 1 } else { 0 }) as u64
 }
 
-fn build(a: BuildArgs) -> Result<(), Failure> {
+fn build(a: BuildArgs) -> Result<(), CliFailure> {
     if a.name.is_some() {
         return build_ops(a);
     }
     let (Some(schema), Some(out)) = (a.schema.clone(), a.out.clone()) else {
-        return Err(Failure::Usage(
+        return Err(CliFailure::Usage(
             "build needs --name with --compute and --shape, or --schema with --out and sources"
                 .into(),
         ));
     };
     if a.sources.is_empty() {
-        return Err(Failure::Usage("build --schema needs kernel sources".into()));
+        return Err(CliFailure::Usage(
+            "build --schema needs kernel sources".into(),
+        ));
     }
     let mut setup = build_setup(&a, out.with_extension("pool"));
     let progress = Progress::start(
@@ -396,7 +405,7 @@ fn build(a: BuildArgs) -> Result<(), Failure> {
         out,
         setup,
     };
-    let r = opbuild::build(&o).map_err(|e| Failure::Error(e.to_string()));
+    let r = opbuild::build(&o).map_err(|e| CliFailure::Error(e.to_string()));
     drop(progress);
     let r = r?;
     for k in &r.kernels {
@@ -430,7 +439,7 @@ fn host_cores(data_model: &str) -> String {
 /// `nrt-pool build --name NAME --compute SRC... --shape SRC... [--multicore]
 /// [--build-directory DIR]`: an op library in the Custom C++ Operators style, as
 /// `custom_op.load` builds it.
-fn build_ops(a: BuildArgs) -> Result<(), Failure> {
+fn build_ops(a: BuildArgs) -> Result<(), CliFailure> {
     let name = a.name.clone().unwrap_or_default();
     let data_model = a.data_model.clone();
     let mut setup = build_setup(&a, a.build_directory.join(format!("lib{name}.pool")));
@@ -456,7 +465,7 @@ fn build_ops(a: BuildArgs) -> Result<(), Failure> {
             o.shape.len()
         );
     }
-    let r = opbuild::build(&o).map_err(|e| Failure::Error(e.to_string()));
+    let r = opbuild::build(&o).map_err(|e| CliFailure::Error(e.to_string()));
     drop(progress);
     let r = r?;
     for op in &r.ops.ops {
@@ -485,12 +494,12 @@ fn build_ops(a: BuildArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn bringup_cmd(a: BringupArgs) -> Result<(), Failure> {
+fn bringup_cmd(a: BringupArgs) -> Result<(), CliFailure> {
     let opts = bringup::Options {
         provider: a.provider.unwrap_or_else(default_provider),
         cayman_library: a.cayman_library,
     };
-    let report = bringup::run(&opts).map_err(|e| Failure::Error(format!("bringup: {e}")))?;
+    let report = bringup::run(&opts).map_err(|e| CliFailure::Error(format!("bringup: {e}")))?;
     print!("{report}");
     println!(
         "ok: {} provider log lines, {} load / {} unload record(s), {} staged Cayman library, {} device memhandles left",
@@ -503,7 +512,7 @@ fn bringup_cmd(a: BringupArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn demo(a: DemoArgs) -> Result<(), Failure> {
+fn demo(a: DemoArgs) -> Result<(), CliFailure> {
     let o = nrt_pool_cli::demo::DemoOptions {
         provider: a.provider.unwrap_or_else(default_provider),
         examples: a
@@ -520,7 +529,8 @@ fn demo(a: DemoArgs) -> Result<(), Failure> {
             }
         },
     };
-    let report = nrt_pool_cli::demo::run(&o).map_err(|e| Failure::Error(format!("demo: {e}")))?;
+    let report =
+        nrt_pool_cli::demo::run(&o).map_err(|e| CliFailure::Error(format!("demo: {e}")))?;
     print!("{report}");
     Ok(())
 }

@@ -235,7 +235,7 @@ pub fn read(path: &Path, hint: Option<DType>) -> Result<HostTensor, NpyError> {
 pub fn read_into_device(
     path: &Path,
     hint: Option<DType>,
-    engine: &mut nrt_pool_engine::PoolEngine,
+    engine: &mut nrt_pool_open::Pool,
 ) -> Result<Option<nrt_pool_engine::DeviceTensor>, NpyError> {
     use std::io::{Read, Seek, SeekFrom};
     let (mut f, len, p) = open(path)?;
@@ -340,7 +340,7 @@ fn header(t: &HostTensor) -> Vec<u8> {
 /// data copied from the device memory file by the kernel.
 pub fn write_device(
     path: &Path,
-    engine: &nrt_pool_engine::PoolEngine,
+    engine: &nrt_pool_open::Pool,
     d: &nrt_pool_engine::DeviceTensor,
 ) -> Result<(), NpyError> {
     let t = HostTensor {

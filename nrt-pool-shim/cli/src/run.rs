@@ -69,7 +69,7 @@ impl Timings {
     }
 }
 
-pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
+pub(crate) fn run(a: RunArgs) -> Result<(), CliFailure> {
     let RunArgs {
         lib,
         isa,
@@ -93,13 +93,13 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
     let asked = Asked {
         checks: check
             .as_deref()
-            .map(|list| Checks::parse(list).map_err(|m| Failure::Usage(format!("--check: {m}"))))
+            .map(|list| Checks::parse(list).map_err(|m| CliFailure::Usage(format!("--check: {m}"))))
             .transpose()?,
         all_cores_stdio,
         debug: gdb.map(|core| debug::printing_request(usize::from(core), "nrt-pool")),
     };
     let env =
-        Environment::read_after("nrt-pool", asked).map_err(|e| Failure::Usage(e.to_string()))?;
+        Environment::read_after("nrt-pool", asked).map_err(|e| CliFailure::Usage(e.to_string()))?;
     let checks = env.checks;
     let mut e = engine_with(&lib, isa, Some(env))?;
     clock.lap("library load (probed in a core process)");
@@ -107,12 +107,12 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
     if let Some(t) = timeout {
         e.defaults.timeout = Duration::from_secs_f64(t);
     }
-    let kernel = &kernel;
-    let args = read_args(&mut e, kernel, &values)?;
+    let target = e.target(&kernel)?;
+    let args = read_args(&mut e, &target, &values)?;
     clock.lap("input read (.npy)");
     // The output, found once (the op's shape function or the kernel's schema, checked
     // against --out-dtype/--out-shape where given); every launch then passes it as known.
-    let output = e.output(kernel, args.iter().map(ArgValue::view).collect(), given)?;
+    let output = e.output(&target, args.iter().map(ArgValue::view).collect(), given)?;
     clock.lap("output shape");
     // Inputs read straight into device memory make the output a device tensor too, written
     // to its file from there: no host copy of either (nothing to copy in or out).
@@ -123,7 +123,7 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
         false => None,
     };
     let launches = Launches {
-        kernel,
+        target: &target,
         cores: cores.map_or_else(|| e.loaded.default_cores(), usize::from),
         args,
         output,
@@ -139,7 +139,7 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
         (None, Some(d)) => npy::write_device(&out, &e, d),
         (None, None) => unreachable!("a launch gives a host output or writes a device one"),
     };
-    written.map_err(|e| Failure::Error(e.to_string()))?;
+    written.map_err(|e| CliFailure::Error(e.to_string()))?;
     clock.lap(if launches.device_out.is_some() {
         "output write (.npy) from device memory"
     } else {
@@ -157,7 +157,7 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
     if let (Some(file), Some(p)) = (profile.as_ref().filter(|f| !f.is_empty()), &profiled) {
         let file = Path::new(file);
         std::fs::write(file, p.folded())
-            .map_err(|err| Failure::Error(format!("--profile={}: {err}", file.display())))?;
+            .map_err(|err| CliFailure::Error(format!("--profile={}: {err}", file.display())))?;
     }
     let report = Report {
         launches: &launches,
@@ -178,10 +178,10 @@ pub(crate) fn run(a: RunArgs) -> Result<(), Failure> {
 fn given_output(
     dtype: Option<String>,
     shape: Option<crate::cli::Shape>,
-) -> Result<Output, Failure> {
+) -> Result<Output, CliFailure> {
     let dtype = match dtype {
         Some(t) => Some(DType::from_name(&t).ok_or_else(|| {
-            Failure::Usage(format!(
+            CliFailure::Usage(format!(
                 "--out-dtype {t}: one of {}",
                 DType::ALL.map(DType::name).join(" ")
             ))
@@ -189,13 +189,13 @@ fn given_output(
         None => None,
     };
     match (dtype, shape.map(|s| s.0)) {
-        (Some(dtype), Some(shape)) => Ok(Output::Check(OutputSpec {
+        (Some(dtype), Some(shape)) => Ok(Output::Stated(OutputSpec {
             dtype,
             shape,
             location: Location::Hbm,
         })),
-        (None, None) => Ok(Output::Find),
-        _ => Err(Failure::Usage(
+        (None, None) => Ok(Output::Derive),
+        _ => Err(CliFailure::Usage(
             "give both --out-dtype and --out-shape".into(),
         )),
     }
@@ -204,47 +204,15 @@ fn given_output(
 /// The call's arguments from their texts (`.npy` files, TYPE:VALUE), each read as the
 /// kernel's schema or the op's signature takes it.
 fn read_args<'a>(
-    e: &mut PoolEngine,
-    kernel: &str,
+    e: &mut Pool,
+    target: &Target,
     values: &[String],
-) -> Result<Vec<ArgValue<'a>>, Failure> {
-    let op = e
-        .loaded
-        .neuron_library()
-        .map(|l| (l.namespace.clone(), l.op(kernel).cloned()));
-    match &op {
-        Some((ns, None)) => {
-            let known = e
-                .loaded
-                .kernels()
-                .iter()
-                .map(|k| format!("{ns}::{k}"))
-                .collect();
-            return Err(EmuError::UnknownKernel {
-                kernel: kernel.into(),
-                known,
-            }
-            .into());
-        }
-        None if !e.loaded.kernels().iter().any(|k| k == kernel) => {
-            return Err(EmuError::UnknownKernel {
-                kernel: kernel.into(),
-                known: e.loaded.kernels().to_vec(),
-            }
-            .into());
-        }
-        _ => {}
-    }
-    let op = op.and_then(|(_, o)| o);
-    let sig = e
-        .loaded
-        .library()
-        .and_then(|l| l.signature(kernel))
-        .cloned();
+) -> Result<Vec<ArgValue<'a>>, CliFailure> {
+    let (op, sig) = (target.op_args(), target.signature());
     let mut args = Vec::new();
     for (i, v) in values.iter().enumerate() {
-        let (want, what) = match (&op, sig.as_ref().and_then(|s| s.params.get(i))) {
-            (Some(op), _) => match op.args.get(i) {
+        let (want, what) = match (op, sig.and_then(|s| s.params.get(i))) {
+            (Some(op), _) => match op.get(i) {
                 Some(ArgKind::Tensor) => {
                     (Want::Tensor(None), format!("argument {i} (torch::Tensor)"))
                 }
@@ -261,7 +229,7 @@ fn read_args<'a>(
             (None, None) => (Want::Any, format!("argument {i}")),
         };
         args.push(parse_arg(v, want, e).map_err(|f| match f {
-            Failure::Error(m) => Failure::Error(format!("{what}: {m}")),
+            CliFailure::Error(m) => CliFailure::Error(format!("{what}: {m}")),
             other => other,
         })?);
     }
@@ -270,7 +238,7 @@ fn read_args<'a>(
 
 /// The launches `run` makes: one call each, with the output found once.
 struct Launches<'a> {
-    kernel: &'a str,
+    target: &'a Target,
     cores: usize,
     args: Vec<ArgValue<'a>>,
     output: OutputSpec,
@@ -281,15 +249,15 @@ struct Launches<'a> {
 
 impl Launches<'_> {
     /// One launch.
-    fn once(&self, e: &mut PoolEngine) -> Result<Called, EmuError> {
+    fn once(&self, e: &mut Pool) -> Result<Called, EmuError> {
         let to = match &self.device_out {
             Some(d) => Destination::Device(d.clone()),
             None => Destination::Host,
         };
         let mut c = e.call(Call {
-            target: self.kernel,
+            target: self.target,
             args: self.args.iter().map(ArgValue::view).collect(),
-            output: Output::Known(self.output.clone()),
+            output: Output::Derived(self.output.clone(), Arguments::Validate),
             to,
             cores: Some(self.cores),
             options: self.options.clone(),
@@ -309,11 +277,11 @@ impl Launches<'_> {
     /// launch's time sorted.
     fn run(
         &self,
-        e: &mut PoolEngine,
+        e: &mut Pool,
         repeat: u64,
         json: bool,
         clock: &mut Timings,
-    ) -> Result<(Called, Vec<Duration>), Failure> {
+    ) -> Result<(Called, Vec<Duration>), CliFailure> {
         let progress = (repeat > 1).then(|| Progress::start("launches", Some(repeat)));
         let mut elapsed = Vec::with_capacity(usize::try_from(repeat).unwrap_or(0).min(1 << 16));
         let mut done = self.once(e)?;
@@ -326,7 +294,7 @@ impl Launches<'_> {
             // Each launch's kernel output is shown; the output file holds the last one's.
             echo_launch(&done, json);
             done = self.once(e).map_err(|err| {
-                Failure::from(err).context(&format!("launch {} of {repeat}", i + 1))
+                CliFailure::from(err).context(&format!("launch {} of {repeat}", i + 1))
             })?;
             elapsed.push(done.run.elapsed);
             phases.place += done.phases.place;
@@ -367,7 +335,7 @@ impl Report<'_> {
     ) -> serde_json::Value {
         let (l, done) = (self.launches, self.done);
         json!({
-            "op": l.kernel,
+            "op": l.target.name,
             "cores": l.cores,
             "elapsed_ms": done.run.elapsed.as_secs_f64() * 1e3,
             "launches": self.elapsed.len(),
@@ -402,7 +370,7 @@ impl Report<'_> {
         let l = self.launches;
         eprintln!(
             "ok: {} on {} core(s) in {timing} -> {} ({} {:?})",
-            l.kernel,
+            l.target.name,
             l.cores,
             self.out.display(),
             l.output.dtype,
@@ -444,7 +412,11 @@ fn print_checks(report: &CheckReport) {
 fn check_json(report: &CheckReport) -> serde_json::Value {
     json!({
         "checks": report.checks.names(),
-        "notes": report.notes,
+        "notes": report.notes.iter().map(|n| json!({
+            "check": n.check.map(|c| c.name()),
+            "kind": n.kind.name(),
+            "text": n.text,
+        })).collect::<Vec<_>>(),
         "findings": report.findings.iter().map(|f| json!({
             "check": f.check.name(),
             "kernel": f.kernel,
@@ -460,10 +432,10 @@ fn check_json(report: &CheckReport) -> serde_json::Value {
 }
 
 /// Exit status 4 when the checks found anything (the output is written all the same).
-fn checked(found: usize) -> Result<(), Failure> {
+fn checked(found: usize) -> Result<(), CliFailure> {
     match found {
         0 => Ok(()),
-        n => Err(Failure::Found(format!(
+        n => Err(CliFailure::Found(format!(
             "the checks found {n} problem(s) (listed above); the output was written all the same"
         ))),
     }
@@ -500,12 +472,12 @@ enum Want {
     OpScalar(ArgKind),
 }
 
-fn parse_arg(v: &str, want: Want, engine: &mut PoolEngine) -> Result<ArgValue<'static>, Failure> {
+fn parse_arg(v: &str, want: Want, engine: &mut Pool) -> Result<ArgValue<'static>, CliFailure> {
     // TYPE:FILE.npy reads a tensor as TYPE (bf16 travels in .npy files as raw uint16).
     let (want, v) = match v.split_once(':') {
         Some((t, f)) if f.contains(".npy") => match DType::from_name(t) {
             Some(dt) => (Want::Tensor(Some(dt)), f),
-            None => return Err(Failure::Usage(format!("{v}: unknown dtype {t}"))),
+            None => return Err(CliFailure::Usage(format!("{v}: unknown dtype {t}"))),
         },
         _ => (want, v),
     };
@@ -513,7 +485,7 @@ fn parse_arg(v: &str, want: Want, engine: &mut PoolEngine) -> Result<ArgValue<'s
         Some((p, l)) if p.ends_with(".npy") => (
             p,
             Location::from_name(l)
-                .ok_or_else(|| Failure::Usage(format!("{v}: location is hbm or sbuf")))?,
+                .ok_or_else(|| CliFailure::Usage(format!("{v}: location is hbm or sbuf")))?,
         ),
         _ => (v, Location::Hbm),
     };
@@ -525,22 +497,22 @@ fn parse_arg(v: &str, want: Want, engine: &mut PoolEngine) -> Result<ArgValue<'s
         // Into HBM straight from the file where the bytes need no reordering.
         if loc == Location::Hbm {
             if let Some(d) = npy::read_into_device(Path::new(path), hint, engine)
-                .map_err(|e| Failure::Error(e.to_string()))?
+                .map_err(|e| CliFailure::Error(e.to_string()))?
             {
                 return Ok(ArgValue::Device(d));
             }
         }
         let t = npy::read(Path::new(path), hint).map_err(|e| match (e, hint) {
-            (npy::NpyError::Dtype { path, descr, .. }, Some(want)) => Failure::Error(format!(
+            (npy::NpyError::Dtype { path, descr, .. }, Some(want)) => CliFailure::Error(format!(
                 "{path} holds '{descr}' elements, the parameter is {want} ('{}' in a .npy file); convert it, e.g. x.astype(np.{})",
                 want.npy_descr(),
                 want.numpy_name()
             )),
-            (e, _) => Failure::Error(e.to_string()),
+            (e, _) => CliFailure::Error(e.to_string()),
         })?;
         if let Some(want) = hint {
             if t.dtype != want {
-                return Err(Failure::Error(format!(
+                return Err(CliFailure::Error(format!(
                     "{path} holds {} ('{}') elements, the parameter is {want} ('{}'); convert it, e.g. x.astype(np.{})",
                     t.dtype,
                     t.dtype.npy_descr(),
@@ -553,7 +525,8 @@ fn parse_arg(v: &str, want: Want, engine: &mut PoolEngine) -> Result<ArgValue<'s
     }
     let (dtype, text) = match (v.split_once(':'), want) {
         (Some((t, x)), _) => (
-            DType::from_name(t).ok_or_else(|| Failure::Usage(format!("{v}: unknown dtype {t}")))?,
+            DType::from_name(t)
+                .ok_or_else(|| CliFailure::Usage(format!("{v}: unknown dtype {t}")))?,
             x,
         ),
         (None, Want::Scalar(dt)) => (dt, v),
@@ -563,27 +536,27 @@ fn parse_arg(v: &str, want: Want, engine: &mut PoolEngine) -> Result<ArgValue<'s
             let integral = v.trim().parse::<i64>();
             return match (kind, integral) {
                 (ArgKind::Long, Ok(n)) | (ArgKind::Scalar, Ok(n)) => Ok(ArgValue::Long(n)),
-                (ArgKind::Long, Err(_)) => Err(Failure::Error(format!("{v}: not a i64 value"))),
+                (ArgKind::Long, Err(_)) => Err(CliFailure::Error(format!("{v}: not a i64 value"))),
                 _ => v
                     .trim()
                     .parse::<f64>()
                     .map(ArgValue::Double)
-                    .map_err(|_| Failure::Error(format!("{v}: not a f32 value"))),
+                    .map_err(|_| CliFailure::Error(format!("{v}: not a f32 value"))),
             };
         }
         (None, Want::Tensor(_)) => {
-            return Err(Failure::Error(format!(
+            return Err(CliFailure::Error(format!(
                 "{v}: this parameter is a tensor; pass a .npy file"
             )))
         }
         (None, Want::Any) => {
-            return Err(Failure::Usage(format!(
+            return Err(CliFailure::Usage(format!(
                 "{v}: the library has no schema for this argument; write TYPE:VALUE"
             )))
         }
     };
     let bytes = dtype
         .parse_scalar(text)
-        .ok_or_else(|| Failure::Error(format!("{v}: not a {dtype} value")))?;
+        .ok_or_else(|| CliFailure::Error(format!("{v}: not a {dtype} value")))?;
     Ok(ArgValue::Scalar(dtype, bytes))
 }

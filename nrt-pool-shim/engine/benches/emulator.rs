@@ -17,7 +17,7 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use nrt_pool_engine::adapters::{Launch, LaunchVerbs};
+use nrt_pool_engine::adapters::{KernelLaunch, LaunchVerbs};
 use nrt_pool_engine::check::Checks;
 use nrt_pool_engine::host::doorbell;
 
@@ -65,7 +65,7 @@ fn elementwise_rows(report: &mut Report, e: &mut PoolEngine, pages: &str) {
     // 64 MiB elementwise vs memcpy.
     let n = 16 << 20;
     let x = HostTensor::from_f32(vec![n as u64], &vec![1.5f32; n]).unwrap();
-    let launch = Launch {
+    let launch = KernelLaunch {
         kernel: "scale_add_mc".into(),
         args: vec![
             LaunchArg::Tensor(x.clone(), Location::Hbm),
@@ -190,7 +190,7 @@ fn empty_rows(report: &mut Report, e: &mut PoolEngine, dir: &std::path::Path, cp
         std::slice::from_ref(&src),
     );
     e.load(&empty).unwrap();
-    let launch = Launch {
+    let launch = KernelLaunch {
         kernel: "empty".into(),
         args: vec![LaunchArg::f32(1.0)],
         output: OutputSpec {
@@ -219,7 +219,7 @@ fn empty_rows(report: &mut Report, e: &mut PoolEngine, dir: &std::path::Path, cp
         Goal::AtMost(Duration::from_micros(100)),
     );
     let launch_8 = Sample::measure(101, 1, || {
-        e.launch(&Launch {
+        e.launch(&KernelLaunch {
             cores: 8,
             ..launch.clone()
         })

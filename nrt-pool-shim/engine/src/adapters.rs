@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use crate::tensor::{HostTensor, Location};
 use crate::{
-    ArgValue, Call, CallOptions, Destination, DeviceTensor, EmuError, LaunchArg, LaunchPhases,
-    Output, OutputSpec, PoolEngine, Run,
+    ArgValue, Arguments, Call, CallOptions, Destination, DeviceTensor, EmuError, LaunchArg,
+    LaunchPhases, Output, OutputSpec, PoolEngine, Run,
 };
 
 /// A launch as the first API named it: the kernel, its arguments, its output, its cores.
 #[derive(Clone, Debug)]
-pub struct Launch {
+pub struct KernelLaunch {
     pub kernel: String,
     pub args: Vec<LaunchArg>,
     pub output: OutputSpec,
@@ -39,9 +39,10 @@ pub struct Completion {
 /// The first API's verbs, over [`PoolEngine::call`].
 pub trait LaunchVerbs {
     /// Runs a launch to completion or to its first fault; the output comes back to the
-    /// host. A launch names its output itself: it is checked against the kernel's schema,
-    /// and an op's shape function does not run (a [`Call`] with [`Output::Known`]).
-    fn launch(&mut self, l: &Launch) -> Result<Completion, EmuError>;
+    /// host. A launch names its output itself: it is validated against the kernel's
+    /// schema, and an op's shape function does not run (a [`Call`] with
+    /// [`Output::Derived`]).
+    fn launch(&mut self, l: &KernelLaunch) -> Result<Completion, EmuError>;
 
     /// A launch whose output is a device tensor (nothing is copied back).
     fn launch_into(
@@ -58,11 +59,12 @@ pub trait LaunchVerbs {
 }
 
 impl LaunchVerbs for PoolEngine {
-    fn launch(&mut self, l: &Launch) -> Result<Completion, EmuError> {
+    fn launch(&mut self, l: &KernelLaunch) -> Result<Completion, EmuError> {
+        let target = self.target(&l.kernel)?;
         let called = self.call(Call {
-            target: &l.kernel,
+            target: &target,
             args: l.args.iter().map(value).collect(),
-            output: Output::Known(l.output.clone()),
+            output: Output::Derived(l.output.clone(), Arguments::Validate),
             to: Destination::Host,
             cores: Some(l.cores),
             options: CallOptions::default(),
@@ -93,10 +95,11 @@ impl LaunchVerbs for PoolEngine {
             shape: out.shape.clone(),
             location: Location::Hbm,
         };
+        let target = self.target(kernel)?;
         let called = self.call(Call {
-            target: kernel,
+            target: &target,
             args: args.iter().map(value).collect(),
-            output: Output::Known(spec),
+            output: Output::Derived(spec, Arguments::Validate),
             to: Destination::Device(out.clone()),
             cores: Some(cores),
             options: CallOptions::default(),
@@ -111,7 +114,8 @@ impl LaunchVerbs for PoolEngine {
                 why: "the library has no NEURON_LIBRARY registration (no shape functions)".into(),
             });
         }
-        self.output(op, args.iter().map(value).collect(), Output::Find)
+        let target = self.target(op)?;
+        self.output(&target, args.iter().map(value).collect(), Output::Derive)
     }
 }
 

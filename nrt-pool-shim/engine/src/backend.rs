@@ -382,6 +382,11 @@ pub trait IsaBackend: Send {
     /// Stops every core (a new library, or the engine's end).
     fn shutdown(&mut self);
 
+    /// The longest kernel name a launch on these cores can carry (bytes).
+    fn max_kernel_name(&self) -> usize {
+        usize::MAX
+    }
+
     /// Whether its cores report what they touch of a watched range ([`Team::watch`]).
     fn reports_touches(&self) -> bool {
         false

@@ -80,10 +80,6 @@ print ((float *)$data)[0]@4.
 end
 ";
 
-/// The environment variable that stops a core of every launch for a debugger (the FFI's
-/// way to ask; the CLI and Python read it where no flag or argument says).
-pub const GDB_ENV: &str = "GPSIMD_OPEN_GDB";
-
 /// What a debug launch tells its user: where the core waits and how to attach.
 pub fn attach_hint(s: &DebugSession) -> String {
     format!(
@@ -103,18 +99,6 @@ pub fn printing_request(core: usize, who: &'static str) -> DebugRequest {
     DebugRequest {
         core,
         notify: Arc::new(move |s| eprintln!("{who}: {}", attach_hint(s))),
-    }
-}
-
-/// `$GPSIMD_OPEN_GDB`: unset or empty asks nothing; a core number 0-7 asks to stop it.
-pub fn request_from_env(who: &'static str) -> Result<Option<DebugRequest>, String> {
-    match std::env::var(GDB_ENV) {
-        Err(_) => Ok(None),
-        Ok(v) if v.trim().is_empty() => Ok(None),
-        Ok(v) => match v.trim().parse::<usize>() {
-            Ok(c) if c < 8 => Ok(Some(printing_request(c, who))),
-            _ => Err(format!("${GDB_ENV}={v}: a core number from 0 to 7")),
-        },
     }
 }
 

@@ -3,7 +3,18 @@
 //! placed with it in HBM or SBUF with guard pages after them, with the argument blob each
 //! core reads.
 
-use super::*;
+use std::collections::HashMap;
+
+use customop_abi::blob::{scratch, ArgBlob, ARG_TYPE_TENSOR};
+use customop_abi::descriptor::ArgTensor;
+
+use super::copy::{copy_parallel, fill_parallel, host_copy};
+use super::error::EmuError;
+use super::marshal::{empty_blob, named, Contents, Fill};
+use super::memory::{self, DeviceMemory, MemoryError, Placed, PAGE};
+use super::tensor::{self, DType, HostTensor, Location, TensorError};
+use super::values::{device_descriptor, DeviceTensor, LaunchArg, OutputSpec};
+use super::SCALAR_ROOM;
 
 /// A tensor placed for the current launch (or resident), for fault reports.
 #[derive(Clone, Debug)]
@@ -65,7 +76,7 @@ impl DeviceTensors {
         dtype: DType,
         shape: Vec<u64>,
     ) -> Result<DeviceTensor, EmuError> {
-        tensor::check_rank(&shape)?;
+        tensor::validate_rank(&shape)?;
         let n = tensor::numel(&shape)
             .checked_mul(dtype.size() as u64)
             .ok_or(MemoryError::HbmFull {
@@ -87,6 +98,12 @@ impl DeviceTensors {
     }
 
     /// A device tensor's bytes, in place (no copy).
+    /// Whether two device tensors' bytes overlap.
+    pub(crate) fn overlap(&self, a: &DeviceTensor, b: &DeviceTensor) -> bool {
+        let (la, lb) = (self.device_len(a) as u64, self.device_len(b) as u64);
+        a.soc < b.soc + lb && b.soc < a.soc + la
+    }
+
     pub fn device_bytes(&self, d: &DeviceTensor) -> Option<&[u8]> {
         self.memory.read(d.soc, self.device_len(d))
     }
@@ -132,7 +149,7 @@ impl DeviceTensors {
 
     /// Starts keeping the device tensors allocated from now on, to release them together
     /// ([`PoolEngine::with_temporaries`]); false when already keeping them (nested).
-    pub(crate) fn begin_temporaries(&mut self) -> bool {
+    pub fn begin_temporaries(&mut self) -> bool {
         if self.temporaries.is_some() {
             return false;
         }
@@ -141,7 +158,7 @@ impl DeviceTensors {
     }
 
     /// Releases the device tensors allocated since [`Self::begin_temporaries`].
-    pub(crate) fn end_temporaries(&mut self) {
+    pub fn end_temporaries(&mut self) {
         for soc in self.temporaries.take().unwrap_or_default() {
             self.free_resident(soc);
         }
@@ -269,7 +286,7 @@ impl DeviceTensors {
                     continue;
                 }
                 LaunchArg::Device(d) => {
-                    tensor::check_rank(&d.shape).map_err(|e| named(&label, e.into()))?;
+                    tensor::validate_rank(&d.shape).map_err(|e| named(&label, e.into()))?;
                     blob.args[i] = device_descriptor(d);
                     self.place_device(&label, d);
                     continue;
@@ -293,7 +310,7 @@ impl DeviceTensors {
         loc: Location,
         sbuf_next: &mut u64,
     ) -> Result<ArgTensor, EmuError> {
-        tensor::check_rank(shape)?;
+        tensor::validate_rank(shape)?;
         // Bytes placed: the tensor's, or the data given (a scalar's room).
         let n = match data {
             Contents::Bytes(d) => d.len() as u64,
@@ -442,6 +459,7 @@ impl DeviceTensors {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{PoolEngine, PoolImage};
 
     /// Device tensors are released one by one, in any order: their memory is reused, and
     /// once the lowest are gone, HBM's bottom-up launch tensors can use it again; a second

@@ -1,5 +1,6 @@
 //! What goes wrong in the emulator: load and launch errors, and device faults.
 
+use super::backend::Stdio;
 use super::library::LibraryError;
 use super::memory::MemoryError;
 use super::symbolize::SourceFrame;
@@ -38,6 +39,15 @@ pub struct DeviceFault {
 }
 
 impl DeviceFault {
+    /// The fault with what came out before it: `stdio` (the launch's, ahead of the fault)
+    /// and the faulting core's own fd 2 after it (a failed assert's message), once.
+    pub(crate) fn with_output(mut self, stdio: Stdio, core_stderr: &[u8]) -> DeviceFault {
+        let Stdio { out, mut err, .. } = stdio;
+        err.extend_from_slice(core_stderr);
+        (self.stdout, self.stderr) = (out, err);
+        self
+    }
+
     /// Whether the kernel faulted (not the library's loading or start code, in a core a
     /// launch started).
     pub fn in_kernel(&self) -> bool {
@@ -154,8 +164,17 @@ pub enum EmuError {
     },
     #[error("no op library is loaded (register one, or a Pool image, first)")]
     NoLibrary,
-    #[error("unknown kernel '{kernel}'; the library registers: {}", known.join(", "))]
-    UnknownKernel { kernel: String, known: Vec<String> },
+    /// A call names no op or kernel of the library: the one error every front end gives.
+    #[error("unknown {kind} '{name}'; the library registers: {}", known.join(", "))]
+    UnknownTarget {
+        name: String,
+        /// "op" (a NEURON_LIBRARY library) or "kernel".
+        kind: &'static str,
+        known: Vec<String>,
+    },
+    /// A call's target was resolved against a library since replaced.
+    #[error("{name}: resolved against an earlier library; resolve it again after a load")]
+    StaleTarget { name: String },
     #[error("{n} arguments; a kernel takes at most {MAX_ARGS}")]
     TooManyArgs { n: usize },
     #[error("{0} cores requested; the Pool engine has 1 to 8")]

@@ -1,17 +1,19 @@
 //! The emulated Pool engine: device memory by SoC address, the control block, 1 to 8
 //! isolated cores behind an ISA backend, launches and fault reports.
 //!
-//! A call ([`PoolEngine::call`]) is prepared once (its target, arguments and output
-//! checked), its arguments marshalled as 48-byte descriptors into each core's data scratch
-//! area, and the kernel run on the cores behind a [`backend`]: [`host`] builds in forked
-//! processes here, Xtensa Pool images on QEMU cores in `nrt-pool-qemu`. `PoolEngine`'s API
-//! is this file; its parts ([`DeviceTensors`], [`Loaded`], [`Settings`]) keep their
-//! methods in their own files. The engine parses no command line and reads no tensor
-//! file: tensors come and go as bytes, libraries by path or as an image in memory. The
-//! environment variables it reads are read where they are used: `$NRT_POOL_HUGE_PAGES`
-//! (`backing.rs`), `$XDG_RUNTIME_DIR` for gdb's session files and, for the front ends'
-//! defaults, `$GPSIMD_OPEN_GDB` (`debug.rs`) and `$GPSIMD_OPEN_ALL_CORES_STDIO`
-//! ([`all_cores_stdio_from_env`]).
+//! A call reads: [`PoolEngine::target`] resolves what it names into a [`Target`];
+//! [`PoolEngine::call`] prepares a `Launch` once (arguments converted and validated, the
+//! output derived: `derive.rs`, `shape.rs`), marshals its arguments as 48-byte descriptors
+//! into each core's data scratch area and runs the kernel on the cores behind a
+//! [`backend`] (`launch.rs`), or in checking mode several times ([`check`]). [`host`]
+//! builds run in forked processes here, Xtensa Pool images on QEMU cores in
+//! `nrt-pool-qemu`. `PoolEngine`'s API is this file; its parts ([`DeviceTensors`],
+//! [`Loaded`], [`Settings`]) and each stage of a call keep their methods in their own
+//! files. The engine parses no command line and reads no tensor
+//! file: tensors come and go as bytes, libraries by path or as an image in memory. It
+//! reads none of the front ends' variables (`nrt-pool-open` does, once); the two it reads
+//! are its own machinery's, where they are used: `$NRT_POOL_HUGE_PAGES` (`backing.rs`)
+//! and `$XDG_RUNTIME_DIR` for gdb's session files (`debug.rs`).
 
 pub mod accesses;
 pub mod adapters;
@@ -31,59 +33,52 @@ pub mod spawner;
 pub mod symbolize;
 pub mod tensor;
 
-// The engine's jobs, one file each: its parts (device_tensors, load, settings) with their
-// methods, and the call path (call, shape, run, check) as functions over the engine.
+// The engine's jobs, one file each: its parts (device_tensors, load, settings) and the
+// stages of a call (target, launch, derive, shape, fault; check/ for checking mode) as
+// types with their methods.
 mod call;
 mod copy;
+mod derive;
 mod device_tensors;
 mod error;
+mod fault;
 mod gdbserver;
 mod launch;
 mod load;
 mod marshal;
-mod run;
 mod settings;
 mod shape;
+mod target;
+mod values;
 
 /// The op contract launches are checked against (kernel signatures, element types).
 pub use nrt_pool_schema as schema;
 
-use std::collections::HashMap;
-use std::ffi::CString;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use customop_abi::blob::{scratch, ArgBlob, ARG_TYPE_TENSOR};
-use customop_abi::descriptor::ArgTensor;
-
-use self::backend::{CoreLines, FaultRecord, HostBackend, IsaBackend, Outcome, Stack, Stdio, Team};
-use self::library::{LibraryError, OpLibrary};
-use self::memory::{DeviceMemory, MemoryError, Placed, CORES, PAGE};
-use self::schema::KernelSig;
-use self::tensor::{DType, HostTensor, Location, TensorError};
 use customop_abi::control::FaultKind;
 
-pub use self::call::{ArgValue, Call, Called, Destination, Output};
+use self::backend::{HostBackend, IsaBackend, Outcome, Stdio, Team};
+use self::check::{Check, CheckReport, Checking};
+use self::derive::Derivation;
+use self::fault::FaultReport;
+use self::launch::Launch;
+use self::library::{LibraryError, OpLibrary};
+use self::marshal::Fill;
+use self::memory::DeviceMemory;
+
+pub use self::call::{ArgValue, Arguments, Call, Called, Destination, Output};
 pub use self::copy::host_buffer;
-use self::copy::{copy_parallel, fill_parallel, host_copy};
 pub use self::deadline::{Deadline, Interrupt};
 pub use self::device_tensors::DeviceTensors;
 pub use self::error::{status_name, DeviceFault, EmuError};
-use self::launch::device_descriptor;
-pub use self::launch::{
-    check_signature, expected_output, DeviceTensor, LaunchArg, LaunchPhases, OutputSpec, Run,
-};
 pub use self::load::Loaded;
-use self::marshal::{empty_blob, named, Contents, Fill};
 pub use self::settings::{CallOptions, Settings};
-use self::shape::check_op_args;
-
-/// Whether `$GPSIMD_OPEN_ALL_CORES_STDIO` asks for every core's printf (`1`, `true`,
-/// `yes`): the front ends' default for [`Settings::all_cores_stdio`].
-pub fn all_cores_stdio_from_env() -> bool {
-    std::env::var("GPSIMD_OPEN_ALL_CORES_STDIO")
-        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
-}
+pub use self::target::{Target, TargetModel};
+pub use self::values::{
+    expected_output, validate_signature, DeviceTensor, LaunchArg, LaunchPhases, OutputSpec, Run,
+};
 
 /// Most arguments a kernel takes.
 pub const MAX_ARGS: usize = nrt_pool_schema::MAX_ARGS;
@@ -120,10 +115,8 @@ pub struct PoolEngine {
     kept_output: Stdio,
     /// The last profiled launch's profile.
     last_profile: Option<profile::Profile>,
-    /// Host buffers checked launches reuse for their copies.
+    /// Host buffers checking launches reuse for their copies.
     check_buffers: check::Buffers,
-    /// The other backend's engine the parity check compares with.
-    parity_twin: check::parity::Twin,
 }
 
 impl PoolEngine {
@@ -155,7 +148,6 @@ impl PoolEngine {
             kept_output: Default::default(),
             last_profile: None,
             check_buffers: check::Buffers::default(),
-            parity_twin: check::parity::Twin::default(),
         })
     }
 
@@ -191,15 +183,10 @@ impl PoolEngine {
             Outcome::Done(funcs) => *funcs as usize,
             Outcome::Fault(record) => {
                 let stdio = self.take_output(probed.stdio);
-                let fault = run::fault_with_output(
-                    self,
-                    0,
-                    record,
-                    "entry_func",
-                    &lib.file(),
-                    stdio,
-                    &probed.end.stderr,
-                );
+                let file = lib.file();
+                let fault = FaultReport::new(&self.tensors, &file)
+                    .of(0, record, "entry_func")
+                    .with_output(stdio, &probed.end.stderr);
                 return Err(match fault.kind {
                     FaultKind::Entry => EmuError::Entry {
                         path: shown,
@@ -219,7 +206,8 @@ impl PoolEngine {
         };
         self.keep_output(probed.stdio);
         lib.set_schema(probed.schema)?;
-        let loaded = Loaded::registered(lib, probed.names, funcs)?;
+        let max_name = self.backend.max_kernel_name();
+        let loaded = Loaded::registered(lib, probed.names, funcs, max_name)?;
         // The old library's cores go before the new library replaces it.
         self.backend.shutdown();
         self.loaded = loaded;
@@ -238,27 +226,65 @@ impl PoolEngine {
         r
     }
 
+    /// What a call names, resolved once: `NS::OP` or `OP` for a NEURON_LIBRARY library, a
+    /// kernel's name otherwise. Front ends decode their arguments against it.
+    pub fn target(&self, name: &str) -> Result<Target, EmuError> {
+        self.loaded.target(name)
+    }
+
     /// Calls a kernel or an op (see [`Call`]); argument device tensors this call makes are
-    /// freed when it ends, whatever happened.
-    pub fn call(&mut self, call: Call<'_>) -> Result<Called, EmuError> {
-        call::call(self, call)
+    /// freed when it ends, whatever happened. Checking mode's parity check is not made
+    /// here (the engine runs one backend): `nrt-pool-open`'s `Pool` makes it.
+    pub fn call(&mut self, mut call: Call<'_>) -> Result<Called, EmuError> {
+        let start = Instant::now();
+        let s = self.defaults.for_call(&call.options);
+        self.with_temporaries(|e| {
+            let launch = Launch::prepare(e, &mut call, &s, start)?;
+            let (output, run, phases, check) = if s.checks.without(Check::Parity).any() {
+                // A race check records one run's accesses: the call's launches share
+                // cores that can (D101).
+                e.backend.trace_session(s.checks.has(Check::Race));
+                let checked = Checking { launch: &launch }.run(e, call.to);
+                e.backend.trace_session(false);
+                checked?
+            } else {
+                let team = Team::all(launch.cores)
+                    .with_all_stdio(s.all_cores_stdio)
+                    .with_profile(s.profile);
+                let (output, run, phases) = launch.run(e, team, call.to, Fill::default())?;
+                let report = CheckReport {
+                    checks: s.checks,
+                    ..CheckReport::default()
+                };
+                (output, run, phases, report)
+            };
+            Ok(Called {
+                spec: launch.spec,
+                output,
+                run,
+                phases,
+                check,
+            })
+        })
     }
 
     /// The output a call of `target` with these arguments gives (the op's shape function,
-    /// the kernel's schema, or `given` for a library with neither; `given` is checked
+    /// the kernel's schema, or `given` for a library with neither; `given` is validated
     /// against the first two), without running it: no tensor data is placed.
     pub fn output(
         &mut self,
-        target: &str,
+        target: &Target,
         args: Vec<ArgValue<'_>>,
         given: Output,
     ) -> Result<OutputSpec, EmuError> {
-        call::output(self, target, args, given)
-    }
-
-    /// Gives the engine its parity twin (see [`check::parity::Twin`]).
-    pub fn set_parity_twin(&mut self, twin: check::parity::Twin) {
-        self.parity_twin = twin;
+        self.loaded.resolved_here(target)?;
+        Launch::validate_counts(1, args.len())?;
+        let args: Vec<LaunchArg> = args.into_iter().map(ArgValue::for_shape).collect();
+        Derivation {
+            target,
+            args: &args,
+        }
+        .output(self, given)
     }
 
     /// The profile of the last profiled launch ([`Settings::profile`], or the call's own

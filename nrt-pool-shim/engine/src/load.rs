@@ -1,22 +1,35 @@
 //! The op library an engine runs and what its start code registered (its kernels, its
-//! schema or NEURON_LIBRARY ops), and resolving what a call names: a kernel, or an op.
+//! schema or NEURON_LIBRARY ops), and resolving what a call names into a [`Target`].
 
-use super::*;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The loaded op library (a part of [`PoolEngine`]; none until one is loaded).
+use super::error::EmuError;
+use super::library::{LibraryError, OpLibrary};
+use super::memory::CORES;
+use super::schema;
+use super::target::{Target, TargetModel};
+use super::values::{expected_output, LaunchArg, OutputSpec};
+
+/// Loads so far, in this process: each [`Loaded`] has its own number.
+static LOADS: AtomicU64 = AtomicU64::new(1);
+
+/// The loaded op library (a part of [`crate::PoolEngine`]; none until one is loaded).
 #[derive(Default)]
 pub struct Loaded {
     library: Option<OpLibrary>,
     kernels: Vec<String>,
+    /// This load's number (0: nothing loaded).
+    load: u64,
 }
 
 impl Loaded {
     /// `lib` with the kernel names its start code registered (`funcs` of them by its
-    /// count), each checked to be text and short enough for a command.
+    /// count), each text and at most `max_name` bytes (what the backend's command takes).
     pub(crate) fn registered(
         lib: OpLibrary,
         names: Vec<Vec<u8>>,
         funcs: usize,
+        max_name: usize,
     ) -> Result<Loaded, EmuError> {
         let path = lib.path.clone();
         let mut kernels = Vec::new();
@@ -33,38 +46,17 @@ impl Loaded {
                 funcs,
             });
         }
-        if let Some(long) = kernels
-            .iter()
-            .find(|n| n.len() > crate::host::core::MAX_KERNEL_NAME)
-        {
+        if let Some(long) = kernels.iter().find(|n| n.len() > max_name) {
             return Err(EmuError::Signature {
                 kernel: long.clone(),
-                why: format!(
-                    "kernel names are at most {} bytes",
-                    crate::host::core::MAX_KERNEL_NAME
-                ),
+                why: format!("kernel names are at most {max_name} bytes"),
             });
         }
         Ok(Loaded {
             library: Some(lib),
             kernels,
+            load: LOADS.fetch_add(1, Ordering::Relaxed),
         })
-    }
-
-    /// The labels of a launch's `n` arguments.
-    pub(crate) fn arg_labels(&self, kernel: &str, n: usize) -> Vec<String> {
-        (0..n).map(|i| self.arg_label(kernel, i)).collect()
-    }
-
-    /// "argument N (name)" for fault reports and errors.
-    pub(crate) fn arg_label(&self, kernel: &str, i: usize) -> String {
-        let name = self
-            .library
-            .as_ref()
-            .and_then(|l| l.signature(kernel))
-            .and_then(|s| s.params.get(i))
-            .map(|p| format!(" ({})", p.name));
-        format!("argument {i}{}", name.unwrap_or_default())
     }
 
     pub fn kernels(&self) -> &[String] {
@@ -75,9 +67,10 @@ impl Loaded {
         self.library.as_ref()
     }
 
-    /// The output a kernel's signature implies for these arguments (libraries with a schema).
+    /// The output a kernel's schema gives these arguments (libraries with a schema).
     pub fn output_for(&self, kernel: &str, args: &[LaunchArg]) -> Result<OutputSpec, EmuError> {
-        let sig = self.signature(kernel)?.ok_or_else(|| EmuError::Signature {
+        let target = self.target(kernel)?;
+        let sig = target.signature().ok_or_else(|| EmuError::Signature {
             kernel: kernel.into(),
             why: "the library carries no schema; give the output's dtype and shape".into(),
         })?;
@@ -98,34 +91,68 @@ impl Loaded {
         }
     }
 
-    /// The registered kernel a launch names: `NS::OP` or `OP` for a NEURON_LIBRARY
-    /// library, the kernel's name otherwise.
-    pub(crate) fn kernel_name(&self, name: &str) -> Result<String, EmuError> {
-        let Some(lib) = self.neuron_library() else {
-            return Ok(name.to_string());
-        };
-        match lib.op(name) {
-            Some(op) => Ok(op.name.clone()),
-            None => Err(EmuError::UnknownKernel {
-                kernel: name.into(),
-                known: lib
-                    .ops
-                    .iter()
-                    .map(|o| format!("{}::{}", lib.namespace, o.name))
-                    .collect(),
-            }),
-        }
-    }
-
-    /// The registered kernel's schema signature, if the library carries one.
-    pub(crate) fn signature(&self, kernel: &str) -> Result<Option<&KernelSig>, EmuError> {
+    /// What a call names, resolved: `NS::OP` or `OP` for a NEURON_LIBRARY library, a
+    /// kernel's name otherwise.
+    pub fn target(&self, name: &str) -> Result<Target, EmuError> {
         let lib = self.library.as_ref().ok_or(EmuError::NoLibrary)?;
-        if !self.kernels.iter().any(|k| k == kernel) {
-            return Err(EmuError::UnknownKernel {
-                kernel: kernel.into(),
+        let target = |kernel: String, model| Target {
+            name: name.into(),
+            kernel,
+            model,
+            load: self.load,
+        };
+        if let Some(ops) = lib.ops.as_ref() {
+            return match ops.op(name) {
+                Some(op) => Ok(target(
+                    op.name.clone(),
+                    TargetModel::Op {
+                        qualified: format!("{}::{}", ops.namespace, op.name),
+                        args: op.args.clone(),
+                    },
+                )),
+                None => Err(EmuError::UnknownTarget {
+                    name: name.into(),
+                    kind: "op",
+                    known: ops
+                        .ops
+                        .iter()
+                        .map(|o| format!("{}::{}", ops.namespace, o.name))
+                        .collect(),
+                }),
+            };
+        }
+        if !self.kernels.iter().any(|k| k == name) {
+            return Err(EmuError::UnknownTarget {
+                name: name.into(),
+                kind: "kernel",
                 known: self.kernels.clone(),
             });
         }
-        Ok(lib.signature(kernel))
+        Ok(target(
+            name.into(),
+            match lib.signature(name) {
+                Some(sig) => TargetModel::Schema(sig.clone()),
+                None => TargetModel::Bare,
+            },
+        ))
+    }
+
+    /// The function a debugger stops at for `kernel`: an op's compute function (its name
+    /// may differ from the op's), else the kernel itself.
+    pub(crate) fn compute_function(&self, kernel: &str) -> String {
+        self.neuron_library()
+            .and_then(|l| l.ops.iter().find(|o| o.name == kernel))
+            .map_or_else(|| kernel.to_string(), |o| o.kernel.clone())
+    }
+
+    /// Whether `t` was resolved against this load.
+    pub(crate) fn resolved_here(&self, t: &Target) -> Result<(), EmuError> {
+        if t.load == self.load && self.library.is_some() {
+            Ok(())
+        } else {
+            Err(EmuError::StaleTarget {
+                name: t.name.clone(),
+            })
+        }
     }
 }

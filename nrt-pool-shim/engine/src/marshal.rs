@@ -1,7 +1,10 @@
 //! What placing a launch's tensors takes: what a placed tensor starts as, how a run's
 //! memory starts, the empty argument blob, and errors named after their argument.
 
-use super::*;
+use customop_abi::blob::ArgBlob;
+
+use super::error::EmuError;
+use super::memory;
 
 /// What a placed tensor starts as: the caller's bytes, or every byte one value (an output:
 /// zero, or a checked launch's poison).

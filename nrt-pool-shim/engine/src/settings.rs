@@ -47,7 +47,7 @@ impl Default for Settings {
 
 impl Settings {
     /// The settings of a call with options `o` over these.
-    pub(crate) fn for_call(&self, o: &CallOptions) -> Settings {
+    pub fn for_call(&self, o: &CallOptions) -> Settings {
         Settings {
             checks: o.checks.unwrap_or(self.checks),
             profile: o.profile.unwrap_or(self.profile),

@@ -65,12 +65,12 @@ pub fn check_len(dtype: DType, shape: &[u64], len: usize) -> Result<(), TensorEr
 impl HostTensor {
     pub fn new(dtype: DType, shape: Vec<u64>, data: Vec<u8>) -> Result<HostTensor, TensorError> {
         check_len(dtype, &shape, data.len())?;
-        check_rank(&shape)?;
+        validate_rank(&shape)?;
         Ok(HostTensor { dtype, shape, data })
     }
 
     pub fn zeros(dtype: DType, shape: Vec<u64>) -> Result<HostTensor, TensorError> {
-        check_rank(&shape)?;
+        validate_rank(&shape)?;
         let n = numel(&shape) as usize * dtype.size();
         HostTensor::new(dtype, shape, vec![0; n])
     }
@@ -98,7 +98,7 @@ impl HostTensor {
     }
 }
 
-/// Elements of a shape (saturating: shapes are checked by [`check_rank`] before use).
+/// Elements of a shape (saturating: shapes are checked by [`validate_rank`] before use).
 pub fn numel(shape: &[u64]) -> u64 {
     shape.iter().fold(1u64, |n, &d| n.saturating_mul(d))
 }
@@ -112,7 +112,7 @@ pub fn byte_len(shape: &[u64], dtype: DType) -> Option<u64> {
 
 /// The descriptor carries rank 1..=8 with u16 dims, or rank <= 4 with u32 dims, and no
 /// zero dimension (its rank is the count of leading non-zero dims).
-pub fn check_rank(shape: &[u64]) -> Result<(), TensorError> {
+pub fn validate_rank(shape: &[u64]) -> Result<(), TensorError> {
     let small = shape.len() <= 8 && shape.iter().all(|&d| d <= u64::from(u16::MAX));
     let large = shape.len() <= 4 && shape.iter().all(|&d| d <= u64::from(u32::MAX));
     if shape.is_empty() || !(small || large) {
@@ -138,13 +138,16 @@ mod tests {
             HostTensor::new(DType::F32, vec![2, 3], vec![0; 20]),
             Err(TensorError::Size { want: 24, .. })
         ));
-        assert_eq!(check_rank(&[]), Err(TensorError::Rank(0)));
-        assert_eq!(check_rank(&[1; 9]), Err(TensorError::Rank(9)));
-        assert!(check_rank(&[70000, 2]).is_ok());
-        assert_eq!(check_rank(&[70000, 2, 1, 1, 1]), Err(TensorError::Rank(5)));
-        assert!(check_rank(&[65536, 65535]).is_ok());
+        assert_eq!(validate_rank(&[]), Err(TensorError::Rank(0)));
+        assert_eq!(validate_rank(&[1; 9]), Err(TensorError::Rank(9)));
+        assert!(validate_rank(&[70000, 2]).is_ok());
         assert_eq!(
-            check_rank(&[65536, 65536]),
+            validate_rank(&[70000, 2, 1, 1, 1]),
+            Err(TensorError::Rank(5))
+        );
+        assert!(validate_rank(&[65536, 65535]).is_ok());
+        assert_eq!(
+            validate_rank(&[65536, 65536]),
             Err(TensorError::TooLarge(vec![65536, 65536])),
             "2^32 elements: more than the descriptor counts"
         );

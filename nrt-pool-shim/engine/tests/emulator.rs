@@ -7,7 +7,7 @@ use nrt_pool_testkit as common;
 use std::path::Path;
 use std::time::Duration;
 
-use nrt_pool_engine::adapters::{Launch, LaunchVerbs};
+use nrt_pool_engine::adapters::{KernelLaunch, LaunchVerbs};
 use nrt_pool_engine::host::control::FaultKind;
 use nrt_pool_engine::tensor::{DType, HostTensor, Location};
 use nrt_pool_engine::{EmuError, LaunchArg, OutputSpec, PoolEngine, PoolImage, DEFAULT_HBM_BYTES};
@@ -33,7 +33,7 @@ fn launch(
     cores: usize,
 ) -> Result<nrt_pool_engine::adapters::Completion, EmuError> {
     let output = e.loaded.output_for(kernel, &args)?;
-    e.launch(&Launch {
+    e.launch(&KernelLaunch {
         kernel: kernel.into(),
         args,
         output,
@@ -294,7 +294,7 @@ fn start_code_statuses_and_broken_libraries_are_named() {
     assert_eq!(e.loaded.kernels(), ["only"]);
     let mut e = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
     assert!(matches!(
-        e.launch(&Launch {
+        e.launch(&KernelLaunch {
             kernel: "k".into(),
             args: vec![],
             output: f32_out(&[1]),
@@ -318,7 +318,7 @@ fn bad_launches_are_refused_before_anything_runs() {
     };
     let run =
         |e: &mut PoolEngine, kernel: &str, args: Vec<LaunchArg>, out: OutputSpec, cores: usize| {
-            e.launch(&Launch {
+            e.launch(&KernelLaunch {
                 kernel: kernel.into(),
                 args,
                 output: out,
@@ -551,7 +551,7 @@ fn a_returned_tensor_is_copied_into_the_output_and_a_taken_one_is_not() {
     assert!(err.contains("carries no schema"), "{err}");
     let x: Vec<f32> = (0..12).map(|v| v as f32).collect();
     let done = e
-        .launch(&Launch {
+        .launch(&KernelLaunch {
             kernel: "transpose".into(),
             args: vec![
                 LaunchArg::hbm(HostTensor::from_f32(vec![3, 4], &x).unwrap()),
@@ -564,7 +564,7 @@ fn a_returned_tensor_is_copied_into_the_output_and_a_taken_one_is_not() {
     let want: Vec<f32> = (0..12).map(|k| x[(k % 3) * 4 + k / 3]).collect();
     assert_eq!(done.output.to_f32().unwrap(), want);
     // A returned tensor of the wrong size is a fatal rule, not a silent partial copy.
-    let f = fault(e.launch(&Launch {
+    let f = fault(e.launch(&KernelLaunch {
         kernel: "transpose".into(),
         args: vec![
             LaunchArg::hbm(HostTensor::from_f32(vec![3, 4], &x).unwrap()),
@@ -737,7 +737,7 @@ fn a_write_past_the_output_is_caught_and_named() {
     let mut e = engine(&common::faults(dir.path()));
     for (cores, loc) in [(1, Location::Hbm), (3, Location::Sbuf)] {
         let x = HostTensor::from_f32(vec![5], &[1.0; 5]).unwrap();
-        let r = e.launch(&Launch {
+        let r = e.launch(&KernelLaunch {
             kernel: "write_one_past".into(),
             args: vec![LaunchArg::hbm(x)],
             output: OutputSpec {
@@ -836,11 +836,12 @@ fn checked_launches_of_a_correct_kernel_find_nothing_wherever_the_output_lies() 
     for loc in [Location::Hbm, Location::Sbuf] {
         let mut output = e.loaded.output_for("scale_add_mc", &args).unwrap();
         output.location = loc;
+        let target = e.target("scale_add_mc").unwrap();
         let called = e
             .call(Call {
-                target: "scale_add_mc",
+                target: &target,
                 args: args.iter().map(nrt_pool_engine::adapters::value).collect(),
-                output: Output::Known(output),
+                output: Output::Derived(output, nrt_pool_engine::Arguments::Validate),
                 to: Destination::Host,
                 cores: Some(8),
                 // The options of this call alone: the engine's default stays unchecked.

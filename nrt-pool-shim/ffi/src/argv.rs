@@ -113,7 +113,7 @@ impl<'a> Argv<'a> {
         let shape = t.shape[..t.rank as usize].to_vec();
         // Before any byte count is computed from the caller's shape: no zero dimension,
         // and a size that fits.
-        tensor::check_rank(&shape).map_err(|e| bad(e.to_string()))?;
+        tensor::validate_rank(&shape).map_err(|e| bad(e.to_string()))?;
         let len = tensor::byte_len(&shape, dtype)
             .and_then(|n| usize::try_from(n).ok())
             .ok_or_else(|| bad(format!("shape {shape:?} is too large")))?;

@@ -8,7 +8,8 @@ use std::ffi::{c_char, CStr, CString};
 
 use parking_lot::Mutex;
 
-use nrt_pool_engine::{EmuError, PoolEngine};
+use nrt_pool_engine::EmuError;
+use nrt_pool_open::Pool;
 
 /// Runs `f`, turning a panic into an abort: panics never cross the C boundary.
 pub(crate) fn guard<R>(f: impl FnOnce() -> R) -> R {
@@ -20,7 +21,7 @@ pub(crate) fn guard<R>(f: impl FnOnce() -> R) -> R {
 pub(crate) enum Lifecycle {
     Uninitialized,
     Initializing,
-    Initialized(Box<PoolEngine>),
+    Initialized(Box<Pool>),
     Closed,
 }
 
@@ -95,7 +96,7 @@ pub(crate) fn code_of(err: &EmuError) -> Code {
     match err {
         EmuError::Fault(f) if !f.in_kernel() => Code::Library,
         EmuError::Fault(_) => Code::Fault,
-        EmuError::UnknownKernel { .. } => Code::Kernel,
+        EmuError::UnknownTarget { .. } | EmuError::StaleTarget { .. } => Code::Kernel,
         EmuError::Library(_)
         | EmuError::NoLibrary
         | EmuError::StartFault { .. }
@@ -145,7 +146,7 @@ pub(crate) fn status(r: Result<(), Failure>) -> i32 {
 
 /// Runs `f` on the initialised engine (STATE otherwise).
 pub(crate) fn with_engine<R>(
-    f: impl FnOnce(&mut PoolEngine) -> Result<R, Failure>,
+    f: impl FnOnce(&mut Pool) -> Result<R, Failure>,
 ) -> Result<R, Failure> {
     let mut s = STATE.lock();
     let Lifecycle::Initialized(e) = &mut *s else {
@@ -190,8 +191,9 @@ mod tests {
         let cases = [
             (EmuError::NoLibrary, Code::Library),
             (
-                EmuError::UnknownKernel {
-                    kernel: "k".into(),
+                EmuError::UnknownTarget {
+                    name: "k".into(),
+                    kind: "kernel",
                     known: vec![],
                 },
                 Code::Kernel,

@@ -15,10 +15,11 @@ use crate::argv::{Argv, TensorSlot};
 use crate::boundary::{
     cpath, cstr, echo, guard, last_error_ptr, status, with_engine, Code, Failure,
 };
-use crate::prepared;
+use crate::pairs;
 use nrt_pool_engine::schema::{ArgKind, ParamKind};
 use nrt_pool_engine::tensor::DType;
-use nrt_pool_engine::{ArgValue, Call, CallOptions, Destination, Output, PoolEngine};
+use nrt_pool_engine::{ArgValue, Arguments, Call, CallOptions, Destination, Output, Target};
+use nrt_pool_open::Pool;
 
 /// The contract version compiled into this library. History: 1, the register + launch
 /// trio with `nrt_pool_launch_v1`; 2, `nrt_pool_op_output_v2` and `nrt_pool_launch_v2`
@@ -132,16 +133,17 @@ pub unsafe extern "C" fn nrt_pool_register_library(path: *const c_char) -> i32 {
     guard(|| {
         status(with_engine(|e| {
             let p = cpath(path, "path")?;
-            prepared::forget_all();
+            pairs::forget_all();
             // Any failure to load or start it is LIBRARY (what start code printed before
             // faulting is echoed).
-            e.load(p)
-                .map_err(|err| Failure::new(Code::Library, Failure::from(err).message))?;
             // --check=parity compares with the other build beside it (D93).
-            let o = nrt_pool_open::OpenOptions::from_env("nrt_pool")
-                .map_err(|err| Failure::argument(err.to_string()))?;
-            let isa = nrt_pool_open::Isa::of(p);
-            e.set_parity_twin(nrt_pool_open::parity_twin(p, isa, &o));
+            e.reload(p).map_err(|err| {
+                let message = match err {
+                    nrt_pool_open::OpenError::Engine(err) => Failure::from(err).message,
+                    other => other.to_string(),
+                };
+                Failure::new(Code::Library, message)
+            })?;
             Ok(())
         }))
     })
@@ -195,7 +197,7 @@ pub unsafe extern "C" fn nrt_pool_register_kernel_params(
 }
 
 /// Why an initialised engine has no op library.
-fn no_library_reason(e: &PoolEngine) -> String {
+fn no_library_reason(e: &Pool) -> String {
     let img = e.image();
     if !img.registered {
         return "no op library: register one with nrt_set_pool_eng_ucode before nrt_pool_init, \
@@ -214,11 +216,12 @@ fn no_library_reason(e: &PoolEngine) -> String {
 }
 
 /// The metadata for a kernel: registered, or derived from the library's schema.
-fn params_for(e: &PoolEngine, kernel: &str) -> Option<Vec<(u8, u8)>> {
+fn params_for(target: &Target) -> Option<Vec<(u8, u8)>> {
+    let kernel = target.kernel.as_str();
     if let Some(p) = PARAMS.lock().as_ref().and_then(|m| m.get(kernel)) {
         return Some(p.clone());
     }
-    let sig = e.loaded.library()?.signature(kernel)?;
+    let sig = target.signature()?;
     let mut v: Vec<(u8, u8)> = sig
         .params
         .iter()
@@ -261,19 +264,19 @@ pub unsafe extern "C" fn nrt_pool_launch_v1(
         status(check_device(device).and_then(|()| {
             with_engine(|e| {
                 let name = cstr(kernel, "kernel")?;
-                let params = launch_target(e, name, stream)?;
+                let (target, params) = launch_target(e, name, stream)?;
                 // SAFETY: one slot per registered parameter (C contract).
                 let argv = unsafe { Argv::new(argv, params.len(), name) }?;
                 let (args, out) = kernel_args(&argv, &params, name)?;
                 let cores = Some(cores as usize);
-                call_into(e, name, args, Output::Check(out.spec()), &out, cores)
+                call_into(e, &target, args, Output::Stated(out.spec()), &out, cores)
             })
         }))
     })
 }
 
 /// What every launch needs first: the default stream and a registered library.
-fn ready_for_launch(e: &PoolEngine, stream: i64) -> Result<(), Failure> {
+fn ready_for_launch(e: &Pool, stream: i64) -> Result<(), Failure> {
     if stream != 0 {
         return Err(Failure::argument(format!(
             "stream {stream}: only the default stream 0 exists"
@@ -286,23 +289,16 @@ fn ready_for_launch(e: &PoolEngine, stream: i64) -> Result<(), Failure> {
 }
 
 /// The kernel a launch names, on the default stream, with its parameter metadata.
-fn launch_target(e: &PoolEngine, name: &str, stream: i64) -> Result<Vec<(u8, u8)>, Failure> {
+fn launch_target(e: &Pool, name: &str, stream: i64) -> Result<(Target, Vec<(u8, u8)>), Failure> {
     ready_for_launch(e, stream)?;
-    if !e.loaded.kernels().iter().any(|k| k == name) {
-        return Err(Failure::new(
-            Code::Kernel,
-            format!(
-                "unknown kernel '{name}'; the library registers: {}",
-                e.loaded.kernels().join(", ")
-            ),
-        ));
-    }
-    params_for(e, name).ok_or_else(|| {
+    let target = e.target(name)?;
+    let params = params_for(&target).ok_or_else(|| {
         Failure::new(
             Code::Kernel,
             format!("{name}: no parameter metadata (nrt_pool_register_kernel_params)"),
         )
-    })
+    })?;
+    Ok((target, params))
 }
 
 /// A kernel's arguments and its OUTPUT slot, by its parameter metadata.
@@ -345,8 +341,8 @@ fn op_args<'a>(argv: &Argv<'a>, kinds: &[ArgKind]) -> Result<Vec<ArgValue<'a>>, 
 /// `out`. What core 0 printed reaches the process's stdout and stderr, also when the launch
 /// faults.
 fn call_into(
-    e: &mut PoolEngine,
-    target: &str,
+    e: &mut Pool,
+    target: &Target,
     args: Vec<ArgValue<'_>>,
     output: Output,
     out: &TensorSlot<'_>,
@@ -368,29 +364,17 @@ fn call_into(
 }
 
 /// The op a v2 call names, with its argument kinds.
-fn op_target(e: &PoolEngine, op: &str, stream: i64) -> Result<Vec<ArgKind>, Failure> {
+fn op_target(e: &Pool, op: &str, stream: i64) -> Result<(Target, Vec<ArgKind>), Failure> {
     ready_for_launch(e, stream)?;
-    let lib = e.loaded.neuron_library().ok_or_else(|| {
-        Failure::new(
+    if e.loaded.neuron_library().is_none() {
+        return Err(Failure::new(
             Code::Kernel,
             "the registered library has no NEURON_LIBRARY ops (use nrt_pool_launch_v1)",
-        )
-    })?;
-    let sig = lib.op(op).ok_or_else(|| {
-        let known: Vec<String> = lib
-            .ops
-            .iter()
-            .map(|o| format!("{}::{}", lib.namespace, o.name))
-            .collect();
-        Failure::new(
-            Code::Kernel,
-            format!(
-                "unknown op '{op}'; the library registers: {}",
-                known.join(", ")
-            ),
-        )
-    })?;
-    Ok(sig.args.clone())
+        ));
+    }
+    let target = e.target(op)?;
+    let kinds = target.op_args().unwrap_or_default().to_vec();
+    Ok((target, kinds))
 }
 
 /// The output of NEURON_LIBRARY op `op` ("NS::OP" or "OP") for these inputs, from its
@@ -408,16 +392,16 @@ pub unsafe extern "C" fn nrt_pool_op_output_v2(
     guard(|| {
         status(with_engine(|e| {
             let name = cstr(op, "op")?;
-            let kinds = op_target(e, name, 0)?;
+            let (target, kinds) = op_target(e, name, 0)?;
             // SAFETY: one slot per op argument (C contract).
             let argv = unsafe { Argv::new(argv, kinds.len(), name) }?;
             if out.is_null() {
                 return Err(Failure::argument("out is NULL"));
             }
             let args = op_args(&argv, &kinds)?;
-            let inputs = prepared::Inputs::of(&args);
-            let spec = e.output(name, args, Output::Find)?;
-            prepared::keep(name, inputs, &spec);
+            let inputs = pairs::ShapeInputs::of(&args);
+            let spec = e.output(&target, args, Output::Derive)?;
+            pairs::keep(name, inputs, &spec);
             // SAFETY: `out` is a writable nrt_pool_tensor (C contract; checked non-NULL).
             let o = unsafe { &mut *out };
             o.dtype = spec.dtype.isa();
@@ -448,18 +432,18 @@ pub unsafe extern "C" fn nrt_pool_launch_v2(
         status(check_device(device).and_then(|()| {
             with_engine(|e| {
                 let name = cstr(op, "op")?;
-                let kinds = op_target(e, name, stream)?;
+                let (target, kinds) = op_target(e, name, stream)?;
                 // SAFETY: one slot per op argument, then the output's (C contract).
                 let argv = unsafe { Argv::new(argv, kinds.len() + 1, name) }?;
                 let args = op_args(&argv, &kinds)?;
                 let out = argv.output(kinds.len(), None)?;
                 let given = out.spec();
-                let output = match prepared::known(name, &args, &given) {
-                    Some(known) => Output::Prepared(known),
-                    None => Output::Check(given),
+                let output = match pairs::known(name, &args, &given) {
+                    Some(known) => Output::Derived(known, Arguments::Validated),
+                    None => Output::Stated(given),
                 };
                 let cores = (cores != 0).then_some(cores as usize);
-                call_into(e, name, args, output, &out, cores)
+                call_into(e, &target, args, output, &out, cores)
             })
         }))
     })

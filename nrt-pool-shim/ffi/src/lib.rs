@@ -4,7 +4,7 @@
 //! [`seam`] is libnrt's `nrt_set_pool_eng_ucode` and the engine's lifecycle; [`launch`] is
 //! the launch FFI for C/C++ runtimes, with [`checks`] and [`profile`] beside it. Every
 //! export crosses `boundary` (panics abort, engine errors become the header's codes);
-//! `argv` is the checked view of a launch's argument slots and `prepared` the output a
+//! `argv` is the checked view of a launch's argument slots and `pairs` the output a
 //! C output + launch pair shares. [`sequence`] is the FFI's misuse fuzzer's property (a
 //! sequence of calls from several threads, run in a fresh process).
 
@@ -12,7 +12,7 @@ mod argv;
 mod boundary;
 pub mod checks;
 pub mod launch;
-mod prepared;
+mod pairs;
 pub mod profile;
 pub mod seam;
 pub mod sequence;

@@ -5,7 +5,7 @@
 
 use std::ffi::c_char;
 
-use nrt_pool_engine::PoolEngine;
+use nrt_pool_open::Pool;
 
 use crate::boundary::{guard, set_error, status, with_engine};
 use crate::launch::{NRT_POOL_ERR_ARGUMENT, NRT_POOL_ERR_STATE};
@@ -20,7 +20,7 @@ thread_local! {
 }
 
 /// Keeps the report of the launch `e` just made, if it was profiled.
-pub(crate) fn keep(e: &mut PoolEngine) {
+pub(crate) fn keep(e: &mut Pool) {
     if let Some(p) = e.take_profile() {
         let report = p.report(REPORT_FUNCTIONS);
         LAST.with(|l| *l.borrow_mut() = Some(report));

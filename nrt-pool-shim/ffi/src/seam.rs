@@ -13,9 +13,10 @@ use std::mem::{offset_of, size_of};
 use parking_lot::Mutex;
 
 use crate::boundary::{guard, set_error, Lifecycle, STATE};
-use crate::prepared;
-use nrt_pool_engine::{PoolEngine, PoolImage};
+use crate::pairs;
+use nrt_pool_engine::PoolImage;
 use nrt_pool_open::OpenOptions;
+use nrt_pool_open::Pool;
 
 /// `nrt_ucode_img`: one image (16 bytes).
 #[repr(C)]
@@ -98,9 +99,9 @@ unsafe fn image(addr: usize, size: usize) -> Option<Vec<u8>> {
 }
 
 /// Builds the engine: the stock image (none in the emulator) or the registered pair, and
-/// the op library if the IRAM image is one (`nrt_pool_open::open_image`), with the
+/// the op library if the IRAM image is one (`Pool::open_image`), with the
 /// environment's call defaults.
-fn init_engine() -> Result<PoolEngine, String> {
+fn init_engine() -> Result<Pool, String> {
     let r = REGISTERED.lock();
     // SAFETY: the caller of nrt_set_pool_eng_ucode keeps its images alive until init, as
     // libnrt requires.
@@ -112,7 +113,7 @@ fn init_engine() -> Result<PoolEngine, String> {
         dram: dram.unwrap_or_default(),
     };
     let o = OpenOptions::from_env("nrt_pool").map_err(|e| e.to_string())?;
-    nrt_pool_open::open_image(img, &o).map_err(|e| e.to_string())
+    Pool::open_image(img, &o).map_err(|e| e.to_string())
 }
 
 /// `nrt_init` for the emulated engine: 0, or 1 with `nrt_pool_last_error` set (also when
@@ -135,7 +136,7 @@ pub extern "C" fn nrt_pool_init() -> i32 {
         let mut s = STATE.lock();
         match built {
             Ok(e) => {
-                prepared::forget_all();
+                pairs::forget_all();
                 *s = Lifecycle::Initialized(Box::new(e));
                 0
             }
@@ -155,7 +156,7 @@ pub extern "C" fn nrt_pool_close() -> i32 {
         let mut s = STATE.lock();
         match *s {
             Lifecycle::Initialized(_) => {
-                prepared::forget_all();
+                pairs::forget_all();
                 *s = Lifecycle::Closed;
                 0
             }

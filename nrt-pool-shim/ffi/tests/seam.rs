@@ -560,17 +560,17 @@ fn an_output_and_launch_pair_runs_the_shape_function_once() {
     }
 }
 
-/// `Output::Known` (repeated launches of the CLI and Python) skips an op's shape function
-/// but still checks the arguments against the op; only a prepared pair's second half
-/// (`Output::Prepared`, the launch FFI's) skips both.
+/// `Output::Derived` with `Arguments::Validate` (repeated launches of the CLI and Python)
+/// skips an op's shape function but still validates the arguments against the op; only a
+/// pair's second half (`Arguments::Validated`, the launch FFI's) skips both.
 #[test]
-fn a_known_output_still_checks_the_arguments() {
+fn a_derived_output_still_validates_the_arguments() {
     use nrt_pool_engine::tensor::{HostTensor, Location};
-    use nrt_pool_engine::{ArgValue, Call, CallOptions, Destination, Output, PoolImage};
+    use nrt_pool_engine::{ArgValue, Arguments, Call, CallOptions, Destination, Output};
     let library = mlp_library();
     let o = nrt_pool_open::OpenOptions::default();
-    let mut e = nrt_pool_open::engine(nrt_pool_open::Isa::Host, PoolImage::default(), &o).unwrap();
-    e.load(&library).unwrap();
+    let mut e = nrt_pool_open::Pool::open(&library, &o).unwrap();
+    let target = e.target("mlp_ops::axpb").unwrap();
     let x = HostTensor::from_f32(vec![4, 6], &[1.5; 24]).unwrap();
     let args = || {
         vec![
@@ -579,16 +579,17 @@ fn a_known_output_still_checks_the_arguments() {
             ArgValue::Double(0.5),
         ]
     };
-    let spec = e.output("mlp_ops::axpb", args(), Output::Find).unwrap();
+    let spec = e.output(&target, args(), Output::Derive).unwrap();
     let call = |args, output| Call {
-        target: "mlp_ops::axpb",
+        target: &target,
         args,
         output,
         to: Destination::Host,
         cores: None,
         options: CallOptions::default(),
     };
-    let done = e.call(call(args(), Output::Known(spec.clone()))).unwrap();
+    let derived = |spec| Output::Derived(spec, Arguments::Validate);
+    let done = e.call(call(args(), derived(spec.clone()))).unwrap();
     assert_eq!(done.output.unwrap().to_f32().unwrap(), vec![3.5; 24]);
     // A number where the op takes a tensor: refused, the output known or not.
     let wrong = vec![
@@ -596,7 +597,7 @@ fn a_known_output_still_checks_the_arguments() {
         ArgValue::Double(2.0),
         ArgValue::Double(0.5),
     ];
-    let err = e.call(call(wrong, Output::Known(spec))).unwrap_err();
+    let err = e.call(call(wrong, derived(spec))).unwrap_err();
     assert!(
         !matches!(err, nrt_pool_engine::EmuError::Fault(_)) && err.to_string().contains("axpb"),
         "refused before any launch: {err}"

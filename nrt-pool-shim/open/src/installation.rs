@@ -134,6 +134,17 @@ impl Root {
     }
 }
 
+/// Where an op library `name` is built when its loader names no folder (Python's
+/// `custom_op.load`): `$XDG_CACHE_HOME/gpsimd_open/NAME`, else `~/.cache/gpsimd_open/NAME`.
+pub fn default_build_directory(name: &str) -> PathBuf {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    cache.join("gpsimd_open").join(name)
+}
+
 /// The folder of the file (executable or shared library) this code is linked into.
 pub fn home() -> Option<PathBuf> {
     // SAFETY: Dl_info is plain data (pointers and integers); all-zero is a valid value.

@@ -1,24 +1,28 @@
-//! One way into the emulated Pool engine (issue #41). Every front end (the launch FFI, the
-//! `nrt-pool` CLI, the Python package, the demo) opens its engine here, so each finds the
-//! same things the same way:
+//! One way into the emulated Pool engine. Every front end (the launch FFI, the `nrt-pool`
+//! CLI, the Python package, the demo) opens a [`Pool`] here, the one handle that owns
+//! everything before a call, so each finds the same things the same way:
 //! - the backend by the file: a Pool image (`libNAME.pool`) runs on Xtensa cores under QEMU,
 //!   a host library (`libNAME.so`) on host cores; asking for the other ISA takes the build
 //!   beside it (`nrt-pool build --device-image` writes both);
 //! - the QEMU board ([`installation`]), relative to the program or library this code is
 //!   linked into (an installed prefix, a build tree, a Python package), once;
-//! - the environment's defaults for every call ([`Environment`]), read in one place.
+//! - the environment's defaults for every call ([`Environment`]), read in one place: no
+//!   front end and no other crate of the shim reads a `GPSIMD_OPEN_*` variable;
+//! - the parity check's pair: the engine runs one backend; the [`Pool`] holds the other
+//!   build's engine and compares the two (`parity.rs`).
 
 use std::path::{Path, PathBuf};
 
-use nrt_pool_engine::backend::HostBackend;
-use nrt_pool_engine::check::parity::Twin;
-use nrt_pool_engine::{EmuError, PoolEngine, PoolImage, DEFAULT_HBM_BYTES};
+use nrt_pool_engine::{EmuError, DEFAULT_HBM_BYTES};
 use nrt_pool_schema::pool_image;
 
 pub mod environment;
 pub mod installation;
+mod parity;
+mod pool;
 
 pub use environment::Environment;
+pub use pool::Pool;
 
 /// The cores an engine runs: host processes, or Xtensa cores under QEMU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,7 +57,7 @@ impl Isa {
     }
 
     /// The file extension of a library built for this ISA.
-    fn extension(self) -> &'static str {
+    pub(crate) fn extension(self) -> &'static str {
         match self {
             Isa::Host => "so",
             Isa::Xtensa => "pool",
@@ -140,128 +144,6 @@ pub fn sibling(library: &Path) -> Option<PathBuf> {
     other.is_file().then_some(other)
 }
 
-/// Host cores with the 32-bit core runner of this installation (D97).
-fn host_cores() -> HostBackend {
-    HostBackend::with_core_runner(&installation::core_runner())
-}
-
-/// An engine with no library loaded, on `isa`'s cores.
-pub fn engine(isa: Isa, image: PoolImage, o: &OpenOptions) -> Result<PoolEngine, OpenError> {
-    let mut e = match isa {
-        Isa::Host => PoolEngine::with_backend(o.hbm_bytes, image, Box::new(host_cores()))?,
-        Isa::Xtensa => PoolEngine::with_backend(
-            o.hbm_bytes,
-            image,
-            Box::new(
-                nrt_pool_qemu::XtensaBackend::new(
-                    o.board.clone().unwrap_or_else(installation::board),
-                )
-                .with_shape_cores(host_cores()),
-            ),
-        )?,
-    };
-    o.environment.apply(&mut e);
-    Ok(e)
-}
-
-/// An engine with `library` loaded: on the cores `o.isa` names (the build beside `library`
-/// when that is the other ISA), else on those the file is built for. The library's static
-/// constructors run in the emulated cores, never in this process.
-pub fn open(library: &Path, o: &OpenOptions) -> Result<PoolEngine, OpenError> {
-    let isa = o.isa.unwrap_or_else(|| Isa::of(library));
-    let path = build_for(library, isa);
-    if path != library && !path.is_file() {
-        return Err(OpenError::NoSibling {
-            isa,
-            wanted: path,
-            library: library.to_path_buf(),
-        });
-    }
-    let mut e = engine(isa, PoolImage::default(), o)?;
-    e.load(&path)?;
-    e.set_parity_twin(parity_twin(&path, isa, o));
-    Ok(e)
-}
-
-/// The parity check's other engine for `library` on `isa`: the other build beside it,
-/// opened when a launch first asks (D93).
-pub fn parity_twin(library: &Path, isa: Isa, o: &OpenOptions) -> Twin {
-    let other = build_for(library, isa.other());
-    if !other.is_file() {
-        return Twin::Unavailable(format!(
-            "no {} beside {} to compare with (`nrt-pool build --device-image` or \
-             `custom_op.load(..., isa=\"xtensa\")` writes both)",
-            other.display(),
-            library.display()
-        ));
-    }
-    twin_at(other, isa.other(), o)
-}
-
-/// The parity check's other engine on `other` (a build for `isa`), opened when first asked.
-fn twin_at(other: PathBuf, isa: Isa, o: &OpenOptions) -> Twin {
-    let o = OpenOptions {
-        environment: Environment::default(),
-        ..o.clone()
-    };
-    Twin::Later(Box::new(move || {
-        let mut e = engine(isa, PoolImage::default(), &o).map_err(|e| e.to_string())?;
-        e.load(&other)
-            .map_err(|e| format!("{}: {e}", other.display()))?;
-        Ok(e)
-    }))
-}
-
-/// Names the other build a registered Pool image is compared with by `--check=parity`
-/// (the launch FFI registers bytes, which have no file beside them).
-pub const PARITY_BUILD_ENV: &str = "GPSIMD_OPEN_PARITY_BUILD";
-
-/// The parity twin of a registered image running on `isa`: the build `$GPSIMD_OPEN_PARITY_BUILD`
-/// names (the other ISA's), or why there is none.
-fn registered_twin(isa: Isa, o: &OpenOptions) -> Twin {
-    match std::env::var_os(PARITY_BUILD_ENV).map(PathBuf::from) {
-        Some(p) if Isa::of(&p) == isa.other() && p.is_file() => twin_at(p, isa.other(), o),
-        Some(p) => Twin::Unavailable(format!(
-            "${PARITY_BUILD_ENV} names {}, which is not a {} build (a {} file)",
-            p.display(),
-            isa.other().name(),
-            isa.other().extension()
-        )),
-        None => Twin::Unavailable(REGISTERED_TWIN.into()),
-    }
-}
-
-/// An engine for the Pool image `nrt_set_pool_eng_ucode` registered (the launch FFI): an
-/// Xtensa Pool image's IRAM/DRAM pair runs on Xtensa cores; a host library registered as
-/// the IRAM image on host cores; anything else (or nothing) leaves the engine without a
-/// library, as the stock image does.
-pub fn open_image(image: PoolImage, o: &OpenOptions) -> Result<PoolEngine, OpenError> {
-    const LABEL: &str = "the registered Pool image";
-    if pool_image::parse_pair(&image.iram, &image.dram).is_ok() {
-        let file = pool_image::write_file_from_pair(&image.iram, &image.dram);
-        let mut e = engine(Isa::Xtensa, image, o)?;
-        e.load_image(&file, LABEL)?;
-        e.set_parity_twin(registered_twin(Isa::Xtensa, o));
-        return Ok(e);
-    }
-    let host_library = is_host_library(&image.iram);
-    let mut e = engine(Isa::Host, image, o)?;
-    if host_library {
-        let iram = e.image().iram.clone();
-        e.load_image(&iram, LABEL)?;
-        e.set_parity_twin(registered_twin(Isa::Host, o));
-    } else {
-        e.set_parity_twin(Twin::Unavailable(REGISTERED_TWIN.into()));
-    }
-    Ok(e)
-}
-
-/// Why a registered image has no parity twin.
-const REGISTERED_TWIN: &str = "the Pool image registered through nrt_set_pool_eng_ucode \
-    is bytes, not a file beside its other build: name that build in \
-    $GPSIMD_OPEN_PARITY_BUILD, or register the library by path \
-    (nrt_pool_register_library)";
-
 /// Whether an image is an ELF shared object host cores can run: one for this host, or
 /// (on x86-64) an i386 one built in the device's data model (D97).
 pub fn is_host_library(b: &[u8]) -> bool {
@@ -296,7 +178,7 @@ mod tests {
         std::fs::write(&so, b"not a library").unwrap();
         assert_eq!(sibling(&so), None);
         let o = OpenOptions::default().with_isa(Some(Isa::Xtensa));
-        let e = open(&so, &o).err().expect("no Pool image beside");
+        let e = Pool::open(&so, &o).expect_err("no Pool image beside");
         let msg = e.to_string();
         assert!(
             matches!(

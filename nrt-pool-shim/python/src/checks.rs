@@ -36,7 +36,15 @@ pub(crate) fn with_report(
         d.set_item("message", f.to_string())?;
         findings.append(d)?;
     }
-    Ok((output, findings, report.notes.clone())
+    let notes = PyList::empty(py);
+    for n in &report.notes {
+        let d = PyDict::new(py);
+        d.set_item("check", n.check.map(|c| c.name()))?;
+        d.set_item("kind", n.kind.name())?;
+        d.set_item("text", &n.text)?;
+        notes.append(d)?;
+    }
+    Ok((output, findings, notes)
         .into_pyobject(py)?
         .into_any()
         .unbind())

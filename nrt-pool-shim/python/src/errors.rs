@@ -27,7 +27,7 @@ pub(crate) fn to_py(py: Python<'_>, e: EmuError) -> PyErr {
         EmuError::Signature { .. } | EmuError::TooManyArgs { .. } => {
             PyTypeError::new_err(e.to_string())
         }
-        EmuError::UnknownKernel { .. } => {
+        EmuError::UnknownTarget { .. } | EmuError::StaleTarget { .. } => {
             pyo3::exceptions::PyAttributeError::new_err(e.to_string())
         }
         EmuError::Argument { .. }

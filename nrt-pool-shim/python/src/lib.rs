@@ -36,10 +36,10 @@ use pyo3::types::{PyFloat, PyInt, PyTuple};
 use nrt_pool_engine::check::CheckReport;
 use nrt_pool_engine::tensor::{DType, Location};
 use nrt_pool_engine::{
-    ArgValue, Call, CallOptions, Destination, DeviceTensor, EmuError, Output, PoolEngine,
+    ArgValue, Call, CallOptions, Destination, DeviceTensor, EmuError, Output, Target,
 };
 use nrt_pool_open::installation::{self, Part};
-use nrt_pool_open::{OpenError, OpenOptions};
+use nrt_pool_open::{OpenError, OpenOptions, Pool};
 use nrt_pool_schema::ArgKind;
 
 pyo3::create_exception!(
@@ -66,7 +66,7 @@ pub struct Library {
 /// A library's engine, shared with its device arrays (which give their memory back to it
 /// when dropped, without the GIL).
 struct Device {
-    engine: Mutex<PoolEngine>,
+    engine: Mutex<Pool>,
     /// Device arrays dropped while the engine was busy (another thread's launch): freed
     /// the next time the engine is taken.
     dropped: Mutex<Vec<DeviceTensor>>,
@@ -88,7 +88,7 @@ impl Drop for DeviceArray {
 }
 
 impl Library {
-    fn engine(&self, py: Python<'_>) -> MutexGuard<'_, PoolEngine> {
+    fn engine(&self, py: Python<'_>) -> MutexGuard<'_, Pool> {
         self.device.engine(py)
     }
 
@@ -104,7 +104,7 @@ impl Library {
 
 impl Device {
     /// The engine, waited for with the GIL released (see the module's note on threads).
-    fn engine(&self, py: Python<'_>) -> MutexGuard<'_, PoolEngine> {
+    fn engine(&self, py: Python<'_>) -> MutexGuard<'_, Pool> {
         let mut e = match self.engine.try_lock() {
             Some(e) => e,
             None => py.detach(|| self.engine.lock()),
@@ -114,7 +114,7 @@ impl Device {
     }
 
     /// Frees the device arrays dropped while the engine was busy.
-    fn free_dropped(&self, e: &mut PoolEngine) {
+    fn free_dropped(&self, e: &mut Pool) {
         for d in self.dropped.lock().drain(..) {
             e.tensors.free_device(&d);
         }
@@ -134,26 +134,15 @@ impl Device {
 }
 
 impl Library {
-    /// The op's argument kinds (NEURON_LIBRARY libraries).
-    fn kinds(&self, py: Python<'_>, op: &str) -> PyResult<Vec<ArgKind>> {
+    /// What `op` names, resolved (NEURON_LIBRARY libraries).
+    fn target(&self, py: Python<'_>, op: &str) -> PyResult<Target> {
         let e = self.engine(py);
-        let lib = e.loaded.neuron_library().ok_or_else(|| {
-            PyTypeError::new_err(
+        if e.loaded.neuron_library().is_none() {
+            return Err(PyTypeError::new_err(
                 "this library has no NEURON_LIBRARY ops (build it with custom_op.load)",
-            )
-        })?;
-        let sig = lib.op(op).ok_or_else(|| {
-            pyo3::exceptions::PyAttributeError::new_err(format!(
-                "op '{op}' is not in library {} ({})",
-                lib.namespace,
-                lib.ops
-                    .iter()
-                    .map(|o| o.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })?;
-        Ok(sig.args.clone())
+            ));
+        }
+        e.target(op).map_err(|err| to_py(py, err))
     }
 }
 
@@ -168,13 +157,11 @@ impl Library {
     #[pyo3(signature = (path, board=None))]
     fn new(py: Python<'_>, path: PathBuf, board: Option<PathBuf>) -> PyResult<Self> {
         let o = OpenOptions::default().with_board(board);
-        let engine = py
-            .detach(|| nrt_pool_open::open(&path, &o))
-            .map_err(|e| match e {
-                OpenError::Engine(EmuError::Library(l)) => PyRuntimeError::new_err(l.to_string()),
-                OpenError::Engine(other) => to_py(py, other),
-                other => PyRuntimeError::new_err(other.to_string()),
-            })?;
+        let engine = py.detach(|| Pool::open(&path, &o)).map_err(|e| match e {
+            OpenError::Engine(EmuError::Library(l)) => PyRuntimeError::new_err(l.to_string()),
+            OpenError::Engine(other) => to_py(py, other),
+            other => PyRuntimeError::new_err(other.to_string()),
+        })?;
         Ok(Library {
             device: Arc::new(Device {
                 engine: Mutex::new(engine),
@@ -306,7 +293,8 @@ impl Library {
         let checks = checks::parse(check)?;
         let pending = {
             // Device arrays are checked to belong to this library by identity.
-            let kinds = me.kinds(py, op)?;
+            let target = me.target(py, op)?;
+            let kinds = target.op_args().unwrap_or_default();
             for (i, a) in args.iter().enumerate() {
                 if let Ok(d) = a.cast::<DeviceArray>() {
                     if !d.get().lib.bind(py).is(slf) {
@@ -321,8 +309,9 @@ impl Library {
                     }
                 }
             }
-            me.launch_args_checked(py, op, &kinds, args)?
+            (me.launch_args_checked(py, op, kinds, args)?, target)
         };
+        let (pending, target) = pending;
         if let Some(out) = out {
             if !out.get().lib.bind(py).is(slf) {
                 return Err(PyValueError::new_err(
@@ -331,7 +320,7 @@ impl Library {
             }
         }
         let mut guard = me.engine(py);
-        let e: &mut PoolEngine = &mut guard;
+        let e: &mut Pool = &mut guard;
         // Ctrl-C on the main thread stops a launch. Python runs signal handlers on the main
         // thread only, so other threads' launches ask nothing (asking takes the GIL, which
         // would slow their waits for nothing).
@@ -360,7 +349,7 @@ impl Library {
         };
         // Array arguments go straight from their NumPy buffers into device memory (one copy
         // each, GIL held), as device tensors this call frees again when it ends.
-        let r = e.with_temporaries(|e| Self::call_in(py, e, op, pending, cores, out, options));
+        let r = e.with_temporaries(|e| Self::call_in(py, e, &target, pending, cores, out, options));
         let measured = if profile { e.take_profile() } else { None };
         drop(guard);
         let raised = signal.lock().take();
@@ -394,7 +383,8 @@ impl Library {
         op: &str,
         args: &Bound<'_, PyTuple>,
     ) -> PyResult<(&'static str, Vec<u64>)> {
-        let kinds = self.kinds(py, op)?;
+        let target = self.target(py, op)?;
+        let kinds = target.op_args().unwrap_or_default();
         if args.len() != kinds.len() {
             return Err(PyTypeError::new_err(format!(
                 "{op}() takes {} argument(s), got {}",
@@ -430,9 +420,9 @@ impl Library {
             });
         }
         let mut guard = self.engine(py);
-        let e: &mut PoolEngine = &mut guard;
+        let e: &mut Pool = &mut guard;
         let spec = py
-            .detach(|| e.output(op, values, Output::Find))
+            .detach(|| e.output(&target, values, Output::Derive))
             .map_err(|err| to_py(py, err))?;
         Ok((spec.dtype.name(), spec.shape))
     }
@@ -470,8 +460,8 @@ impl Library {
     /// the engine's call path, array arguments read straight from their NumPy buffers.
     fn call_in<'py>(
         py: Python<'py>,
-        e: &mut PoolEngine,
-        op: &str,
+        e: &mut Pool,
+        target: &Target,
         pending: Vec<Pending<'py>>,
         cores: Option<usize>,
         out: Option<&Bound<'py, DeviceArray>>,
@@ -499,9 +489,9 @@ impl Library {
         let called = py
             .detach(|| {
                 e.call(Call {
-                    target: op,
+                    target,
                     args,
-                    output: Output::Find,
+                    output: Output::Derive,
                     to,
                     cores,
                     options,
@@ -743,6 +733,33 @@ fn noop() {}
 /// Where the package finds a part of the installation ("include", "host-archive",
 /// "xtensa-archive", "link-script", "board"): `$GPSIMD_OPEN_HOME`'s build tree, else
 /// beside this module (an installed package), else the build tree it was built in.
+/// The environment's defaults, as `nrt-pool-open` reads them (the package reads no
+/// variable itself): check (a list, or None), warn, all_cores_stdio, debug (a core, or
+/// None), isa and data_model (names, or None). A value that cannot be used is a
+/// ValueError naming its variable.
+#[pyfunction]
+fn environment(py: Python<'_>) -> PyResult<Py<pyo3::types::PyDict>> {
+    let env = nrt_pool_open::Environment::read("gpsimd_open")
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item(
+        "check",
+        env.checks.any().then(|| env.checks.names().join(",")),
+    )?;
+    d.set_item("warn", env.warn)?;
+    d.set_item("all_cores_stdio", env.all_cores_stdio)?;
+    d.set_item("debug", env.debug.as_ref().map(|r| r.core))?;
+    d.set_item("isa", env.isa.map(|i| i.name()))?;
+    d.set_item("data_model", env.data_model.map(|m| m.name()))?;
+    Ok(d.unbind())
+}
+
+/// Where `custom_op.load` builds op library `name` when it is given no folder.
+#[pyfunction]
+fn default_build_directory(name: &str) -> PathBuf {
+    installation::default_build_directory(name)
+}
+
 #[pyfunction]
 fn installed(part: &str) -> PyResult<String> {
     let p = Part::from_name(part).ok_or_else(|| {
@@ -760,6 +777,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<DeviceArray>()?;
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add_function(wrap_pyfunction!(installed, m)?)?;
+    m.add_function(wrap_pyfunction!(environment, m)?)?;
+    m.add_function(wrap_pyfunction!(default_build_directory, m)?)?;
     m.add_function(wrap_pyfunction!(xtensa_cxx_installed, m)?)?;
     m.add_function(wrap_pyfunction!(noop, m)?)?;
     m.add("DeviceFault", m.py().get_type::<DeviceFault>())?;

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use nrt_pool_benchkit::{Goal, Report, Sample};
-use nrt_pool_engine::adapters::{Launch, LaunchVerbs};
+use nrt_pool_engine::adapters::{KernelLaunch, LaunchVerbs};
 use nrt_pool_engine::tensor::{DType, HostTensor};
 use nrt_pool_engine::{LaunchArg, PoolEngine, PoolImage};
 use nrt_pool_qemu::XtensaBackend;
@@ -27,7 +27,7 @@ fn engines(so: &Path, pool: &Path) -> (PoolEngine, PoolEngine) {
     (host, xt)
 }
 
-fn timed(e: &mut PoolEngine, l: &Launch, reps: usize, per: u32) -> Sample {
+fn timed(e: &mut PoolEngine, l: &KernelLaunch, reps: usize, per: u32) -> Sample {
     Sample::measure(reps, per, || {
         e.launch(l)
             .unwrap_or_else(|err| panic!("{}: {err}", l.kernel));
@@ -35,7 +35,12 @@ fn timed(e: &mut PoolEngine, l: &Launch, reps: usize, per: u32) -> Sample {
 }
 
 /// `l` on `ours` and on `base`, timed in turns.
-fn versus(ours: &mut PoolEngine, base: &mut PoolEngine, l: &Launch, reps: usize) -> [Sample; 2] {
+fn versus(
+    ours: &mut PoolEngine,
+    base: &mut PoolEngine,
+    l: &KernelLaunch,
+    reps: usize,
+) -> [Sample; 2] {
     Sample::interleaved(
         reps,
         1,
@@ -99,7 +104,7 @@ fn instruction_row(report: &mut Report, dir: &Path) {
     let (mut host, mut xt) = engines(&so, &pool);
     let iterations: i32 = 50_000_000;
     let n = HostTensor::new(DType::I32, vec![1], iterations.to_le_bytes().to_vec()).unwrap();
-    let l = Launch {
+    let l = KernelLaunch {
         kernel: "count_loop".into(),
         args: vec![LaunchArg::hbm(n)],
         output: host
@@ -142,7 +147,7 @@ fn mib_row(report: &mut Report, so: &Path, pool: &Path, cpus: usize) {
     )
     .unwrap();
     let args = vec![LaunchArg::hbm(x), LaunchArg::f32(1.5), LaunchArg::f32(-2.0)];
-    let l = Launch {
+    let l = KernelLaunch {
         kernel: "scale_add_mc".into(),
         output: host.loaded.output_for("scale_add_mc", &args).unwrap(),
         args,
@@ -211,7 +216,7 @@ fn relu_row(report: &mut Report, relu_so: &Path, relu_pool: &Path) {
     )
     .unwrap();
     let args = vec![LaunchArg::hbm(x)];
-    let l = Launch {
+    let l = KernelLaunch {
         kernel: "mlp_ops::relu_forward".into(),
         output: host.op_output("mlp_ops::relu_forward", &args).unwrap(),
         args,

@@ -468,6 +468,11 @@ impl IsaBackend for XtensaBackend {
         "xtensa"
     }
 
+    /// The shape cores' (a NEURON_LIBRARY op's shape function runs there by its name).
+    fn max_kernel_name(&self) -> usize {
+        self.host.max_kernel_name()
+    }
+
     /// The op images and the cores' hbm_scratch take HBM's first 64 MiB; tensors beyond
     /// the pinned window are reached through the dynamic windows, as on hardware.
     fn hbm_layout(&self) -> (u64, Option<u64>) {

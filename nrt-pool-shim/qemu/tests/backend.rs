@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use nrt_pool_engine::adapters::{Launch, LaunchVerbs};
+use nrt_pool_engine::adapters::{KernelLaunch, LaunchVerbs};
 use nrt_pool_engine::tensor::{DType, HostTensor, Location};
 use nrt_pool_engine::{EmuError, LaunchArg, PoolEngine, PoolImage};
 use nrt_pool_testkit as testkit;
@@ -26,7 +26,7 @@ fn launch(
     cores: usize,
 ) -> Result<nrt_pool_engine::adapters::Completion, EmuError> {
     let output = e.loaded.output_for(kernel, &args)?;
-    e.launch(&Launch {
+    e.launch(&KernelLaunch {
         kernel: kernel.into(),
         args,
         output,
@@ -308,7 +308,7 @@ fn aws_style_ops_run_on_qemu_cores_with_host_shape_functions() {
                 let output = e
                     .op_output(op, &args)
                     .unwrap_or_else(|e| panic!("{op}: {e}"));
-                e.launch(&Launch {
+                e.launch(&KernelLaunch {
                     kernel: op.into(),
                     args: args.clone(),
                     output,

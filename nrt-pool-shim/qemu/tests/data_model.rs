@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use nrt_pool_build::{self as opbuild, BuildOptions};
-use nrt_pool_engine::adapters::{Completion, Launch, LaunchVerbs};
+use nrt_pool_engine::adapters::{Completion, KernelLaunch, LaunchVerbs};
 use nrt_pool_engine::tensor::{DType, HostTensor};
 use nrt_pool_engine::{LaunchArg, PoolEngine, PoolImage};
 use nrt_pool_testkit as testkit;
@@ -38,7 +38,7 @@ fn input() -> LaunchArg {
 fn run(e: &mut PoolEngine, kernel: &str) -> Completion {
     let args = vec![input()];
     let output = e.loaded.output_for(kernel, &args).unwrap();
-    e.launch(&Launch {
+    e.launch(&KernelLaunch {
         kernel: kernel.into(),
         args,
         output,
@@ -92,7 +92,7 @@ fn host_cores_give_the_device_builds_bytes_for_data_model_code() {
         let args = vec![input()];
         let output = e.loaded.output_for("folded_offset", &args).unwrap();
         let err = e
-            .launch(&Launch {
+            .launch(&KernelLaunch {
                 kernel: "folded_offset".into(),
                 args,
                 output,

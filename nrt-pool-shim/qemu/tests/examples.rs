@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use nrt_pool_engine::adapters::{Launch, LaunchVerbs};
+use nrt_pool_engine::adapters::{KernelLaunch, LaunchVerbs};
 use nrt_pool_engine::tensor::{DType, HostTensor};
 use nrt_pool_engine::{LaunchArg, PoolEngine, PoolImage};
 use nrt_pool_qemu::pool_cores;
@@ -42,7 +42,7 @@ fn on_qemu(
     let mut xt = common::xtensa_engine(64 << 20);
     xt.load(pool)?;
     let output = xt.loaded.output_for(kernel, std::slice::from_ref(&arg))?;
-    xt.launch(&Launch {
+    xt.launch(&KernelLaunch {
         kernel: kernel.into(),
         args: vec![arg],
         output,
@@ -72,7 +72,7 @@ fn same_on_both(lib: &Path, pool: &Path, kernel: &str, args: Vec<LaunchArg>) -> 
         }
     };
     let host = e
-        .launch(&Launch {
+        .launch(&KernelLaunch {
             kernel: kernel.into(),
             args: args.clone(),
             output: output.clone(),
@@ -83,7 +83,7 @@ fn same_on_both(lib: &Path, pool: &Path, kernel: &str, args: Vec<LaunchArg>) -> 
     let mut xt = common::xtensa_engine(64 << 20);
     xt.load(pool).unwrap();
     let dev = xt
-        .launch(&Launch {
+        .launch(&KernelLaunch {
             kernel: kernel.into(),
             args,
             output,
@@ -299,7 +299,7 @@ fn float_arithmetic_on_the_fpu_is_ieee_single_precision() {
             .output_for(kernel, &[LaunchArg::hbm(x.clone())])
             .unwrap();
         let on_host = host
-            .launch(&Launch {
+            .launch(&KernelLaunch {
                 kernel: kernel.into(),
                 args: vec![LaunchArg::hbm(x.clone())],
                 output,
@@ -331,7 +331,7 @@ fn float_arithmetic_on_the_fpu_is_ieee_single_precision() {
         .output_for("fpu_cmp", &[LaunchArg::hbm(x.clone())])
         .unwrap();
     let on_host = host
-        .launch(&Launch {
+        .launch(&KernelLaunch {
             kernel: "fpu_cmp".into(),
             args: vec![LaunchArg::hbm(x.clone())],
             output,

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use nrt_pool_engine::adapters::{Launch, LaunchVerbs};
+use nrt_pool_engine::adapters::{KernelLaunch, LaunchVerbs};
 use nrt_pool_engine::tensor::{DType, HostTensor};
 use nrt_pool_engine::{DeviceFault, EmuError, LaunchArg, PoolEngine};
 use nrt_pool_testkit as testkit;
@@ -30,7 +30,7 @@ fn fault(e: &mut PoolEngine, kernel: &str, arg: LaunchArg, timeout: u64) -> Devi
     e.defaults.timeout = Duration::from_secs(timeout);
     let args = vec![arg];
     let output = e.loaded.output_for(kernel, &args).unwrap();
-    match e.launch(&Launch {
+    match e.launch(&KernelLaunch {
         kernel: kernel.into(),
         args,
         output,

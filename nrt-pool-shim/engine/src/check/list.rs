@@ -120,28 +120,35 @@ impl Checks {
     }
 
     /// What the checks on cannot see on a backend that does (`sees_reads`) or does not see
-    /// every read: said in every report, never passed over in silence.
-    pub fn limits(self, sees_reads: bool) -> Vec<&'static str> {
+    /// every read: said in every report, never passed over in silence. With each, whether
+    /// it is a kind of problem these cores cannot see at all (not only a limit of reach).
+    pub fn limits(self, sees_reads: bool) -> Vec<(Check, bool, &'static str)> {
         let mut said = Vec::new();
         if self.has(Check::Memory) {
-            said.push(
+            said.push((
+                Check::Memory,
+                false,
                 "memory: a store past a heap block's end is seen in the 32 bytes after it \
                  (its red zone), when the block is freed or the kernel returns; further out, \
                  or storing the zone's own byte 0xFD, it is not",
-            );
+            ));
         }
         if self.has(Check::Race) && sees_reads {
-            said.push(
+            said.push((
+                Check::Race,
+                false,
                 "race: every load and store of the cores is seen; the source line given for \
                  a read or a write is the first instruction that read or wrote its 4 KiB page",
-            );
+            ));
         } else if self.has(Check::Race) {
-            said.push(
+            said.push((
+                Check::Race,
+                true,
                 "race: host cores run native code and do not see reads of elements another \
                  core writes (such a read shows only where its value changes the output, an \
                  init finding); Xtensa cores see every read: check the Pool image beside the \
                  library (--isa xtensa, isa=\"xtensa\")",
-            );
+            ));
         }
         said
     }
@@ -164,8 +171,14 @@ mod tests {
         let e = Checks::parse("init,raec").unwrap_err();
         assert!(e.contains("unknown check 'raec'"), "{e}");
         assert_eq!(Checks::DEFAULT.limits(false).len(), 2);
-        assert!(Checks::DEFAULT.limits(false)[1].contains("--isa xtensa"));
-        assert!(Checks::DEFAULT.limits(true)[1].contains("every load and store"));
+        assert!(Checks::DEFAULT.limits(false)[1].2.contains("--isa xtensa"));
+        assert!(
+            Checks::DEFAULT.limits(false)[1].1,
+            "reads are unseen on host cores"
+        );
+        assert!(Checks::DEFAULT.limits(true)[1]
+            .2
+            .contains("every load and store"));
         assert!(Checks::parse("init").unwrap().limits(true).is_empty());
     }
 

@@ -4,13 +4,23 @@
 //! bounds-checked little-endian fields, never cast.
 
 use std::cell::OnceCell;
+use std::path::PathBuf;
 
 use customop_abi::blob::scratch;
 use customop_abi::checklog::{NoteKind, CHECK_LOG_SIZE, MAX_NOTES};
 use nrt_pool_schema::pool_image;
 
-use super::super::PoolEngine;
-use super::{Check, Checks, Finding};
+use super::list::{Check, Checks};
+use super::report::Finding;
+use crate::device_tensors::DeviceTensors;
+
+/// The cores' check logs, read against device memory and the op library's file (`file`;
+/// its bytes read once, when a note first needs them).
+pub(super) struct CheckLogs<'e> {
+    tensors: &'e DeviceTensors,
+    file: Option<PathBuf>,
+    library: OnceCell<Option<Vec<u8>>>,
+}
 
 /// One note as read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,65 +58,67 @@ fn parse(log: &[u8]) -> (Vec<Note>, u32) {
     (notes, dropped)
 }
 
-/// Empties the check logs of cores `0..cores` before a checked launch.
-pub(super) fn clear_check_logs(e: &mut PoolEngine, cores: usize) {
-    for c in 0..cores {
-        let soc = e.tensors.memory.scratch[c].soc + scratch::CHECK_LOG as u64;
-        if let Some(log) = e.tensors.memory.bytes_populated(soc, 32) {
-            log.fill(0);
+impl<'e> CheckLogs<'e> {
+    pub(super) fn new(tensors: &'e DeviceTensors, file: Option<PathBuf>) -> CheckLogs<'e> {
+        CheckLogs {
+            tensors,
+            file,
+            library: OnceCell::new(),
         }
     }
-}
 
-/// The findings in the check logs of cores `0..cores` that `checks` asks for, notes of
-/// one kind and text on several cores as one finding.
-pub(super) fn check_log_findings(
-    e: &PoolEngine,
-    kernel: &str,
-    cores: usize,
-    checks: Checks,
-) -> Vec<Finding> {
-    let mut found: Vec<Finding> = Vec::new();
-    // The op library's bytes, read once if a note needs them (source file names).
-    let library = OnceCell::new();
-    for c in 0..cores {
-        let soc = e.tensors.memory.scratch[c].soc + scratch::CHECK_LOG as u64;
-        let Some(log) = e.tensors.memory.read(soc, CHECK_LOG_SIZE) else {
-            continue;
-        };
-        let (notes, dropped) = parse(log);
-        let mut said: Vec<(Check, String, String)> = notes
-            .iter()
-            .map(|n| say(e, n, &library))
-            .filter(|(check, _, _)| checks.has(*check))
-            .collect();
-        if dropped > 0 {
-            said.push((
-                Check::Memory,
-                "the check log".into(),
-                format!("{dropped} more note(s) did not fit"),
-            ));
-        }
-        for (check, tensor, what) in said {
-            match found
-                .iter_mut()
-                .find(|f| f.check == check && f.tensor == tensor && f.what == what)
-            {
-                Some(f) => {
-                    if !f.cores.contains(&c) {
-                        f.cores.push(c);
-                    }
-                }
-                None => found.push(Finding::about(check, kernel, vec![c], tensor, what)),
+    /// Empties the check logs of cores `0..cores` before a checking launch.
+    pub(super) fn clear(tensors: &mut DeviceTensors, cores: usize) {
+        for c in 0..cores {
+            let soc = tensors.memory.scratch[c].soc + scratch::CHECK_LOG as u64;
+            if let Some(log) = tensors.memory.bytes_populated(soc, 32) {
+                log.fill(0);
             }
         }
     }
-    found
-}
 
-/// A note's check, what it is about, and what it says.
-fn say(e: &PoolEngine, n: &Note, library: &OnceCell<Option<Vec<u8>>>) -> (Check, String, String) {
-    match n.kind {
+    /// The findings in the check logs of cores `0..cores` that `checks` asks for, notes of
+    /// one kind and text on several cores as one finding.
+    pub(super) fn findings(&self, kernel: &str, cores: usize, checks: Checks) -> Vec<Finding> {
+        let mut found: Vec<Finding> = Vec::new();
+        for c in 0..cores {
+            let soc = self.tensors.memory.scratch[c].soc + scratch::CHECK_LOG as u64;
+            let Some(log) = self.tensors.memory.read(soc, CHECK_LOG_SIZE) else {
+                continue;
+            };
+            let (notes, dropped) = parse(log);
+            let mut said: Vec<(Check, String, String)> = notes
+                .iter()
+                .map(|n| self.say(n))
+                .filter(|(check, _, _)| checks.has(*check))
+                .collect();
+            if dropped > 0 {
+                said.push((
+                    Check::Memory,
+                    "the check log".into(),
+                    format!("{dropped} more note(s) did not fit"),
+                ));
+            }
+            for (check, tensor, what) in said {
+                match found
+                    .iter_mut()
+                    .find(|f| f.check == check && f.tensor == tensor && f.what == what)
+                {
+                    Some(f) => {
+                        if !f.cores.contains(&c) {
+                            f.cores.push(c);
+                        }
+                    }
+                    None => found.push(Finding::about(check, kernel, vec![c], tensor, what)),
+                }
+            }
+        }
+        found
+    }
+
+    /// A note's check, what it is about, and what it says.
+    fn say(&self, n: &Note) -> (Check, String, String) {
+        match n.kind {
         NoteKind::DoubleFree if n.b == 0 => (
             Check::Memory,
             "a tcm_malloc block".into(),
@@ -148,7 +160,7 @@ fn say(e: &PoolEngine, n: &Note, library: &OnceCell<Option<Vec<u8>>>) -> (Check,
             format!(
                 "{} of the blocks still held were made at {}",
                 n.count,
-                call_site(e, n.b, library)
+                self.call_site(n.b)
             ),
         ),
         NoteKind::HeapOverrun => (
@@ -197,12 +209,12 @@ fn say(e: &PoolEngine, n: &Note, library: &OnceCell<Option<Vec<u8>>>) -> (Check,
             format!(
                 "{} at {}",
                 arithmetic(n.count),
-                source_place(e, n.a, n.b, library)
+                self.source_place(n.a, n.b)
             ),
         ),
         NoteKind::MulticoreAccessor => (
             Check::Rules,
-            e.tensors.label_at(n.a),
+            self.tensors.label_at(n.a),
             format!(
                 "a {} accessor while {} cores run (they race on the device; use \
                  tcm_accessor())",
@@ -211,45 +223,49 @@ fn say(e: &PoolEngine, n: &Note, library: &OnceCell<Option<Vec<u8>>>) -> (Check,
             ),
         ),
     }
-}
+    }
 
-/// The op library's ELF, read once for the notes that need it (`library` keeps it): the
-/// host build itself, or a Pool image's first core image (every core runs the same code at
-/// its own origin, so distances from `entry_func` name the same place in each).
-fn library_bytes<'a>(e: &PoolEngine, library: &'a OnceCell<Option<Vec<u8>>>) -> Option<&'a [u8]> {
-    library
-        .get_or_init(|| {
-            let bytes = std::fs::read(e.loaded.library()?.file()).ok()?;
-            if !pool_image::is_pool_file(&bytes) {
-                return Some(bytes);
-            }
-            let (iram, dram) = pool_image::parse_file(&bytes).ok()?;
-            let cores = pool_image::parse_pair(iram, dram).ok()?;
-            cores.first().map(|c| c.elf.to_vec())
-        })
-        .as_deref()
-}
+    /// The op library's ELF, read once for the notes that need it (`library` keeps it): the
+    /// host build itself, or a Pool image's first core image (every core runs the same code at
+    /// its own origin, so distances from `entry_func` name the same place in each).
+    fn library_bytes(&self) -> Option<&[u8]> {
+        self.library
+            .get_or_init(|| {
+                let bytes = std::fs::read(self.file.as_ref()?).ok()?;
+                if !pool_image::is_pool_file(&bytes) {
+                    return Some(bytes);
+                }
+                let (iram, dram) = pool_image::parse_file(&bytes).ok()?;
+                let cores = pool_image::parse_pair(iram, dram).ok()?;
+                cores.first().map(|c| c.elf.to_vec())
+            })
+            .as_deref()
+    }
 
-/// "file:line in function" of the call that returns `at` bytes from the op library's
-/// `entry_func` (a leaked block's maker), else that distance.
-fn call_site(e: &PoolEngine, at: u64, library: &OnceCell<Option<Vec<u8>>>) -> String {
-    library_bytes(e, library)
-        .and_then(|bytes| crate::symbolize::call_site_near(bytes, crate::library::ENTRY_SYMBOL, at))
-        .unwrap_or_else(|| format!("entry_func{:+#x}", at as i64))
-}
+    /// "file:line in function" of the call that returns `at` bytes from the op library's
+    /// `entry_func` (a leaked block's maker), else that distance.
+    fn call_site(&self, at: u64) -> String {
+        self.library_bytes()
+            .and_then(|bytes| {
+                crate::symbolize::call_site_near(bytes, crate::library::ENTRY_SYMBOL, at)
+            })
+            .unwrap_or_else(|| format!("entry_func{:+#x}", at as i64))
+    }
 
-/// "file:line:column" of a note's source place: the file's name read from the op
-/// library `file` bytes from its `entry_func` (the line and column when it cannot be).
-fn source_place(e: &PoolEngine, file: u64, at: u64, library: &OnceCell<Option<Vec<u8>>>) -> String {
-    let (line, column) = (at >> 32, at & 0xffff_ffff);
-    let name = library_bytes(e, library)
-        .and_then(|bytes| {
-            crate::symbolize::c_string_near(bytes, crate::library::ENTRY_SYMBOL, file)
-        })
-        .map(|b| String::from_utf8_lossy(&b).into_owned());
-    match name {
-        Some(n) => format!("{n}:{line}:{column}"),
-        None => format!("line {line}, column {column}"),
+    /// "file:line:column" of a note's source place: the file's name read from the op
+    /// library `file` bytes from its `entry_func` (the line and column when it cannot be).
+    fn source_place(&self, file: u64, at: u64) -> String {
+        let (line, column) = (at >> 32, at & 0xffff_ffff);
+        let name = self
+            .library_bytes()
+            .and_then(|bytes| {
+                crate::symbolize::c_string_near(bytes, crate::library::ENTRY_SYMBOL, file)
+            })
+            .map(|b| String::from_utf8_lossy(&b).into_owned());
+        match name {
+            Some(n) => format!("{n}:{line}:{column}"),
+            None => format!("line {line}, column {column}"),
+        }
     }
 }
 

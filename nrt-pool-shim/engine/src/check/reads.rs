@@ -5,27 +5,39 @@
 //! see no access one by one: the race check there finds what two cores both write, and
 //! says that reads are not seen.
 
-use super::*;
+use super::list::Check;
+use super::report::{ElementRanges, Finding};
+use super::POISON;
 use crate::accesses::{self, CoreAccesses, WatchedTensor};
-use crate::call::Prepared;
+use crate::backend::Team;
+use crate::launch::Launch;
+use crate::marshal::Fill;
+use crate::values::DeviceTensor;
+use crate::PoolEngine;
 
-/// The launch on its cores with every access recorded (its output in `into`, or placed
-/// with it): its read-write races.
-pub(super) fn read_write_races(
-    e: &mut PoolEngine,
-    p: &Prepared<'_>,
-    into: Option<&DeviceTensor>,
-) -> Vec<Finding> {
-    let team = (Team::all(p.cores), into, Fill::poison(POISON));
-    match run::run_traced(e, p, team) {
-        Ok((seen, tensors)) => findings(&p.kernel, &tensors, &seen),
-        Err(err) => vec![Finding::about(
-            Check::Race,
-            &p.kernel,
-            Vec::new(),
-            "the launch",
-            format!("run again with its reads and writes recorded, it failed: {err}"),
-        )],
+/// The launch run once more with every access recorded (its output in `into`, or placed
+/// with it).
+pub(super) struct ReadRaces<'l, 'a> {
+    pub launch: &'l Launch<'a>,
+    pub into: Option<&'l DeviceTensor>,
+}
+
+impl ReadRaces<'_, '_> {
+    /// The launch's read-write races.
+    pub(super) fn findings(self, e: &mut PoolEngine) -> Vec<Finding> {
+        let p = self.launch;
+        let kernel = &p.target.kernel;
+        let team = (Team::all(p.cores), self.into, Fill::poison(POISON));
+        match p.traced(e, team) {
+            Ok((seen, tensors)) => findings(kernel, &tensors, &seen),
+            Err(err) => vec![Finding::about(
+                Check::Race,
+                kernel,
+                Vec::new(),
+                "the launch",
+                format!("run again with its reads and writes recorded, it failed: {err}"),
+            )],
+        }
     }
 }
 
@@ -39,7 +51,7 @@ fn findings(
     accesses::read_write_races(tensors, seen)
         .into_iter()
         .filter_map(|r| {
-            let mut ranges = Ranges::default();
+            let mut ranges = ElementRanges::default();
             for &e in &r.elements {
                 ranges.push(e);
             }

@@ -3,58 +3,8 @@
 
 use std::ops::Range;
 
-use super::{Check, Finding, SHOWN_RANGES};
-
-/// Element ranges, gathered in increasing order.
-#[derive(Default)]
-pub(super) struct Ranges {
-    shown: Vec<(u64, u64)>,
-    open: Option<(u64, u64)>,
-    count: u64,
-    elements: u64,
-}
-
-impl Ranges {
-    pub(super) fn push(&mut self, e: u64) {
-        self.elements += 1;
-        match &mut self.open {
-            Some((_, end)) if *end == e => *end += 1,
-            _ => {
-                self.close();
-                self.open = Some((e, e + 1));
-            }
-        }
-    }
-
-    fn close(&mut self) {
-        if let Some(r) = self.open.take() {
-            self.count += 1;
-            if self.shown.len() < SHOWN_RANGES {
-                self.shown.push(r);
-            }
-        }
-    }
-
-    pub(super) fn finding(
-        mut self,
-        check: Check,
-        kernel: &str,
-        cores: Vec<usize>,
-        what: String,
-    ) -> Option<Finding> {
-        self.close();
-        (self.elements > 0).then(|| Finding {
-            check,
-            kernel: kernel.into(),
-            cores,
-            tensor: "the output".into(),
-            what,
-            ranges: self.shown,
-            range_count: self.count,
-            elements: self.elements,
-        })
-    }
-}
+use super::list::Check;
+use super::report::{ElementRanges, Finding};
 
 /// Output bytes are scanned in blocks of this many bytes (element sizes divide it).
 pub(super) const BLOCK: usize = 64;
@@ -76,7 +26,12 @@ impl Written<'_> {
     /// the launch's in `differ`; the blocks that held any (to poison again). Blocks of
     /// `fill` are passed over whole, and so is the element comparison of a block equal to
     /// the launch's.
-    pub(super) fn scan(&self, writers: &mut [u8], bit: u8, differ: &mut Ranges) -> Vec<usize> {
+    pub(super) fn scan(
+        &self,
+        writers: &mut [u8],
+        bit: u8,
+        differ: &mut ElementRanges,
+    ) -> Vec<usize> {
         match self.size {
             1 => self.scan_sized::<1>(writers, bit, differ),
             2 => self.scan_sized::<2>(writers, bit, differ),
@@ -89,7 +44,7 @@ impl Written<'_> {
         &self,
         writers: &mut [u8],
         bit: u8,
-        differ: &mut Ranges,
+        differ: &mut ElementRanges,
     ) -> Vec<usize> {
         let fill = [self.fill; N];
         let blocks = candidate_blocks(self.bytes.len(), self.touched);
@@ -289,7 +244,7 @@ fn blocks_where(len: usize, pred: impl Fn(Range<usize>) -> bool + Sync) -> Vec<u
 
 /// Calls `f(e)` for each `size`-byte element that differs between `a` and `b` (equal
 /// 64-byte blocks are passed over whole, found between threads).
-pub(super) fn each_differing(a: &[u8], b: &[u8], size: usize, mut f: impl FnMut(usize)) {
+pub fn each_differing(a: &[u8], b: &[u8], size: usize, mut f: impl FnMut(usize)) {
     for i in differing_blocks(a, b) {
         let r = i * BLOCK..((i + 1) * BLOCK).min(a.len()).min(b.len());
         let first = i * BLOCK / size;
@@ -336,7 +291,7 @@ impl Element {
 
 /// The output's elements written by more than one core, one finding per set of cores.
 pub(super) fn races(kernel: &str, writers: &[u8]) -> Vec<Finding> {
-    let mut by_set: Vec<(u8, Ranges)> = Vec::new();
+    let mut by_set: Vec<(u8, ElementRanges)> = Vec::new();
     // Masks with two bits or more (x & (x - 1) keeps all but the lowest bit).
     let shared = marked_blocks(writers, |w| w & w.wrapping_sub(1) != 0)
         .into_iter()
@@ -351,7 +306,7 @@ pub(super) fn races(kernel: &str, writers: &[u8]) -> Vec<Finding> {
         match by_set.iter_mut().find(|(s, _)| *s == w) {
             Some((_, r)) => r.push(e as u64),
             None => {
-                let mut r = Ranges::default();
+                let mut r = ElementRanges::default();
                 r.push(e as u64);
                 by_set.push((w, r));
             }
@@ -392,7 +347,7 @@ mod tests {
         };
         let mut writers = vec![0u8; 21];
         writers[3] = 0b100;
-        let mut differ = Ranges::default();
+        let mut differ = ElementRanges::default();
         let dirty = w.scan(&mut writers, 0b10, &mut differ);
         assert_eq!(dirty, [0, 1]);
         assert_eq!((writers[3], writers[20], writers[0]), (0b110, 0b10, 0));
@@ -407,7 +362,7 @@ mod tests {
             touched: None,
         };
         let mut writers = [0u8; 3];
-        let mut differ = Ranges::default();
+        let mut differ = ElementRanges::default();
         assert_eq!(w.scan(&mut writers, 1, &mut differ), [0]);
         assert_eq!((writers, differ.elements), ([0, 1, 0], 0));
         // Every thread's part of a large output.
@@ -421,7 +376,7 @@ mod tests {
                 fill: 0xA5,
                 touched,
             };
-            w.scan(&mut vec![0; big.len()], 1, &mut Ranges::default())
+            w.scan(&mut vec![0; big.len()], 1, &mut ElementRanges::default())
         };
         assert_eq!(scan(None), [((2 << 20) + 65) / BLOCK]);
     }
@@ -445,7 +400,7 @@ mod tests {
                 touched,
             };
             let mut writers = vec![0u8; run.len() / 4];
-            let mut differ = Ranges::default();
+            let mut differ = ElementRanges::default();
             let dirty = w.scan(&mut writers, 0b100, &mut differ);
             let marked: Vec<usize> = (0..writers.len()).filter(|&e| writers[e] != 0).collect();
             (dirty, marked, differ.elements)
@@ -497,7 +452,7 @@ mod tests {
 
     #[test]
     fn findings_show_the_first_ranges_then_count() {
-        let mut r = Ranges::default();
+        let mut r = ElementRanges::default();
         for e in [1, 2, 3, 7, 9, 10, 12, 20, 21] {
             r.push(e);
         }
@@ -516,7 +471,7 @@ mod tests {
         assert_eq!(found[0].cores, [0, 1]);
         assert_eq!(found[0].ranges, [(1, 3)]);
         assert_eq!(found[1].cores, [1, 2]);
-        assert!(Ranges::default()
+        assert!(ElementRanges::default()
             .finding(Check::Race, "k", vec![], String::new())
             .is_none());
     }

@@ -172,6 +172,10 @@ impl IsaBackend for HostBackend {
         "host"
     }
 
+    fn max_kernel_name(&self) -> usize {
+        core::MAX_KERNEL_NAME
+    }
+
     fn probe(
         &mut self,
         memory: &DeviceMemory,

@@ -1,8 +1,9 @@
 """Checking mode (``check=``): calls run again under other conditions to find what the
 device would hide (output elements no core writes, elements two cores write, results that
 depend on memory the kernel never wrote or on the core count). See the README's checks."""
-import os
 import warnings
+
+from . import _native
 
 VARIABLE = "GPSIMD_OPEN_CHECK"
 
@@ -10,14 +11,16 @@ VARIABLE = "GPSIMD_OPEN_CHECK"
 class CheckError(RuntimeError):
     """A checked call found something. ``findings`` lists them (dicts: check, kernel,
     cores, tensor, what, ranges, range_count, elements, message); ``result`` is the call's
-    output all the same (None when it went to ``out=``); ``notes`` says what was not
-    checked."""
+    output all the same (None when it went to ``out=``); ``notes`` says what the checks
+    could not see or make (texts); ``note_records`` the same as dicts (check, kind:
+    "limit", "unseen" or "not-checked", text)."""
 
     def __init__(self, findings, notes, result):
         lines = [f["message"] for f in findings]
         super().__init__(f"the checks found {len(findings)} problem(s):\n  " + "\n  ".join(lines))
         self.findings = findings
-        self.notes = notes
+        self.notes = [n["text"] for n in notes]
+        self.note_records = notes
         self.result = result
 
 
@@ -30,9 +33,8 @@ def resolve(check):
     value: None (the ``GPSIMD_OPEN_CHECK`` environment variable, else no checks), True/False,
     "warn", a list such as "init,race" or "all", or "warn:LIST"."""
     if check is None:
-        check = os.environ.get(VARIABLE) or None
-        if check is None:
-            return None, False
+        env = _native.environment()
+        return env["check"], env["warn"]
     if check is True:
         return "default", False
     if check is False:
@@ -57,13 +59,14 @@ def report(findings, notes, result, warn, as_result=None):
     library), and a race check on host cores, which cannot see reads (the Xtensa check
     does), are each a :class:`CheckWarning`, never passed over in silence."""
     for note in notes:
-        if note.startswith("race: host cores"):
-            # Said once a process: every checked call on host cores would repeat it.
-            if note not in _SAID:
-                _SAID.add(note)
-                warnings.warn(note, CheckWarning, stacklevel=4)
-        elif note.startswith("parity: not checked"):
-            warnings.warn(note, CheckWarning, stacklevel=4)
+        text = note["text"]
+        if note["kind"] == "unseen":
+            # Said once a process: every checked call on these cores would repeat it.
+            if text not in _SAID:
+                _SAID.add(text)
+                warnings.warn(text, CheckWarning, stacklevel=4)
+        elif note["kind"] == "not-checked" and note["check"] == "parity":
+            warnings.warn(text, CheckWarning, stacklevel=4)
     if not findings:
         return result
     if warn:

@@ -18,34 +18,32 @@ def _installed(part):
     return pathlib.Path(_native.installed(part))
 
 
+# The environment's variables are read by the native part (nrt-pool-open), never here:
+# ``_native.environment()`` gives their values, checked, each error naming its variable.
 ISA_VARIABLE = "GPSIMD_OPEN_ISA"
 _ISAS = ("host", "xtensa")
 DATA_MODEL_VARIABLE = "GPSIMD_OPEN_DATA_MODEL"
-# Set by python -m gpsimd_open.run for the script it runs.
-RUNNER_VARIABLE = "GPSIMD_OPEN_RUNNER"
 _DATA_MODELS = ("device", "host")
+# Set by python -m gpsimd_open.run for the script it runs (in this process).
+_under_runner = False
 
 
 def _data_model(model):
     """The data model host cores run a new build in: the argument, else
     GPSIMD_OPEN_DATA_MODEL, else "device" (D97)."""
-    where = "data_model"
     if model is None:
-        model = os.environ.get(DATA_MODEL_VARIABLE) or "device"
-        where = DATA_MODEL_VARIABLE
+        return _native.environment()["data_model"] or "device"
     if model not in _DATA_MODELS:
-        raise ValueError(f"{where}={model!r}: 'device' or 'host'")
+        raise ValueError(f"data_model={model!r}: 'device' or 'host'")
     return model
 
 
 def _isa(isa):
     """The backend asked for: the argument, else GPSIMD_OPEN_ISA, else None (no choice made)."""
-    where = "isa"
     if isa is None:
-        isa = os.environ.get(ISA_VARIABLE) or None
-        where = ISA_VARIABLE
-    if isa is not None and isa not in _ISAS:
-        raise ValueError(f"{where}={isa!r}: 'host' or 'xtensa'")
+        return _native.environment()["isa"]
+    if isa not in _ISAS:
+        raise ValueError(f"isa={isa!r}: 'host' or 'xtensa'")
     return isa
 
 
@@ -97,8 +95,7 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
     """
     isa = _isa(isa) or "host"
     if build_directory is None:
-        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(pathlib.Path.home(), ".cache")
-        build_directory = os.path.join(cache, "gpsimd_open", name)
+        build_directory = _native.default_build_directory(name)
     model = _data_model(data_model)
     include = _installed("include")
     archive = _installed("device-model-archive" if model == "device" else "host-archive")
@@ -185,7 +182,7 @@ ALL_CORES_STDIO_VARIABLE = "GPSIMD_OPEN_ALL_CORES_STDIO"
 def _all_cores_stdio(value):
     """The all_cores_stdio= value, or the environment's default when None."""
     if value is None:
-        return os.environ.get(ALL_CORES_STDIO_VARIABLE, "").strip().lower() in ("1", "true", "yes")
+        return _native.environment()["all_cores_stdio"]
     if not isinstance(value, bool):
         raise TypeError(f"all_cores_stdio={value!r}: True or False")
     return value
@@ -196,16 +193,10 @@ GDB_VARIABLE = "GPSIMD_OPEN_GDB"
 
 def _debug_core(value, from_environment=False):
     """A debug= core (0-7) or None; with from_environment, GPSIMD_OPEN_GDB's when None."""
-    where = "debug"
-    if value is None and from_environment:
-        value = os.environ.get(GDB_VARIABLE, "").strip() or None
-        where = GDB_VARIABLE
-        if value is not None:
-            value = int(value) if value.isdigit() else value
     if value is None:
-        return None
+        return _native.environment()["debug"] if from_environment else None
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 7:
-        raise ValueError(f"{where}={value!r}: a core number from 0 to 7")
+        raise ValueError(f"debug={value!r}: a core number from 0 to 7")
     return value
 
 
@@ -254,7 +245,7 @@ def load_library(path, isa=None, check=None, all_cores_stdio=None, debug=None):
     lib.check = check
     if lib.namespace is None:
         raise RuntimeError(f"{path}: no NEURON_LIBRARY ops (build it with custom_op.load)")
-    if os.environ.get(RUNNER_VARIABLE) and not _told_once("serves:" + str(path)):
+    if _under_runner and not _told_once("serves:" + str(path)):
         # Under python -m gpsimd_open.run: which build serves the script's ops (issue #43).
         backend = "xtensa" if path.suffix == ".pool" else "host"
         cores = "8 cores" if lib.multicore else "1 core"

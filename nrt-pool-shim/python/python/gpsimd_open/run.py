@@ -146,7 +146,7 @@ def main(argv=None):
     if not os.path.isfile(a.script):
         ap.error(f"{a.script}: no such script")
     install()
-    os.environ[custom_op.RUNNER_VARIABLE] = "1"
+    custom_op._under_runner = True
     import importlib.util
 
     if importlib.util.find_spec("torch") is not None:

@@ -1,4 +1,4 @@
-//! The prepared half of a C output + launch pair: `nrt_pool_op_output_v2` runs the op's
+//! The first half of a C output + launch pair: `nrt_pool_op_output_v2` runs the op's
 //! shape function and checks the inputs; the calling thread's next `nrt_pool_launch_v2` of
 //! the same op with inputs of the same dtypes, shapes, locations and scalar values, and the
 //! output it gave, takes that result instead of running the shape function again (D105).
@@ -15,7 +15,7 @@ use nrt_pool_engine::{ArgValue, OutputSpec};
 
 /// What a shape function can see of one input.
 #[derive(Clone, Debug, PartialEq)]
-enum Seen {
+enum InputSeen {
     Tensor(DType, Vec<u64>, Location),
     Scalar(DType, Vec<u8>),
     Double(u64),
@@ -23,39 +23,39 @@ enum Seen {
     Device(DType, Vec<u64>),
 }
 
-impl Seen {
-    fn of(a: &ArgValue<'_>) -> Seen {
+impl InputSeen {
+    fn of(a: &ArgValue<'_>) -> InputSeen {
         match a {
             ArgValue::Bytes {
                 dtype,
                 shape,
                 location,
                 ..
-            } => Seen::Tensor(*dtype, shape.clone(), *location),
-            ArgValue::Tensor(t, location) => Seen::Tensor(t.dtype, t.shape.clone(), *location),
-            ArgValue::Device(d) => Seen::Device(d.dtype, d.shape.clone()),
-            ArgValue::Scalar(dt, b) => Seen::Scalar(*dt, b.clone()),
-            ArgValue::Double(v) => Seen::Double(v.to_bits()),
-            ArgValue::Long(v) => Seen::Long(*v),
+            } => InputSeen::Tensor(*dtype, shape.clone(), *location),
+            ArgValue::Tensor(t, location) => InputSeen::Tensor(t.dtype, t.shape.clone(), *location),
+            ArgValue::Device(d) => InputSeen::Device(d.dtype, d.shape.clone()),
+            ArgValue::Scalar(dt, b) => InputSeen::Scalar(*dt, b.clone()),
+            ArgValue::Double(v) => InputSeen::Double(v.to_bits()),
+            ArgValue::Long(v) => InputSeen::Long(*v),
         }
     }
 }
 
 /// What a shape function can see of a call's inputs.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Inputs(Vec<Seen>);
+pub(crate) struct ShapeInputs(Vec<InputSeen>);
 
-impl Inputs {
-    pub fn of(args: &[ArgValue<'_>]) -> Inputs {
-        Inputs(args.iter().map(Seen::of).collect())
+impl ShapeInputs {
+    pub fn of(args: &[ArgValue<'_>]) -> ShapeInputs {
+        ShapeInputs(args.iter().map(InputSeen::of).collect())
     }
 }
 
 /// One prepared output.
-struct Prepared {
+struct Pair {
     generation: u64,
     op: String,
-    inputs: Inputs,
+    inputs: ShapeInputs,
     output: OutputSpec,
 }
 
@@ -63,7 +63,7 @@ struct Prepared {
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
-    static LAST: RefCell<Option<Prepared>> = const { RefCell::new(None) };
+    static LAST: RefCell<Option<Pair>> = const { RefCell::new(None) };
 }
 
 /// Forgets every thread's prepared outputs (the library they came from is gone).
@@ -72,8 +72,8 @@ pub(crate) fn forget_all() {
 }
 
 /// Keeps what `nrt_pool_op_output_v2` found for `op` with `inputs`.
-pub(crate) fn keep(op: &str, inputs: Inputs, output: &OutputSpec) {
-    let p = Prepared {
+pub(crate) fn keep(op: &str, inputs: ShapeInputs, output: &OutputSpec) {
+    let p = Pair {
         generation: GENERATION.load(Ordering::Relaxed),
         op: op.into(),
         inputs,
@@ -91,7 +91,7 @@ pub(crate) fn known(op: &str, inputs: &[ArgValue<'_>], given: &OutputSpec) -> Op
         let same = p.generation == GENERATION.load(Ordering::Relaxed)
             && p.op == op
             && (p.output.dtype, &p.output.shape) == (given.dtype, &given.shape)
-            && p.inputs == Inputs::of(inputs);
+            && p.inputs == ShapeInputs::of(inputs);
         same.then(|| given.clone())
     })
 }
