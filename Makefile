@@ -92,7 +92,7 @@ customop-device-model: tools-build
 	customop-device/i386/build-archive.sh $(CUSTOMOP_OUT)/i386-device/libneuroncustomop.a
 	packaging/digest.sh $(CUSTOMOP_OUT)/i386-device/libneuroncustomop.a
 core-runner: tools-build
-	CARGO_TARGET_DIR=target/core32 $(CARGO) build -q --release -p nrt-pool-engine --bin nrt-pool-core \
+	CARGO_TARGET_DIR=target/core32 $(CARGO) build -q --release -p nrt-pool-host --bin nrt-pool-core \
 		--target i686-unknown-linux-gnu
 	@mkdir -p $(CUSTOMOP_OUT)/i386-device
 	@# Renamed into place: core processes may be running the one there ("text file busy").
@@ -191,7 +191,7 @@ lint:
 		--features archive --target riscv32imac-unknown-none-elf -- -D warnings
 	RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=target/clippy-device $(CARGO) clippy -p customop-device \
 		--features archive --target i686-unknown-linux-gnu -Zbuild-std=core -- -D warnings
-	CARGO_TARGET_DIR=target/core32 $(CARGO) clippy -p nrt-pool-engine --bin nrt-pool-core \
+	CARGO_TARGET_DIR=target/core32 $(CARGO) clippy -p nrt-pool-host --bin nrt-pool-core \
 		--target i686-unknown-linux-gnu -- -D warnings
 	cd nrt-pool-shim/python && $(CARGO) fmt -- --check && $(CARGO) clippy --release -- -D warnings
 
@@ -229,7 +229,7 @@ fuzz-seeds: tools
 bench: build customop-archives python-package
 	@test -n "$(FILTER)" || rm -rf target/bench
 	BENCH_FILTER="$(FILTER)" $(CARGO) bench -p customop-device --bench device
-	BENCH_FILTER="$(FILTER)" $(CARGO) bench -p nrt-pool-engine --bench emulator
+	BENCH_FILTER="$(FILTER)" $(CARGO) bench -p nrt-pool-host --bench emulator
 	BENCH_FILTER="$(FILTER)" $(CARGO) bench -p nrt-pool-qemu --bench xtensa
 	BENCH_FILTER="$(FILTER)" $(PYTHON) nrt-pool-shim/python/bench/bench.py
 	$(PYTHON) nrt-pool-shim/python/bench/merge_rows.py target/bench target/bench.json

@@ -5,7 +5,10 @@
 //! provider's tests reach the simulated device without the Pool shim. Inside the device
 //! runtime, the libc may use the runtime and not the reverse. Every method of a type sits in
 //! the file that defines it, and no function passes 120 lines (issue #41: these replaced a
-//! 700-line file limit that invited squeezing).
+//! 700-line file limit that invited squeezing). The engine's files form no circle, no
+//! module imports its parent's names wholesale (`use super::*`, tests aside), the backends
+//! are crates of their own that the engine does not name, and no front end reads the
+//! environment or names the engine: it opens a `Pool` (issue #52).
 
 use std::process::Command;
 
@@ -79,14 +82,20 @@ fn dependency_arrows_run_one_way() {
         "the Xtensa backend's arrows: the engine's interface, nothing of the CLI or build flow"
     );
     assert_eq!(
+        deps("nrt-pool-host", false),
+        ["customop-abi", "nrt-pool-engine", "nrt-pool-schema"],
+        "the host backend's arrows: the engine's interface, the Xtensa backend's peer"
+    );
+    assert_eq!(
         deps("nrt-pool-open", false),
         [
             "customop-abi",
             "nrt-pool-engine",
+            "nrt-pool-host",
             "nrt-pool-qemu",
             "nrt-pool-schema"
         ],
-        "the one way in: above the engine and the Xtensa backend, below every front end"
+        "the one way in: above the engine and both backends, below every front end"
     );
     for front_end in ["nrt-pool-cli", "nrt-pool-shim"] {
         assert!(
@@ -124,6 +133,7 @@ fn no_dev_dependency_cycle() {
         "nrt-pool-schema",
         "nrt-pool-engine",
         "nrt-pool-build",
+        "nrt-pool-host",
         "nrt-pool-qemu",
         "nrt-pool-open",
         "nrt-pool-shim",
@@ -166,8 +176,9 @@ fn front_ends_open_engines_one_way() {
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
         for own_way in [
-            "PoolEngine::new(",
-            "PoolEngine::with_backend(",
+            // The engine is reached through the opened Pool only (issue #52).
+            "PoolEngine",
+            "HostBackend",
             "XtensaBackend::new(",
             "pool-board.elf",
             "libneuroncustomop.a\"",
@@ -211,11 +222,14 @@ fn only_the_host_backend_reads_the_control_block() {
     let mut files = Vec::new();
     rust_files(&root.join("nrt-pool-shim/qemu/src"), &mut files);
     for f in [
-        "run.rs",
+        "launch.rs",
         "load.rs",
         "shape.rs",
         "lib.rs",
         "call.rs",
+        "derive.rs",
+        "fault.rs",
+        "target.rs",
         "backend.rs",
     ] {
         files.push(root.join("nrt-pool-shim/engine/src").join(f));
@@ -247,7 +261,7 @@ fn crates() -> Vec<(String, Vec<Source>)> {
         "nrtucode-extisa/src".to_string(),
     ];
     for krate in [
-        "engine", "qemu", "ffi", "cli", "op-build", "schema", "python", "testkit", "open",
+        "engine", "host", "qemu", "ffi", "cli", "op-build", "schema", "python", "testkit", "open",
         "benchkit",
     ] {
         dirs.push(format!("nrt-pool-shim/{krate}/src"));
@@ -396,16 +410,17 @@ fn no_function_over_120_lines() {
     );
 }
 
-/// Each backend is a room of its own (issue #41): the host backend's internals (the engine's
-/// `host::` submodules: control block, cores, doorbells, pool) are reached by no other
-/// crate, nor by the engine's backend-neutral code outside `host/` but through the
-/// backend interface; the Xtensa backend's internals (`nrt_pool_qemu::` modules) only
-/// through what its crate root exports.
+/// Each backend is a room of its own (issues #41, #52): the host backend's internals
+/// (`nrt_pool_host::` modules: control block, cores, doorbells, pool) and the Xtensa
+/// backend's (`nrt_pool_qemu::` modules) are reached by no other crate but through what
+/// its crate root exports, and the backend-neutral engine names neither backend.
 #[test]
 fn no_crate_reaches_into_another_backends_internals() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut outside = Vec::new();
-    for krate in ["qemu", "cli", "ffi", "python", "open", "op-build", "schema"] {
+    for krate in [
+        "engine", "host", "qemu", "cli", "ffi", "python", "open", "op-build", "schema",
+    ] {
         rust_files(
             &root.join("nrt-pool-shim").join(krate).join("src"),
             &mut outside,
@@ -418,50 +433,315 @@ fn no_crate_reaches_into_another_backends_internals() {
     let mut strays = Vec::new();
     for f in &outside {
         let text = std::fs::read_to_string(f).unwrap();
-        for inside in [
-            "nrt_pool_engine::host::control",
-            "nrt_pool_engine::host::core",
-            "nrt_pool_engine::host::doorbell",
-            "nrt_pool_engine::host::pool",
-            "nrt_pool_engine::control",
-            "nrt_pool_engine::core",
-            "nrt_pool_engine::doorbell",
-            "nrt_pool_engine::pool",
-        ] {
-            if text.contains(inside) {
-                strays.push(format!("{} uses {inside}", f.display()));
+        let rooms = [
+            (
+                "nrt-pool-shim/host",
+                &[
+                    "nrt_pool_host::control",
+                    "nrt_pool_host::core",
+                    "nrt_pool_host::doorbell",
+                    "nrt_pool_host::pool",
+                ][..],
+            ),
+            (
+                "nrt-pool-shim/qemu",
+                &[
+                    "nrt_pool_qemu::core::",
+                    "nrt_pool_qemu::backend::",
+                    "nrt_pool_qemu::protocol::",
+                    "nrt_pool_qemu::layout::",
+                    "nrt_pool_qemu::fault::",
+                ][..],
+            ),
+        ];
+        for (room, insides) in rooms {
+            if f.starts_with(root.join(room)) {
+                continue;
+            }
+            for inside in insides {
+                if text.contains(inside) {
+                    strays.push(format!("{} uses {inside}", f.display()));
+                }
             }
         }
-        let in_qemu = f.starts_with(root.join("nrt-pool-shim/qemu"));
-        for inside in [
-            "nrt_pool_qemu::core::",
-            "nrt_pool_qemu::backend::",
-            "nrt_pool_qemu::protocol::",
-            "nrt_pool_qemu::layout::",
-            "nrt_pool_qemu::fault::",
-        ] {
-            if !in_qemu && text.contains(inside) {
-                strays.push(format!("{} uses {inside}", f.display()));
-            }
-        }
-    }
-    // The engine's backend-neutral code names no host internals but the few shared limits.
-    let mut neutral = Vec::new();
-    rust_files(&root.join("nrt-pool-shim/engine/src"), &mut neutral);
-    for f in neutral {
-        if f.components().any(|c| c.as_os_str() == "host") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&f).unwrap();
-        for inside in ["host::pool", "host::control", "ControlBlock"] {
-            if text.contains(inside) {
-                strays.push(format!("{} uses {inside}", f.display()));
+        if f.starts_with(root.join("nrt-pool-shim/engine")) {
+            for backend in [
+                "nrt_pool_host",
+                "nrt_pool_qemu",
+                "HostBackend",
+                "XtensaBackend",
+            ] {
+                if text.contains(backend) {
+                    strays.push(format!("{} names a backend: {backend}", f.display()));
+                }
             }
         }
     }
     assert!(
         strays.is_empty(),
         "backend internals reached from outside:\n{}",
+        strays.join("\n")
+    );
+}
+
+/// Whether an item carries `#[cfg(test)]`.
+fn is_test_only(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg") && a.parse_args::<syn::Ident>().is_ok_and(|i| i == "test")
+    })
+}
+
+/// The `use` trees of a file's items outside its test modules, nested modules included.
+fn non_test_uses<'a>(items: &'a [syn::Item], out: &mut Vec<&'a syn::UseTree>) {
+    for item in items {
+        match item {
+            syn::Item::Use(u) if !is_test_only(&u.attrs) => out.push(&u.tree),
+            syn::Item::Mod(m) if !is_test_only(&m.attrs) => {
+                if let Some((_, inner)) = &m.content {
+                    non_test_uses(inner, out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Whether a use tree imports `super::*` (a parent's names wholesale).
+fn is_super_glob(tree: &syn::UseTree) -> bool {
+    match tree {
+        syn::UseTree::Path(p) if p.ident == "super" => matches!(*p.tree, syn::UseTree::Glob(_)),
+        syn::UseTree::Group(g) => g.items.iter().any(is_super_glob),
+        _ => false,
+    }
+}
+
+/// A file says where its names come from: no `use super::*` outside test modules (a
+/// prelude hides which parts a module reaches; issue #52).
+#[test]
+fn no_super_glob_imports_outside_tests() {
+    let mut strays = Vec::new();
+    for (krate, sources) in crates() {
+        if !krate.starts_with("nrt-pool-shim/") {
+            continue;
+        }
+        for s in &sources {
+            let mut uses = Vec::new();
+            non_test_uses(&s.file.items, &mut uses);
+            if uses.iter().any(|u| is_super_glob(u)) {
+                strays.push(s.path.display().to_string());
+            }
+        }
+    }
+    assert!(
+        strays.is_empty(),
+        "name what these files use instead of `use super::*`:\n{}",
+        strays.join("\n")
+    );
+}
+
+/// The module path of an engine source file (`check/notes.rs` -> `check::notes`).
+fn module_of(src: &std::path::Path, file: &std::path::Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).unwrap();
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let last = parts.pop().unwrap();
+    let stem = last.trim_end_matches(".rs");
+    if stem != "mod" && stem != "lib" {
+        parts.push(stem.to_string());
+    }
+    parts
+}
+
+/// The modules a file's paths name (`crate::a::b`, `super::c`), outside its test modules,
+/// resolved against `known` modules.
+struct Reaches<'k> {
+    here: Vec<String>,
+    known: &'k std::collections::BTreeSet<Vec<String>>,
+    found: std::collections::BTreeSet<Vec<String>>,
+}
+
+impl Reaches<'_> {
+    fn add(&mut self, segments: Vec<String>) {
+        let mut path: Vec<String> = match segments.first().map(String::as_str) {
+            Some("crate") => Vec::new(),
+            Some("super") => {
+                let mut p = self.here.clone();
+                p.pop();
+                p
+            }
+            _ => return,
+        };
+        let mut rest = segments[1..].iter().peekable();
+        while let Some(s) = rest.peek() {
+            if s.as_str() == "super" {
+                path.pop();
+                rest.next();
+            } else {
+                break;
+            }
+        }
+        // The longest known module the path names.
+        let mut best = None;
+        for s in rest {
+            path.push(s.clone());
+            if self.known.contains(&path) {
+                best = Some(path.clone());
+            }
+        }
+        if let Some(m) = best {
+            if m != self.here && !m.is_empty() {
+                self.found.insert(m);
+            }
+        }
+    }
+}
+
+/// Every path of a use tree, as segments.
+fn use_paths(tree: &syn::UseTree, prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
+    match tree {
+        syn::UseTree::Path(p) => {
+            let mut next = prefix;
+            next.push(p.ident.to_string());
+            use_paths(&p.tree, next, out);
+        }
+        syn::UseTree::Name(n) => {
+            let mut next = prefix;
+            next.push(n.ident.to_string());
+            out.push(next);
+        }
+        syn::UseTree::Rename(r) => {
+            let mut next = prefix;
+            next.push(r.ident.to_string());
+            out.push(next);
+        }
+        syn::UseTree::Glob(_) => out.push(prefix),
+        syn::UseTree::Group(g) => {
+            for t in &g.items {
+                use_paths(t, prefix.clone(), out);
+            }
+        }
+    }
+}
+
+impl<'a> syn::visit::Visit<'a> for Reaches<'_> {
+    fn visit_item_mod(&mut self, m: &'a syn::ItemMod) {
+        if !is_test_only(&m.attrs) {
+            syn::visit::visit_item_mod(self, m);
+        }
+    }
+    fn visit_item_use(&mut self, u: &'a syn::ItemUse) {
+        let mut paths = Vec::new();
+        use_paths(&u.tree, Vec::new(), &mut paths);
+        for p in paths {
+            self.add(p);
+        }
+    }
+    fn visit_path(&mut self, p: &'a syn::Path) {
+        self.add(p.segments.iter().map(|s| s.ident.to_string()).collect());
+        syn::visit::visit_path(self, p);
+    }
+}
+
+/// The engine's files form no circle (issue #52: the call path once reached the checks and
+/// the checks the call path; the profile the estimate and the estimate the profile): the
+/// crate root (`lib.rs`, the engine's API, which names every part) aside, no file reaches
+/// a file that reaches it back.
+#[test]
+fn no_circle_between_engine_files() {
+    use syn::visit::Visit;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = root.join("nrt-pool-shim/engine/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let known: std::collections::BTreeSet<Vec<String>> =
+        files.iter().map(|f| module_of(&src, f)).collect();
+    let mut edges = std::collections::BTreeMap::new();
+    for f in &files {
+        let here = module_of(&src, f);
+        if here.is_empty() || f.ends_with("bin") {
+            continue;
+        }
+        let file = syn::parse_file(&std::fs::read_to_string(f).unwrap()).unwrap();
+        let mut r = Reaches {
+            here: here.clone(),
+            known: &known,
+            found: Default::default(),
+        };
+        r.visit_file(&file);
+        edges.insert(here, r.found);
+    }
+    assert!(edges.len() > 20, "the engine's files: {}", edges.len());
+    // Each pair that reaches both ways (directly or through others).
+    let reach = |from: &Vec<String>| {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut todo = vec![from.clone()];
+        while let Some(m) = todo.pop() {
+            for n in edges.get(&m).into_iter().flatten() {
+                if seen.insert(n.clone()) {
+                    todo.push(n.clone());
+                }
+            }
+        }
+        seen
+    };
+    let mut circles = Vec::new();
+    for (m, direct) in &edges {
+        for n in direct {
+            if reach(n).contains(m) {
+                circles.push(format!("{} <-> {}", m.join("::"), n.join("::")));
+            }
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "files that reach each other (a part for both, or one way only):\n{}",
+        circles.join("\n")
+    );
+}
+
+/// No front end reads the environment: `nrt-pool-open` is its one reader (issue #52), so
+/// the FFI, the CLI, the Python binding and the Python package take the same variables the
+/// same way. (The compiler a build runs, `$CXX`, is the build's, and the FFI sequence
+/// fuzzer's own tool paths are a test program's.)
+#[test]
+fn no_front_end_reads_the_environment() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["cli/src", "ffi/src", "python/src"] {
+        rust_files(&root.join("nrt-pool-shim").join(dir), &mut files);
+    }
+    let mut strays = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let reads = line.contains("env::var(") || line.contains("env::var_os(");
+            let allowed = line.contains("\"CXX\"") || f.ends_with("sequence.rs");
+            if reads && !allowed {
+                strays.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    let package = root.join("nrt-pool-shim/python/python/gpsimd_open");
+    for e in std::fs::read_dir(&package).unwrap().flatten() {
+        let p = e.path();
+        if p.extension().is_none_or(|x| x != "py") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let reads = ["os.environ.get(", "os.getenv(", "environ.get("]
+                .iter()
+                .any(|r| line.contains(r));
+            if reads {
+                strays.push(format!("{}:{}: {}", p.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        strays.is_empty(),
+        "read these through nrt_pool_open::Environment (Python: _native.environment()):\n{}",
         strays.join("\n")
     );
 }

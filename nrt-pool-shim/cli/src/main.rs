@@ -2,33 +2,23 @@
 //! declared in `cli.rs` (clap; `nrt-pool --help`, `nrt-pool SUBCOMMAND --help`); this file
 //! carries each subcommand out.
 //!
-//! Exit status: 0 success, 1 error, 2 usage, 3 device fault.
+//! Exit status: 0 success, 1 error, 2 usage, 3 device fault, 4 checks found something.
 
 mod cli;
 mod run;
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
 
 use clap::Parser;
 use serde_json::json;
 
-use cli::{
-    BringupArgs, BuildArgs, Cli, Command, DemoArgs, GdbArgs, IsaArg, ListArgs, RunArgs, Shell,
-};
+use cli::{BringupArgs, BuildArgs, Cli, Command, DemoArgs, GdbArgs, IsaArg, ListArgs, Shell};
 use nrt_pool_build as opbuild;
-use nrt_pool_cli::npy;
 use nrt_pool_cli::progress::Progress;
-use nrt_pool_engine::tensor::{DType, Location};
-use nrt_pool_engine::{
-    ArgValue, Arguments, Call, CallOptions, Destination, EmuError, LaunchPhases, Output,
-    OutputSpec, Target,
-};
+use nrt_pool_engine::EmuError;
 use nrt_pool_open::installation::{self, Part};
 use nrt_pool_open::{Environment, OpenError, OpenOptions, Pool};
-use nrt_pool_schema::{ArgKind, ParamKind};
 use nrt_sim_device::bringup;
 
 /// Files `make` puts beside this executable (target/<profile>/) and in the repository.
@@ -246,9 +236,9 @@ fn report_image_sizes(pool: &Path) {
     }
 }
 
-/// An engine with `lib` loaded on the cores `isa` asks for (by default the file's: a Pool
-/// image runs on Xtensa cores; asked for the other, the build beside `lib` is used), the
-/// environment's call defaults applied when `env` is given.
+/// A pool with `lib` loaded on the cores `isa` asks for (else `$GPSIMD_OPEN_ISA`, else the
+/// file's: a Pool image runs on Xtensa cores; asked for the other, the build beside `lib`
+/// is used), the environment's call defaults applied when `env` is given.
 fn engine_with(
     lib: &Path,
     isa: Option<IsaArg>,

@@ -2,11 +2,26 @@
 //! engine's call path per launch (`--repeat`), the output to a `.npy` file, the report and
 //! `--timings`.
 
-use super::*;
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use nrt_pool_cli::npy;
+use nrt_pool_cli::progress::Progress;
 use nrt_pool_engine::check::{CheckReport, Checks};
 use nrt_pool_engine::debug;
-use nrt_pool_engine::Called;
+use nrt_pool_engine::schema::{ArgKind, ParamKind};
+use nrt_pool_engine::tensor::{DType, Location};
+use nrt_pool_engine::{
+    ArgValue, Arguments, Call, CallOptions, Called, Destination, EmuError, LaunchPhases, Output,
+    OutputSpec, Target,
+};
 use nrt_pool_open::environment::Asked;
+use nrt_pool_open::{Environment, Pool};
+use serde_json::json;
+
+use super::{echo, engine_with, CliFailure};
+use crate::cli::RunArgs;
 
 /// `run --timings`: wall time from start to output file, by phase.
 struct Timings {

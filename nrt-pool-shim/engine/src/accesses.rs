@@ -1,14 +1,14 @@
 //! What each core read and wrote in a launch, byte by byte, where its backend sees every
-//! load and store (Xtensa cores under QEMU: the access plugin; issue #42, D101), and the
-//! race check's reading of it: a byte one core reads and another writes in the same launch.
+//! load and store (Xtensa cores under QEMU: the access plugin, whose file `nrt-pool-qemu`
+//! reads; D101), and the race check's reading of it: a byte one core reads and another
+//! writes in the same launch.
 
 use std::collections::BTreeMap;
 
 /// Bytes of one page of the record.
 pub const PAGE: u64 = 4096;
-const BITMAP: usize = (PAGE / 8) as usize;
-/// One page's record in the plugin's file: SoC address (u64), two PCs (u32), two bitmaps.
-pub const RECORD_BYTES: usize = 16 + 2 * BITMAP;
+/// Bytes of one bitmap: a bit per byte of a page.
+pub const BITMAP: usize = (PAGE / 8) as usize;
 
 /// One page's reads and writes: bit `i` of byte `j` is byte `8 * j + i` of the page.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,49 +28,7 @@ pub struct CoreAccesses {
     pub lines: BTreeMap<u32, String>,
 }
 
-/// Why a record could not be read.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum AccessRecordError {
-    #[error("{0} bytes is not a whole number of {RECORD_BYTES}-byte page records")]
-    Length(usize),
-    #[error("the page at SoC address {0:#x} is not page-aligned")]
-    Unaligned(u64),
-}
-
 impl CoreAccesses {
-    /// The plugin's file.
-    pub fn parse(bytes: &[u8]) -> Result<CoreAccesses, AccessRecordError> {
-        if !bytes.len().is_multiple_of(RECORD_BYTES) {
-            return Err(AccessRecordError::Length(bytes.len()));
-        }
-        let mut pages = BTreeMap::new();
-        for r in bytes.chunks_exact(RECORD_BYTES) {
-            let word = |o: usize| u32::from_le_bytes([r[o], r[o + 1], r[o + 2], r[o + 3]]);
-            let soc = u64::from(word(0)) | (u64::from(word(4)) << 32);
-            if soc % PAGE != 0 {
-                return Err(AccessRecordError::Unaligned(soc));
-            }
-            let bitmap = |o: usize| -> Box<[u8; BITMAP]> {
-                let mut b = Box::new([0u8; BITMAP]);
-                b.copy_from_slice(&r[o..o + BITMAP]);
-                b
-            };
-            pages.insert(
-                soc,
-                PageAccess {
-                    read: bitmap(16),
-                    write: bitmap(16 + BITMAP),
-                    read_pc: word(8),
-                    write_pc: word(12),
-                },
-            );
-        }
-        Ok(CoreAccesses {
-            pages,
-            lines: BTreeMap::new(),
-        })
-    }
-
     /// The PCs the record names (to be given source lines).
     pub fn pcs(&self) -> Vec<u32> {
         let mut v: Vec<u32> = self
@@ -194,36 +152,25 @@ pub fn read_write_races(
 mod tests {
     use super::*;
 
-    fn record(soc: u64, read: &[u32], write: &[u32], pcs: (u32, u32)) -> Vec<u8> {
-        let mut r = vec![0u8; RECORD_BYTES];
-        r[0..8].copy_from_slice(&soc.to_le_bytes());
-        r[8..12].copy_from_slice(&pcs.0.to_le_bytes());
-        r[12..16].copy_from_slice(&pcs.1.to_le_bytes());
-        for &o in read {
-            r[16 + (o / 8) as usize] |= 1 << (o % 8);
+    /// One page's record: the bytes read and written, the first PCs.
+    fn record(soc: u64, read: &[u32], write: &[u32], pcs: (u32, u32)) -> CoreAccesses {
+        let bits = |offsets: &[u32]| {
+            let mut b = Box::new([0u8; BITMAP]);
+            for &o in offsets {
+                b[(o / 8) as usize] |= 1 << (o % 8);
+            }
+            b
+        };
+        let page = PageAccess {
+            read: bits(read),
+            write: bits(write),
+            read_pc: pcs.0,
+            write_pc: pcs.1,
+        };
+        CoreAccesses {
+            pages: [(soc, page)].into(),
+            lines: BTreeMap::new(),
         }
-        for &o in write {
-            r[16 + BITMAP + (o / 8) as usize] |= 1 << (o % 8);
-        }
-        r
-    }
-
-    #[test]
-    fn a_record_is_read_back_by_soc_page() {
-        let mut bytes = record(0x40_0000_1000, &[0, 9], &[4], (0x10, 0x20));
-        bytes.extend(record(0x40_0000_3000, &[], &[], (0, 0)));
-        let a = CoreAccesses::parse(&bytes).unwrap();
-        let p = &a.pages[&0x40_0000_1000];
-        assert_eq!((p.read[0], p.read[1], p.write[0]), (1, 2, 16));
-        assert_eq!(a.pcs(), vec![0x10, 0x20]);
-        assert_eq!(
-            CoreAccesses::parse(&bytes[1..]),
-            Err(AccessRecordError::Length(bytes.len() - 1))
-        );
-        assert_eq!(
-            CoreAccesses::parse(&record(0x20, &[], &[], (0, 0))),
-            Err(AccessRecordError::Unaligned(0x20))
-        );
     }
 
     #[test]
@@ -232,9 +179,9 @@ mod tests {
         let writes: Vec<u32> = (0..16).collect();
         let c0 = record(0x40_0000_0000, &writes, &writes, (0x100, 0x104));
         let c1 = record(0x40_0000_0000, &[8, 9, 10, 11], &[], (0x200, 0));
-        let mut a0 = CoreAccesses::parse(&c0).unwrap();
+        let mut a0 = c0;
         a0.lines.insert(0x104, "k.cpp:7 in k".into());
-        let mut a1 = CoreAccesses::parse(&c1).unwrap();
+        let mut a1 = c1;
         a1.lines.insert(0x200, "k.cpp:9 in k".into());
         let t = [WatchedTensor {
             label: "the output".into(),

@@ -5,16 +5,15 @@
 //! record); the host backend decodes its own cores' control block into them.
 
 use std::ffi::CStr;
+use std::time::Duration;
 
 use super::deadline::Deadline;
 use super::debug::DebugSession;
 use super::library::OpLibrary;
 use super::memory::DeviceMemory;
-use super::profile::CoreProfile;
 use super::symbolize::SourceFrame;
+pub use customop_abi::access::AccessCounts;
 use customop_abi::control::FaultKind;
-
-pub use crate::host::HostBackend;
 
 /// The kind of access a memory fault made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -328,6 +327,21 @@ pub struct Shaped {
     /// The file the shape function ran in where it is not the loaded library's (a Pool
     /// image's host build beside it): a fault is named from its symbols.
     pub ran_in: Option<std::path::PathBuf>,
+}
+
+/// One core's part of a profiled launch.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CoreProfile {
+    pub core: usize,
+    /// The kernel's wall time on the core (host cores).
+    pub wall: Option<Duration>,
+    /// Instructions the kernel executed on the core, where counted.
+    pub instructions: Option<u64>,
+    /// Instructions by function (demangled names), most first (Xtensa cores).
+    pub functions: Vec<(String, u64)>,
+    /// The tensor accesses the core's runtime counted (Xtensa cores): with the
+    /// instructions, what the device-time estimate prices (`crate::estimate`).
+    pub accesses: Option<AccessCounts>,
 }
 
 /// An ISA backend: it loads an op library onto cores that share the engine's device memory,

@@ -1,8 +1,6 @@
 //! Host copies of tensor data: split over the CPUs when large, into memory advised for huge
 //! pages.
 
-use crate::host::doorbell;
-
 /// A host copy of device bytes. Large results land in memory advised for transparent huge
 /// pages: faulting in a fresh 64 MiB buffer 4 KiB at a time costs several times the copy.
 pub(crate) fn host_copy(src: &[u8]) -> Vec<u8> {
@@ -16,6 +14,12 @@ pub(crate) fn host_copy(src: &[u8]) -> Vec<u8> {
     v
 }
 
+/// The CPUs this process may run on (counted once).
+pub fn cpus() -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// Bytes from which a copy or fill is split over the CPUs: a large tensor's copy is
 /// bound by how fast one CPU moves memory and takes its page faults.
 const PARALLEL_FROM: usize = 8 << 20;
@@ -24,7 +28,7 @@ const PARALLEL_FROM: usize = 8 << 20;
 /// the first on this thread.
 fn in_parallel(n: usize, part: impl Fn(usize, usize) + Sync) {
     let ways = if n >= PARALLEL_FROM {
-        doorbell::cpus().clamp(1, 4)
+        cpus().clamp(1, 4)
     } else {
         1
     };

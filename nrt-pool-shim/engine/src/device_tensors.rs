@@ -459,45 +459,38 @@ impl DeviceTensors {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{PoolEngine, PoolImage};
 
     /// Device tensors are released one by one, in any order: their memory is reused, and
     /// once the lowest are gone, HBM's bottom-up launch tensors can use it again; a second
     /// release, or one from before a reset, changes nothing; uploads check their size.
     #[test]
     pub(crate) fn device_tensors_are_freed_one_by_one() {
-        let mut e = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
-        let kept = e
-            .tensors
-            .upload_bytes(DType::U8, vec![4], &[1, 2, 3, 4])
-            .unwrap();
-        let a = e
-            .tensors
-            .upload_bytes(DType::F32, vec![1024], &[7; 4096])
-            .unwrap();
-        let b = e.tensors.alloc_device(DType::U8, vec![3 << 20]).unwrap();
-        let c = e.tensors.alloc_device(DType::U8, vec![100]).unwrap();
+        let mut t = DeviceTensors::new(DeviceMemory::with_reserve(64 << 20, 0).unwrap());
+        let kept = t.upload_bytes(DType::U8, vec![4], &[1, 2, 3, 4]).unwrap();
+        let a = t.upload_bytes(DType::F32, vec![1024], &[7; 4096]).unwrap();
+        let b = t.alloc_device(DType::U8, vec![3 << 20]).unwrap();
+        let c = t.alloc_device(DType::U8, vec![100]).unwrap();
         assert!(c.soc < b.soc && b.soc < a.soc && a.soc < kept.soc);
         // A middle one: its place is reused by a tensor that fits.
-        assert!(e.tensors.free_device(&a));
-        assert!(!e.tensors.free_device(&a), "a second release is refused");
-        let a2 = e.tensors.alloc_device(DType::F32, vec![512]).unwrap();
+        assert!(t.free_device(&a));
+        assert!(!t.free_device(&a), "a second release is refused");
+        let a2 = t.alloc_device(DType::F32, vec![512]).unwrap();
         assert!(a2.soc > b.soc && a2.soc < kept.soc, "in a's old range");
         assert_eq!(
-            e.tensors.device_bytes(&a2).unwrap(),
+            t.device_bytes(&a2).unwrap(),
             &[0; 2048],
             "zeroed on allocation"
         );
         // All but `kept`, in any order: the whole range below it is free again, as one.
         for d in [&c, &a2, &b] {
-            assert!(e.tensors.free_device(d));
+            assert!(t.free_device(d));
         }
-        let big = e.tensors.alloc_device(DType::U8, vec![60 << 20]).unwrap();
+        let big = t.alloc_device(DType::U8, vec![60 << 20]).unwrap();
         assert!(big.soc < kept.soc);
-        assert_eq!(e.tensors.device_bytes(&kept).unwrap(), &[1, 2, 3, 4]);
-        assert!(e.tensors.free_device(&big));
+        assert_eq!(t.device_bytes(&kept).unwrap(), &[1, 2, 3, 4]);
+        assert!(t.free_device(&big));
         assert!(matches!(
-            e.tensors.upload_bytes(DType::F32, vec![2], &[0; 7]),
+            t.upload_bytes(DType::F32, vec![2], &[0; 7]),
             Err(EmuError::Tensor(TensorError::Size {
                 want: 8,
                 got: 7,
@@ -505,19 +498,17 @@ mod tests {
             }))
         ));
         // Temporaries go when the scope ends, kept tensors stay, failure or not.
-        let probe = e.tensors.alloc_device(DType::U8, vec![64]).unwrap();
-        assert!(e.tensors.free_device(&probe));
-        let r: Result<(), ()> = e.with_temporaries(|e| {
-            e.tensors
-                .upload_bytes(DType::U8, vec![1 << 20], &[9; 1 << 20])
-                .unwrap();
-            e.with_temporaries(|e| e.tensors.alloc_device(DType::U8, vec![1 << 20]).unwrap());
-            Err(())
-        });
-        assert!(r.is_err());
-        let after = e.tensors.alloc_device(DType::U8, vec![64]).unwrap();
+        let probe = t.alloc_device(DType::U8, vec![64]).unwrap();
+        assert!(t.free_device(&probe));
+        assert!(t.begin_temporaries());
+        t.upload_bytes(DType::U8, vec![1 << 20], &[9; 1 << 20])
+            .unwrap();
+        assert!(!t.begin_temporaries(), "nested: the outer scope's");
+        t.alloc_device(DType::U8, vec![1 << 20]).unwrap();
+        t.end_temporaries();
+        let after = t.alloc_device(DType::U8, vec![64]).unwrap();
         assert_eq!(after.soc, probe.soc, "the temporaries' range is free again");
-        e.tensors.free_device_tensors();
-        assert!(!e.tensors.free_device(&kept), "gone with the reset");
+        t.free_device_tensors();
+        assert!(!t.free_device(&kept), "gone with the reset");
     }
 }

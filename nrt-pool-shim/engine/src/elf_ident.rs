@@ -82,6 +82,14 @@ impl ElfIdent {
     }
 }
 
+/// Whether the ELF file at `path` is a 32-bit x86 shared object (a library built in the
+/// device's data model, D97); false for anything unreadable or else.
+pub fn is_i386_library(path: &std::ffi::CStr) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(path.to_bytes()));
+    ElfIdent::of_file(path).is_some_and(|i| i.is_i386())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

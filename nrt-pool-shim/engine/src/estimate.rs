@@ -5,7 +5,7 @@
 //! published figures. Host cores count x86 instructions of another build: they give no
 //! estimate.
 
-use crate::profile::{AccessCounts, CoreProfile, Profile};
+use crate::backend::{AccessCounts, CoreProfile};
 
 /// The model's constants.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -91,15 +91,11 @@ pub const COPY_ENTRY: &str = "[tensor copies: TCM and stream accessors]";
 impl Model {
     /// The estimate of a profiled launch, or None where its cores counted no accesses
     /// (host cores, or an image whose runtime keeps no counts).
-    pub fn estimate(&self, p: &Profile) -> Option<Estimate> {
-        if p.isa != "xtensa" {
+    pub fn estimate(&self, isa: &str, cores: &[CoreProfile]) -> Option<Estimate> {
+        if isa != "xtensa" {
             return None;
         }
-        let cores: Vec<CoreEstimate> = p
-            .cores
-            .iter()
-            .map(|c| self.core(c))
-            .collect::<Option<_>>()?;
+        let cores: Vec<CoreEstimate> = cores.iter().map(|c| self.core(c)).collect::<Option<_>>()?;
         let slowest = cores.iter().map(|c| c.seconds).fold(0.0, f64::max);
         let bytes: u64 = cores
             .iter()
@@ -201,6 +197,7 @@ impl Estimate {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::Profile;
 
     fn core(n: usize, functions: Vec<(&str, u64)>, a: AccessCounts) -> CoreProfile {
         CoreProfile {
@@ -242,7 +239,7 @@ mod tests {
             ],
             a,
         )]);
-        let e = m.estimate(&p).unwrap();
+        let e = m.estimate(&p.isa, &p.cores).unwrap();
         let c = &e.cores[0];
         let close = |x: f64, y: f64| (x - y).abs() <= 1e-12 * y.abs().max(1.0);
         assert!(close(
@@ -276,17 +273,17 @@ mod tests {
             core(0, vec![("k", 1000)], a),
             core(1, vec![("k", 5000)], a),
         ]);
-        let e = TRN1.estimate(&p).unwrap();
+        let e = p.estimate().unwrap();
         assert_eq!(e.seconds, e.cores[1].seconds);
         assert!(!e.copy_bound);
         let host = Profile {
             isa: "host".into(),
             ..p.clone()
         };
-        assert_eq!(TRN1.estimate(&host), None);
+        assert_eq!(host.estimate(), None);
         let mut uncounted = p;
         uncounted.cores[0].accesses = None;
-        assert_eq!(TRN1.estimate(&uncounted), None);
+        assert_eq!(uncounted.estimate(), None);
     }
 
     #[test]
@@ -297,7 +294,7 @@ mod tests {
             ..AccessCounts::default()
         };
         let p = profile((0..8).map(|c| core(c, vec![("k", 10)], a)).collect());
-        let e = TRN1.estimate(&p).unwrap();
+        let e = p.estimate().unwrap();
         assert!(e.copy_bound);
         let want = 8.0 * (64u64 << 20) as f64 / TRN1.engine_copy_bytes_per_s;
         assert!((e.seconds - want).abs() < 1e-9);

@@ -24,7 +24,6 @@ pub mod deadline;
 pub mod debug;
 pub mod elf_ident;
 pub mod estimate;
-pub mod host;
 pub mod library;
 pub mod memory;
 pub mod profile;
@@ -42,7 +41,6 @@ mod derive;
 mod device_tensors;
 mod error;
 mod fault;
-mod gdbserver;
 mod launch;
 mod load;
 mod marshal;
@@ -59,7 +57,7 @@ use std::time::{Duration, Instant};
 
 use customop_abi::control::FaultKind;
 
-use self::backend::{HostBackend, IsaBackend, Outcome, Stdio, Team};
+use self::backend::{IsaBackend, Outcome, Stdio, Team};
 use self::check::{Check, CheckReport, Checking};
 use self::derive::Derivation;
 use self::fault::FaultReport;
@@ -69,7 +67,7 @@ use self::marshal::Fill;
 use self::memory::DeviceMemory;
 
 pub use self::call::{ArgValue, Arguments, Call, Called, Destination, Output};
-pub use self::copy::host_buffer;
+pub use self::copy::{cpus, host_buffer};
 pub use self::deadline::{Deadline, Interrupt};
 pub use self::device_tensors::DeviceTensors;
 pub use self::error::{status_name, DeviceFault, EmuError};
@@ -120,12 +118,6 @@ pub struct PoolEngine {
 }
 
 impl PoolEngine {
-    /// An engine with `hbm_bytes` of HBM for tensors and the given Pool image (stock, or a
-    /// registered pair that replaces it).
-    pub fn new(hbm_bytes: u64, image: PoolImage) -> Result<PoolEngine, EmuError> {
-        PoolEngine::with_backend(hbm_bytes, image, Box::new(HostBackend::default()))
-    }
-
     /// An engine whose cores are `backend`'s (host builds, or Xtensa images on QEMU cores),
     /// with HBM laid out as the backend needs: `hbm_bytes` for tensors at most, fewer where
     /// its cores reach less.

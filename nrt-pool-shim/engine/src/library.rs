@@ -41,8 +41,9 @@ pub enum LibraryError {
 pub struct OpLibrary {
     /// The library as the user named it (a path, or a label for an in-memory image).
     pub path: PathBuf,
-    /// The path the cores dlopen and the host reads symbols from.
-    pub(crate) c_path: CString,
+    /// The path a host core loads it from (the file itself, or a descriptor of an image in
+    /// memory), as a C string.
+    pub c_path: CString,
     pub schema: Option<Vec<KernelSig>>,
     /// A NEURON_LIBRARY library's namespace and ops (their outputs come from its shape
     /// functions at launch time).
@@ -69,7 +70,7 @@ impl OpLibrary {
         })?;
         Ok(OpLibrary {
             path: path.into(),
-            i386: crate::host::core::runner::is_i386_library(&c_path),
+            i386: crate::elf_ident::is_i386_library(&c_path),
             c_path,
             schema: None,
             ops: None,
@@ -91,7 +92,7 @@ impl OpLibrary {
         let c_path = CString::new(format!("/proc/self/fd/{}", f.as_raw_fd())).expect("no NUL");
         Ok(OpLibrary {
             path: label.into(),
-            i386: crate::host::core::runner::is_i386_library(&c_path),
+            i386: crate::elf_ident::is_i386_library(&c_path),
             c_path,
             schema: None,
             ops: None,

@@ -3,24 +3,7 @@
 //! where it can count them (Xtensa cores: a QEMU TCG plugin counts each translated block's
 //! executions; host cores: perf counts the thread's instructions, without functions).
 
-use std::time::Duration;
-
-pub use customop_abi::access::AccessCounts;
-
-/// One core's part of a profiled launch.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CoreProfile {
-    pub core: usize,
-    /// The kernel's wall time on the core (host cores).
-    pub wall: Option<Duration>,
-    /// Instructions the kernel executed on the core, where counted.
-    pub instructions: Option<u64>,
-    /// Instructions by function (demangled names), most first (Xtensa cores).
-    pub functions: Vec<(String, u64)>,
-    /// The tensor accesses the core's runtime counted (Xtensa cores): with the
-    /// instructions, what the device-time estimate prices ([`crate::estimate`]).
-    pub accesses: Option<AccessCounts>,
-}
+pub use crate::backend::{AccessCounts, CoreProfile};
 
 /// A profiled launch: its backend and each core's part.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -112,7 +95,7 @@ impl Profile {
             }
             out.push('\n');
         }
-        match crate::estimate::TRN1.estimate(self) {
+        match self.estimate() {
             Some(e) => out.push_str(&e.report(n)),
             None if self.isa == "host" => out.push_str(
                 "  (host cores: this machine's wall time and x86 instructions, not an estimate \
@@ -128,13 +111,14 @@ impl Profile {
 
     /// The estimate of this launch's time on a trn1 Pool engine (Xtensa cores, D100).
     pub fn estimate(&self) -> Option<crate::estimate::Estimate> {
-        crate::estimate::TRN1.estimate(self)
+        crate::estimate::TRN1.estimate(&self.isa, &self.cores)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn profile() -> Profile {
         Profile {

@@ -1,10 +1,10 @@
-//! What a call asks for besides its arguments (issue #41): each call carries its own
-//! options, and each option it leaves open takes the engine's default. Nothing is set on
-//! the engine around a call: the settings travel with it to the runs that need them.
+//! What a call asks for besides its arguments: each call carries its own options, and each
+//! option it leaves open takes the engine's default. Nothing is set on the engine around a
+//! call: the settings travel with it to the runs that need them.
 
 use std::time::Duration;
 
-use super::check::Checks;
+use super::check::list::Checks;
 use super::debug::DebugRequest;
 use super::{Deadline, Interrupt, DEFAULT_TIMEOUT};
 

@@ -18,6 +18,11 @@ use std::sync::OnceLock;
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
+/// The spawner thread's stack: a host core, forked from this thread, runs kernels on it
+/// (D79). The device's own limit (STACK_SIZE, ~8 KiB local) is checked on Xtensa cores
+/// only: host code needs more.
+pub const SPAWNER_STACK: usize = 8 << 20;
+
 /// Runs `f` on the spawner thread and returns its result; the caller waits meanwhile.
 /// If the spawner thread cannot be had, `f` runs on the calling thread.
 pub fn run<R: Send>(f: impl FnOnce() -> R + Send) -> R {
@@ -54,7 +59,7 @@ fn spawner() -> Option<&'static SyncSender<Job>> {
             std::thread::Builder::new()
                 .name("nrt-pool-spawner".into())
                 // Host cores are forked from this thread and run kernels on its stack.
-                .stack_size(crate::host::core::HOST_CORE_STACK)
+                .stack_size(SPAWNER_STACK)
                 .spawn(move || serve(rx))
                 .ok()
                 .map(|_| tx)

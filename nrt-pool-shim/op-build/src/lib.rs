@@ -12,7 +12,6 @@
 //! source:  void add_scalar(const neuron::Tensor &x, float alpha, neuron::Tensor &out);
 //! ```
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

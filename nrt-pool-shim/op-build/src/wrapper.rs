@@ -2,7 +2,9 @@
 //! the `get_func_*` table from a schema), and the exception guard and host stdio glue both
 //! op models share.
 
-use super::*;
+use std::fmt::Write as _;
+
+use super::{DType, KernelSig, ParamKind};
 
 /// The C++ type a scalar parameter arrives as, and the pull that reads it.
 pub(crate) fn scalar_cxx(dt: DType) -> (&'static str, &'static str) {

@@ -229,7 +229,7 @@ fn find_in(roots: &[Root], part: Part) -> PathBuf {
 }
 
 /// The variable that names the 32-bit core runner, before any search.
-pub use nrt_pool_engine::host::CORE_RUNNER_ENV;
+pub use nrt_pool_host::CORE_RUNNER_ENV;
 
 /// The 32-bit core runner: `$NRT_POOL_CORE_RUNNER`, else [`find`].
 pub fn core_runner() -> PathBuf {

@@ -6,9 +6,9 @@
 use std::ops::{Deref, DerefMut};
 use std::path::Path;
 
-use nrt_pool_engine::backend::HostBackend;
 use nrt_pool_engine::check::Check;
 use nrt_pool_engine::{Call, Called, Destination, EmuError, PoolEngine, PoolImage};
+use nrt_pool_host::HostBackend;
 use nrt_pool_schema::pool_image;
 
 use crate::parity::{Comparison, ParityInputs, ThisRun, Twin};
@@ -53,7 +53,7 @@ impl Pool {
                     nrt_pool_qemu::XtensaBackend::new(
                         o.board.clone().unwrap_or_else(installation::board),
                     )
-                    .with_shape_cores(host_cores()),
+                    .with_shape_cores(Box::new(host_cores())),
                 ),
             )?,
         };

@@ -1,7 +1,11 @@
 //! Engine errors as Python exceptions: a device fault as `DeviceFault` with its core,
 //! kind, address and output; wrong arguments as TypeError or ValueError.
 
-use super::*;
+use nrt_pool_engine::EmuError;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+
+use super::DeviceFault;
 
 /// An engine error as the Python exception an op author expects.
 pub(crate) fn to_py(py: Python<'_>, e: EmuError) -> PyErr {

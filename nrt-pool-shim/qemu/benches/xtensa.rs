@@ -14,12 +14,15 @@ use nrt_pool_qemu::XtensaBackend;
 use nrt_pool_testkit as testkit;
 
 fn engines(so: &Path, pool: &Path) -> (PoolEngine, PoolEngine) {
-    let mut host = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
+    let mut host = nrt_pool_host::host_engine(64 << 20, PoolImage::default()).unwrap();
     host.load(so).unwrap();
     let mut xt = PoolEngine::with_backend(
         64 << 20,
         PoolImage::default(),
-        Box::new(XtensaBackend::new(testkit::xtensa_board())),
+        Box::new(
+            XtensaBackend::new(testkit::xtensa_board())
+                .with_shape_cores(Box::new(nrt_pool_host::HostBackend::default())),
+        ),
     )
     .unwrap();
     xt.defaults.timeout = std::time::Duration::from_secs(600);

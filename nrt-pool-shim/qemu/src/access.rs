@@ -6,7 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use customop_abi::access::{AccessCounts, ACCESS_COUNTS_BYTES, ACCESS_COUNTS_SYMBOL};
-use nrt_pool_engine::accesses::CoreAccesses;
+use std::collections::BTreeMap;
+
+use nrt_pool_engine::accesses::{CoreAccesses, PageAccess, BITMAP, PAGE};
 use nrt_pool_engine::memory::DeviceMemory;
 use nrt_pool_engine::symbolize::{ImageSet, StackAddr};
 use object::{Object, ObjectSymbol};
@@ -63,7 +65,7 @@ pub fn trace(dir: &Path, core: usize, images: &[&[u8]]) -> Option<CoreAccesses> 
     let path = record_path(dir, core);
     let bytes = std::fs::read(&path).ok()?;
     let _gone = std::fs::remove_file(&path);
-    let mut a = CoreAccesses::parse(&bytes).ok()?;
+    let mut a = parse_record(&bytes).ok()?;
     let named = ImageSet::new(images);
     for pc in a.pcs() {
         let frames = named.frames(StackAddr {
@@ -87,4 +89,86 @@ pub fn trace(dir: &Path, core: usize, images: &[&[u8]]) -> Option<CoreAccesses> 
         }
     }
     Some(a)
+}
+/// One page's record in the access plugin's file: SoC address (u64), the first PCs that
+/// read and wrote it (u32 each), then the read and write bitmaps.
+pub const RECORD_BYTES: usize = 16 + 2 * BITMAP;
+
+/// Why an access record could not be read.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum AccessRecordError {
+    #[error("{0} bytes is not a whole number of {RECORD_BYTES}-byte page records")]
+    Length(usize),
+    #[error("the page at SoC address {0:#x} is not page-aligned")]
+    Unaligned(u64),
+}
+
+/// The access plugin's file (`plugins/access.c`): one core's reads and writes by page.
+pub fn parse_record(bytes: &[u8]) -> Result<CoreAccesses, AccessRecordError> {
+    if !bytes.len().is_multiple_of(RECORD_BYTES) {
+        return Err(AccessRecordError::Length(bytes.len()));
+    }
+    let mut pages = BTreeMap::new();
+    for r in bytes.chunks_exact(RECORD_BYTES) {
+        let word = |o: usize| u32::from_le_bytes([r[o], r[o + 1], r[o + 2], r[o + 3]]);
+        let soc = u64::from(word(0)) | (u64::from(word(4)) << 32);
+        if soc % PAGE != 0 {
+            return Err(AccessRecordError::Unaligned(soc));
+        }
+        let bitmap = |o: usize| -> Box<[u8; BITMAP]> {
+            let mut b = Box::new([0u8; BITMAP]);
+            b.copy_from_slice(&r[o..o + BITMAP]);
+            b
+        };
+        pages.insert(
+            soc,
+            PageAccess {
+                read: bitmap(16),
+                write: bitmap(16 + BITMAP),
+                read_pc: word(8),
+                write_pc: word(12),
+            },
+        );
+    }
+    Ok(CoreAccesses {
+        pages,
+        lines: BTreeMap::new(),
+    })
+}
+
+#[cfg(test)]
+mod record_tests {
+    use super::*;
+
+    fn record(soc: u64, read: &[u32], write: &[u32], pcs: (u32, u32)) -> Vec<u8> {
+        let mut r = vec![0u8; RECORD_BYTES];
+        r[0..8].copy_from_slice(&soc.to_le_bytes());
+        r[8..12].copy_from_slice(&pcs.0.to_le_bytes());
+        r[12..16].copy_from_slice(&pcs.1.to_le_bytes());
+        for &o in read {
+            r[16 + (o / 8) as usize] |= 1 << (o % 8);
+        }
+        for &o in write {
+            r[16 + BITMAP + (o / 8) as usize] |= 1 << (o % 8);
+        }
+        r
+    }
+
+    #[test]
+    fn a_record_is_read_back_by_soc_page() {
+        let mut bytes = record(0x40_0000_1000, &[0, 9], &[4], (0x10, 0x20));
+        bytes.extend(record(0x40_0000_3000, &[], &[], (0, 0)));
+        let a = parse_record(&bytes).unwrap();
+        let p = &a.pages[&0x40_0000_1000];
+        assert_eq!((p.read[0], p.read[1], p.write[0]), (1, 2, 16));
+        assert_eq!(a.pcs(), vec![0x10, 0x20]);
+        assert_eq!(
+            parse_record(&bytes[1..]),
+            Err(AccessRecordError::Length(bytes.len() - 1))
+        );
+        assert_eq!(
+            parse_record(&record(0x20, &[], &[], (0, 0))),
+            Err(AccessRecordError::Unaligned(0x20))
+        );
+    }
 }

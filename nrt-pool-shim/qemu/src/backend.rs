@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use customop_abi::control::{FaultKind, PHASE_KERNEL, PHASE_START};
 use nrt_pool_engine::backend::{
-    Access, CoreEnd, CoreLines, FaultRecord, HostBackend, IsaBackend, Launched, Outcome, Probed,
-    Shaped, Stack, Stdio, Team,
+    Access, CoreEnd, CoreLines, FaultRecord, IsaBackend, Launched, Outcome, Probed, Shaped, Stack,
+    Stdio, Team,
 };
 use nrt_pool_engine::deadline::Deadline;
 use nrt_pool_engine::debug::{DataAccess, DebugSession};
@@ -41,8 +41,9 @@ pub struct XtensaBackend {
     cores: Vec<Option<XtensaCore>>,
     /// The guard pages each running core was last given.
     guards: Vec<Vec<u64>>,
-    /// Shape functions, in the host build beside the image.
-    host: HostBackend,
+    /// The cores shape functions run on, in the host build beside the image (a front end
+    /// gives them: `nrt-pool-open` its host cores).
+    host: Option<Box<dyn IsaBackend>>,
     /// The core a debug launch runs with QEMU's gdb stub, and the stub's port.
     gdb_stub: Option<(usize, u16)>,
     /// While launches are profiled: the folder the cores' plugins write their counts to
@@ -65,7 +66,7 @@ impl XtensaBackend {
             images: None,
             cores: (0..layout::CORES).map(|_| None).collect(),
             guards: vec![Vec::new(); layout::CORES],
-            host: HostBackend::default(),
+            host: None,
             gdb_stub: None,
             profiling: None,
             tracing: None,
@@ -75,8 +76,8 @@ impl XtensaBackend {
 
     /// The same backend, its shape functions run on `host` (a front end's host cores, with
     /// the 32-bit core runner it found for host builds in the device's data model, D97).
-    pub fn with_shape_cores(mut self, host: HostBackend) -> XtensaBackend {
-        self.host = host;
+    pub fn with_shape_cores(mut self, host: Box<dyn IsaBackend>) -> XtensaBackend {
+        self.host = Some(host);
         self
     }
 
@@ -470,7 +471,9 @@ impl IsaBackend for XtensaBackend {
 
     /// The shape cores' (a NEURON_LIBRARY op's shape function runs there by its name).
     fn max_kernel_name(&self) -> usize {
-        self.host.max_kernel_name()
+        self.host
+            .as_ref()
+            .map_or(usize::MAX, |h| h.max_kernel_name())
     }
 
     /// The op images and the cores' hbm_scratch take HBM's first 64 MiB; tensors beyond
@@ -640,14 +643,19 @@ impl IsaBackend for XtensaBackend {
             ))
         })?;
         let lib = OpLibrary::locate(&host).map_err(io::Error::other)?;
-        let mut shaped = self.host.shape(memory, &lib, op, guards, deadline)?;
+        let cores = self.host.as_mut().ok_or_else(|| {
+            io::Error::other("no cores for shape functions (XtensaBackend::with_shape_cores)")
+        })?;
+        let mut shaped = cores.shape(memory, &lib, op, guards, deadline)?;
         shaped.ran_in = Some(host);
         Ok(shaped)
     }
 
     fn shutdown(&mut self) {
         self.stop_cores();
-        self.host.shutdown();
+        if let Some(h) = self.host.as_mut() {
+            h.shutdown();
+        }
     }
 
     fn entry_stop(&self, core: usize, function: &str) -> Option<String> {

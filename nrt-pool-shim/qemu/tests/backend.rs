@@ -38,7 +38,7 @@ fn launch(
 fn the_engine_runs_pool_images_on_qemu_cores_as_it_runs_host_builds() {
     let dir = tempfile::tempdir().unwrap();
     let (so, pool) = testkit::examples_with_image(dir.path());
-    let mut host = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
+    let mut host = nrt_pool_host::host_engine(64 << 20, PoolImage::default()).unwrap();
     host.load(&so).unwrap();
     let mut xt = xtensa_engine();
     assert_eq!(xt.isa(), "xtensa");
@@ -228,7 +228,7 @@ fn tensors_beyond_the_pinned_window_are_reached_through_dynamic_windows() {
     // HBM ends 200 KiB past the 16 MiB boundary at 192 MiB, so the top resident tensor
     // straddles it.
     let hbm = (160 << 20) + (200 << 10);
-    let mut host = PoolEngine::new(hbm, PoolImage::default()).unwrap();
+    let mut host = nrt_pool_host::host_engine(hbm, PoolImage::default()).unwrap();
     host.load(&so).unwrap();
     let mut xt = common::xtensa_engine(hbm);
     xt.load(&pool).unwrap();
@@ -296,7 +296,7 @@ fn aws_style_ops_run_on_qemu_cores_with_host_shape_functions() {
         ],
         vec![("tiles::relu", vec![LaunchArg::hbm(x.clone())])],
     ]) {
-        let mut host = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
+        let mut host = nrt_pool_host::host_engine(64 << 20, PoolImage::default()).unwrap();
         host.load(so).unwrap();
         let mut xt = xtensa_engine();
         xt.load(pool).unwrap();
@@ -334,7 +334,7 @@ fn memcpy_methods_and_dma_work_on_xtensa_cores_as_on_host_cores() {
         &t.join("runtime.schema"),
         &[t.join("runtime.cpp")],
     );
-    let mut host = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
+    let mut host = nrt_pool_host::host_engine(64 << 20, PoolImage::default()).unwrap();
     host.load(&so).unwrap();
     let mut xt = xtensa_engine();
     xt.load(&pool).unwrap();

@@ -63,7 +63,7 @@ fn host_cores_give_the_device_builds_bytes_for_data_model_code() {
     // The default build is the device's data model: an i386 shared object.
     let head = std::fs::read(&so).unwrap();
     assert_eq!((head[4], head[18]), (1, 3), "ELFCLASS32, EM_386");
-    let mut host = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
+    let mut host = nrt_pool_host::host_engine(64 << 20, PoolImage::default()).unwrap();
     host.load(&so).unwrap();
     let mut xt = common::xtensa_engine(64 << 20);
     xt.load(&pool).unwrap();
@@ -114,7 +114,7 @@ fn the_hosts_data_model_stays_available_and_differs() {
     let so = testkit::build_host_model_ops(dir.path(), "lp64", &schema, std::slice::from_ref(&cpp));
     let head = std::fs::read(&so).unwrap();
     assert_eq!((head[4], head[18]), (2, 62), "ELFCLASS64, EM_X86_64");
-    let mut host = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
+    let mut host = nrt_pool_host::host_engine(64 << 20, PoolImage::default()).unwrap();
     host.load(&so).unwrap();
     let l = words(&run(&mut host, "layouts"));
     assert_eq!(&l[..2], &[8, 8], "LP64: 8-byte long and pointers");

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use nrt_pool_engine::adapters::{KernelLaunch, LaunchVerbs};
 use nrt_pool_engine::tensor::{DType, HostTensor};
-use nrt_pool_engine::{LaunchArg, PoolEngine, PoolImage};
+use nrt_pool_engine::{LaunchArg, PoolImage};
 use nrt_pool_qemu::pool_cores;
 use nrt_pool_testkit as testkit;
 
@@ -52,7 +52,7 @@ fn on_qemu(
 
 /// Runs `kernel` on the host engine (1 core) and on QEMU core 0; both must agree.
 fn same_on_both(lib: &Path, pool: &Path, kernel: &str, args: Vec<LaunchArg>) -> Vec<u8> {
-    let mut e = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
+    let mut e = nrt_pool_host::host_engine(64 << 20, PoolImage::default()).unwrap();
     e.load(lib).unwrap();
     // A schema's result rule, else the op's shape function (AWS-style libraries, whose op
     // and kernel names are the examples' same).
@@ -289,7 +289,7 @@ fn float_arithmetic_on_the_fpu_is_ieee_single_precision() {
         ("fpu_sub", |p, q| p - q),
         ("fpu_mul", |p, q| p * q),
     ];
-    let mut host = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
+    let mut host = nrt_pool_host::host_engine(64 << 20, PoolImage::default()).unwrap();
     host.load(&so).unwrap();
     for (kernel, op) in ops {
         let device = on_qemu(&pool, kernel, LaunchArg::hbm(x.clone()), 1)

@@ -26,7 +26,7 @@ use super::tensor::{HostTensor, Location};
 use super::values::{DeviceTensor, LaunchArg, LaunchPhases, Run};
 use super::PoolEngine;
 
-mod list;
+pub(crate) mod list;
 mod notes;
 mod reads;
 pub mod report;

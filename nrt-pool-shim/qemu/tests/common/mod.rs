@@ -10,7 +10,10 @@ pub fn xtensa_engine(hbm: u64) -> PoolEngine {
     PoolEngine::with_backend(
         hbm,
         PoolImage::default(),
-        Box::new(XtensaBackend::new(testkit::xtensa_board())),
+        Box::new(
+            XtensaBackend::new(testkit::xtensa_board())
+                .with_shape_cores(Box::new(nrt_pool_host::HostBackend::default())),
+        ),
     )
     .unwrap()
 }

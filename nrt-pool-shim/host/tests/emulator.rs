@@ -8,12 +8,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use nrt_pool_engine::adapters::{KernelLaunch, LaunchVerbs};
-use nrt_pool_engine::host::control::FaultKind;
 use nrt_pool_engine::tensor::{DType, HostTensor, Location};
 use nrt_pool_engine::{EmuError, LaunchArg, OutputSpec, PoolEngine, PoolImage, DEFAULT_HBM_BYTES};
+use nrt_pool_host::control::FaultKind;
 
 fn engine(lib: &Path) -> PoolEngine {
-    let mut e = PoolEngine::new(256 << 20, PoolImage::default()).unwrap();
+    let mut e = nrt_pool_host::host_engine(256 << 20, PoolImage::default()).unwrap();
     e.load(lib).unwrap();
     e
 }
@@ -219,7 +219,7 @@ fn start_code_statuses_and_broken_libraries_are_named() {
         common::cc("gcc", &args);
         lib
     };
-    let mut e = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
+    let mut e = nrt_pool_host::host_engine(64 << 20, PoolImage::default()).unwrap();
     let names = [
         "",
         "SUNDA_UCODE_LIB_FAILURE",
@@ -292,7 +292,7 @@ fn start_code_statuses_and_broken_libraries_are_named() {
     assert!(err.contains("does not export entry_func"), "{err}");
     // A failed load keeps the library that was loaded before; a fresh engine has none.
     assert_eq!(e.loaded.kernels(), ["only"]);
-    let mut e = PoolEngine::new(64 << 20, PoolImage::default()).unwrap();
+    let mut e = nrt_pool_host::host_engine(64 << 20, PoolImage::default()).unwrap();
     assert!(matches!(
         e.launch(&KernelLaunch {
             kernel: "k".into(),
@@ -518,7 +518,7 @@ fn the_stdio_ring_carries_core_0_and_counts_what_does_not_fit() {
     assert_eq!(text.lines().count(), 100);
     assert!(text.lines().all(|l| l.ends_with("from core 0")), "{text}");
     assert_eq!(done.stdio_dropped, 0);
-    let ring = nrt_pool_engine::host::control::RING_ENTRIES;
+    let ring = nrt_pool_host::control::RING_ENTRIES;
     let done = launch(&mut e, "chatty", vec![LaunchArg::i32(ring as i32 + 50)], 1).unwrap();
     let text = String::from_utf8(done.stdout).unwrap();
     assert_eq!(text.lines().count(), ring);
@@ -530,7 +530,7 @@ fn the_stdio_ring_carries_core_0_and_counts_what_does_not_fit() {
 
 #[test]
 fn default_engine_holds_large_tensors() {
-    let e = PoolEngine::new(DEFAULT_HBM_BYTES, PoolImage::default()).unwrap();
+    let e = nrt_pool_host::host_engine(DEFAULT_HBM_BYTES, PoolImage::default()).unwrap();
     assert!(e.tensors.memory.hbm.size >= DEFAULT_HBM_BYTES);
     assert!(e.loaded.kernels().is_empty());
 }
@@ -708,7 +708,7 @@ fn static_constructors_run_only_inside_the_cores() {
 fn a_faulting_constructor_is_a_device_fault_naming_the_library() {
     let dir = tempfile::tempdir().unwrap();
     let lib = common::ctors(dir.path(), "ctorfault", "#define CTOR_FAULT 1");
-    let mut e = PoolEngine::new(1 << 26, PoolImage::default()).unwrap();
+    let mut e = nrt_pool_host::host_engine(1 << 26, PoolImage::default()).unwrap();
     let err = e.load(&lib).unwrap_err();
     let EmuError::StartFault { path, fault } = &err else {
         panic!("{err}")
@@ -718,7 +718,7 @@ fn a_faulting_constructor_is_a_device_fault_naming_the_library() {
         (fault.kind, fault.phase, fault.host_addr),
         (
             FaultKind::Memory,
-            nrt_pool_engine::host::control::PHASE_LOAD,
+            nrt_pool_host::control::PHASE_LOAD,
             Some(8)
         )
     );

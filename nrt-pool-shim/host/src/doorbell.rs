@@ -133,10 +133,7 @@ pub fn spin_budget(cores: usize) -> Duration {
 
 /// The CPUs this process may use, asked once (the standard library reads cgroup files to
 /// answer, far too slow for every launch).
-pub fn cpus() -> usize {
-    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
+pub use nrt_pool_engine::cpus;
 
 /// Core side: waits until `bell.cmd_seq` moves past `seen` (spinning `spin` first); the
 /// new sequence number.

@@ -9,7 +9,11 @@
 
 use std::sync::Mutex;
 
-use super::*;
+use super::{core, memory, windows};
+use crate::control::ControlBlock;
+use nrt_pool_engine::memory::PAGE;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 /// The watch of the running kernel, if its launch asked for one.
 struct Watch {

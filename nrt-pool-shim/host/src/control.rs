@@ -7,7 +7,7 @@
 use std::sync::atomic::Ordering;
 
 use super::doorbell::{Doorbell, HostBell};
-use crate::memory::{CORES, STATUS_BYTES};
+use nrt_pool_engine::memory::{CORES, STATUS_BYTES};
 
 pub use customop_abi::control::*;
 
@@ -191,7 +191,7 @@ impl ControlBlock {
         let chunk = len
             .div_ceil(WATCH_CHUNKS as u64)
             .max(1)
-            .next_multiple_of(crate::memory::PAGE);
+            .next_multiple_of(nrt_pool_engine::memory::PAGE);
         let h = self.watch_header();
         h.soc.store(soc, Ordering::Relaxed);
         h.len.store(len, Ordering::Relaxed);

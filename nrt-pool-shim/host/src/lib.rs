@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 pub mod control;
 pub mod core;
 pub mod doorbell;
+mod gdbserver;
 pub mod pool;
 
 /// The variable naming the 32-bit core runner (device-model libraries' cores).
@@ -19,13 +20,20 @@ use self::control::{
 };
 use self::core::Program;
 use self::pool::{CoreExit, CorePool, Exit};
-use crate::backend::*;
-use crate::deadline::Deadline;
-use crate::debug::{DataAccess, DebugSession};
-use crate::gdbserver;
-use crate::library::OpLibrary;
-use crate::memory::DeviceMemory;
-use crate::profile::CoreProfile;
+use nrt_pool_engine::backend::*;
+use nrt_pool_engine::deadline::Deadline;
+use nrt_pool_engine::debug::{DataAccess, DebugSession};
+use nrt_pool_engine::library::OpLibrary;
+use nrt_pool_engine::memory::DeviceMemory;
+use nrt_pool_engine::profile::CoreProfile;
+
+/// An engine on host cores (the default core runner): the tests' and benches' engine.
+pub fn host_engine(
+    hbm_bytes: u64,
+    image: nrt_pool_engine::PoolImage,
+) -> Result<nrt_pool_engine::PoolEngine, nrt_pool_engine::EmuError> {
+    nrt_pool_engine::PoolEngine::with_backend(hbm_bytes, image, Box::new(HostBackend::default()))
+}
 
 /// Host builds of op libraries, each core a persistent forked process (see [`pool`]).
 pub struct HostBackend {

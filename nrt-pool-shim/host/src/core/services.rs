@@ -2,7 +2,14 @@
 //! `get_libc_fn`), the handoff's scratch and queue callbacks, and the registration
 //! callbacks `register_funcs` calls.
 
-use super::*;
+use super::{
+    collector, control, core, drain_early_stdio, finish_stdio, memory, notify_exit, record_frames,
+    Service, WrapperFn, CORE_COUNT, FAULT_EXIT, PHASE, PROBE,
+};
+use crate::control::{FaultKind, PHASE_KERNEL};
+use nrt_pool_engine::memory::PAGE;
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 pub(super) unsafe extern "C" fn on_register_name(_handle: *mut c_void, name: *const c_char) -> u32 {
     if let (Some(c), false) = (collector(), name.is_null()) {

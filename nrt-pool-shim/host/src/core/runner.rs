@@ -10,8 +10,11 @@ use std::ffi::{CStr, CString, OsString};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
-use super::*;
-use crate::memory::CORES;
+use super::{probe_child, serve, Program, ENGINE_BASE, FAULT_EXIT};
+use nrt_pool_engine::memory::DeviceMemory;
+use nrt_pool_engine::memory::CORES;
+use std::ffi::c_char;
+use std::sync::atomic::Ordering;
 
 /// What the runner is asked to be: the load-time probe, or a core serving launches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,12 +23,7 @@ pub enum Role {
     Serve { core: usize, seen: u32 },
 }
 
-/// Whether the ELF file at `path` is a 32-bit x86 shared object (a library built in the
-/// device's data model); false for anything unreadable or else.
-pub fn is_i386_library(path: &CStr) -> bool {
-    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(path.to_bytes()));
-    crate::elf_ident::ElfIdent::of_file(path).is_some_and(|i| i.is_i386())
-}
+pub use nrt_pool_engine::elf_ident::is_i386_library;
 
 /// The first argument the engine passes: a runner from another build (whose arguments may
 /// differ) says so instead of misreading them.

@@ -13,13 +13,12 @@ use customop_abi::handoff::{Service, SundaUcodeLib};
 use customop_abi::stdio;
 
 use super::control::{
-    ControlBlock, FaultKind, ACCESS_READ, ACCESS_UNKNOWN, ACCESS_WRITE, CORE_DONE, CORE_RUNNING,
-    MAX_FRAMES, PHASE_KERNEL, PHASE_LOAD, PHASE_START,
+    ControlBlock, FaultKind, CORE_DONE, CORE_RUNNING, PHASE_KERNEL, PHASE_LOAD, PHASE_START,
 };
-use crate::library::{
+use nrt_pool_engine::library::{
     ENTRY_SYMBOL, OPS_SYMBOL, REGISTER_FUNCS_SYMBOL, SCHEMA_SYMBOL, SHAPE_SYMBOL,
 };
-use crate::memory::{DeviceMemory, PAGE};
+use nrt_pool_engine::memory::{DeviceMemory, PAGE};
 
 mod divide;
 mod kernel_stack;
@@ -28,7 +27,7 @@ mod services;
 mod signals;
 mod watch;
 
-pub use crate::signal::{signal_cause, signal_name};
+pub use nrt_pool_engine::signal::{signal_cause, signal_name};
 use services::*;
 pub use signals::STOP_AT_DEADLINE;
 use signals::*;
@@ -82,9 +81,8 @@ fn engine_address(addr: u64) -> u64 {
 }
 
 /// The stack a host core runs kernels on: the spawner thread's, which the core's process
-/// is forked from (D79). The device's own limit (STACK_SIZE, ~8 KiB local) is checked on
-/// Xtensa cores only: host code needs more.
-pub const HOST_CORE_STACK: usize = 8 << 20;
+/// is forked from (D79).
+pub const HOST_CORE_STACK: usize = nrt_pool_engine::spawner::SPAWNER_STACK;
 /// The lowest address of this core's stack (0: unknown); a fault just below it is a stack
 /// overflow.
 static STACK_LO: AtomicU64 = AtomicU64::new(0);

@@ -1,7 +1,13 @@
 //! A core's fault handlers: what a signal means, where it hit, and its report in the
 //! control block.
 
-use super::*;
+use super::{
+    control, core, drain_early_stdio, engine_address, is_stack_overflow, memory, note_stack,
+    notify_exit, signal_cause, FAULT_EXIT, HOST_CORE_STACK, MODULE_BASE, PHASE,
+};
+use crate::control::{FaultKind, ACCESS_READ, ACCESS_UNKNOWN, ACCESS_WRITE, MAX_FRAMES};
+use std::ffi::c_void;
+use std::sync::atomic::Ordering;
 
 // ---- faults ----
 

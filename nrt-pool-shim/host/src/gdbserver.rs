@@ -4,11 +4,11 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-use super::deadline::Deadline;
+use nrt_pool_engine::deadline::Deadline;
 
 /// Starts `gdbserver --once --attach` on a free port of 127.0.0.1 for process `pid`:
 /// the server and the port it listens on, once it says so.
-pub(crate) fn attach(pid: i32, deadline: &Deadline) -> std::io::Result<(Child, u16)> {
+pub fn attach(pid: i32, deadline: &Deadline) -> std::io::Result<(Child, u16)> {
     let mut child = Command::new("gdbserver")
         .args(["--once", "--attach", "127.0.0.1:0"])
         .arg(pid.to_string())
@@ -58,7 +58,7 @@ pub(crate) fn attach(pid: i32, deadline: &Deadline) -> std::io::Result<(Child, u
 }
 
 /// Ends the server (it detaches from the core) and reaps it.
-pub(crate) fn stop(child: &mut Child) {
+pub fn stop(child: &mut Child) {
     if matches!(child.try_wait(), Ok(None)) {
         let _killed = child.kill();
     }

@@ -15,8 +15,8 @@ use super::core::{
     probe_child, serve, Program, CMD_BYTES, FAULT_EXIT, MAX_KERNEL_NAME, SHAPE_REQUEST,
 };
 use super::doorbell;
-use crate::deadline::Deadline;
-use crate::spawner;
+use nrt_pool_engine::deadline::Deadline;
+use nrt_pool_engine::spawner;
 
 /// A value that crosses to the spawner thread while its owner waits for the job to end
 /// (the program's references are only read, by the forked child).
@@ -41,7 +41,7 @@ struct Capture {
 impl Capture {
     fn new(core: usize) -> std::io::Result<Capture> {
         let name = std::ffi::CString::new(format!("pool-core-{core}-stderr")).expect("no NUL");
-        let file = crate::backing::memfd(&name)?;
+        let file = nrt_pool_engine::backing::memfd(&name)?;
         Ok(Capture { file, read: 0 })
     }
 

@@ -4,7 +4,8 @@
 //! -1 writes the device's quotient and remainder and goes on after the instruction, so the
 //! kernel computes what the device does. A divisor of 0 stays a trap, as on the device.
 
-use super::*;
+use nrt_pool_engine::memory::PAGE;
+use std::ffi::c_void;
 
 /// The register a ModRM/SIB number (0-15, REX bit included) names, in glibc's `gregs`.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use nrt_pool_engine::adapters::{KernelLaunch, LaunchVerbs};
 use nrt_pool_engine::check::Checks;
-use nrt_pool_engine::host::doorbell;
+use nrt_pool_host::doorbell;
 
 use nrt_pool_benchkit::{Goal, Report, Sample};
 use nrt_pool_engine::tensor::{DType, HostTensor, Location};
@@ -29,7 +29,7 @@ use nrt_pool_testkit::{build_ops, examples, root};
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let ops = examples(dir.path());
-    let mut e = PoolEngine::new(512 << 20, PoolImage::default()).unwrap();
+    let mut e = nrt_pool_host::host_engine(512 << 20, PoolImage::default()).unwrap();
     e.load(&ops).unwrap();
 
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -45,7 +45,7 @@ fn main() {
         // The same rows where device memory is a memfd in 4 KiB pages (where the huge-page
         // mount is refused, as in many containers; D66).
         std::env::set_var(nrt_pool_engine::backing::HUGE_PAGES_ENV, "0");
-        let mut small = PoolEngine::new(512 << 20, PoolImage::default()).unwrap();
+        let mut small = nrt_pool_host::host_engine(512 << 20, PoolImage::default()).unwrap();
         std::env::remove_var(nrt_pool_engine::backing::HUGE_PAGES_ENV);
         println!(
             "device memory for the 4 KiB rows: {:?}",

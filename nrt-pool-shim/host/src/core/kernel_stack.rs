@@ -17,7 +17,9 @@
 //! reserve below it (with a guard of its own). The op library's code (the op's and the
 //! runtime's, which the device runs too) touching it is the device's overflow.
 
-use super::*;
+use nrt_pool_engine::memory::PAGE;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 /// What a Pool core's 8 KiB local stack leaves from the runtime's stack switch down: the
 /// largest STACK_SIZE that runs there. Measured on Xtensa cores: STACK_SIZE=7800 runs on
