@@ -1,14 +1,14 @@
-//! The dependency arrows of the workspace run one way (issues #16, #26): the engine knows
+//! The dependency arrows of the workspace run one way: the engine knows
 //! nothing of the CLI, `.npy` files or the build flow, nor of the device runtime (it shares
 //! only the wire layouts of `customop-abi`, a leaf); nothing depends on the CLI; no package
 //! reaches itself through its dev-dependencies; the conformance harnesses and the
 //! provider's tests reach the simulated device without the Pool shim. Inside the device
 //! runtime, the libc may use the runtime and not the reverse. Every method of a type sits in
-//! the file that defines it, and no function passes 120 lines (issue #41: these replaced a
+//! the file that defines it, and no function passes 120 lines (these replaced a
 //! 700-line file limit that invited squeezing). The engine's files form no circle, no
 //! module imports its parent's names wholesale (`use super::*`, tests aside), the backends
 //! are crates of their own that the engine does not name, and no front end reads the
-//! environment or names the engine: it opens a `Pool` (issue #52).
+//! environment or names the engine: it opens a `Pool`.
 
 use std::process::Command;
 
@@ -163,7 +163,7 @@ fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
-/// Every front end opens its engines through `nrt-pool-open` (issue #41): none builds an
+/// Every front end opens its engines through `nrt-pool-open`: none builds an
 /// engine or a backend itself, or looks for the board or the runtime archives on its own.
 #[test]
 fn front_ends_open_engines_one_way() {
@@ -176,7 +176,7 @@ fn front_ends_open_engines_one_way() {
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
         for own_way in [
-            // The engine is reached through the opened Pool only (issue #52).
+            // The engine is reached through the opened Pool only.
             "PoolEngine",
             "HostBackend",
             "XtensaBackend::new(",
@@ -213,7 +213,7 @@ fn the_runtime_does_not_use_the_libc() {
     }
 }
 
-/// Backends report typed outcomes (issue #26): the Xtensa backend never writes the host
+/// Backends report typed outcomes: the Xtensa backend never writes the host
 /// cores' control block, and the engine's launch, load and shape paths never read it (the
 /// host backend decodes its own).
 #[test]
@@ -328,7 +328,7 @@ impl<'a> syn::visit::Visit<'a> for Impls {
 }
 
 /// A newcomer finds every method of a type in one file: no inherent `impl` of a type sits
-/// outside the file that defines it (issue #41).
+/// outside the file that defines it.
 #[test]
 fn no_impl_of_a_type_outside_its_own_module() {
     use syn::visit::Visit;
@@ -385,7 +385,7 @@ impl<'a> syn::visit::Visit<'a> for Functions {
 }
 
 /// The longest a function may be: long ones are split by meaning (steps with names), not
-/// squeezed (issue #41 replaced a 700-line file limit that invited squeezing).
+/// squeezed (replaced a 700-line file limit that invited squeezing).
 const FUNCTION_LINES: usize = 120;
 
 #[test]
@@ -410,7 +410,7 @@ fn no_function_over_120_lines() {
     );
 }
 
-/// Each backend is a room of its own (issues #41, #52): the host backend's internals
+/// Each backend is a room of its own: the host backend's internals
 /// (`nrt_pool_host::` modules: control block, cores, doorbells, pool) and the Xtensa
 /// backend's (`nrt_pool_qemu::` modules) are reached by no other crate but through what
 /// its crate root exports, and the backend-neutral engine names neither backend.
@@ -516,7 +516,7 @@ fn is_super_glob(tree: &syn::UseTree) -> bool {
 }
 
 /// A file says where its names come from: no `use super::*` outside test modules (a
-/// prelude hides which parts a module reaches; issue #52).
+/// prelude hides which parts a module reaches).
 #[test]
 fn no_super_glob_imports_outside_tests() {
     let mut strays = Vec::new();
@@ -644,7 +644,7 @@ impl<'a> syn::visit::Visit<'a> for Reaches<'_> {
     }
 }
 
-/// The engine's files form no circle (issue #52: the call path once reached the checks and
+/// The engine's files form no circle (the call path once reached the checks and
 /// the checks the call path; the profile the estimate and the estimate the profile): the
 /// crate root (`lib.rs`, the engine's API, which names every part) aside, no file reaches
 /// a file that reaches it back.
@@ -701,7 +701,7 @@ fn no_circle_between_engine_files() {
     );
 }
 
-/// No front end reads the environment: `nrt-pool-open` is its one reader (issue #52), so
+/// No front end reads the environment: `nrt-pool-open` is its one reader, so
 /// the FFI, the CLI, the Python binding and the Python package take the same variables the
 /// same way. (The compiler a build runs, `$CXX`, is the build's, and the FFI sequence
 /// fuzzer's own tool paths are a test program's.)

@@ -1,4 +1,4 @@
-"""The parity corpus (issue #40): ordinary C++ an op author writes, one kernel per case,
+"""The parity corpus: ordinary C++ an op author writes, one kernel per case,
 each labelled with the class that can make host cores and the device build differ
 ("control" where they must agree). Every kernel takes x = [0, 1, ..., 15] (float32) and
 returns eight int32 values through `out8` (or faults); the runner compares the two builds'

@@ -1,4 +1,4 @@
-"""The soak (issue #31): many launches in one process, with the process's resources counted.
+"""The soak: many launches in one process, with the process's resources counted.
 
 Runs `launches` calls in turn of the examples' ReLU and axpb (one core each) and the multicore
 ReLU (eight cores), each NumPy-exact, on two loaded libraries, and samples, after a warm-up and then at the end: this process's resident memory,

@@ -1,5 +1,5 @@
 """Choosing the backend and the core count without editing code, and running a script
-written for torch_neuronx (issue #30): GPSIMD_OPEN_ISA, load_library(isa=), set_cores(),
+written for torch_neuronx: GPSIMD_OPEN_ISA, load_library(isa=), set_cores(),
 python -m gpsimd_open.run."""
 import os
 import re
@@ -214,7 +214,7 @@ for device in ("xla", "xla:0", torch.device("xla")):
 
 def test_a_script_that_says_xla_runs_unedited_and_the_runner_names_the_build(tmp_path):
     """device = 'xla', 'xla:0' or torch.device('xla'): modules and tensors moved there, and
-    tensors made there, land on the CPU (issue #43); the runner says once which build
+    tensors made there, land on the CPU; the runner says once which build
     serves the library's ops."""
     pytest.importorskip("torch")
     (tmp_path / "s.py").write_text(XLA_SCRIPT.replace("{mlp}", str(MLP)))

@@ -154,7 +154,7 @@ def test_an_op_double_is_rounded_once_by_every_front_end(tmp_path, isa):
     np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), want)
 
 
-# Constructs the device lacks (issue #55), each named at build time with its file and line:
+# Constructs the device lacks, each named at build time with its file and line:
 # (what, the line that uses it, a word the message must have).
 MISSING_CONSTRUCTS = [
     ("thread_local", "static thread_local int n = 0; n++;", "thread_local"),

@@ -1,4 +1,4 @@
-"""Loads in many processes at once (issue #57): every rank of a torchrun job calls
+"""Loads in many processes at once: every rank of a torchrun job calls
 custom_op.load on the same sources. Builds into one folder wait on its lock and the first
 build serves the rest; a holder killed mid-build holds no one up; a damaged output or a
 changed header is built again."""

@@ -1,4 +1,4 @@
-"""Checking mode (issue #27): the gallery's faulty kernels (examples/check-gallery) are each
+"""Checking mode: the gallery's faulty kernels (examples/check-gallery) are each
 found, on host cores and on Xtensa cores, through Python (check=, CheckError, warnings,
 GPSIMD_OPEN_CHECK) and `nrt-pool run --check` (exit 4, stderr lines, JSON records); the
 clean kernel and the examples check clean."""
@@ -316,7 +316,7 @@ NEURON_LIBRARY(inplace_ops, m) { m.def("twice", &s, "twice_in_place"); }
 def test_a_kernel_that_writes_its_input_is_checked_from_the_same_input(tmp_path, isa):
     """Every checked run starts from the caller's input, the caller sees the input as the
     launch left it (written once, not once per run), and the write is a `memory` finding
-    naming the argument and the elements it changed (issue #42)."""
+    naming the argument and the elements it changed."""
     from gpsimd_open import CheckError
 
     lib = load_op(tmp_path, "inplace_ops", INPLACE, INPLACE_SHAPE, isa=isa)

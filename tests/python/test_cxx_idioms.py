@@ -1,4 +1,4 @@
-"""The guide's C++ API in the forms users write it (issue #24), on both backends: sizes from
+"""The guide's C++ API in the forms users write it, on both backends: sizes from
 mixed braced lists, std::vector<int64_t>, sizes(), a pointer and a length and one value;
 TensorOptions spelled four ways; Scalars from int, double and bool; dimensions above 65535;
 extra_cflags and extra_include_paths reaching host and device builds; the guide's limits

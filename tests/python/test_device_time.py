@@ -1,4 +1,4 @@
-"""How long the op would take on the device (issue #44, D100): a profile on Xtensa cores
+"""How long the op would take on the device (D100): a profile on Xtensa cores
 estimates the launch's time on a trn1 Pool engine. Checked against AWS's published
 customop_mlp ladder with kernels of our own in the tutorial's shape (ReLU over a 32x4096
 float tensor): element-wise accessor within 30% of the ~79.3 ms the ladder implies, the

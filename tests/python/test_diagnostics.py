@@ -1,4 +1,4 @@
-"""Seeing inside a kernel (issue #28): fault reports name the source line and its callers on
+"""Seeing inside a kernel: fault reports name the source line and its callers on
 both backends, from the library's DWARF (host builds) or the Pool image's (Xtensa cores,
 whose board walks the register windows)."""
 import os

@@ -1,4 +1,4 @@
-"""Disks that refuse writes (issue #57): a build cache on a read-only or full disk falls back
+"""Disks that refuse writes: a build cache on a read-only or full disk falls back
 to a private one, said once; a build folder or an output file on a full disk is an error
 naming it, and leaves nothing half-written that a later run would trust. Each disk is a
 small tmpfs mounted here (root only: said loudly when it cannot be)."""

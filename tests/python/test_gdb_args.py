@@ -1,4 +1,4 @@
-"""gdb on Xtensa cores shows a function's arguments as host cores do (issue #42, D102): a
+"""gdb on Xtensa cores shows a function's arguments as host cores do (D102): a
 breakpoint on a helper stops after its prologue stored the arguments, and the stop at the
 kernel's entry shows the op's arguments, in -O0 and default builds; `bt` names the
 caller, `finish` out of a helper prints the value it returned, and `next` steps over a

@@ -1,4 +1,4 @@
-"""Host cores compute what the device computes, or fault as it does (issue #40).
+"""Host cores compute what the device computes, or fault as it does.
 
 Each op is ordinary C++ an op author writes, run on host cores and on Xtensa cores (the
 device build) with checks off; both must give the device's answer: plain `char` is
@@ -419,7 +419,7 @@ def test_a_fault_only_one_build_gives_says_so(model):
                     reason="UNSUPPORTED: xtensa-lx106-elf-g++ is not installed")
 def test_a_load_that_asks_for_parity_builds_the_pool_image_too(tmp_path):
     """custom_op.load(..., check="parity") on host cores builds lib{name}.pool beside the
-    host build (issue #40: "building it when asked"), and every call compares with it."""
+    host build ("building it when asked"), and every call compares with it."""
     (tmp_path / "k.cpp").write_text(MODEL)
     (tmp_path / "s.cpp").write_text(MODEL_SHAPES)
     lib = custom_op.load("model_ops", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"],
@@ -579,7 +579,7 @@ NEURON_LIBRARY(data_model, m) { m.def("model", &s, "model"); }
 
 def test_the_data_model_says_the_same_of_its_types_on_both_backends(tmp_path):
     """int_fast8_t (an overload sees it), new's default alignment, max_align_t and the
-    other sizes are the device's on host cores too, with checks off (issue #55)."""
+    other sizes are the device's on host cores too, with checks off."""
     (tmp_path / "m.cpp").write_text(DATA_MODEL)
     (tmp_path / "s.cpp").write_text(DATA_MODEL_SHAPE)
     custom_op.load("data_model", [tmp_path / "m.cpp"], [tmp_path / "s.cpp"], build_directory=tmp_path, isa="xtensa")

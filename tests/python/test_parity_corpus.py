@@ -1,4 +1,4 @@
-"""The parity corpus, bounded (issue #40): every case of tests/parity/corpus.py and the
+"""The parity corpus, bounded: every case of tests/parity/corpus.py and the
 examples on one core, host cores against Xtensa cores with checks off. Each case is equal
 or flagged by the parity check; none differs silently, and the controls agree. `make
 parity` runs the same on one, three and eight cores and prints the rate."""

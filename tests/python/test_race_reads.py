@@ -1,4 +1,4 @@
-"""The race check sees reads on Xtensa cores (issue #42, D101): a kernel whose core reads
+"""The race check sees reads on Xtensa cores (D101): a kernel whose core reads
 output elements another core writes in the same launch is a race naming both cores, the
 tensor, the elements and the source line of the read; its twin that reads the input
 instead checks clean; host cores, which cannot see reads, say so and name the way to the

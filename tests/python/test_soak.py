@@ -1,4 +1,4 @@
-"""Under load (issue #31), in the bounded form make test runs (make soak runs the full soak):
+"""Under load, in the bounded form make test runs (make soak runs the full soak):
 many launches with the process's resources counted, a core killed mid-launch, and twenty
 `nrt-pool run` processes at once."""
 import os

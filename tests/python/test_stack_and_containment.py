@@ -1,4 +1,4 @@
-"""A kernel's stack as on the device, and faults that stay in their core (issue #25).
+"""A kernel's stack as on the device, and faults that stay in their core.
 
 On Xtensa cores a kernel runs on the core's 8 KiB local stack when its STACK_SIZE (4196
 unless -DSTACK_SIZE) fits there, else on an HBM block of STACK_SIZE bytes; a guard below

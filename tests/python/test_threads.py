@@ -1,4 +1,4 @@
-"""Calls from many threads, and Ctrl-C during a long kernel (issue #31), on both backends.
+"""Calls from many threads, and Ctrl-C during a long kernel, on both backends.
 Calls on one library are serialised; calls on different libraries run in parallel; no call
 deadlocks (each test bounds its threads' time and fails instead of hanging)."""
 import os

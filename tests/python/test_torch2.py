@@ -1,4 +1,4 @@
-"""Ops as torch 2 knows them (issue #53): fake kernels from each op's own C++ shape function,
+"""Ops as torch 2 knows them: fake kernels from each op's own C++ shape function,
 torch.library.opcheck, register_autograd, torch.compile(fullgraph=True), torch.export and
 meta tensors, on host and Xtensa cores; tensors as torch sends them."""
 import io

@@ -1,4 +1,4 @@
-//! A launch's tensor accesses, as the device runtime counts them on each core (issue #44):
+//! A launch's tensor accesses, as the device runtime counts them on each core:
 //! what the device-time estimate prices beyond instructions. The runtime keeps one
 //! [`AccessCounts`] under the symbol [`ACCESS_COUNTS_SYMBOL`], zeroed when a launch starts;
 //! the engine reads it from a core's image after a profiled launch on Xtensa cores (the

@@ -39,7 +39,7 @@ pub struct ArgBlob {
     pub sbuf_base: u64,
     pub args: [ArgTensor; MAX_ARGS],
     pub types: [u8; MAX_ARGS],
-    /// Checking mode (issue #27): the byte the runtime fills each heap block with when it
+    /// Checking mode: the byte the runtime fills each heap block with when it
     /// hands it out (`torch::empty`'s HBM, `tcm_malloc`, `malloc`); 0: blocks as they are.
     pub check_fill: u8,
     pub reserved: [u8; 5],

@@ -1,4 +1,4 @@
-//! Checking mode's notes (issue #27): what a core's runtime saw during a checked launch that
+//! Checking mode's notes: what a core's runtime saw during a checked launch that
 //! only it can see (a block freed twice, blocks still held at the kernel's end, a TCM copy
 //! into a freed block, accessor and destination rules), written into its data scratch
 //! area at [`crate::blob::scratch::CHECK_LOG`], read by the engine after the launch.
@@ -70,7 +70,7 @@ pub enum NoteKind {
     /// (wrapping), `b` the line (high 32 bits) and column.
     Arithmetic = 9,
     /// `count` blocks of `a` bytes in all from the core's libc heap (`malloc`, `calloc`,
-    /// `realloc`, `new`, `new[]`) still held when the kernel returned (issue #42).
+    /// `realloc`, `new`, `new[]`) still held when the kernel returned.
     LibcLeak = 10,
     /// Host builds: `count` of the blocks [`NoteKind::LibcLeak`] counts were made by the code
     /// at `b` (its address in the op library less that of `entry_func`, wrapping: the host

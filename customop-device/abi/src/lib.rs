@@ -1,5 +1,5 @@
 //! The wire layouts the GPSIMD device runtime and the emulated Pool engine share, in one
-//! `no_std` leaf crate (issue #26): what crosses between the host and a core, byte for
+//! `no_std` leaf crate: what crosses between the host and a core, byte for
 //! byte. Each layout is pinned by `const` asserts (size and offsets) on every target it is
 //! built for: the device's 32-bit ones and the host's 64-bit one.
 //!

@@ -1,4 +1,4 @@
-//! The C side of the wire layouts is checked against this crate (issue #26): the op
+//! The C side of the wire layouts is checked against this crate: the op
 //! author's header `include/neuron_customop.hpp` (host g++, 64-bit, and the Xtensa g++,
 //! 32-bit, where installed) and the board's handoff block (`pool-board.c`, Xtensa gcc)
 //! are compiled with static asserts whose values come from the Rust definitions.

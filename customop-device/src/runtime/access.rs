@@ -1,6 +1,6 @@
 //! The launch's tensor accesses on this core ([`customop_abi::access`]): counted where the
 //! runtime serves them, zeroed when a launch starts, read by the engine after a profiled
-//! launch on Xtensa cores to estimate the device's time (issue #44, D100).
+//! launch on Xtensa cores to estimate the device's time (D100).
 
 use customop_abi::access::AccessCounts;
 

@@ -555,7 +555,7 @@ fn stdio_write_goes_through_the_host_service() {
     );
 }
 
-/// Checking mode (issue #27): with the blob's check_fill set, every block the heaps hand out
+/// Checking mode: with the blob's check_fill set, every block the heaps hand out
 /// starts as that byte (tcm_malloc, HBM blocks through neuron_hbm_allocate); without it,
 /// a block keeps what memory held.
 #[test]

@@ -158,7 +158,7 @@ impl crate::runtime::translate::Windows for WindowHw {
         {
             // A checked launch maps each dynamic window on its own where the host offers it,
             // so an old pointer into a window reads what the window shows now, as on the
-            // device (issue #27); otherwise the pointer is into the host's device memory.
+            // device; otherwise the pointer is into the host's device memory.
             let checking = crate::runtime::STATE.with(|s| s.check_fill != 0);
             if let (true, Some(w)) = (checking, services().window) {
                 // SAFETY: the installed service has the documented signature.

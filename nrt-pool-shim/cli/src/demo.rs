@@ -353,7 +353,7 @@ fn host_setup(o: &DemoOptions, image: Option<opbuild::DeviceImage>) -> opbuild::
     }
 }
 
-/// `--check` at work (issue #27): the gallery's multicore kernel that leaves the remainder
+/// `--check` at work: the gallery's multicore kernel that leaves the remainder
 /// unwritten (examples/check-gallery) is caught, and its clean twin passes every check.
 fn check_gallery(
     o: &DemoOptions,

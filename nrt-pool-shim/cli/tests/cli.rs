@@ -656,7 +656,7 @@ fn builds_refuse_kernels_the_sources_do_not_define_as_declared() {
     );
     let o = nrt_pool_build(s(&schema), s(&lib), &[s(&good)]);
     assert!(o.status.success() && lib.exists(), "{:?}", text(&o));
-    // Both op models link with every symbol resolved (one build core, issue #26): a kernel
+    // Both op models link with every symbol resolved (one build core): a kernel
     // that calls a function no source defines fails the build, not the first launch.
     let calls = src(
         "calls.cpp",

@@ -1,4 +1,4 @@
-//! What a call is made of (issue #26): a front end (the launch FFI, the CLI, Python)
+//! What a call is made of: a front end (the launch FFI, the CLI, Python)
 //! resolves a [`Target`], gives the argument values as it has them and says where the
 //! output goes; the engine does the rest once ([`crate::PoolEngine::call`]): it converts
 //! the values (doubles travel as f32: the device has no 64-bit float, D44), validates them,

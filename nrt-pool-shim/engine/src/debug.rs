@@ -1,4 +1,4 @@
-//! A launch with one core stopped for a debugger (`nrt-pool run --gdb`, issue #28): the
+//! A launch with one core stopped for a debugger (`nrt-pool run --gdb`): the
 //! backend opens a gdb remote stub on that core before the launch (gdbserver attached to a
 //! host core's process; QEMU's gdb stub for an Xtensa core, the CPU stopped), the engine
 //! writes a session file saying how to reach it, and the launch waits for the core without

@@ -137,7 +137,7 @@ impl DeviceTensors {
         shape: Vec<u64>,
         bytes: &[u8],
     ) -> Result<DeviceTensor, EmuError> {
-        tensor::check_len(dtype, &shape, bytes.len())?;
+        tensor::validate_len(dtype, &shape, bytes.len())?;
         let d = self.alloc_device_for_overwrite(dtype, shape)?;
         let dst = self.device_bytes_mut(&d).ok_or(MemoryError::HbmFull {
             want: bytes.len() as u64,
@@ -193,7 +193,7 @@ impl DeviceTensors {
             want: self.device_len(d) as u64,
             left: 0,
         })?;
-        tensor::check_len(d.dtype, &d.shape, dst.len())?;
+        tensor::validate_len(d.dtype, &d.shape, dst.len())?;
         copy_parallel(dst, bytes);
         Ok(())
     }
@@ -332,7 +332,7 @@ impl DeviceTensors {
                     (sbuf_next.next_multiple_of(64), None)
                 };
                 let end = off + n + guard.map_or(0, |_| PAGE);
-                self.memory.check_sbuf(end)?;
+                self.memory.validate_sbuf(end)?;
                 *sbuf_next = end;
                 // One partition: the runtime addresses SBUF tensors as contiguous bytes
                 // from the SBUF base (docs/decisions.md, "SBUF tensors in the emulator").

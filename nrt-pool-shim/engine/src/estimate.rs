@@ -1,4 +1,4 @@
-//! How long a profiled launch would take on a trn1 Pool engine (issue #44, D100): an
+//! How long a profiled launch would take on a trn1 Pool engine (D100): an
 //! estimate from what Xtensa cores count (instructions by function, and the runtime's
 //! tensor access counts), priced by a small model whose constants and their public sources
 //! are in `docs/device-time.md`. Two constants are fitted (and say so); the rest are

@@ -14,7 +14,7 @@ pub(crate) enum Contents<'a> {
     Fill(u8),
 }
 
-/// How a run's memory starts (issue #27): its output (placed with the launch, or a device
+/// How a run's memory starts: its output (placed with the launch, or a device
 /// destination, which `None` leaves as it is and a placed output gets zeroed), and the
 /// byte the runtime fills new heap blocks with (0: none). Unchecked launches: the default.
 #[derive(Clone, Copy, Debug, Default)]

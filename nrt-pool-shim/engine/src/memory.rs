@@ -541,7 +541,7 @@ impl DeviceMemory {
     }
 
     /// Bytes SBUF offers a launch.
-    pub fn check_sbuf(&self, want: u64) -> Result<(), MemoryError> {
+    pub fn validate_sbuf(&self, want: u64) -> Result<(), MemoryError> {
         if want > SBUF_SIZE {
             return Err(MemoryError::SbufFull {
                 want,

@@ -1,4 +1,4 @@
-//! A launch's profile (`nrt-pool run --profile`, issue #28): per core, the kernel's wall
+//! A launch's profile (`nrt-pool run --profile`): per core, the kernel's wall
 //! time and instruction count where the backend measures them, and instructions by function
 //! where it can count them (Xtensa cores: a QEMU TCG plugin counts each translated block's
 //! executions; host cores: perf counts the thread's instructions, without functions).

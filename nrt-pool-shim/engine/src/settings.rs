@@ -14,7 +14,7 @@ use super::{Deadline, Interrupt, DEFAULT_TIMEOUT};
 /// options over them (`Settings::for_call`), and travel with it to the runs.
 #[derive(Clone)]
 pub struct Settings {
-    /// The checks each call makes (issue #27; none by default).
+    /// The checks each call makes (none by default).
     pub checks: Checks,
     /// Launches measure their kernel (`--profile`): see [`crate::profile`] and
     /// [`crate::PoolEngine::take_profile`].

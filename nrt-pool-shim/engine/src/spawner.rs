@@ -5,7 +5,7 @@
 //! signal to the *thread* that forked the process, not to the process: a core forked by a
 //! short-lived thread (a Python worker thread, one of eight C threads sharing an engine)
 //! was killed mid-launch when that thread ended, a launch on another thread then failing
-//! with "killed by SIGKILL" (issue #31). Forking from one long-lived thread ties every
+//! with "killed by SIGKILL". Forking from one long-lived thread ties every
 //! core to the process's lifetime instead.
 //!
 //! Serialising the forks also keeps two engines of one process apart: a host core is a

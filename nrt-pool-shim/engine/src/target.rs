@@ -1,4 +1,4 @@
-//! What a call names, resolved once against the loaded library (issue #52): a kernel, or a
+//! What a call names, resolved once against the loaded library: a kernel, or a
 //! NEURON_LIBRARY op. Front ends resolve a [`Target`] ([`crate::PoolEngine::target`]),
 //! decode their arguments against its model and pass it in the call; the engine does not
 //! look the name up again.

@@ -48,7 +48,7 @@ pub enum TensorError {
 }
 
 /// Whether `len` bytes are exactly a `dtype` tensor of `shape`.
-pub fn check_len(dtype: DType, shape: &[u64], len: usize) -> Result<(), TensorError> {
+pub fn validate_len(dtype: DType, shape: &[u64], len: usize) -> Result<(), TensorError> {
     // (A size past u64 is u64::MAX here: no buffer has that many bytes.)
     let want = byte_len(shape, dtype).unwrap_or(u64::MAX);
     if want != len as u64 {
@@ -64,7 +64,7 @@ pub fn check_len(dtype: DType, shape: &[u64], len: usize) -> Result<(), TensorEr
 
 impl HostTensor {
     pub fn new(dtype: DType, shape: Vec<u64>, data: Vec<u8>) -> Result<HostTensor, TensorError> {
-        check_len(dtype, &shape, data.len())?;
+        validate_len(dtype, &shape, data.len())?;
         validate_rank(&shape)?;
         Ok(HostTensor { dtype, shape, data })
     }

@@ -1,4 +1,4 @@
-//! Checked launches through the FFI (issue #27): `nrt_pool_set_checks` turns checks on for
+//! Checked launches through the FFI: `nrt_pool_set_checks` turns checks on for
 //! the launches after it, and a launch whose checks found something returns
 //! `NRT_POOL_CHECK_FOUND` with the findings in `nrt_pool_last_error`.
 #![allow(clippy::missing_safety_doc)]
@@ -10,7 +10,7 @@ use nrt_pool_engine::check::{CheckReport, Checks};
 
 use crate::boundary::{cstr, guard, status, with_engine, Code, Failure};
 
-/// Sets the checks every later launch makes (issue #27): `list` names them, comma-separated
+/// Sets the checks every later launch makes: `list` names them, comma-separated
 /// (init, race, memory, rules, cores, parity, leftovers, or all; "default" or "1" for all but
 /// cores, parity and leftovers; "none" or "0" for none). `parity` compares each launch with
 /// the other build: the one beside a library registered by path, or the one

@@ -236,7 +236,7 @@ fn params_for(target: &Target) -> Option<Vec<(u8, u8)>> {
 
 /// The launch entry points' device argument: -1 or 0 to the device count - 1; otherwise
 /// NRT_POOL_ERR_DEVICE, said on stderr.
-fn check_device(device: i32) -> Result<(), Failure> {
+fn validate_device(device: i32) -> Result<(), Failure> {
     if device < -1 || device >= nrt_pool_device_count() {
         let m = format!(
             "device {device} is out of range (-1, or 0 to {}): nothing launched",
@@ -261,7 +261,7 @@ pub unsafe extern "C" fn nrt_pool_launch_v1(
     device: i32,
 ) -> i32 {
     guard(|| {
-        status(check_device(device).and_then(|()| {
+        status(validate_device(device).and_then(|()| {
             with_engine(|e| {
                 let name = cstr(kernel, "kernel")?;
                 let (target, params) = launch_target(e, name, stream)?;
@@ -429,7 +429,7 @@ pub unsafe extern "C" fn nrt_pool_launch_v2(
     device: i32,
 ) -> i32 {
     guard(|| {
-        status(check_device(device).and_then(|()| {
+        status(validate_device(device).and_then(|()| {
             with_engine(|e| {
                 let name = cstr(op, "op")?;
                 let (target, kinds) = op_target(e, name, stream)?;

@@ -1,4 +1,4 @@
-//! Profiled launches through the launch FFI (issue #44): `nrt_pool_set_profile` profiles
+//! Profiled launches through the launch FFI: `nrt_pool_set_profile` profiles
 //! every later launch, `nrt_pool_last_profile` gives the last profiled launch's report as
 //! `nrt-pool run --profile` prints it: instructions by function and, on Xtensa cores, the
 //! estimated time on a trn1 Pool engine (an estimate with its stated error, D100).

@@ -1,4 +1,4 @@
-//! The launch FFI misused (issue #57): a sequence of the header's calls (init, register,
+//! The launch FFI misused: a sequence of the header's calls (init, register,
 //! parameter metadata, output, launch v1/v2, checks, profile, close), valid and invalid
 //! handles, names and tensors, from several threads at once, decoded from fuzzer bytes.
 //!

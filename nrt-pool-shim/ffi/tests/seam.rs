@@ -255,7 +255,7 @@ fn neuron_library_ops_launch_through_the_v2_entry_points() {
     passed(&run);
 }
 
-/// Checked launches (issue #27): nrt_pool_set_checks, NRT_POOL_CHECK_FOUND with the
+/// Checked launches: nrt_pool_set_checks, NRT_POOL_CHECK_FOUND with the
 /// findings in nrt_pool_last_error, the output written; and $GPSIMD_OPEN_CHECK at init.
 #[test]
 fn checked_launches_report_their_findings() {
@@ -298,7 +298,7 @@ fn checked_launches_report_their_findings() {
 
 /// 8 threads x 300 op-output + launch pairs on one engine, and the same in two processes
 /// at once (two engines): every call succeeds and is exact, and nothing is left after
-/// close (issue #31).
+/// close.
 #[test]
 fn eight_threads_share_an_engine_and_two_engines_run_at_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -318,7 +318,7 @@ fn eight_threads_share_an_engine_and_two_engines_run_at_once() {
     passed(&b.wait_with_output().unwrap());
 }
 
-/// The parity check through the FFI (issue #40): a library registered by path compares
+/// The parity check through the FFI: a library registered by path compares
 /// each launch with its Pool image beside it (tests/c/parity.c).
 #[test]
 fn the_ffi_parity_check_compares_with_the_pool_image_beside_a_registered_library() {

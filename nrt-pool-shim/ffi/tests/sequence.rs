@@ -1,4 +1,4 @@
-//! The launch FFI misused (issue #57): the `ffi_sequence` fuzz target's property
+//! The launch FFI misused: the `ffi_sequence` fuzz target's property
 //! (`nrt_pool_shim::sequence`) on its seed corpus (`fuzz/corpus/ffi_sequence`, run by `make
 //! test`) and on sequences written here for what they mean; `make fuzz-seeds` rewrites the
 //! seeds. The op library the sequences register is the examples' mlp ops, built under

@@ -124,7 +124,7 @@ fn elementwise_rows(report: &mut Report, e: &mut PoolEngine, pages: &str) {
         copy,
         Goal::RatioAtLeast(0.3),
     );
-    // Checked launches (issue #27): the op from host arrays (as nrt-pool run and Python
+    // Checked launches: the op from host arrays (as nrt-pool run and Python
     // call it) with the default checks (init, race) and with every check (cores too: one
     // more launch on 7 cores), vs the unchecked launch, goal at most 5x; and the cost on
     // device tensors (which copy nothing, so the checks' scans weigh more).

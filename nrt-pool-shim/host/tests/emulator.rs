@@ -815,7 +815,7 @@ fn tensors_without_elements_are_refused_naming_the_argument() {
     assert!(err.to_string().contains("has no elements"), "{err}");
 }
 
-/// Checking mode (issue #27) at the engine's level: a correct multicore kernel checks clean
+/// Checking mode at the engine's level: a correct multicore kernel checks clean
 /// with its output in HBM and in SBUF (placed with each run), and the caller gets the
 /// unchecked launch's bytes.
 #[test]
@@ -864,4 +864,46 @@ fn checked_launches_of_a_correct_kernel_find_nothing_wherever_the_output_lies() 
         Checks::NONE,
         "a call's options leave the engine's as they were"
     );
+}
+
+/// A call names what it runs once: the engine resolves a `Target`, names an
+/// unknown one with the library's list, and refuses a target resolved against a library
+/// since loaded again rather than run a same-named kernel of another load.
+#[test]
+fn a_target_is_resolved_once_and_refused_after_another_load() {
+    use nrt_pool_engine::{ArgValue, Call, CallOptions, Destination, Output, TargetModel};
+    let dir = tempfile::tempdir().unwrap();
+    let lib = common::examples(dir.path());
+    let mut e = engine(&lib);
+    let t = e.target("scale_add").unwrap();
+    assert_eq!(
+        (t.name.as_str(), t.kernel.as_str()),
+        ("scale_add", "scale_add")
+    );
+    assert!(matches!(t.model, TargetModel::Schema(_)), "{:?}", t.model);
+    let err = e.target("nope").unwrap_err().to_string();
+    assert!(
+        err.starts_with("unknown kernel 'nope'; the library registers: scale_add"),
+        "{err}"
+    );
+    let x = HostTensor::from_f32(vec![4], &[1.0; 4]).unwrap();
+    let call = |t| Call {
+        target: t,
+        args: vec![
+            ArgValue::Tensor(x.clone(), Location::Hbm),
+            ArgValue::Scalar(DType::F32, 2.0f32.to_le_bytes().to_vec()),
+            ArgValue::Scalar(DType::F32, 1.0f32.to_le_bytes().to_vec()),
+        ],
+        output: Output::Derive,
+        to: Destination::Host,
+        cores: Some(1),
+        options: CallOptions::default(),
+    };
+    let out = e.call(call(&t)).unwrap().output.unwrap();
+    assert_eq!(out.to_f32().unwrap(), vec![3.0; 4]);
+    e.load(&lib).unwrap();
+    let stale = e.call(call(&t)).unwrap_err();
+    assert!(matches!(stale, EmuError::StaleTarget { .. }), "{stale}");
+    let again = e.target("scale_add").unwrap();
+    assert!(e.call(call(&again)).is_ok());
 }

@@ -69,7 +69,7 @@ const TLS_SYMBOLS: [&str; 4] = [
 ];
 
 /// The linker's words, first with a line per source line that used a construct the
-/// device lacks (thread-local storage: issue #55), and with a line saying what an undefined
+/// device lacks (thread-local storage), and with a line saying what an undefined
 /// libc++ symbol means: a part of the C++ library outside its headers that the device
 /// archive does not define (D72).
 fn explain_undefined(stderr: String) -> String {

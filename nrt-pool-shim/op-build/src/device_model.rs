@@ -59,7 +59,7 @@ pub const DEVICE_MODEL_FLAGS: &[&str] = &[
     "-U__unix__",
     "-U__unix",
     "-Uunix",
-    // What GCC for Xtensa predefines where i386's differs (issue #55; compared macro by
+    // What GCC for Xtensa predefines where i386's differs (compared macro by
     // macro in a test): the fast 8-bit types are 32-bit there, `new` guarantees 8 bytes,
     // and there is no __float128 or 80-bit float to size.
     "-faligned-new=8",
@@ -246,7 +246,7 @@ mod tests {
     }
 
     /// Every type, size, alignment and limit GCC for Xtensa predefines holds in host builds
-    /// in the device's data model, macro by macro (issue #55): `int_fast8_t`, `new`'s
+    /// in the device's data model, macro by macro: `int_fast8_t`, `new`'s
     /// default alignment and the rest. Floating limits compare as numbers (each compiler
     /// prints its own digits); the sizes of types the device lacks are not predefined.
     #[test]

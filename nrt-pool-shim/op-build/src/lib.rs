@@ -262,7 +262,7 @@ fn build_schema_library(o: &BuildOptions) -> Result<BuildReport, BuildError> {
         &objs,
         &o.sources,
         &o.out,
-        |wrapper_obj| check_kernels(&kernels, wrapper_obj, &objs),
+        |wrapper_obj| validate_kernels(&kernels, wrapper_obj, &objs),
     )?;
     Ok(BuildReport {
         kernels,
@@ -429,7 +429,7 @@ pub(crate) fn compile_all(
 
 /// The kernels the wrapper calls must be defined, with the same signature, by the
 /// sources: otherwise the library would only fail at run time, as an undefined symbol.
-fn check_kernels(
+fn validate_kernels(
     kernels: &[KernelSig],
     wrapper_obj: &Path,
     objs: &[PathBuf],
@@ -655,7 +655,7 @@ pub(crate) fn device_cxx(
         // `.loc` directives the assembler attaches a row to the next instruction only, and
         // the windowed `entry` reaches it as data bytes (xtensa_asm), so gdb found no line
         // at a function's start and stopped before its prologue stored the arguments
-        // (issue #42, D102).
+        // (D102).
         "-gno-as-loc-support",
         "-fno-var-tracking",
         "-ffunction-sections",

@@ -1,4 +1,4 @@
-//! The one build core both op models share (issue #26): the checks made before anything
+//! The one build core both op models share: the checks made before anything
 //! compiles, the host compiles, the generated wrapper and the library's exports, the host
 //! link, the device objects and Pool image, and putting everything in place only once all
 //! of it built. The models differ only in how they learn their kernels

@@ -88,7 +88,7 @@ pub struct OpBuild {
 /// changed since: then that build is kept (`custom_op.load` in many processes at once;
 /// `reuse.rs`).
 pub fn build_or_reuse(o: &OpBuildOptions) -> Result<OpBuild, BuildError> {
-    o.check_name()?;
+    o.validate_name()?;
     let library = o.library();
     let _lock = reuse::BuildLock::acquire(&library)?;
     let inputs = o.inputs();
@@ -125,7 +125,7 @@ pub fn build_or_reuse(o: &OpBuildOptions) -> Result<OpBuild, BuildError> {
 }
 
 impl OpBuildOptions {
-    fn check_name(&self) -> Result<(), BuildError> {
+    fn validate_name(&self) -> Result<(), BuildError> {
         if self.name.is_empty()
             || !self
                 .name
@@ -168,7 +168,7 @@ fn build_op_library(o: &OpBuildOptions) -> Result<OpBuildReport, BuildError> {
 
 /// [`build_op_library`] with its work folder given.
 fn build_op_library_in(o: &OpBuildOptions, work: &Path) -> Result<OpBuildReport, BuildError> {
-    o.check_name()?;
+    o.validate_name()?;
     let core = &o.setup;
     if o.compute.is_empty() || o.shape.is_empty() {
         return Err(BuildError::Registration(
@@ -190,8 +190,8 @@ fn build_op_library_in(o: &OpBuildOptions, work: &Path) -> Result<OpBuildReport,
         .map(|p| format!("-I{}", p.display()))
         .chain(o.setup.flags.extra_cflags.iter().cloned())
         .collect();
-    let kernels = check_kernels(&ops, &compute_objs)?;
-    check_returns(o, &ops, &kernels, work)?;
+    let kernels = validate_kernels(&ops, &compute_objs)?;
+    validate_returns(o, &ops, &kernels, work)?;
 
     let library = o.library();
     let wrapper = Wrapper::Ops {
@@ -325,7 +325,10 @@ fn kinds_text(kinds: &[ArgKind]) -> String {
 
 /// Finds each op's kernel in the compute objects and checks its argument kinds against
 /// the shape function's; refuses compute functions no op names.
-fn check_kernels(ops: &NeuronLibrary, compute_objs: &[PathBuf]) -> Result<Vec<Kernel>, BuildError> {
+fn validate_kernels(
+    ops: &NeuronLibrary,
+    compute_objs: &[PathBuf],
+) -> Result<Vec<Kernel>, BuildError> {
     let mut defined: Vec<(String, Vec<String>)> = Vec::new();
     let mut source_of: Vec<usize> = Vec::new();
     for (i, obj) in compute_objs.iter().enumerate() {
@@ -434,7 +437,7 @@ fn kernel_of(
 /// are not mangled), and the generated wrapper declares it returning one, so a kernel
 /// returning anything else would link and misbehave. Each compute source that defines a
 /// kernel is compiled once more, syntax only, with a static_assert on the call's type.
-fn check_returns(
+fn validate_returns(
     o: &OpBuildOptions,
     lib: &NeuronLibrary,
     kernels: &[Kernel],

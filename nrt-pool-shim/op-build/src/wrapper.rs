@@ -117,7 +117,7 @@ pub(crate) fn launch_table<'a>(s: &mut String, names: impl ExactSizeIterator<Ite
 /// stderr channel, then abort), instead of unwinding into the runtime's C frames.
 pub(crate) const EXCEPTION_GUARD: &str = include_str!("../cxx/exception_guard.inc");
 
-/// Host builds, checking mode (issue #27): `malloc` is the runtime's (the device's libc
+/// Host builds, checking mode: `malloc` is the runtime's (the device's libc
 /// heap, D17) on both backends, but `new` went to libstdc++'s, which takes glibc's heap, so
 /// a container that outgrows the device heap passed on host cores. In a checked launch
 /// `new` takes the device heap too, and where it is full the engine's checks get a note

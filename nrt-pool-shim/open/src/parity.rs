@@ -5,7 +5,7 @@
 //! alignment) or arithmetic corners differ and the build could not make them agree; this
 //! check names what differs, so a green run on host cores is a run the device build gives.
 //!
-//! It lives above the engine (issue #52): the engine runs one backend and knows no other;
+//! It lives above the engine: the engine runs one backend and knows no other;
 //! the opened [`Pool`](crate::Pool) holds the pair and compares them here.
 
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! The opened handle (issue #52): one engine on the cores a library's file names, its
+//! The opened handle: one engine on the cores a library's file names, its
 //! environment's defaults applied, and the other build's engine for the parity check. A
 //! front end's launch reads: open a `Pool` -> resolve a [`Target`] -> [`Pool::call`] ->
 //! the result.

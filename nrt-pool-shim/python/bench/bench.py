@@ -6,7 +6,7 @@ JSON in target/bench/python.json, merged into target/bench.json by `make bench`)
 - the same op through ``torch.ops`` on a CPU tensor vs from NumPy (32x4096 floats);
 - `nrt-pool run` of x*a+b over 64 MiB from and to .npy vs NumPy loading, computing and
   saving the same (issue #14's goal: at most 2x NumPy's time), and its peak memory;
-- what users pay (issue #44): the first result after `custom_op.load` and after
+- what users pay: the first result after `custom_op.load` and after
   `nrt-pool build` on each backend (a fresh process: cold cores, QEMU translating) vs the
   host compiler building the kernel's source alone; the first and a warm call on Xtensa
   cores at 1 MiB and 64 MiB; memory per host core and per QEMU core; checks on a small op,
@@ -285,7 +285,7 @@ def main():
         row(name, timed(lambda: relu(x), 7), timed(lambda: np.maximum(x, 0), 7), "ms", 1e3, goal=0.1)
         del tiles, relu
 
-    # torch.ops (issue #53): the same op called through torch's dispatcher on a CPU tensor
+    # torch.ops: the same op called through torch's dispatcher on a CPU tensor
     # (its storage passed as a NumPy view, the output shared, no copy either way) vs from
     # NumPy; at most 1.1x the NumPy call's time.
     name = "torch.ops call 32x4096 f32 vs NumPy call (ms)"
@@ -306,7 +306,7 @@ def main():
                 goal=0.91)  # ours at most 1.1x the NumPy call
             del tiles, relu, via_torch
 
-    # The parity check (issue #40): a call checked against the Pool image beside the host
+    # The parity check: a call checked against the Pool image beside the host
     # build (both built as custom_op.load(..., isa="xtensa") does), on 8 cores, 1 MiB,
     # against the same call unchecked. Warm: the twin's QEMU cores start on the first call.
     name = "python check=parity 1 MiB relu, 8 cores (ms)"

@@ -1,4 +1,4 @@
-//! A checked call's report (issue #27) as Python sees it: the check list parsed, and the
+//! A checked call's report as Python sees it: the check list parsed, and the
 //! output with its findings (dicts) and notes.
 
 use pyo3::exceptions::PyValueError;

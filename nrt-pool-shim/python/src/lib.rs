@@ -23,7 +23,7 @@ use arrays::{array_arg, array_of, view_of, Bytes};
 use errors::to_py;
 use profile::profile_dict;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
@@ -152,28 +152,83 @@ impl Library {
     /// static constructors run in the emulated cores, never in this process.
     /// A Pool image (`lib{name}.pool`) runs on emulated Xtensa cores under QEMU, with
     /// `board` (default: `$NRT_POOL_XTENSA_BOARD`, else where the package finds it:
-    /// `nrt_pool_open::installation`).
+    /// `nrt_pool_open::installation`). `isa` ("host" or "xtensa"; default
+    /// `$GPSIMD_OPEN_ISA`, else the file's own) runs the build of that backend: the file
+    /// beside `path` with the other suffix when `path` is the other's.
     #[new]
-    #[pyo3(signature = (path, board=None))]
-    fn new(py: Python<'_>, path: PathBuf, board: Option<PathBuf>) -> PyResult<Self> {
-        let o = OpenOptions::default().with_board(board);
+    #[pyo3(signature = (path, board=None, isa=None))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        board: Option<PathBuf>,
+        isa: Option<&str>,
+    ) -> PyResult<Self> {
+        let env = nrt_pool_open::Environment::read("gpsimd_open")
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        // Who chose the backend, for the message when its build is missing.
+        let (isa, chosen) = match isa {
+            Some(name) => (
+                Some(nrt_pool_open::environment::isa_from(name).map_err(|_| {
+                    PyValueError::new_err(format!("isa='{name}': 'host' or 'xtensa'"))
+                })?),
+                format!("isa='{name}'"),
+            ),
+            None => (
+                env.isa,
+                format!(
+                    "{}={}",
+                    nrt_pool_open::environment::ISA_VAR,
+                    env.isa.map_or("", |i| i.name())
+                ),
+            ),
+        };
+        let o = OpenOptions::default().with_board(board).with_isa(isa);
         let engine = py.detach(|| Pool::open(&path, &o)).map_err(|e| match e {
             OpenError::Engine(EmuError::Library(l)) => PyRuntimeError::new_err(l.to_string()),
             OpenError::Engine(other) => to_py(py, other),
+            OpenError::NoSibling {
+                isa,
+                wanted,
+                library,
+            } => {
+                let how = match isa {
+                    nrt_pool_open::Isa::Xtensa => {
+                        "custom_op.load(..., isa='xtensa') or `nrt-pool build --device-image`"
+                    }
+                    nrt_pool_open::Isa::Host => "custom_op.load(...) or `nrt-pool build`",
+                };
+                PyRuntimeError::new_err(format!(
+                    "{chosen}: there is no {} beside {} to run on {} cores; build it with {how}",
+                    wanted.file_name().map_or_else(
+                        || wanted.display().to_string(),
+                        |n| n.to_string_lossy().into_owned()
+                    ),
+                    library.display(),
+                    isa.name()
+                ))
+            }
             other => PyRuntimeError::new_err(other.to_string()),
         })?;
+        let loaded = nrt_pool_open::build_for(&path, engine.isa());
         Ok(Library {
             device: Arc::new(Device {
                 engine: Mutex::new(engine),
                 dropped: Mutex::new(Vec::new()),
             }),
-            path: path.display().to_string(),
+            path: loaded.display().to_string(),
         })
     }
 
+    /// The file loaded (`path`, or the build beside it for the backend asked for).
     #[getter]
     fn path(&self) -> String {
         self.path.clone()
+    }
+
+    /// The other backend's build beside the loaded file, if there is one.
+    #[getter]
+    fn sibling(&self) -> Option<String> {
+        nrt_pool_open::sibling(Path::new(&self.path)).map(|p| p.display().to_string())
     }
 
     /// The NEURON_LIBRARY namespace (None for libraries without one).
@@ -654,7 +709,7 @@ impl DeviceArray {
 /// the folder's last build is kept when nothing it read changed: (path, whether it was
 /// kept).
 #[pyfunction]
-#[pyo3(signature = (name, compute_srcs, shape_srcs, build_directory, multicore, include, archive, isa="host", extra_cflags=Vec::new(), extra_include_paths=Vec::new(), data_model="device", pool_image=false))]
+#[pyo3(signature = (name, compute_srcs, shape_srcs, build_directory, multicore, include, archive, isa="host", extra_cflags=Vec::new(), extra_include_paths=Vec::new(), data_model="device", check=None))]
 #[allow(clippy::too_many_arguments)] // custom_op.load's arguments, and where the runtime is
 fn build(
     py: Python<'_>,
@@ -669,8 +724,15 @@ fn build(
     extra_cflags: Vec<String>,
     extra_include_paths: Vec<PathBuf>,
     data_model: &str,
-    pool_image: bool,
+    check: Option<&str>,
 ) -> PyResult<(String, bool)> {
+    // The parity check compares with the other build: asked for (by `check`, the load's
+    // resolved check list), the Pool image is built beside a host build too, where the
+    // Xtensa compiler is installed.
+    let parity = check
+        .and_then(|c| nrt_pool_engine::check::Checks::parse(c).ok())
+        .is_some_and(|c| c.has(nrt_pool_engine::check::Check::Parity));
+    let pool_image = parity && nrt_pool_build::xtensa_cxx_installed();
     let data_model = nrt_pool_build::DataModel::from_name(data_model).ok_or_else(|| {
         pyo3::exceptions::PyValueError::new_err(format!(
             "data_model={data_model:?}: 'device' or 'host'"
@@ -730,9 +792,6 @@ fn xtensa_cxx_installed() -> bool {
 #[pyfunction]
 fn noop() {}
 
-/// Where the package finds a part of the installation ("include", "host-archive",
-/// "xtensa-archive", "link-script", "board"): `$GPSIMD_OPEN_HOME`'s build tree, else
-/// beside this module (an installed package), else the build tree it was built in.
 /// The environment's defaults, as `nrt-pool-open` reads them (the package reads no
 /// variable itself): check (a list, or None), warn, all_cores_stdio, debug (a core, or
 /// None), isa and data_model (names, or None). A value that cannot be used is a
@@ -760,6 +819,9 @@ fn default_build_directory(name: &str) -> PathBuf {
     installation::default_build_directory(name)
 }
 
+/// Where the package finds a part of the installation ("include", "host-archive",
+/// "xtensa-archive", "link-script", "board"): `$GPSIMD_OPEN_HOME`'s build tree, else
+/// beside this module (an installed package), else the build tree it was built in.
 #[pyfunction]
 fn installed(part: &str) -> PyResult<String> {
     let p = Part::from_name(part).ok_or_else(|| {

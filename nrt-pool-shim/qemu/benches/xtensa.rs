@@ -1,4 +1,4 @@
-//! `make bench` rows of the Xtensa backend (issues #13, #29): emulated Xtensa instructions
+//! `make bench` rows of the Xtensa backend: emulated Xtensa instructions
 //! per second per core (a two-instruction loop, against the same loop run natively by the
 //! host backend), a 1 MiB elementwise op on 8 QEMU cores against the host backend, a whole
 //! `nrt-pool run` of a small op on 8 Xtensa cores against the same run on host cores, and
@@ -138,7 +138,7 @@ fn instruction_row(report: &mut Report, dir: &Path) {
     );
 }
 
-/// A 1 MiB elementwise op on 8 QEMU cores against the host backend (issue #29).
+/// A 1 MiB elementwise op on 8 QEMU cores against the host backend.
 fn mib_row(report: &mut Report, so: &Path, pool: &Path, cpus: usize) {
     let (mut host, mut xt) = engines(so, pool);
     let elems = (1u64 << 20) / 4;
@@ -169,7 +169,7 @@ fn mib_row(report: &mut Report, so: &Path, pool: &Path, cpus: usize) {
 /// A whole `nrt-pool run` of a small op on 8 Xtensa cores against host cores.
 fn run_row(report: &mut Report, dir: &Path, so: &Path, pool: &Path) {
     // A whole `nrt-pool run` of a small op: library load, 8 cores started, one launch, the
-    // output written; the same run on host cores is the baseline (issue #29: at most 10x).
+    // output written; the same run on host cores is the baseline (at most 10x).
     let nrt_pool = testkit::root().join("target/release/nrt-pool");
     let x = dir.join("x.npy");
     let mut npy =
@@ -208,7 +208,7 @@ fn run_row(report: &mut Report, dir: &Path, so: &Path, pool: &Path) {
 /// The examples' standard-accessor ReLU on one warm QEMU core.
 fn relu_row(report: &mut Report, relu_so: &Path, relu_pool: &Path) {
     // The examples' ReLU (standard accessors) over 131072 elements on one warm QEMU core
-    // (issue #29: at most 100 ms), against the host backend.
+    // (at most 100 ms), against the host backend.
     let (mut host, mut relu) = engines(relu_so, relu_pool);
     let elems = 131_072u64;
     let x = HostTensor::from_f32(

@@ -1,6 +1,6 @@
 //! What a core's accesses were: the tensor access counts after a profiled launch
 //! ([`customop_abi::access`]; the runtime keeps them in its image, which lies in device
-//! memory, so the engine reads them there by the runtime's symbol: issue #44, D100), and
+//! memory, so the engine reads them there by the runtime's symbol: D100), and
 //! the bytes it read and wrote in a traced launch (the access plugin's record: D101).
 
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! Where a debugger's stop at a kernel's entry goes on Xtensa cores (issue #42): after the
+//! Where a debugger's stop at a kernel's entry goes on Xtensa cores: after the
 //! stores that put the incoming arguments in the frame slots the debug information names.
 //!
 //! A default (`-Os`, no variable tracking) device build describes each argument by one

@@ -1,4 +1,4 @@
-//! The engine's Xtensa backend (issue #13): the same launches on host builds and on Pool
+//! The engine's Xtensa backend: the same launches on host builds and on Pool
 //! images running on QEMU cores (1 and 8), compared byte for byte, stdio included.
 
 use std::path::Path;

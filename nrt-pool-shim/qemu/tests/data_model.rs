@@ -1,4 +1,4 @@
-//! Host cores compute in the device's data model (issue #40, D97): ordinary C++ whose bytes
+//! Host cores compute in the device's data model (D97): ordinary C++ whose bytes
 //! depend on `long`'s width, plain `char`'s sign, struct layout, the C and C++ libraries'
 //! choices and INT_MIN / -1 gives the same output bytes and stdout on host cores (the i386
 //! build in 32-bit core processes) as on Xtensa cores; the host's own data model, still

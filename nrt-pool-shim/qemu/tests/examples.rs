@@ -1,6 +1,6 @@
 //! Each example op built as a Pool image (`--device-image`: windowed objects linked for the
 //! 8 cores) runs on one emulated Xtensa core under QEMU, and its output bytes and stdout
-//! equal the host build's on the host engine (issue #12).
+//! equal the host build's on the host engine.
 
 use std::path::Path;
 

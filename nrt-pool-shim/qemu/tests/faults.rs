@@ -1,4 +1,4 @@
-//! Device faults under QEMU (issue #12, "Bad input"): an illegal instruction, a load and a
+//! Device faults under QEMU ("Bad input"): an illegal instruction, a load and a
 //! store to no memory, a window exception (the stack pointer left memory), a timeout, a
 //! broken runtime rule and abort() each end the core with a report naming the core, the
 //! PC (symbolized from the image) and the address.

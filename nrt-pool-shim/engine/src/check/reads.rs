@@ -1,4 +1,4 @@
-//! The race check's reads (issue #42, D101): where the backend sees every load and store
+//! The race check's reads (D101): where the backend sees every load and store
 //! (Xtensa cores under QEMU), the launch runs once more with each core recording the bytes
 //! it reads and writes; a byte of a tensor one core reads and another writes in the same
 //! launch is a race, whose order the device does not fix. Host cores run native code and

@@ -1,4 +1,4 @@
-//! `INT_MIN / -1` as a Pool core computes it (issue #40, D95). The quotient does not fit,
+//! `INT_MIN / -1` as a Pool core computes it (D95). The quotient does not fit,
 //! so C leaves it undefined; x86's `idiv` traps (SIGFPE) where the device's divide gives
 //! `INT_MIN` (and a remainder of 0). A host core that traps on an `idiv` whose divisor is
 //! -1 writes the device's quotient and remainder and goes on after the instruction, so the

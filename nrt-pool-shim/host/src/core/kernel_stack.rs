@@ -1,6 +1,6 @@
 //! The stack a kernel runs on in a host core: as much as a Pool core would give it, with a
 //! guard page below, so a kernel the device's stack cannot hold is a reported stack
-//! overflow here too, naming STACK_SIZE (issue #40, D94).
+//! overflow here too, naming STACK_SIZE (D94).
 //!
 //! The device's rule (the runtime's stack switch, D79): a kernel runs on the core's local
 //! stack when the room left there holds its STACK_SIZE, else on an HBM block of STACK_SIZE

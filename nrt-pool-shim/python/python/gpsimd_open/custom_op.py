@@ -105,8 +105,9 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
         print(f"gpsimd_open: building lib{name}.so in {build_directory} from {list(compute_srcs)} + {list(shape_srcs)}")
     flags = _string_list("extra_cflags", extra_cflags)
     includes = [os.fspath(p) for p in _string_list("extra_include_paths", extra_include_paths, paths=True)]
-    # The parity check compares with the other build: asked for here, it is built too.
-    pool_image = isa == "host" and _asks_parity(check) and _native.xtensa_cxx_installed()
+    # The parity check compares with the other build: asked for here, the native build
+    # builds it too (where the Xtensa compiler is installed).
+    checks, _ = _check.resolve(check)
     path, kept = _native.build(
         name,
         [str(s) for s in compute_srcs],
@@ -119,37 +120,11 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
         flags,
         includes,
         model,
-        pool_image,
+        checks,
     )
     if verbose:
         print(f"gpsimd_open: {path} is up to date" if kept else f"gpsimd_open: built {path}")
     return load_library(path, check=check, all_cores_stdio=all_cores_stdio, debug=debug)
-
-
-def _asks_parity(check):
-    """Whether a ``check=`` value (or ``GPSIMD_OPEN_CHECK``) asks for the parity check."""
-    checks, _ = _check.resolve(check)
-    return checks is not None and any(c.strip() in ("parity", "all") for c in checks.split(","))
-
-
-def _backend_file(path, isa, from_environment):
-    """The file of `path`'s library that runs on `isa` (None: `path` itself)."""
-    suffix = {"host": ".so", "xtensa": ".pool"}
-    if isa is None:
-        other = path.with_suffix(".pool")
-        if path.suffix == ".so" and other.exists() and not _told_once(str(path)):
-            print(f"gpsimd_open: {path.name} runs on host cores; {other.name} beside it runs on Xtensa cores with "
-                  f"{ISA_VARIABLE}=xtensa or load_library(..., isa='xtensa')", file=sys.stderr)
-        return path
-    if path.suffix not in suffix.values() or path.suffix == suffix[isa]:
-        return path
-    wanted = path.with_suffix(suffix[isa])
-    if not wanted.exists():
-        how = ("custom_op.load(..., isa='xtensa') or `nrt-pool build --device-image`" if isa == "xtensa"
-               else "custom_op.load(...) or `nrt-pool build`")
-        chosen = f"{ISA_VARIABLE}={isa}" if from_environment else f"isa={isa!r}"
-        raise RuntimeError(f"{chosen}: there is no {wanted.name} beside {path} to run on {isa} cores; build it with {how}")
-    return wanted
 
 
 _TOLD = set()
@@ -235,18 +210,27 @@ def load_library(path, isa=None, check=None, all_cores_stdio=None, debug=None):
         ValueError: ``isa`` (or GPSIMD_OPEN_ISA) is neither "host" nor "xtensa".
         DeviceFault: its static constructors or start code fault.
     """
-    path = _backend_file(pathlib.Path(os.fspath(path)), _isa(isa), isa is None)
+    if isa is not None and isa not in _ISAS:
+        raise ValueError(f"isa={isa!r}: 'host' or 'xtensa'")
     _check.resolve(check)  # a bad value fails here, not at the first call
     all_cores = _all_cores_stdio(all_cores_stdio)
     debug = _debug_core(debug, from_environment=True)
-    lib = Library(_native.Library(str(path)))
+    # The native library picks the build for the backend asked for (the argument, else
+    # GPSIMD_OPEN_ISA, else the file's own), and says why when it is missing.
+    native = _native.Library(os.fspath(path), isa=isa)
+    path = pathlib.Path(native.path)
+    if native.sibling and path.suffix == ".so" and _isa(isa) is None and not _told_once(str(path)):
+        print(f"gpsimd_open: {path.name} runs on host cores; {pathlib.Path(native.sibling).name} beside it "
+              f"runs on Xtensa cores with {ISA_VARIABLE}=xtensa or load_library(..., isa='xtensa')",
+              file=sys.stderr)
+    lib = Library(native)
     lib.all_cores_stdio = all_cores
     lib.debug = debug
     lib.check = check
     if lib.namespace is None:
         raise RuntimeError(f"{path}: no NEURON_LIBRARY ops (build it with custom_op.load)")
     if _under_runner and not _told_once("serves:" + str(path)):
-        # Under python -m gpsimd_open.run: which build serves the script's ops (issue #43).
+        # Under python -m gpsimd_open.run: which build serves the script's ops.
         backend = "xtensa" if path.suffix == ".pool" else "host"
         cores = "8 cores" if lib.multicore else "1 core"
         print(f"gpsimd_open.run: {lib.namespace}'s ops run {path} on {backend} cores ({cores} a call "
