@@ -43,9 +43,17 @@ tools-build:
 	@rustup target list --installed 2>/dev/null | grep -q '^i686-unknown-linux-gnu' || rustup target add i686-unknown-linux-gnu
 	@$(APT_INSTALL) $(BUILD_PACKAGES)
 
-tools: tools-build
+## Microsoft's SARIF Multitool (MIT; npm, with the machine's Node.js): the tests validate
+## `nrt-pool run --report` with it against the SARIF 2.1.0 schema.
+SARIF_TOOL := target/tools/sarif/node_modules/.bin/sarif-multitool
+tools: tools-build $(SARIF_TOOL)
 	@$(APT_INSTALL) $(TEST_PACKAGES)
 	@command -v cargo-deb >/dev/null || $(CARGO) install cargo-deb --locked
+
+$(SARIF_TOOL):
+	mkdir -p target/tools/sarif
+	npm install --prefix target/tools/sarif --no-audit --no-fund --loglevel=error \
+		@microsoft/sarif-multitool@5.7.0
 
 $(XTENSA_OUT)/split.so: nrtucode-extisa/tests/xtensa/kernels.c nrtucode-extisa/tests/xtensa/split.ld | tools-build
 	nrtucode-extisa/tests/xtensa/build.sh $(XTENSA_OUT)

@@ -253,7 +253,7 @@ int32_t nrt_pool_launch_v2(const char *op,
                            int32_t device);
 
 /**
- * Sets the checks every later launch makes (issue #27): `list` names them, comma-separated
+ * Sets the checks every later launch makes: `list` names them, comma-separated
  * (init, race, memory, rules, cores, parity, leftovers, or all; "default" or "1" for all but
  * cores, parity and leftovers; "none" or "0" for none). `parity` compares each launch with
  * the other build: the one beside a library registered by path, or the one
@@ -263,6 +263,15 @@ int32_t nrt_pool_launch_v2(const char *op,
  * `NRT_POOL_CHECK_FOUND`. `$GPSIMD_OPEN_CHECK` sets the same at `nrt_pool_init`.
  */
 int32_t nrt_pool_set_checks(const char *list);
+
+/**
+ * Reads a suppression file (`path`; NULL: none): later launches' findings that an entry
+ * matches are kept out of `NRT_POOL_CHECK_FOUND` (a launch whose findings were all
+ * suppressed returns `NRT_POOL_OK`). `nrt_pool_close` says on stderr which entries matched
+ * and which never did. A file that cannot be read, or a malformed line, is
+ * `NRT_POOL_ERR_ARGUMENT` naming the file and line; the suppressions in force stay.
+ */
+int32_t nrt_pool_set_suppressions(const char *path);
 
 /**
  * Profiles every later launch (`on` nonzero) or none (0, the default).

@@ -113,6 +113,16 @@ pub struct RunArgs {
     /// output is written all the same
     #[arg(long, value_name = "LIST", num_args = 0..=1, require_equals = true, default_missing_value = "default")]
     pub check: Option<String>,
+    /// Keep findings judged benign out of the report: FILE has one entry per line, a check
+    /// (or *) and fields op=, kernel=, tensor=, elements=A..B, at=FILE:LINE; stderr (or
+    /// the JSON) says which entries matched and which never did. A run whose findings were
+    /// all suppressed exits 5
+    #[arg(long, value_name = "FILE")]
+    pub suppress: Option<PathBuf>,
+    /// Write the findings (parity differences and faults too) as SARIF 2.1.0 to FILE, each
+    /// at its source line, suppressed ones marked so
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
     /// Show printf from every core, each line prefixed with its core ("[core 3] ...");
     /// an emulator aid: hardware shows core 0's alone, the default (also
     /// $GPSIMD_OPEN_ALL_CORES_STDIO=1)

@@ -2,7 +2,9 @@
 //! declared in `cli.rs` (clap; `nrt-pool --help`, `nrt-pool SUBCOMMAND --help`); this file
 //! carries each subcommand out.
 //!
-//! Exit status: 0 success, 1 error, 2 usage, 3 device fault, 4 checks found something.
+//! Exit status: 0 success (and checks, if asked, found nothing), 1 error, 2 usage (a
+//! malformed suppression file too), 3 device fault, 4 checks found something, 5 checks found
+//! only what the suppressions keep out.
 
 mod cli;
 mod run;
@@ -102,6 +104,10 @@ fn main() -> ExitCode {
             eprintln!("nrt-pool: {m}");
             ExitCode::from(4)
         }
+        Err(CliFailure::Suppressed(m)) => {
+            eprintln!("nrt-pool: {m}");
+            ExitCode::from(5)
+        }
     }
 }
 
@@ -120,6 +126,8 @@ enum CliFailure {
     Fault(String),
     /// `--check` found something (the output is written): exit status 4.
     Found(String),
+    /// `--check` found only what `--suppress` keeps out (the output is written): exit 5.
+    Suppressed(String),
 }
 
 impl From<EmuError> for CliFailure {
@@ -148,6 +156,7 @@ impl CliFailure {
             CliFailure::Error(m) => CliFailure::Error(format!("{at}: {m}")),
             CliFailure::Fault(m) => CliFailure::Fault(format!("{at}: {m}")),
             CliFailure::Found(m) => CliFailure::Found(format!("{at}: {m}")),
+            CliFailure::Suppressed(m) => CliFailure::Suppressed(format!("{at}: {m}")),
         }
     }
 }

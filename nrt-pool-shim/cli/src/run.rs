@@ -2,13 +2,14 @@
 //! engine's call path per launch (`--repeat`), the output to a `.npy` file, the report and
 //! `--timings`.
 
+use std::cell::RefCell;
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use nrt_pool_cli::npy;
 use nrt_pool_cli::progress::Progress;
-use nrt_pool_engine::check::{CheckReport, Checks};
+use nrt_pool_engine::check::{CheckReport, Checks, Suppressions};
 use nrt_pool_engine::debug;
 use nrt_pool_engine::schema::{ArgKind, ParamKind};
 use nrt_pool_engine::tensor::{DType, Location};
@@ -17,6 +18,7 @@ use nrt_pool_engine::{
     OutputSpec, Target,
 };
 use nrt_pool_open::environment::Asked;
+use nrt_pool_open::sarif::SarifLog;
 use nrt_pool_open::{Environment, Pool};
 use serde_json::json;
 
@@ -99,6 +101,8 @@ pub(crate) fn run(a: RunArgs) -> Result<(), CliFailure> {
         repeat,
         timings,
         check,
+        suppress,
+        report: sarif,
         all_cores_stdio,
         gdb,
         profile,
@@ -121,6 +125,11 @@ pub(crate) fn run(a: RunArgs) -> Result<(), CliFailure> {
     // The process's engine waits this long for its cores (shape functions too).
     if let Some(t) = timeout {
         e.defaults.timeout = Duration::from_secs_f64(t);
+    }
+    if let Some(file) = &suppress {
+        let s = Suppressions::read(file)
+            .map_err(|err| CliFailure::Usage(format!("--suppress: {err}")))?;
+        e.set_suppressions(Some(s));
     }
     let target = e.target(&kernel)?;
     let args = read_args(&mut e, &target, &values)?;
@@ -147,8 +156,27 @@ pub(crate) fn run(a: RunArgs) -> Result<(), CliFailure> {
             profile: Some(profile.is_some()),
             ..CallOptions::default()
         },
+        sarif: RefCell::new(SarifLog::default()),
     };
-    let (done, elapsed) = launches.run(&mut e, repeat, json, &mut clock)?;
+    let ran = launches.run(&mut e, repeat, json, &mut clock);
+    // The SARIF log and the suppressions' summary, also for a launch that faulted.
+    if let Some(file) = &sarif {
+        launches
+            .sarif
+            .borrow()
+            .write(file)
+            .map_err(|err| CliFailure::Error(format!("--report {}: {err}", file.display())))?;
+    }
+    let suppressed = e
+        .suppressions()
+        .map(Suppressions::summary)
+        .unwrap_or_default();
+    if !json {
+        for line in &suppressed {
+            eprintln!("nrt-pool: {line}");
+        }
+    }
+    let (done, elapsed) = ran?;
     let written = match (&done.output, &launches.device_out) {
         (Some(t), _) => npy::write(&out, t),
         (None, Some(d)) => npy::write_device(&out, &e, d),
@@ -181,12 +209,15 @@ pub(crate) fn run(a: RunArgs) -> Result<(), CliFailure> {
         out: &out,
     };
     if json {
-        let doc = report.json(timings.then(|| clock.json()), checks, profiled.as_ref());
+        let mut doc = report.json(timings.then(|| clock.json()), checks, profiled.as_ref());
+        if suppress.is_some() {
+            doc["suppressions"] = json!(suppressed);
+        }
         println!("{doc}");
     } else {
         report.print(profiled.as_ref());
     }
-    checked(done.check.findings.len())
+    checked(done.check.findings.len(), done.check.suppressed.len())
 }
 
 /// What `--out-dtype` and `--out-shape` say of the output (both or neither).
@@ -260,6 +291,8 @@ struct Launches<'a> {
     /// The output's device tensor, when inputs and output stay in device memory.
     device_out: Option<nrt_pool_engine::DeviceTensor>,
     options: CallOptions,
+    /// The last launch's findings (or fault) as SARIF, for `--report`.
+    sarif: RefCell<SarifLog>,
 }
 
 impl Launches<'_> {
@@ -269,14 +302,22 @@ impl Launches<'_> {
             Some(d) => Destination::Device(d.clone()),
             None => Destination::Host,
         };
-        let mut c = e.call(Call {
+        let c = e.call(Call {
             target: self.target,
             args: self.args.iter().map(ArgValue::view).collect(),
             output: Output::Derived(self.output.clone(), Arguments::Validate),
             to,
             cores: Some(self.cores),
             options: self.options.clone(),
-        })?;
+        });
+        let mut log = SarifLog::default();
+        match &c {
+            Ok(c) => log.add_report(&c.check, e.suppressions()),
+            Err(EmuError::Fault(f)) => log.add_fault(f),
+            Err(_) => {}
+        }
+        *self.sarif.borrow_mut() = log;
+        let mut c = c?;
         // With inputs and output in device memory nothing is copied in or out: the whole
         // launch is its run on the cores (as --timings has always reported it).
         if self.device_out.is_some() {
@@ -447,10 +488,13 @@ fn check_json(report: &CheckReport) -> serde_json::Value {
 }
 
 /// Exit status 4 when the checks found anything (the output is written all the same).
-fn checked(found: usize) -> Result<(), CliFailure> {
-    match found {
-        0 => Ok(()),
-        n => Err(CliFailure::Found(format!(
+fn checked(found: usize, suppressed: usize) -> Result<(), CliFailure> {
+    match (found, suppressed) {
+        (0, 0) => Ok(()),
+        (0, n) => Err(CliFailure::Suppressed(format!(
+            "the checks found {n} problem(s), all suppressed (--suppress); the output was written"
+        ))),
+        (n, _) => Err(CliFailure::Found(format!(
             "the checks found {n} problem(s) (listed above); the output was written all the same"
         ))),
     }

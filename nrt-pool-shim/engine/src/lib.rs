@@ -250,6 +250,8 @@ impl PoolEngine {
                 };
                 (output, run, phases, report)
             };
+            let mut check = check;
+            check.place_unsourced(|| e.kernel_line(launch.target));
             Ok(Called {
                 spec: launch.spec,
                 output,
@@ -258,6 +260,16 @@ impl PoolEngine {
                 check,
             })
         })
+    }
+
+    /// The source line `target`'s kernel starts at (an op's compute function), from the
+    /// loaded library's debug information: where findings about its output point.
+    pub fn kernel_line(&self, target: &Target) -> Option<check::SourceLine> {
+        let file = self.loaded.library()?.file();
+        let image = library::debug_image(&file)?;
+        let function = self.loaded.compute_function(&target.kernel);
+        let (file, line) = symbolize::function_line(&image, &function)?;
+        Some(check::SourceLine { file, line })
     }
 
     /// The output a call of `target` with these arguments gives (the op's shape function,

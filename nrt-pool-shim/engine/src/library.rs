@@ -135,3 +135,16 @@ impl OpLibrary {
         self.schema.as_ref()?.iter().find(|k| k.name == kernel)
     }
 }
+/// The ELF a library file's debug information is read from: the host build itself, or a
+/// Pool image's first core image (every core runs the same code at its own origin, so
+/// distances from `entry_func` name the same place in each). None when unreadable.
+pub fn debug_image(file: &Path) -> Option<Vec<u8>> {
+    use nrt_pool_schema::pool_image;
+    let bytes = std::fs::read(file).ok()?;
+    if !pool_image::is_pool_file(&bytes) {
+        return Some(bytes);
+    }
+    let (iram, dram) = pool_image::parse_file(&bytes).ok()?;
+    let cores = pool_image::parse_pair(iram, dram).ok()?;
+    cores.first().map(|c| c.elf.to_vec())
+}

@@ -415,6 +415,73 @@ pub fn function_body<'a>(bytes: &'a [u8], name: &str) -> Option<FunctionBody<'a>
     Some(FunctionBody { start, code, body })
 }
 
+/// The source line function `name` is defined at (as [`function_body`] finds it): the
+/// file of its first instruction, and the line its debug information declares it at
+/// (`DW_AT_decl_line`), else its first instruction's line.
+pub fn function_line(bytes: &[u8], name: &str) -> Option<(String, u32)> {
+    let body = function_body(bytes, name)?;
+    let named = Symbolizer::new(bytes)?;
+    let frames = named.frames(StackAddr {
+        addr: body.start,
+        exact: true,
+    });
+    let outer = frames.last()?;
+    let line = decl_line(&named.file, body.start).or(outer.line)?;
+    Some((outer.file.clone()?, line))
+}
+
+/// The `DW_AT_decl_line` of the subprogram whose code starts at `start` (followed through
+/// `DW_AT_specification` or `DW_AT_abstract_origin` in its unit where it has none itself).
+fn decl_line(file: &object::File<'_>, start: u64) -> Option<u32> {
+    let endian = if file.is_little_endian() {
+        gimli::RunTimeEndian::Little
+    } else {
+        gimli::RunTimeEndian::Big
+    };
+    let load = |id: gimli::SectionId| -> Result<Reader<'_>, gimli::Error> {
+        Ok(gimli::EndianSlice::new(section(file, id.name()), endian))
+    };
+    let dwarf = gimli::Dwarf::load(load).ok()?;
+    let mut units = dwarf.units();
+    while let Ok(Some(header)) = units.next() {
+        let Ok(unit) = dwarf.unit(header) else {
+            continue;
+        };
+        let mut entries = unit.entries();
+        while let Ok(Some((_, e))) = entries.next_dfs() {
+            if e.tag() != gimli::DW_TAG_subprogram {
+                continue;
+            }
+            let low = match e.attr_value(gimli::DW_AT_low_pc) {
+                Ok(Some(gimli::AttributeValue::Addr(a))) => a,
+                _ => continue,
+            };
+            if low != start {
+                continue;
+            }
+            let line = |e: &gimli::DebuggingInformationEntry<Reader<'_>>| {
+                e.attr_value(gimli::DW_AT_decl_line)
+                    .ok()
+                    .flatten()
+                    .and_then(|v| v.udata_value())
+                    .and_then(|l| u32::try_from(l).ok())
+            };
+            if let Some(l) = line(e) {
+                return Some(l);
+            }
+            for via in [gimli::DW_AT_specification, gimli::DW_AT_abstract_origin] {
+                if let Ok(Some(gimli::AttributeValue::UnitRef(o))) = e.attr_value(via) {
+                    if let Some(l) = unit.entry(o).ok().as_ref().and_then(line) {
+                        return Some(l);
+                    }
+                }
+            }
+            return None;
+        }
+    }
+    None
+}
+
 /// A function's place in an image ([`function_body`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FunctionBody<'a> {

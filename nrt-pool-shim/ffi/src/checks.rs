@@ -6,9 +6,9 @@
 use std::ffi::c_char;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use nrt_pool_engine::check::{CheckReport, Checks};
+use nrt_pool_engine::check::{CheckReport, Checks, Suppressions};
 
-use crate::boundary::{cstr, guard, status, with_engine, Code, Failure};
+use crate::boundary::{cpath, cstr, guard, status, with_engine, Code, Failure};
 
 /// Sets the checks every later launch makes: `list` names them, comma-separated
 /// (init, race, memory, rules, cores, parity, leftovers, or all; "default" or "1" for all but
@@ -25,6 +25,28 @@ pub unsafe extern "C" fn nrt_pool_set_checks(list: *const c_char) -> i32 {
             let list = cstr(list, "list")?;
             e.defaults.checks = Checks::parse(list)
                 .map_err(|m| Failure::argument(format!("nrt_pool_set_checks: {m}")))?;
+            Ok(())
+        }))
+    })
+}
+
+/// Reads a suppression file (`path`; NULL: none): later launches' findings that an entry
+/// matches are kept out of `NRT_POOL_CHECK_FOUND` (a launch whose findings were all
+/// suppressed returns `NRT_POOL_OK`). `nrt_pool_close` says on stderr which entries matched
+/// and which never did. A file that cannot be read, or a malformed line, is
+/// `NRT_POOL_ERR_ARGUMENT` naming the file and line; the suppressions in force stay.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_pool_set_suppressions(path: *const c_char) -> i32 {
+    guard(|| {
+        status(with_engine(|e| {
+            if path.is_null() {
+                e.set_suppressions(None);
+                return Ok(());
+            }
+            let p = cpath(path, "path")?;
+            let s = Suppressions::read(p)
+                .map_err(|err| Failure::argument(format!("nrt_pool_set_suppressions: {err}")))?;
+            e.set_suppressions(Some(s));
             Ok(())
         }))
     })

@@ -155,7 +155,11 @@ pub extern "C" fn nrt_pool_close() -> i32 {
     guard(|| {
         let mut s = STATE.lock();
         match *s {
-            Lifecycle::Initialized(_) => {
+            Lifecycle::Initialized(ref e) => {
+                // What each suppression matched, once, as the run ends.
+                for line in e.suppressions().map(|s| s.summary()).unwrap_or_default() {
+                    eprintln!("nrt_pool: {line}");
+                }
                 pairs::forget_all();
                 *s = Lifecycle::Closed;
                 0

@@ -256,7 +256,8 @@ fn neuron_library_ops_launch_through_the_v2_entry_points() {
 }
 
 /// Checked launches: nrt_pool_set_checks, NRT_POOL_CHECK_FOUND with the
-/// findings in nrt_pool_last_error, the output written; and $GPSIMD_OPEN_CHECK at init.
+/// findings in nrt_pool_last_error, the output written; nrt_pool_set_suppressions; and
+/// $GPSIMD_OPEN_CHECK at init.
 #[test]
 fn checked_launches_report_their_findings() {
     let dir = tempfile::tempdir().unwrap();
@@ -275,6 +276,16 @@ fn checked_launches_report_their_findings() {
         .output()
         .unwrap();
     passed(&run);
+    // The suppressions' summary at close: which entry matched, which never did.
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains(".supp:2 matched 1 finding(s): init op=gallery::remainder"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(".supp:3 never matched: race kernel=nobody"),
+        "{stderr}"
+    );
     // The variable checks from init: the program's first, unchecked launch now finds.
     let run = c_run(&exe)
         .arg(&library)

@@ -20,6 +20,7 @@ pub mod environment;
 pub mod installation;
 mod parity;
 mod pool;
+pub mod sarif;
 
 pub use environment::Environment;
 pub use pool::Pool;

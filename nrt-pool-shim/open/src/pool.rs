@@ -6,7 +6,7 @@
 use std::ops::{Deref, DerefMut};
 use std::path::Path;
 
-use nrt_pool_engine::check::Check;
+use nrt_pool_engine::check::{Check, Suppressions};
 use nrt_pool_engine::{Call, Called, Destination, EmuError, PoolEngine, PoolImage};
 use nrt_pool_host::HostBackend;
 use nrt_pool_schema::pool_image;
@@ -24,6 +24,8 @@ pub struct Pool {
     twin: Twin,
     /// How it was opened (the environment read once, at open): a reload's twin opens so.
     options: OpenOptions,
+    /// Findings judged benign, kept out of each call's report (`--suppress`).
+    suppressions: Option<Suppressions>,
 }
 
 /// Host cores with the 32-bit core runner of this installation (D97).
@@ -63,6 +65,7 @@ impl Pool {
             isa,
             twin: Twin::Unavailable(NO_FILE_TWIN.into()),
             options: o.clone(),
+            suppressions: None,
         })
     }
 
@@ -130,8 +133,32 @@ impl Pool {
 
     /// Calls a kernel or an op on the engine and, where the call's checks include parity,
     /// again on the other build's cores, adding what differs to the report (or, where the
-    /// launch faults here, whether it completes there to the fault).
+    /// launch faults here, whether it completes there to the fault). Findings name a
+    /// source line where the library's debug information has one; the suppressions keep
+    /// out what they match.
     pub fn call(&mut self, call: Call<'_>) -> Result<Called, EmuError> {
+        let target = call.target;
+        let mut called = self.call_with_parity(call)?;
+        let engine = &self.engine;
+        called.check.place_unsourced(|| engine.kernel_line(target));
+        if let Some(s) = self.suppressions.as_mut() {
+            s.apply(target, &mut called.check);
+        }
+        Ok(called)
+    }
+
+    /// Suppressions every later call's report is filtered through (None: none).
+    pub fn set_suppressions(&mut self, s: Option<Suppressions>) {
+        self.suppressions = s;
+    }
+
+    /// The suppressions, with what each matched so far.
+    pub fn suppressions(&self) -> Option<&Suppressions> {
+        self.suppressions.as_ref()
+    }
+
+    /// [`Pool::call`]'s launch, with the parity check where asked.
+    fn call_with_parity(&mut self, call: Call<'_>) -> Result<Called, EmuError> {
         let settings = self.engine.defaults.for_call(&call.options);
         if !settings.checks.has(Check::Parity) {
             return self.engine.call(call);

@@ -219,6 +219,36 @@ impl Library {
         })
     }
 
+    /// Reads a suppression file (None: none): later calls' findings an entry matches are
+    /// kept out of their reports (`nrt-pool run --suppress`'s format). A malformed line is
+    /// a ValueError naming the file and line.
+    fn set_suppressions(&self, py: Python<'_>, path: Option<PathBuf>) -> PyResult<()> {
+        let s = path
+            .map(|p| nrt_pool_engine::check::Suppressions::read(&p))
+            .transpose()
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        self.engine(py).set_suppressions(s);
+        Ok(())
+    }
+
+    /// The suppression entries, each a dict of file, line, text and matched (the findings
+    /// it kept out so far; 0: it never matched). Empty without a suppression file.
+    fn suppressions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+        let list = pyo3::types::PyList::empty(py);
+        let e = self.engine(py);
+        if let Some(s) = e.suppressions() {
+            for (i, entry) in s.entries().iter().enumerate() {
+                let d = pyo3::types::PyDict::new(py);
+                d.set_item("file", &s.file)?;
+                d.set_item("line", entry.line)?;
+                d.set_item("text", &entry.text)?;
+                d.set_item("matched", s.matched(i))?;
+                list.append(d)?;
+            }
+        }
+        Ok(list)
+    }
+
     /// The file loaded (`path`, or the build beside it for the backend asked for).
     #[getter]
     fn path(&self) -> String {

@@ -31,10 +31,14 @@ mod notes;
 mod reads;
 pub mod report;
 mod scan;
+pub mod suppress;
 
 pub use list::{Check, Checks};
-pub use report::{CheckNote, CheckReport, ElementRanges, Finding, NoteKind, SHOWN_RANGES};
+pub use report::{
+    CheckNote, CheckReport, ElementRanges, Finding, NoteKind, SourceLine, SHOWN_RANGES,
+};
 pub use scan::each_differing;
+pub use suppress::{SuppressionError, Suppressions};
 
 use notes::CheckLogs;
 use reads::ReadRaces;

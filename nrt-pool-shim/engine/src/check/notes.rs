@@ -8,10 +8,9 @@ use std::path::PathBuf;
 
 use customop_abi::blob::scratch;
 use customop_abi::checklog::{NoteKind, CHECK_LOG_SIZE, MAX_NOTES};
-use nrt_pool_schema::pool_image;
 
 use super::list::{Check, Checks};
-use super::report::Finding;
+use super::report::{Finding, SourceLine};
 use crate::device_tensors::DeviceTensors;
 
 /// The cores' check logs, read against device memory and the op library's file (`file`;
@@ -109,7 +108,15 @@ impl<'e> CheckLogs<'e> {
                             f.cores.push(c);
                         }
                     }
-                    None => found.push(Finding::about(check, kernel, vec![c], tensor, what)),
+                    None => {
+                        // Notes that name a place end with "at FILE:LINE[...]".
+                        let source = what
+                            .rsplit_once(" at ")
+                            .and_then(|(_, place)| SourceLine::parse_place(place));
+                        let mut f = Finding::about(check, kernel, vec![c], tensor, what);
+                        f.source = source;
+                        found.push(f);
+                    }
                 }
             }
         }
@@ -225,20 +232,10 @@ impl<'e> CheckLogs<'e> {
     }
     }
 
-    /// The op library's ELF, read once for the notes that need it (`library` keeps it): the
-    /// host build itself, or a Pool image's first core image (every core runs the same code at
-    /// its own origin, so distances from `entry_func` name the same place in each).
+    /// The op library's ELF, read once for the notes that need it (`library` keeps it).
     fn library_bytes(&self) -> Option<&[u8]> {
         self.library
-            .get_or_init(|| {
-                let bytes = std::fs::read(self.file.as_ref()?).ok()?;
-                if !pool_image::is_pool_file(&bytes) {
-                    return Some(bytes);
-                }
-                let (iram, dram) = pool_image::parse_file(&bytes).ok()?;
-                let cores = pool_image::parse_pair(iram, dram).ok()?;
-                cores.first().map(|c| c.elf.to_vec())
-            })
+            .get_or_init(|| crate::library::debug_image(self.file.as_ref()?))
             .as_deref()
     }
 

@@ -6,7 +6,7 @@
 //! says that reads are not seen.
 
 use super::list::Check;
-use super::report::{ElementRanges, Finding};
+use super::report::{ElementRanges, Finding, SourceLine};
 use super::POISON;
 use crate::accesses::{self, CoreAccesses, WatchedTensor};
 use crate::backend::Team;
@@ -66,6 +66,7 @@ fn findings(
             );
             let mut f = ranges.finding(Check::Race, kernel, vec![r.reader, r.writer], what)?;
             f.tensor = r.tensor;
+            f.source = r.read_at.as_deref().and_then(SourceLine::parse_place);
             Some(f)
         })
         .collect()

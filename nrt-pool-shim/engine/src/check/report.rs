@@ -24,6 +24,48 @@ pub struct Finding {
     /// How many ranges and elements in all.
     pub range_count: u64,
     pub elements: u64,
+    /// The source line it is about: where the check saw it (an arithmetic corner, a leaked
+    /// block's maker, a racing read), else the kernel's own line; None where the library's
+    /// debug information does not say.
+    pub source: Option<SourceLine>,
+}
+
+/// A line of an op's source, as its debug information names it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SourceLine {
+    /// The file as the compiler was given it.
+    pub file: String,
+    pub line: u32,
+}
+
+impl SourceLine {
+    /// The source line a place text starts with: `FILE:LINE`, `FILE:LINE:COLUMN`, or
+    /// either followed by ` in FUNCTION` (as fault reports and check notes write them).
+    pub fn parse_place(text: &str) -> Option<SourceLine> {
+        let place = text.split(" in ").next()?.trim();
+        let (rest, last) = place.rsplit_once(':')?;
+        let last: u32 = last.parse().ok()?;
+        // FILE:LINE:COLUMN or FILE:LINE.
+        match rest.rsplit_once(':') {
+            Some((file, line)) if !file.is_empty() && line.parse::<u32>().is_ok() => {
+                Some(SourceLine {
+                    file: file.into(),
+                    line: line.parse().ok()?,
+                })
+            }
+            _ if !rest.is_empty() && last > 0 => Some(SourceLine {
+                file: rest.into(),
+                line: last,
+            }),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for SourceLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
 }
 
 impl Finding {
@@ -44,6 +86,7 @@ impl Finding {
             ranges: Vec::new(),
             range_count: 0,
             elements: 0,
+            source: None,
         }
     }
 }
@@ -97,6 +140,25 @@ pub struct CheckReport {
     /// What checking mode says besides its findings: what a check cannot see here, and
     /// checks asked for that this launch could not make.
     pub notes: Vec<CheckNote>,
+    /// Findings a suppression matched (`--suppress`), each with the entry's index: kept
+    /// out of `findings`, still reported (SARIF marks them suppressed).
+    pub suppressed: Vec<(Finding, usize)>,
+}
+
+impl CheckReport {
+    /// Gives findings that name no source line of their own the line `kernel_line` finds
+    /// (the kernel's), asked only when one needs it.
+    pub fn place_unsourced(&mut self, kernel_line: impl FnOnce() -> Option<SourceLine>) {
+        if self.findings.iter().all(|f| f.source.is_some()) {
+            return;
+        }
+        let Some(line) = kernel_line() else {
+            return;
+        };
+        for f in self.findings.iter_mut().filter(|f| f.source.is_none()) {
+            f.source = Some(line.clone());
+        }
+    }
 }
 
 /// Something checking mode says besides its findings.
@@ -204,6 +266,31 @@ impl ElementRanges {
             ranges: self.shown,
             range_count: self.count,
             elements: self.elements,
+            source: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_places_read_as_file_and_line() {
+        let at = |f: &str, l| {
+            Some(SourceLine {
+                file: f.into(),
+                line: l,
+            })
+        };
+        assert_eq!(SourceLine::parse_place("k.cpp:9 in k"), at("k.cpp", 9));
+        assert_eq!(SourceLine::parse_place("/a/b.cpp:12:5"), at("/a/b.cpp", 12));
+        assert_eq!(
+            SourceLine::parse_place("/a/b.cpp:12 in f(int, char)"),
+            at("/a/b.cpp", 12)
+        );
+        assert_eq!(SourceLine::parse_place("line 3, column 4"), None);
+        assert_eq!(SourceLine::parse_place("entry_func+0x40"), None);
+        assert_eq!(at("x.cpp", 7).unwrap().to_string(), "x.cpp:7");
     }
 }

@@ -1,4 +1,4 @@
-/* Checked launches through the FFI (issue #27): argv[1] is the check gallery's library
+/* Checked launches through the FFI: argv[1] is the check gallery's library
  * (examples/check-gallery, multicore). nrt_pool_set_checks turns checks on; a launch whose
  * checks find something writes its output and returns NRT_POOL_CHECK_FOUND, the findings
  * in nrt_pool_last_error. */
@@ -41,6 +41,24 @@ int main(int argc, char **argv) {
     CHECK(strstr(nrt_pool_last_error(), "check race: kernel 'overlap', cores 0, 1") != NULL,
           "names the cores");
     CHECK(launch("gallery::clean") == NRT_POOL_OK, "clean");
+
+    /* Suppressions: a malformed file is refused naming its line; a good one keeps the
+     * findings it matches out (the launch is OK), the rest still found. */
+    char supp[4096];
+    snprintf(supp, sizeof supp, "%s.supp", argv[1]);
+    FILE *f = fopen(supp, "w");
+    CHECK(f != NULL, "write %s", supp);
+    fputs("init\nbogus op=x\n", f);
+    fclose(f);
+    CHECK(nrt_pool_set_suppressions(supp) == NRT_POOL_ERR_ARGUMENT, "malformed");
+    CHECK(strstr(nrt_pool_last_error(), ".supp:2: 'bogus' is no check") != NULL,
+          "names the line: %s", nrt_pool_last_error());
+    f = fopen(supp, "w");
+    fputs("# judged benign\ninit op=gallery::remainder elements=1000..1003\nrace kernel=nobody\n", f);
+    fclose(f);
+    CHECK(nrt_pool_set_suppressions(supp) == NRT_POOL_OK, "suppressions");
+    CHECK(launch("gallery::remainder") == NRT_POOL_OK, "suppressed: %s", nrt_pool_last_error());
+    CHECK(launch("gallery::overlap") == NRT_POOL_CHECK_FOUND, "not suppressed");
     CHECK(nrt_pool_set_checks("raec") == NRT_POOL_ERR_ARGUMENT, "unknown check");
     CHECK(strstr(nrt_pool_last_error(), "unknown check 'raec'") != NULL, "says which");
     CHECK(nrt_pool_set_checks(NULL) == NRT_POOL_ERR_ARGUMENT, "NULL list");

@@ -49,7 +49,7 @@ def _isa(isa):
 
 def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, verbose=False, isa=None,
          extra_cflags=None, extra_include_paths=None, check=None, all_cores_stdio=None, debug=None,
-         data_model=None):
+         data_model=None, suppress=None):
     """Builds a custom op library and loads it.
 
     Args:
@@ -79,6 +79,7 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
             is installed, so that the parity check has the device build to compare with.
         all_cores_stdio: show printf from every core (see :func:`load_library`).
         debug: a core every launch stops for a debugger (see :func:`load_library`).
+        suppress: a suppression file for the checks' findings (see :func:`load_library`).
         data_model: the C data model host cores run the library in: ``"device"`` (32-bit
             ``long``, ``size_t`` and pointers, unsigned ``char``, the device's C and C++
             libraries: what the device computes; needs g++-multilib) or ``"host"`` (the
@@ -124,7 +125,7 @@ def load(name, compute_srcs, shape_srcs, build_directory=None, multicore=False, 
     )
     if verbose:
         print(f"gpsimd_open: {path} is up to date" if kept else f"gpsimd_open: built {path}")
-    return load_library(path, check=check, all_cores_stdio=all_cores_stdio, debug=debug)
+    return load_library(path, check=check, all_cores_stdio=all_cores_stdio, debug=debug, suppress=suppress)
 
 
 _TOLD = set()
@@ -175,7 +176,7 @@ def _debug_core(value, from_environment=False):
     return value
 
 
-def load_library(path, isa=None, check=None, all_cores_stdio=None, debug=None):
+def load_library(path, isa=None, check=None, all_cores_stdio=None, debug=None, suppress=None):
     """Loads a built custom op library (``lib{name}.so``) on its own emulated engine and
     registers its ops at ``custom_op.ops.NS.OP`` (and ``torch.ops.NS.OP`` with torch).
     The library's static constructors run in the emulated cores, never in this process.
@@ -203,6 +204,11 @@ def load_library(path, isa=None, check=None, all_cores_stdio=None, debug=None):
             attach (``nrt-pool gdb LIB CORE``, which starts gdb at the kernel) and waits
             without a timeout until the kernel returns; also ``GPSIMD_OPEN_GDB=CORE``.
             ``Library.debug`` changes it; a call's ``debug=`` applies to that call.
+        suppress: a suppression file: the checks' findings an entry matches are kept out
+            of :class:`CheckError` (one entry per line: a check or ``*``, then any of
+            ``op=``, ``kernel=``, ``tensor=``, ``elements=A..B``, ``at=FILE:LINE``, as
+            ``nrt-pool run --suppress`` reads it). ``Library.suppressions()`` says what each
+            entry matched; a malformed line is a ValueError naming it.
 
     Raises:
         RuntimeError: the file is missing or is not an op library, or the backend asked
@@ -223,6 +229,8 @@ def load_library(path, isa=None, check=None, all_cores_stdio=None, debug=None):
         print(f"gpsimd_open: {path.name} runs on host cores; {pathlib.Path(native.sibling).name} beside it "
               f"runs on Xtensa cores with {ISA_VARIABLE}=xtensa or load_library(..., isa='xtensa')",
               file=sys.stderr)
+    if suppress is not None:
+        native.set_suppressions(os.fspath(suppress))
     lib = Library(native)
     lib.all_cores_stdio = all_cores
     lib.debug = debug
@@ -357,6 +365,11 @@ class Library:
         """The compiler flags the library was built with beyond the build's own:
         ``extra_include_paths`` as ``-IDIR``, then ``extra_cflags``."""
         return list(self._native.cflags)
+
+    def suppressions(self):
+        """The suppression file's entries (``suppress=``), each a dict of file, line, text
+        and matched: how many findings it kept out so far (0: it never matched)."""
+        return list(self._native.suppressions())
 
     @property
     def debug(self):

@@ -17,6 +17,7 @@ def load(
     all_cores_stdio: bool | None = ...,
     debug: int | None = ...,
     data_model: str | None = ...,
+    suppress: str | PathLike[str] | None = ...,
 ) -> Library: ...
 def load_library(
     path: str | PathLike[str],
@@ -24,6 +25,7 @@ def load_library(
     check: bool | str | None = ...,
     all_cores_stdio: bool | None = ...,
     debug: int | None = ...,
+    suppress: str | PathLike[str] | None = ...,
 ) -> Library: ...
 
 def register_autograd(
@@ -60,6 +62,7 @@ class Library:
     def multicore(self) -> bool: ...
     @property
     def cflags(self) -> list[str]: ...
+    def suppressions(self) -> list[dict[str, Any]]: ...
     timeout: float
     all_cores_stdio: bool
     debug: int | None
