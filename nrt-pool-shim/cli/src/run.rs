@@ -117,20 +117,8 @@ pub(crate) fn run(a: RunArgs) -> Result<(), CliFailure> {
         all_cores_stdio,
         debug: gdb.map(|core| debug::printing_request(usize::from(core), "nrt-pool")),
     };
-    let env =
-        Environment::read_after("nrt-pool", asked).map_err(|e| CliFailure::Usage(e.to_string()))?;
-    let checks = env.checks;
-    let mut e = engine_with(&lib, isa, Some(env))?;
+    let (mut e, checks) = open_for_run(&lib, isa, asked, timeout, suppress.as_deref())?;
     clock.lap("library load (probed in a core process)");
-    // The process's engine waits this long for its cores (shape functions too).
-    if let Some(t) = timeout {
-        e.defaults.timeout = Duration::from_secs_f64(t);
-    }
-    if let Some(file) = &suppress {
-        let s = Suppressions::read(file)
-            .map_err(|err| CliFailure::Usage(format!("--suppress: {err}")))?;
-        e.set_suppressions(Some(s));
-    }
     let target = e.target(&kernel)?;
     let args = read_args(&mut e, &target, &values)?;
     clock.lap("input read (.npy)");
@@ -160,22 +148,7 @@ pub(crate) fn run(a: RunArgs) -> Result<(), CliFailure> {
     };
     let ran = launches.run(&mut e, repeat, json, &mut clock);
     // The SARIF log and the suppressions' summary, also for a launch that faulted.
-    if let Some(file) = &sarif {
-        launches
-            .sarif
-            .borrow()
-            .write(file)
-            .map_err(|err| CliFailure::Error(format!("--report {}: {err}", file.display())))?;
-    }
-    let suppressed = e
-        .suppressions()
-        .map(Suppressions::summary)
-        .unwrap_or_default();
-    if !json {
-        for line in &suppressed {
-            eprintln!("nrt-pool: {line}");
-        }
-    }
+    let suppressed = launches.ci_reports(&e, sarif.as_deref(), json)?;
     let (done, elapsed) = ran?;
     let written = match (&done.output, &launches.device_out) {
         (Some(t), _) => npy::write(&out, t),
@@ -218,6 +191,31 @@ pub(crate) fn run(a: RunArgs) -> Result<(), CliFailure> {
         report.print(profiled.as_ref());
     }
     checked(done.check.findings.len(), done.check.suppressed.len())
+}
+
+/// The pool a run launches on: `lib` on the cores asked for, with the flags' and the
+/// environment's call defaults, its timeout and suppressions; and the checks it makes.
+fn open_for_run(
+    lib: &Path,
+    isa: Option<crate::cli::IsaArg>,
+    asked: Asked,
+    timeout: Option<f64>,
+    suppress: Option<&Path>,
+) -> Result<(Pool, Checks), CliFailure> {
+    let env =
+        Environment::read_after("nrt-pool", asked).map_err(|e| CliFailure::Usage(e.to_string()))?;
+    let checks = env.checks;
+    let mut e = engine_with(lib, isa, Some(env))?;
+    // The process's engine waits this long for its cores (shape functions too).
+    if let Some(t) = timeout {
+        e.defaults.timeout = Duration::from_secs_f64(t);
+    }
+    if let Some(file) = suppress {
+        let s = Suppressions::read(file)
+            .map_err(|err| CliFailure::Usage(format!("--suppress: {err}")))?;
+        e.set_suppressions(Some(s));
+    }
+    Ok((e, checks))
 }
 
 /// What `--out-dtype` and `--out-shape` say of the output (both or neither).
@@ -327,6 +325,33 @@ impl Launches<'_> {
             };
         }
         Ok(c)
+    }
+
+    /// What a CI pipeline reads after the launches (a fault too): the last launch's SARIF
+    /// log written to `sarif`, and the suppressions' summary, said on stderr (unless the
+    /// JSON carries it) and returned.
+    fn ci_reports(
+        &self,
+        e: &Pool,
+        sarif: Option<&Path>,
+        json: bool,
+    ) -> Result<Vec<String>, CliFailure> {
+        if let Some(file) = sarif {
+            self.sarif
+                .borrow()
+                .write(file)
+                .map_err(|err| CliFailure::Error(format!("--report {}: {err}", file.display())))?;
+        }
+        let summary = e
+            .suppressions()
+            .map(Suppressions::summary)
+            .unwrap_or_default();
+        if !json {
+            for line in &summary {
+                eprintln!("nrt-pool: {line}");
+            }
+        }
+        Ok(summary)
     }
 
     /// `repeat` launches, each one's kernel output shown: the last one, and every
