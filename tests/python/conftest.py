@@ -107,3 +107,23 @@ def pytest_collection_modifyitems(config, items):
         name = item.nodeid.split("::")[0].rsplit("/", 1)[-1]
         return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
     items.sort(key=rank)  # stable: a file's tests keep their order
+
+
+def line_of(path, text):
+    """The line (from 1) of the first line of `path` that contains `text`."""
+    for i, line in enumerate(pathlib.Path(path).read_text().splitlines(), 1):
+        if text in line:
+            return i
+    raise AssertionError(f"{text!r} not in {path}")
+
+
+def built_gallery(d, n=1003):
+    """examples/check-gallery's faulty kernels built in `d` (both builds: libgallery.so and
+    libgallery.pool), with an input `x.npy` of `n` floats."""
+    import numpy as np
+
+    gallery = ROOT / "examples" / "check-gallery"
+    run(NRT_POOL, "build", "--name", "gallery", "--compute", gallery / "faulty.cpp",
+        "--shape", gallery / "shape.cpp", "--multicore", "--build-directory", d, "--device-image")
+    np.save(d / "x.npy", np.linspace(-4.0, 4.0, n, dtype=np.float32))
+    return d

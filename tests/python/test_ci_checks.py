@@ -10,7 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import NRT_POOL, ROOT, run
+from conftest import NRT_POOL, ROOT, built_gallery, line_of, run
 
 GALLERY = ROOT / "examples" / "check-gallery"
 SARIF_TOOL = ROOT / "target" / "tools" / "sarif" / "node_modules" / ".bin" / "sarif-multitool"
@@ -22,19 +22,7 @@ CLEAN, ERROR, USAGE, FAULT, FOUND, SUPPRESSED_ONLY = 0, 1, 2, 3, 4, 5
 
 @pytest.fixture(scope="module")
 def gallery(tmp_path_factory):
-    d = tmp_path_factory.mktemp("ci-gallery")
-    run(NRT_POOL, "build", "--name", "gallery", "--compute", GALLERY / "faulty.cpp",
-        "--shape", GALLERY / "shape.cpp", "--multicore", "--build-directory", d, "--device-image")
-    np.save(d / "x.npy", np.linspace(-4.0, 4.0, N, dtype=np.float32))
-    return d
-
-
-def line_of(path, text):
-    """The line (from 1) of the first line of `path` that contains `text`."""
-    for i, line in enumerate(path.read_text().splitlines(), 1):
-        if text in line:
-            return i
-    raise AssertionError(f"{text!r} not in {path}")
+    return built_gallery(tmp_path_factory.mktemp("ci-gallery"), N)
 
 
 def validate_sarif(path):
@@ -132,15 +120,21 @@ NEURON_LIBRARY(ci_ops, m) { m.def("crash", &crash_shape, "crash"); }
 """
 
 
+def crash_op(d, *extra):
+    """The op whose kernel writes through a null pointer (FAULTY), built in `d` and run
+    with `extra` flags: the finished `nrt-pool run`."""
+    (d / "k.cpp").write_text(FAULTY)
+    (d / "s.cpp").write_text(FAULTY_SHAPE)
+    run(NRT_POOL, "build", "--name", "ci_ops", "--compute", d / "k.cpp", "--shape", d / "s.cpp",
+        "--build-directory", d)
+    np.save(d / "x.npy", np.ones(8, dtype=np.float32))
+    return run(NRT_POOL, "run", d / "libci_ops.so", "ci_ops::crash", "--arg", d / "x.npy",
+               "--out", d / "y.npy", *extra, check=False)
+
+
 def test_a_fault_exits_3_and_is_in_the_sarif_at_its_line(tmp_path):
-    (tmp_path / "k.cpp").write_text(FAULTY)
-    (tmp_path / "s.cpp").write_text(FAULTY_SHAPE)
-    run(NRT_POOL, "build", "--name", "ci_ops", "--compute", tmp_path / "k.cpp", "--shape", tmp_path / "s.cpp",
-        "--build-directory", tmp_path)
-    np.save(tmp_path / "x.npy", np.ones(8, dtype=np.float32))
     report = tmp_path / "fault.sarif"
-    p = run(NRT_POOL, "run", tmp_path / "libci_ops.so", "ci_ops::crash", "--arg", tmp_path / "x.npy",
-            "--out", tmp_path / "y.npy", "--check", "--report", report, check=False)
+    p = crash_op(tmp_path, "--check", "--report", report)
     assert p.returncode == FAULT, p.stderr.decode()
     assert validate_sarif(report) == []
     (result,) = json.loads(report.read_text())["runs"][0]["results"]

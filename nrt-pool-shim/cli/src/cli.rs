@@ -135,11 +135,18 @@ pub struct RunArgs {
     pub gdb: Option<u8>,
     /// Profile the launch: on Xtensa cores instructions executed by function and core (a
     /// QEMU plugin), on host cores each core's wall time and instruction count; the top
-    /// functions go to stderr (or the JSON), and FILE, if given, gets folded stacks
-    /// (`core N;FUNCTION COUNT`) for flame-graph tools
+    /// functions go to stderr (or the JSON), and FILE, if given, gets an SVG flame graph
+    /// (FILE.svg: all cores folded, then each core, functions labelled with their source
+    /// lines) or else folded stacks (`core N;FUNCTION COUNT`) for flame-graph tools
     #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "",
           value_parser = clap::value_parser!(std::ffi::OsString))]
     pub profile: Option<std::ffi::OsString>,
+    /// Write the launch as a trace (Trace Event JSON, for Perfetto, chrome://tracing or
+    /// speedscope) to FILE: a track per core with the kernel, its functions (Xtensa cores:
+    /// on the device-time estimate) and the tensor copies; faults and findings as instants
+    /// at their source lines. Profiles the launch
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

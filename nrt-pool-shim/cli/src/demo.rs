@@ -520,8 +520,33 @@ fn device_examples(
         for line in p.report(5).lines().take(8) {
             let _ = writeln!(report, "profile    {line}");
         }
+        let svg = flame_graph(xt, &p, &libs[0].with_file_name("demo-profile.svg"))?;
+        let _ = writeln!(
+            report,
+            "profile    flame graph (all cores, then each; open it in a browser): {}",
+            svg.display()
+        );
     }
     Ok(())
+}
+
+/// Draws `p` as an SVG flame graph at `path`, its functions labelled with their lines.
+fn flame_graph(
+    xt: &Pool,
+    p: &nrt_pool_engine::profile::Profile,
+    path: &std::path::Path,
+) -> Result<PathBuf, String> {
+    let names = p
+        .cores
+        .iter()
+        .flat_map(|c| c.functions.iter().map(|f| f.0.as_str()));
+    let graph = nrt_pool_open::flame::FlameGraph {
+        profile: p,
+        lines: xt.function_lines(names),
+    };
+    let svg = graph.svg().map_err(|e| e.to_string())?;
+    std::fs::write(path, svg).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path.to_path_buf())
 }
 
 /// One call of `kernel` through the opened pool, its output derived by the engine and

@@ -18,7 +18,9 @@ use nrt_pool_engine::{
     OutputSpec, Target,
 };
 use nrt_pool_open::environment::Asked;
+use nrt_pool_open::flame::FlameGraph;
 use nrt_pool_open::sarif::SarifLog;
+use nrt_pool_open::trace::LaunchTrace;
 use nrt_pool_open::{Environment, Pool};
 use serde_json::json;
 
@@ -106,6 +108,7 @@ pub(crate) fn run(a: RunArgs) -> Result<(), CliFailure> {
         all_cores_stdio,
         gdb,
         profile,
+        trace,
     } = a;
     let mut clock = Timings::new(Instant::now());
     let given = given_output(out_dtype, out_shape)?;
@@ -141,14 +144,20 @@ pub(crate) fn run(a: RunArgs) -> Result<(), CliFailure> {
         output,
         device_out,
         options: CallOptions {
-            profile: Some(profile.is_some()),
+            profile: Some(profile.is_some() || trace.is_some()),
             ..CallOptions::default()
         },
         sarif: RefCell::new(SarifLog::default()),
+        fault: RefCell::new(None),
     };
     let ran = launches.run(&mut e, repeat, json, &mut clock);
     // The SARIF log and the suppressions' summary, also for a launch that faulted.
     let suppressed = launches.ci_reports(&e, sarif.as_deref(), json)?;
+    if let (Some(file), Some(f)) = (&trace, launches.fault.borrow().as_ref()) {
+        let mut t = LaunchTrace::default();
+        t.add_fault(f);
+        write_view(file, "--trace", t.to_json().as_bytes())?;
+    }
     let (done, elapsed) = ran?;
     let written = match (&done.output, &launches.device_out) {
         (Some(t), _) => npy::write(&out, t),
@@ -166,14 +175,14 @@ pub(crate) fn run(a: RunArgs) -> Result<(), CliFailure> {
     // (PDEATHSIG), QEMU cores end when their channel closes, and the kernel frees device
     // memory.
     let profiled = e.take_profile();
+    let views = Views {
+        profile: profile.as_ref().filter(|f| !f.is_empty()).map(Path::new),
+        trace: trace.as_deref(),
+    };
+    views.write(&e, profiled.as_ref(), &done.check)?;
     std::mem::forget(e);
     if timings && !json {
         clock.print();
-    }
-    if let (Some(file), Some(p)) = (profile.as_ref().filter(|f| !f.is_empty()), &profiled) {
-        let file = Path::new(file);
-        std::fs::write(file, p.folded())
-            .map_err(|err| CliFailure::Error(format!("--profile={}: {err}", file.display())))?;
     }
     let report = Report {
         launches: &launches,
@@ -216,6 +225,57 @@ fn open_for_run(
         e.set_suppressions(Some(s));
     }
     Ok((e, checks))
+}
+
+/// What `--profile=FILE` and `--trace FILE` write of a profiled launch.
+struct Views<'a> {
+    /// An SVG flame graph (`.svg`), else folded stacks.
+    profile: Option<&'a Path>,
+    trace: Option<&'a Path>,
+}
+
+impl Views<'_> {
+    fn write(
+        &self,
+        e: &Pool,
+        profiled: Option<&nrt_pool_engine::profile::Profile>,
+        report: &CheckReport,
+    ) -> Result<(), CliFailure> {
+        if let Some(file) = self.trace {
+            // A checking launch is not profiled: its trace holds the findings alone.
+            let mut t = profiled.map(LaunchTrace::of_profile).unwrap_or_default();
+            t.add_findings(report);
+            write_view(file, "--trace", t.to_json().as_bytes())?;
+        }
+        let Some(p) = profiled else {
+            return Ok(());
+        };
+        if let Some(file) = self.profile {
+            let bytes = if file.extension().is_some_and(|x| x == "svg") {
+                let names = p
+                    .cores
+                    .iter()
+                    .flat_map(|c| c.functions.iter().map(|f| f.0.as_str()));
+                let graph = FlameGraph {
+                    profile: p,
+                    lines: e.function_lines(names),
+                };
+                graph.svg().map_err(|err| {
+                    CliFailure::Error(format!("--profile={}: {err}", file.display()))
+                })?
+            } else {
+                p.folded().into_bytes()
+            };
+            write_view(file, "--profile", &bytes)?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes a view of the launch to `file` (`flag` names it in the error).
+fn write_view(file: &Path, flag: &str, bytes: &[u8]) -> Result<(), CliFailure> {
+    std::fs::write(file, bytes)
+        .map_err(|err| CliFailure::Error(format!("{flag} {}: {err}", file.display())))
 }
 
 /// What `--out-dtype` and `--out-shape` say of the output (both or neither).
@@ -291,6 +351,8 @@ struct Launches<'a> {
     options: CallOptions,
     /// The last launch's findings (or fault) as SARIF, for `--report`.
     sarif: RefCell<SarifLog>,
+    /// The last launch's fault, for `--trace`.
+    fault: RefCell<Option<nrt_pool_engine::DeviceFault>>,
 }
 
 impl Launches<'_> {
@@ -311,7 +373,10 @@ impl Launches<'_> {
         let mut log = SarifLog::default();
         match &c {
             Ok(c) => log.add_report(&c.check, e.suppressions()),
-            Err(EmuError::Fault(f)) => log.add_fault(f),
+            Err(EmuError::Fault(f)) => {
+                log.add_fault(f);
+                *self.fault.borrow_mut() = Some((**f).clone());
+            }
             Err(_) => {}
         }
         *self.sarif.borrow_mut() = log;

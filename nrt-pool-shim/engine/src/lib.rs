@@ -262,6 +262,28 @@ impl PoolEngine {
         })
     }
 
+    /// The source lines the named functions of the loaded library are defined at, for those
+    /// its debug information names (a profile's functions, demangled).
+    pub fn function_lines<'n>(
+        &self,
+        names: impl IntoIterator<Item = &'n str>,
+    ) -> std::collections::HashMap<String, check::SourceLine> {
+        let mut lines = std::collections::HashMap::new();
+        let Some(image) = self
+            .loaded
+            .library()
+            .and_then(|l| library::debug_image(&l.file()))
+        else {
+            return lines;
+        };
+        for name in names {
+            if let Some((file, line)) = symbolize::function_line(&image, name) {
+                lines.insert(name.to_string(), check::SourceLine { file, line });
+            }
+        }
+        lines
+    }
+
     /// The source line `target`'s kernel starts at (an op's compute function), from the
     /// loaded library's debug information: where findings about its output point.
     pub fn kernel_line(&self, target: &Target) -> Option<check::SourceLine> {

@@ -17,10 +17,12 @@ use nrt_pool_engine::{EmuError, DEFAULT_HBM_BYTES};
 use nrt_pool_schema::pool_image;
 
 pub mod environment;
+pub mod flame;
 pub mod installation;
 mod parity;
 mod pool;
 pub mod sarif;
+pub mod trace;
 
 pub use environment::Environment;
 pub use pool::Pool;

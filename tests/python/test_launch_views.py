@@ -1,0 +1,87 @@
+"""A launch to look at: `nrt-pool run --trace FILE.json` writes the Trace Event format (one
+track per core, the kernel and its functions, the tensor copies with their bytes, faults
+and findings as instants at their source lines), and `--profile=FILE.svg` an SVG flame graph
+(all cores folded, then each core, functions labelled with their source lines). Both are
+read back here; opening them in a browser is not part of this suite yet."""
+import json
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from conftest import NRT_POOL, ROOT, built_gallery, line_of, run
+
+GALLERY = ROOT / "examples" / "check-gallery"
+N = 1003
+
+
+@pytest.fixture(scope="module")
+def gallery(tmp_path_factory):
+    return built_gallery(tmp_path_factory.mktemp("views-gallery"), N)
+
+
+def launch(gallery, op, isa, tmp_path, *extra):
+    trace, svg = tmp_path / f"{isa}.json", tmp_path / f"{isa}.svg"
+    p = run(NRT_POOL, "run", gallery / "libgallery.so", "--isa", isa, op, "--arg", gallery / "x.npy",
+            "--out", tmp_path / "y.npy", f"--profile={svg}", "--trace", trace, *extra, check=False)
+    return p, trace, svg
+
+
+@pytest.mark.parametrize("isa", ["host", "xtensa"])
+def test_the_trace_has_a_track_per_core_with_the_kernel_and_well_formed_events(gallery, tmp_path, isa):
+    p, trace, _ = launch(gallery, "gallery::clean", isa, tmp_path)
+    assert p.returncode == 0, p.stderr.decode()
+    events = json.loads(trace.read_text())["traceEvents"]
+    for e in events:
+        assert e["ph"] in ("M", "X", "i") and e["pid"] == 1 and isinstance(e["name"], str), e
+        if e["ph"] == "X":
+            assert e["ts"] >= 0 and e["dur"] >= 0 and isinstance(e["tid"], int), e
+    tracks = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert tracks == {c: f"core {c}" for c in range(8)}
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    assert sorted(e["tid"] for e in kernels) == list(range(8))
+    assert all(e["name"] == "clean" and e["dur"] > 0 for e in kernels)
+    if isa == "xtensa":
+        copies = [e for e in events if e.get("cat") == "copy"]
+        assert sorted(e["tid"] for e in copies) == list(range(8)), "each core copies its tile"
+        assert all(e["args"]["bytes_in"] > 0 and e["args"]["bytes_out"] > 0 for e in copies)
+        functions = {e["name"] for e in events if e.get("cat") == "function"}
+        assert any(f.startswith("clean_relu(") for f in functions), functions
+        for c in range(8):
+            spans = [e for e in events if e.get("tid") == c and e.get("cat") in ("function", "copy", "access")]
+            kernel = next(e for e in kernels if e["tid"] == c)
+            end = max(e["ts"] + e["dur"] for e in spans)
+            assert end <= kernel["dur"] * 1.000001, "a core's spans lie inside its kernel span"
+
+
+def test_the_flame_graph_draws_every_core_and_labels_functions_with_their_lines(gallery, tmp_path):
+    p, _, svg = launch(gallery, "gallery::clean", "xtensa", tmp_path)
+    assert p.returncode == 0, p.stderr.decode()
+    root = ET.parse(svg).getroot()
+    assert root.tag.endswith("svg")
+    texts = " ".join(t.text or "" for t in root.iter() if t.tag.endswith("title"))
+    assert "all cores" in texts and all(f"core {c}" in texts for c in range(8)), texts[:400]
+    line = line_of(GALLERY / "faulty.cpp", "clean_relu(")
+    assert f"clean_relu(torch::Tensor const&amp;) (faulty.cpp:{line})" in svg.read_text()
+
+
+def test_findings_and_faults_are_instants_at_their_source_lines(gallery, tmp_path):
+    p, trace, _ = launch(gallery, "gallery::overlap", "host", tmp_path, "--check")
+    assert p.returncode == 4, p.stderr.decode()
+    events = json.loads(trace.read_text())["traceEvents"]
+    found = [e for e in events if e["ph"] == "i" and e["name"].startswith("check race")]
+    assert found, events[-3:]
+    line = line_of(GALLERY / "faulty.cpp", "overlap_relu(")
+    assert all(e["args"]["at"].endswith(f"faulty.cpp:{line}") for e in found)
+    assert {e["tid"] for e in found} <= set(range(8))
+
+
+def test_a_fault_is_an_instant_on_its_core_at_its_line(tmp_path):
+    from test_ci_checks import crash_op
+
+    trace = tmp_path / "fault.json"
+    p = crash_op(tmp_path, "--trace", trace)
+    assert p.returncode == 3, p.stderr.decode()
+    (fault,) = [e for e in json.loads(trace.read_text())["traceEvents"] if e["ph"] == "i"]
+    assert fault["name"].startswith("fault: ") and fault["tid"] == 0
+    assert f"k.cpp:{line_of(tmp_path / 'k.cpp', 'the fault')}" in fault["args"]["at"]
