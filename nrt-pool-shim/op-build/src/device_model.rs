@@ -10,34 +10,6 @@ use std::process::Command;
 
 use crate::{alignment_plugin, io, BuildError, CompileFlags, DEVICE_RULES_ON_HOST};
 
-/// Which data model a host op library is built in.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum DataModel {
-    /// The device's (i386 with the device's sizes, the device's libraries): what host
-    /// cores compute is what the device computes for the same source (D97).
-    #[default]
-    Device,
-    /// The host's (x86-64 LP64 with glibc and libstdc++): 64-bit `long`, signed `char`
-    /// is not (D92), the host's C++ library; results can differ from the device's.
-    Host,
-}
-
-impl DataModel {
-    /// Its name on command lines and in Python (`device`, `host`).
-    pub fn name(self) -> &'static str {
-        match self {
-            DataModel::Device => "device",
-            DataModel::Host => "host",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<DataModel> {
-        [DataModel::Device, DataModel::Host]
-            .into_iter()
-            .find(|m| m.name() == name)
-    }
-}
-
 /// The type sizes, alignment and ABI of a Pool core on i386 (the Xtensa GCC's predefined
 /// model: `xtensa-lx106-elf-gcc -dM -E`), SSE arithmetic (IEEE single and double, no x87
 /// excess precision), and no host system headers or platform macros: the device's C
@@ -284,14 +256,5 @@ mod tests {
         let script = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../customop-device/i386/build-archive.sh");
         assert!(script_flags_agree(&script).unwrap());
-    }
-
-    #[test]
-    fn data_model_names_round_trip() {
-        for m in [DataModel::Device, DataModel::Host] {
-            assert_eq!(DataModel::from_name(m.name()), Some(m));
-        }
-        assert_eq!(DataModel::from_name("lp64"), None);
-        assert_eq!(DataModel::default(), DataModel::Device);
     }
 }

@@ -28,10 +28,10 @@ mod wrapper;
 pub mod xtensa_asm;
 
 pub use device_image::DeviceImage;
-pub use device_model::DataModel;
 pub use library::BuildSetup;
 use library::Wrapper;
 pub use neuron_ops::{build_or_reuse, OpBuild, OpBuildOptions, OpBuildReport};
+pub use nrt_pool_schema::DataModel;
 pub use op_api_pch::PCH_ENV;
 pub use wrapper::generate_wrapper;
 pub(crate) use wrapper::{EXCEPTION_GUARD, HOST_STDIO};

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use nrt_pool_engine::check::Checks;
 use nrt_pool_engine::debug::{self, DebugRequest};
 use nrt_pool_engine::PoolEngine;
+pub use nrt_pool_schema::DataModel;
 
 use crate::{Isa, OpenError};
 
@@ -23,24 +24,6 @@ pub const PARITY_BUILD_VAR: &str = "GPSIMD_OPEN_PARITY_BUILD";
 pub const ISA_VAR: &str = "GPSIMD_OPEN_ISA";
 /// The C data model a new host build runs in: `device` or `host` (D97).
 pub const DATA_MODEL_VAR: &str = "GPSIMD_OPEN_DATA_MODEL";
-
-/// The C data model of a host build (D97).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DataModel {
-    /// The device's: 32-bit `long`, `size_t` and pointers, the device's libraries.
-    Device,
-    /// The host's x86-64 model and libraries.
-    Host,
-}
-
-impl DataModel {
-    pub fn name(self) -> &'static str {
-        match self {
-            DataModel::Device => "device",
-            DataModel::Host => "host",
-        }
-    }
-}
 
 /// What the environment asks of every call.
 #[derive(Clone, Debug, Default)]
@@ -156,13 +139,9 @@ pub fn isa_from(value: &str) -> Result<Isa, OpenError> {
 
 /// The data model a value of [`DATA_MODEL_VAR`] names.
 pub fn data_model_from(value: &str) -> Result<DataModel, OpenError> {
-    match value {
-        "device" => Ok(DataModel::Device),
-        "host" => Ok(DataModel::Host),
-        _ => Err(OpenError::Environment(format!(
-            "{DATA_MODEL_VAR}='{value}': 'device' or 'host'"
-        ))),
-    }
+    DataModel::from_name(value).ok_or_else(|| {
+        OpenError::Environment(format!("{DATA_MODEL_VAR}='{value}': 'device' or 'host'"))
+    })
 }
 
 /// The checks a value of [`CHECK_VAR`] asks for (unset: none).

@@ -1,12 +1,14 @@
 //! The op contract the Pool engine and the op build flow share: the element types a launch
-//! marshals, kernel signatures (the schema an op library embeds) and their C++ names, and
-//! the Pool image an Xtensa op library is packed into.
+//! marshals, kernel signatures (the schema an op library embeds) and their C++ names, the
+//! Pool image an Xtensa op library is packed into, and the data model host builds use.
 
+mod data_model;
 mod dtype;
 pub mod ops;
 pub mod pool_image;
 mod signature;
 
+pub use data_model::DataModel;
 pub use dtype::{f32_to_f16, DType};
 pub use ops::{ArgKind, NeuronLibrary, OpSig};
 pub use signature::{fuzz_one, parse, KernelSig, Param, ParamKind, ResultShape, SchemaError};
