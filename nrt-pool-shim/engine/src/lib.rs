@@ -276,8 +276,11 @@ impl PoolEngine {
         else {
             return lines;
         };
+        let Some(known) = symbolize::FunctionLines::new(&image) else {
+            return lines;
+        };
         for name in names {
-            if let Some((file, line)) = symbolize::function_line(&image, name) {
+            if let Some((file, line)) = known.line(name) {
                 lines.insert(name.to_string(), check::SourceLine { file, line });
             }
         }
@@ -287,11 +290,8 @@ impl PoolEngine {
     /// The source line `target`'s kernel starts at (an op's compute function), from the
     /// loaded library's debug information: where findings about its output point.
     pub fn kernel_line(&self, target: &Target) -> Option<check::SourceLine> {
-        let file = self.loaded.library()?.file();
-        let image = library::debug_image(&file)?;
         let function = self.loaded.compute_function(&target.kernel);
-        let (file, line) = symbolize::function_line(&image, &function)?;
-        Some(check::SourceLine { file, line })
+        self.function_lines([function.as_str()]).remove(&function)
     }
 
     /// The output a call of `target` with these arguments gives (the op's shape function,

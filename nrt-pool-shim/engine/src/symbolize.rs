@@ -4,6 +4,7 @@
 //! library, with its load base); the host reads the image (never loading it) and names them.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::path::Path;
 
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionFlags, SymbolKind};
@@ -395,12 +396,7 @@ pub fn function_body<'a>(bytes: &'a [u8], name: &str) -> Option<FunctionBody<'a>
         .file
         .symbols()
         .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0)
-        .find(|s| {
-            let d = demangle(s.name_bytes().unwrap_or_default());
-            d == name
-                || d.strip_prefix(name)
-                    .is_some_and(|rest| rest.starts_with('('))
-        })?;
+        .find(|s| names_function(&demangle(s.name_bytes().unwrap_or_default()), name))?;
     let (start, end) = (sym.address(), sym.address() + sym.size());
     let section = named.file.section_by_index(sym.section_index()?).ok()?;
     let from = usize::try_from(start.checked_sub(section.address())?).ok()?;
@@ -415,24 +411,66 @@ pub fn function_body<'a>(bytes: &'a [u8], name: &str) -> Option<FunctionBody<'a>
     Some(FunctionBody { start, code, body })
 }
 
-/// The source line function `name` is defined at (as [`function_body`] finds it): the
-/// file of its first instruction, and the line its debug information declares it at
-/// (`DW_AT_decl_line`), else its first instruction's line.
-pub fn function_line(bytes: &[u8], name: &str) -> Option<(String, u32)> {
-    let body = function_body(bytes, name)?;
-    let named = Symbolizer::new(bytes)?;
-    let frames = named.frames(StackAddr {
-        addr: body.start,
-        exact: true,
-    });
-    let outer = frames.last()?;
-    let line = decl_line(&named.file, body.start).or(outer.line)?;
-    Some((outer.file.clone()?, line))
+/// Whether a symbol's demangled name `d` is function `name`: the same, or `name` with
+/// its parameter list.
+fn names_function(d: &str, name: &str) -> bool {
+    d == name
+        || d.strip_prefix(name)
+            .is_some_and(|rest| rest.starts_with('('))
 }
 
-/// The `DW_AT_decl_line` of the subprogram whose code starts at `start` (followed through
-/// `DW_AT_specification` or `DW_AT_abstract_origin` in its unit where it has none itself).
-fn decl_line(file: &object::File<'_>, start: u64) -> Option<u32> {
+/// Where an image's functions are defined: its text symbols (demangled) and its
+/// subprograms' declaration lines, each read once for any number of lookups.
+pub struct FunctionLines<'a> {
+    named: Symbolizer<'a>,
+    /// Each text symbol's demangled name and start address.
+    symbols: Vec<(String, u64)>,
+    /// `DW_AT_decl_line` by the start address of the subprogram's code.
+    declared: HashMap<u64, u32>,
+}
+
+impl<'a> FunctionLines<'a> {
+    /// None when `bytes` is not an object file this build reads.
+    pub fn new(bytes: &'a [u8]) -> Option<FunctionLines<'a>> {
+        let named = Symbolizer::new(bytes)?;
+        let symbols = named
+            .file
+            .symbols()
+            .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0)
+            .map(|s| (demangle(s.name_bytes().unwrap_or_default()), s.address()))
+            .collect();
+        let declared = declared_lines(&named.file);
+        Some(FunctionLines {
+            named,
+            symbols,
+            declared,
+        })
+    }
+
+    /// The source line function `name` (as [`function_body`] names it) is defined at: the
+    /// file of its first instruction, and the line its debug information declares it at
+    /// (`DW_AT_decl_line`), else its first instruction's line.
+    pub fn line(&self, name: &str) -> Option<(String, u32)> {
+        let start = self
+            .symbols
+            .iter()
+            .find(|(d, _)| names_function(d, name))?
+            .1;
+        let frames = self.named.frames(StackAddr {
+            addr: start,
+            exact: true,
+        });
+        let outer = frames.last()?;
+        let line = self.declared.get(&start).copied().or(outer.line)?;
+        Some((outer.file.clone()?, line))
+    }
+}
+
+/// The `DW_AT_decl_line` of every subprogram with code, by its start address (followed
+/// through `DW_AT_specification` or `DW_AT_abstract_origin` in its unit where it has none
+/// itself).
+fn declared_lines(file: &object::File<'_>) -> HashMap<u64, u32> {
+    let mut lines = HashMap::new();
     let endian = if file.is_little_endian() {
         gimli::RunTimeEndian::Little
     } else {
@@ -441,7 +479,16 @@ fn decl_line(file: &object::File<'_>, start: u64) -> Option<u32> {
     let load = |id: gimli::SectionId| -> Result<Reader<'_>, gimli::Error> {
         Ok(gimli::EndianSlice::new(section(file, id.name()), endian))
     };
-    let dwarf = gimli::Dwarf::load(load).ok()?;
+    let Ok(dwarf) = gimli::Dwarf::load(load) else {
+        return lines;
+    };
+    let line = |e: &gimli::DebuggingInformationEntry<Reader<'_>>| {
+        e.attr_value(gimli::DW_AT_decl_line)
+            .ok()
+            .flatten()
+            .and_then(|v| v.udata_value())
+            .and_then(|l| u32::try_from(l).ok())
+    };
     let mut units = dwarf.units();
     while let Ok(Some(header)) = units.next() {
         let Ok(unit) = dwarf.unit(header) else {
@@ -452,34 +499,26 @@ fn decl_line(file: &object::File<'_>, start: u64) -> Option<u32> {
             if e.tag() != gimli::DW_TAG_subprogram {
                 continue;
             }
-            let low = match e.attr_value(gimli::DW_AT_low_pc) {
-                Ok(Some(gimli::AttributeValue::Addr(a))) => a,
-                _ => continue,
-            };
-            if low != start {
+            let Ok(Some(gimli::AttributeValue::Addr(low))) = e.attr_value(gimli::DW_AT_low_pc)
+            else {
                 continue;
-            }
-            let line = |e: &gimli::DebuggingInformationEntry<Reader<'_>>| {
-                e.attr_value(gimli::DW_AT_decl_line)
-                    .ok()
-                    .flatten()
-                    .and_then(|v| v.udata_value())
-                    .and_then(|l| u32::try_from(l).ok())
             };
-            if let Some(l) = line(e) {
-                return Some(l);
+            let declared = line(e).or_else(|| {
+                [gimli::DW_AT_specification, gimli::DW_AT_abstract_origin]
+                    .into_iter()
+                    .find_map(|via| match e.attr_value(via) {
+                        Ok(Some(gimli::AttributeValue::UnitRef(o))) => {
+                            unit.entry(o).ok().as_ref().and_then(line)
+                        }
+                        _ => None,
+                    })
+            });
+            if let Some(l) = declared {
+                lines.entry(low).or_insert(l);
             }
-            for via in [gimli::DW_AT_specification, gimli::DW_AT_abstract_origin] {
-                if let Ok(Some(gimli::AttributeValue::UnitRef(o))) = e.attr_value(via) {
-                    if let Some(l) = unit.entry(o).ok().as_ref().and_then(line) {
-                        return Some(l);
-                    }
-                }
-            }
-            return None;
         }
     }
-    None
+    lines
 }
 
 /// A function's place in an image ([`function_body`]).
