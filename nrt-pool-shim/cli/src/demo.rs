@@ -313,7 +313,8 @@ fn neuron_examples(
             }
         };
         let cores = engine.loaded.default_cores();
-        let done = call(engine, op, &args, cores, Checks::NONE).map_err(|e| e.to_string())?;
+        let done = call(engine, op, &args, Some(cores), options(Checks::NONE, false))
+            .map_err(|e| e.to_string())?;
         let got = done
             .output
             .and_then(|t| t.to_f32())
@@ -379,22 +380,17 @@ fn check_gallery(
     let n = 1003u64;
     let x: Vec<f32> = (0..n).map(|i| (i % 13) as f32 - 6.0).collect();
     let x = HostTensor::from_f32(vec![n], &x).map_err(|e| e.to_string())?;
+    let args = [ArgValue::Tensor(x, Location::Hbm)];
     let mut checked = |op: &str| {
-        let target = engine.target(op).map_err(|e| format!("{op}: {e}"))?;
-        engine
-            .call(Call {
-                target: &target,
-                args: vec![ArgValue::Tensor(x.clone(), Location::Hbm)],
-                output: Output::Derive,
-                to: Destination::Host,
-                cores: None,
-                options: CallOptions {
-                    checks: Some(Checks::DEFAULT),
-                    ..CallOptions::default()
-                },
-            })
-            .map(|c| c.check.findings)
-            .map_err(|e| format!("{op}: {e}"))
+        call(
+            &mut engine,
+            op,
+            &args,
+            None,
+            options(Checks::DEFAULT, false),
+        )
+        .map(|c| c.check.findings)
+        .map_err(|e| format!("{op}: {e}"))
     };
     let found = checked("gallery::remainder")?;
     let caught = found.iter().any(|f| {
@@ -488,7 +484,7 @@ fn device_examples(
         };
         let cores = cores.unwrap_or_else(|| xt.loaded.default_cores());
         let parity = Checks::parse("parity").map_err(|e| e.to_string())?;
-        let d = call(xt, kernel, &args, cores, parity)
+        let d = call(xt, kernel, &args, Some(cores), options(parity, false))
             .map_err(|e| format!("{kernel} (xtensa): {e}"))?;
         let ms = d.phases.run.as_secs_f64() * 1e3;
         if let Some(why) = d.check.findings.first().map(ToString::to_string) {
@@ -509,7 +505,7 @@ fn device_examples(
     }
     // One profile (--profile): the last example again, instructions by function and core.
     if let (Some((kernel, args, cores)), Some(xt)) = (last, xt.as_mut()) {
-        profiled(xt, kernel, &args, cores)
+        call(xt, kernel, &args, Some(cores), options(Checks::NONE, true))
             .map_err(|e| format!("{kernel} (xtensa, profiled): {e}"))?;
         let p = xt
             .take_profile()
@@ -549,52 +545,13 @@ fn flame_graph(
     Ok(path.to_path_buf())
 }
 
-/// One call of `kernel` through the opened pool, its output derived by the engine and
-/// brought back to the host, with `checks`.
+/// One call of `kernel` through the opened pool on `cores` (None: the library's default),
+/// its output derived by the engine and brought back to the host, with `options`.
 fn call(
     e: &mut Pool,
     kernel: &str,
     args: &[ArgValue<'_>],
-    cores: usize,
-    checks: Checks,
-) -> Result<Called, EmuError> {
-    called(
-        e,
-        kernel,
-        args,
-        cores,
-        CallOptions {
-            checks: Some(checks),
-            ..CallOptions::default()
-        },
-    )
-}
-
-/// [`call`], profiled, without checks.
-fn profiled(
-    e: &mut Pool,
-    kernel: &str,
-    args: &[ArgValue<'_>],
-    cores: usize,
-) -> Result<Called, EmuError> {
-    called(
-        e,
-        kernel,
-        args,
-        cores,
-        CallOptions {
-            checks: Some(Checks::NONE),
-            profile: Some(true),
-            ..CallOptions::default()
-        },
-    )
-}
-
-fn called(
-    e: &mut Pool,
-    kernel: &str,
-    args: &[ArgValue<'_>],
-    cores: usize,
+    cores: Option<usize>,
     options: CallOptions,
 ) -> Result<Called, EmuError> {
     let target = e.target(kernel)?;
@@ -603,9 +560,18 @@ fn called(
         args: args.iter().map(ArgValue::view).collect(),
         output: Output::Derive,
         to: Destination::Host,
-        cores: Some(cores),
+        cores,
         options,
     })
+}
+
+/// A call's options: these checks, profiled or not.
+fn options(checks: Checks, profile: bool) -> CallOptions {
+    CallOptions {
+        checks: Some(checks),
+        profile: Some(profile),
+        ..CallOptions::default()
+    }
 }
 
 /// A tensor argument, in HBM.

@@ -272,9 +272,12 @@ impl Views<'_> {
     }
 }
 
-/// Writes a view of the launch to `file` (`flag` names it in the error).
+/// Writes a view of the launch to `file` whole (a temporary file beside it, renamed over
+/// it; `flag` names it in the error).
 fn write_view(file: &Path, flag: &str, bytes: &[u8]) -> Result<(), CliFailure> {
-    std::fs::write(file, bytes)
+    let tmp = file.with_extension("part");
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, file))
         .map_err(|err| CliFailure::Error(format!("{flag} {}: {err}", file.display())))
 }
 

@@ -59,6 +59,12 @@ impl DeviceFault {
     pub fn op_frames(&self) -> impl Iterator<Item = &SourceFrame> {
         self.stack.iter().filter(|f| f.is_op_code())
     }
+
+    /// The frame a fault is shown at: the innermost of the op author's, else the innermost
+    /// of all (None: the stack was not walked).
+    pub fn shown_frame(&self) -> Option<&SourceFrame> {
+        self.op_frames().next().or_else(|| self.stack.first())
+    }
 }
 
 impl std::fmt::Display for DeviceFault {

@@ -104,17 +104,12 @@ impl SarifLog {
             "level": "error",
             "message": {"text": f.to_string()},
         });
-        let at = f
-            .stack
-            .iter()
-            .find(|s| s.is_op_code())
-            .or_else(|| f.stack.first())
-            .and_then(|s| {
-                Some(SourceLine {
-                    file: s.file.clone()?,
-                    line: s.line?,
-                })
-            });
+        let at = f.shown_frame().and_then(|s| {
+            Some(SourceLine {
+                file: s.file.clone()?,
+                line: s.line?,
+            })
+        });
         if let Some(at) = at {
             r["locations"] = json!([location(&at)]);
         }

@@ -104,12 +104,7 @@ impl LaunchTrace {
 
     /// A device fault, on its core's track.
     pub fn add_fault(&mut self, f: &DeviceFault) {
-        let at = f
-            .stack
-            .iter()
-            .find(|s| s.is_op_code())
-            .or_else(|| f.stack.first())
-            .map(|s| s.describe());
+        let at = f.shown_frame().map(|s| s.describe());
         let name = format!("fault: {}", f.kind.describe());
         self.instant(f.core, name, json!({"at": at, "message": f.to_string()}));
     }

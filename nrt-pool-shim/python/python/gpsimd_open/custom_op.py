@@ -216,8 +216,7 @@ def load_library(path, isa=None, check=None, all_cores_stdio=None, debug=None, s
         ValueError: ``isa`` (or GPSIMD_OPEN_ISA) is neither "host" nor "xtensa".
         DeviceFault: its static constructors or start code fault.
     """
-    if isa is not None and isa not in _ISAS:
-        raise ValueError(f"isa={isa!r}: 'host' or 'xtensa'")
+    asked = _isa(isa)  # a bad value fails here, naming the argument or the variable
     _check.resolve(check)  # a bad value fails here, not at the first call
     all_cores = _all_cores_stdio(all_cores_stdio)
     debug = _debug_core(debug, from_environment=True)
@@ -225,7 +224,7 @@ def load_library(path, isa=None, check=None, all_cores_stdio=None, debug=None, s
     # GPSIMD_OPEN_ISA, else the file's own), and says why when it is missing.
     native = _native.Library(os.fspath(path), isa=isa)
     path = pathlib.Path(native.path)
-    if native.sibling and path.suffix == ".so" and _isa(isa) is None and not _told_once(str(path)):
+    if native.sibling and path.suffix == ".so" and asked is None and not _told_once(str(path)):
         print(f"gpsimd_open: {path.name} runs on host cores; {pathlib.Path(native.sibling).name} beside it "
               f"runs on Xtensa cores with {ISA_VARIABLE}=xtensa or load_library(..., isa='xtensa')",
               file=sys.stderr)
