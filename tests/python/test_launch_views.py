@@ -85,3 +85,27 @@ def test_a_fault_is_an_instant_on_its_core_at_its_line(tmp_path):
     (fault,) = [e for e in json.loads(trace.read_text())["traceEvents"] if e["ph"] == "i"]
     assert fault["name"].startswith("fault: ") and fault["tid"] == 0
     assert f"k.cpp:{line_of(tmp_path / 'k.cpp', 'the fault')}" in fault["args"]["at"]
+
+
+def test_the_cli_takes_the_backend_and_checks_from_the_environment_as_python_does(gallery, tmp_path):
+    """D111: $GPSIMD_OPEN_ISA picks the CLI's backend where --isa is not given, and
+    $GPSIMD_OPEN_CHECK=warn:LIST is its list (only Python turns findings into warnings)."""
+    import os
+
+    env = dict(os.environ, GPSIMD_OPEN_ISA="xtensa")
+    trace = tmp_path / "env.json"
+    p = run(NRT_POOL, "run", gallery / "libgallery.so", "gallery::clean", "--arg", gallery / "x.npy",
+            "--out", tmp_path / "y.npy", "--trace", trace, env=env, check=False)
+    assert p.returncode == 0, p.stderr.decode()
+    events = json.loads(trace.read_text())["traceEvents"]
+    (process,) = [e for e in events if e["name"] == "process_name"]
+    assert "on xtensa cores" in process["args"]["name"], process
+    env["GPSIMD_OPEN_CHECK"] = "warn:init"
+    p = run(NRT_POOL, "run", gallery / "libgallery.so", "gallery::remainder", "--arg", gallery / "x.npy",
+            "--out", tmp_path / "y.npy", env=env, check=False)
+    assert p.returncode == 4, p.stderr.decode()
+    assert "check init: kernel 'remainder'" in p.stderr.decode()
+    env["GPSIMD_OPEN_ISA"] = "arm"
+    p = run(NRT_POOL, "run", gallery / "libgallery.so", "gallery::clean", "--arg", gallery / "x.npy",
+            "--out", tmp_path / "y.npy", env=env, check=False)
+    assert p.returncode == 2 and b"GPSIMD_OPEN_ISA='arm': 'host' or 'xtensa'" in p.stderr, p.stderr
