@@ -99,8 +99,12 @@ customop-host: tools-build
 customop-device-model: tools-build
 	customop-device/i386/build-archive.sh $(CUSTOMOP_OUT)/i386-device/libneuroncustomop.a
 	packaging/digest.sh $(CUSTOMOP_OUT)/i386-device/libneuroncustomop.a
+	packaging/digest.sh $(CUSTOMOP_OUT)/i386-device/libgcc.a
+## The runner links glibc statically (D114): it runs where the machine has no 32-bit C
+## library (an op library it loads needs none: -nostdlib).
 core-runner: tools-build
-	CARGO_TARGET_DIR=target/core32 $(CARGO) build -q --release -p nrt-pool-host --bin nrt-pool-core \
+	CARGO_TARGET_DIR=target/core32 RUSTFLAGS="-C target-feature=+crt-static" \
+		$(CARGO) build -q --release -p nrt-pool-host --bin nrt-pool-core \
 		--target i686-unknown-linux-gnu
 	@mkdir -p $(CUSTOMOP_OUT)/i386-device
 	@# Renamed into place: core processes may be running the one there ("text file busy").

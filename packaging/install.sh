@@ -51,6 +51,10 @@ put "$ARCH/i386-device/libneuroncustomop.a" "$DEST/lib/gpsimd-open/i386-device/l
 if [ -f "$ARCH/i386-device/libneuroncustomop.a.sha256" ]; then
     put "$ARCH/i386-device/libneuroncustomop.a.sha256" "$DEST/lib/gpsimd-open/i386-device/libneuroncustomop.a.sha256" 644
 fi
+put "$ARCH/i386-device/libgcc.a" "$DEST/lib/gpsimd-open/i386-device/libgcc.a" 644
+if [ -f "$ARCH/i386-device/libgcc.a.sha256" ]; then
+    put "$ARCH/i386-device/libgcc.a.sha256" "$DEST/lib/gpsimd-open/i386-device/libgcc.a.sha256" 644
+fi
 put "$ARCH/i386-device/nrt-pool-core" "$DEST/libexec/gpsimd-open/nrt-pool-core" 755
 put "$ARCH/xtensa-q7-none-elf/pool-board.elf" "$DEST/lib/gpsimd-open/xtensa-q7-none-elf/pool-board.elf" 644
 # QEMU with the nrt-pool machine, which the cores run on (D63; GPL-2.0-or-later).

@@ -1,5 +1,6 @@
 #!/bin/sh
-# build-archive.sh OUT.a: libneuroncustomop.a for host cores in the device's data model
+# build-archive.sh OUT.a: libneuroncustomop.a (and libgcc.a beside it) for host cores in the
+# device's data model
 # (i386 with the device's type sizes and alignment, D97): the runtime and the device's C
 # library built by rustc for i686 (core rebuilt for panic=abort), plus the C and C++ units
 # the Xtensa archive carries that a core needs here too: the printf family's variadic
@@ -46,3 +47,8 @@ cp "$rust" "$out.partial"
 ar rs "$out.partial" "$objs/customop_cstdio.o" "$objs/customop_alloc.o" "$objs/customop_libcxx.o" 2>/dev/null
 mv -f "$out.partial" "$out"
 rm -rf "$objs"
+# GCC's helper library for i386 beside the archive (D114): op libraries link it from here,
+# so host builds in the device's data model need no 32-bit libgcc of their machine's (the
+# GCC Runtime Library Exception lets it travel with the runtime).
+cp "$(gcc -m32 -print-libgcc-file-name)" "$(dirname "$out")/libgcc.a.partial"
+mv -f "$(dirname "$out")/libgcc.a.partial" "$(dirname "$out")/libgcc.a"

@@ -30,6 +30,7 @@ pub mod descriptor;
 pub mod element;
 pub mod handoff;
 pub mod rule;
+pub mod runner;
 pub mod status;
 pub mod stdio;
 

@@ -31,6 +31,10 @@ pub struct DemoOptions {
     pub include: PathBuf,
     /// The device path: the Xtensa archive, the Pool core link script and the QEMU board.
     pub device: DeviceFiles,
+    /// The Xtensa tools the device builds run.
+    pub xtensa: opbuild::XtensaTools,
+    /// The 32-bit core runner (device-model registration and cores).
+    pub core_runner: PathBuf,
 }
 
 /// What running the examples as Xtensa Pool images on QEMU needs.
@@ -110,8 +114,10 @@ pub fn run(o: &DemoOptions) -> Result<String, String> {
             data_model: opbuild::DataModel::Device,
             include: o.include.clone(),
             // Device objects too, where the Xtensa g++ is installed (`make tools`).
-            device_objects: opbuild::xtensa_cxx_installed().then(|| work.path().join("device")),
+            device_objects: o.xtensa.installed().then(|| work.path().join("device")),
             device_image: pool_image("example_ops"),
+            xtensa: o.xtensa.clone(),
+            core_runner: o.core_runner.clone(),
             cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
             flags: Default::default(),
             on_compiled: None,
@@ -125,7 +131,10 @@ pub fn run(o: &DemoOptions) -> Result<String, String> {
         o.examples.join("ops.schema").display(),
         match &built.device {
             Some(v) => format!("{} Xtensa object(s)", v.len()),
-            None => format!("UNSUPPORTED ({} is not installed)", opbuild::XTENSA_CXX),
+            None => format!(
+                "UNSUPPORTED ({} is not installed)",
+                opbuild::XtensaTools::CXX
+            ),
         }
     );
 
@@ -350,6 +359,8 @@ fn host_setup(o: &DemoOptions, image: Option<opbuild::DeviceImage>) -> opbuild::
         flags: Default::default(),
         device_objects: None,
         device_image: image,
+        xtensa: o.xtensa.clone(),
+        core_runner: o.core_runner.clone(),
         on_compiled: None,
     }
 }
@@ -428,7 +439,7 @@ fn device_missing(o: &DemoOptions) -> Vec<String> {
         .output()
         .is_ok_and(|r| r.status.success());
     [
-        (!opbuild::xtensa_cxx_installed()).then(|| opbuild::XTENSA_CXX.to_string()),
+        (!o.xtensa.installed()).then(|| opbuild::XtensaTools::CXX.to_string()),
         (!qemu_ok).then(|| qemu.display().to_string()),
         (!o.device.archive.is_file()).then(|| o.device.archive.display().to_string()),
         (!o.device.board.is_file()).then(|| o.device.board.display().to_string()),

@@ -71,6 +71,12 @@ fn default_include() -> PathBuf {
     installation::find(Part::Include)
 }
 
+/// The Xtensa tools device builds run: the installation's (a wheel carries them), else
+/// PATH's.
+fn xtensa_tools() -> opbuild::XtensaTools {
+    opbuild::XtensaTools::carried_in_or_path(&installation::find(Part::XtensaTools))
+}
+
 fn main() -> ExitCode {
     // Usage errors (exit 2), --help and --version (exit 0) are clap's.
     let cli = Cli::parse();
@@ -362,10 +368,12 @@ fn build_setup(a: &BuildArgs, image: PathBuf) -> opbuild::BuildSetup {
         data_model,
         include: a.include.clone().unwrap_or_else(default_include),
         cxx: std::env::var("CXX").unwrap_or_else(|_| "g++".into()),
+        core_runner: installation::core_runner(),
         flags: compile_flags(a),
         // --no-device-objects is the default, kept for older scripts.
         device_objects: a.device_objects.clone().filter(|_| !a.no_device_objects),
         device_image: device_image(a, image),
+        xtensa: xtensa_tools(),
         on_compiled: None,
     }
 }
@@ -527,6 +535,8 @@ fn demo(a: DemoArgs) -> Result<(), CliFailure> {
                 link_script,
             }
         },
+        xtensa: xtensa_tools(),
+        core_runner: installation::core_runner(),
     };
     let report =
         nrt_pool_cli::demo::run(&o).map_err(|e| CliFailure::Error(format!("demo: {e}")))?;

@@ -113,7 +113,7 @@ fn build_list_and_run_with_npy_files() {
             s(&ex.join("hello.cpp")),
         ],
     );
-    if nrt_pool_build::xtensa_cxx_installed() {
+    if nrt_pool_build::XtensaTools::on_path().installed() {
         assert!(o.status.success(), "{:?}", text(&o));
         for obj in ["scale_add.o", "hello.o", "nrt_pool_op_wrapper.o"] {
             let elf = std::fs::read(dev.join(obj)).unwrap();
@@ -127,7 +127,7 @@ fn build_list_and_run_with_npy_files() {
     } else {
         eprintln!(
             "UNSUPPORTED: {} not installed; device objects not checked",
-            nrt_pool_build::XTENSA_CXX
+            nrt_pool_build::XtensaTools::CXX
         );
         assert_eq!(o.status.code(), Some(1));
         assert!(text(&o).1.contains("is not installed"), "{:?}", text(&o));
@@ -163,7 +163,7 @@ fn build_list_and_run_with_npy_files() {
         &["--device-objects", s(&kdev), s(&ordinary)],
     );
     assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
-    if nrt_pool_build::xtensa_cxx_installed() {
+    if nrt_pool_build::XtensaTools::on_path().installed() {
         assert!(
             text(&o).1.contains("this kernel is host-only"),
             "{:?}",

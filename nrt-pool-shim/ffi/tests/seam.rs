@@ -381,6 +381,8 @@ fn the_ffi_parity_check_compares_with_the_pool_image_beside_a_registered_library
                     .join("target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a"),
                 link_script: root.join("customop-device/xtensa/pool-core.ld"),
             }),
+            xtensa: Default::default(),
+            core_runner: common::core_runner(),
             on_compiled: None,
         },
     })
@@ -421,6 +423,8 @@ fn a_registered_pool_image_runs_on_xtensa_cores() {
             }),
             cxx: "g++".into(),
             flags: Default::default(),
+            xtensa: Default::default(),
+            core_runner: common::core_runner(),
             on_compiled: None,
         },
     })

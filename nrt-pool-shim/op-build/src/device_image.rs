@@ -4,13 +4,10 @@
 //! packed with [`nrt_pool_schema::pool_image`].
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use nrt_pool_schema::pool_image;
 
-use crate::{io, run, BuildError};
-
-pub const XTENSA_LD: &str = "xtensa-lx106-elf-ld";
+use crate::{io, run, BuildError, XtensaTools};
 
 /// The symbols the board (or the vendor's firmware) calls in an image besides its entry:
 /// the kernel roster, the launcher and the op metadata the host reads (the schema or the
@@ -113,14 +110,19 @@ pub(crate) fn explain_undefined_error(e: BuildError) -> BuildError {
 }
 
 /// Links `objs` for each core and writes the Pool image into `work`; its path there.
-pub(crate) fn stage(objs: &[PathBuf], d: &DeviceImage, work: &Path) -> Result<PathBuf, BuildError> {
+pub(crate) fn stage(
+    tools: &XtensaTools,
+    objs: &[PathBuf],
+    d: &DeviceImage,
+    work: &Path,
+) -> Result<PathBuf, BuildError> {
     let dir = work.join("pool");
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
     let mut images = Vec::with_capacity(pool_image::MAX_CORES as usize);
     for core in 0..pool_image::MAX_CORES {
         let org = pool_image::ORG + core * pool_image::CORE_STRIDE;
         let elf = dir.join(format!("core{core}.elf"));
-        let mut ld = Command::new(XTENSA_LD);
+        let mut ld = tools.linker();
         ld.arg("-T")
             .arg(&d.link_script)
             .arg(format!("--section-start=.text={org:#x}"))
@@ -136,7 +138,7 @@ pub(crate) fn stage(objs: &[PathBuf], d: &DeviceImage, work: &Path) -> Result<Pa
         ld.args(objs).arg(&d.archive).arg("-o").arg(&elf);
         run(&mut ld).map_err(|e| match e {
             BuildError::Compile { stderr, .. } => BuildError::Compile {
-                tool: format!("{XTENSA_LD} (the Pool image for core {core})"),
+                tool: format!("{} (the Pool image for core {core})", XtensaTools::LD),
                 stderr: explain_undefined(stderr),
             },
             e => e,

@@ -49,24 +49,31 @@ pub const DEVICE_MODEL_FLAGS: &[&str] = &[
     "-U__SIZEOF_FLOAT80__",
 ];
 
-/// GCC's own header folder for i386 (stddef.h, stdarg.h, stdint.h, intrinsics), or what to
-/// install when the compiler cannot build for i386.
+/// GCC's own header folder (stddef.h, stdarg.h, stdint.h, intrinsics), the same for -m32
+/// as for the host: only the compile for i386 is asked of the compiler, not the system's
+/// 32-bit C libraries (`g++-multilib`): the link takes GCC's helper library from the
+/// installation ([`libgcc_beside`]), D114.
 pub fn gcc_include(cxx: &str) -> Result<PathBuf, BuildError> {
-    let ask = |what: &str| {
-        Command::new(cxx)
-            .args(["-m32", what])
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
-    };
-    // Without the multilib packages g++ answers with the bare names: nothing is there.
-    let libgcc = ask("-print-libgcc-file-name");
-    let include = ask("-print-file-name=include");
-    match (libgcc, include) {
-        (Some(l), Some(i)) if l.is_file() && i.join("stddef.h").is_file() => Ok(i),
+    let include = Command::new(cxx)
+        .args(["-m32", "-print-file-name=include"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    match include {
+        Some(i) if i.join("stddef.h").is_file() => Ok(i),
         _ => Err(BuildError::NoDeviceModelCompiler(cxx.to_string())),
     }
+}
+
+/// The file name of GCC's helper library for i386 (`__popcountsi2`, `__muldc3`, ...: what
+/// the runtime's compiler builtins lack), which the installation carries beside the
+/// device-model archive, so a host build needs no 32-bit libgcc of the system's.
+pub const LIBGCC: &str = "libgcc.a";
+
+/// The helper library carried beside the device-model archive `archive`.
+pub fn libgcc_beside(archive: &Path) -> PathBuf {
+    archive.with_file_name(LIBGCC)
 }
 
 /// The compile of op source `src` for host cores in the device's data model: the device
@@ -116,14 +123,34 @@ pub(crate) fn cxx(
 }
 
 /// The link of an i386 op library: the objects and the device-model runtime archive, GCC's
-/// helper library, nothing of the host's C libraries; every symbol resolved.
+/// helper library carried beside it, nothing of the host's C libraries; every symbol
+/// resolved.
 pub(crate) fn link(cxx: &str, objs: &[PathBuf], archive: &Path, map: &Path, out: &Path) -> Command {
     let mut c = Command::new(cxx);
     c.args(["-m32", "-shared", "-fPIC", "-nostdlib", "-Wl,-z,defs"])
         .args(objs)
         .arg(archive)
-        .arg("-lgcc")
+        .arg(libgcc_beside(archive))
         .arg(format!("-Wl,--version-script={}", map.display()))
+        .arg("-o")
+        .arg(out);
+    c
+}
+
+/// The link of the registration library the core runner loads (D114): the registration
+/// text function and the shape objects with the runtime and GCC's helper library; calls
+/// the shape code names but registration never makes may stay unresolved (bound lazily).
+pub(crate) fn registration_link(
+    cxx: &str,
+    objs: &[PathBuf],
+    archive: &Path,
+    out: &Path,
+) -> Command {
+    let mut c = Command::new(cxx);
+    c.args(["-m32", "-shared", "-fPIC", "-nostdlib"])
+        .args(objs)
+        .arg(archive)
+        .arg(libgcc_beside(archive))
         .arg("-o")
         .arg(out);
     c
@@ -223,14 +250,15 @@ mod tests {
     /// prints its own digits); the sizes of types the device lacks are not predefined.
     #[test]
     fn the_device_compilers_types_sizes_and_limits_hold_in_host_builds() {
-        if !crate::xtensa_cxx_installed() {
+        let tools = crate::XtensaTools::on_path();
+        if !tools.installed() {
             eprintln!(
                 "UNSUPPORTED here: {} is not installed (make tools)",
-                crate::XTENSA_CXX
+                crate::XtensaTools::CXX
             );
             return;
         }
-        let device = data_model_macros(crate::XTENSA_CXX, &[]);
+        let device = data_model_macros(crate::XtensaTools::CXX, &[]);
         let host = data_model_macros("g++", DEVICE_MODEL_FLAGS);
         assert!(device.len() > 150, "{}", device.len());
         let mut differ = Vec::new();

@@ -26,6 +26,7 @@ mod op_api_pch;
 mod reuse;
 mod wrapper;
 pub mod xtensa_asm;
+mod xtensa_tools;
 
 pub use device_image::DeviceImage;
 pub use library::BuildSetup;
@@ -35,6 +36,7 @@ pub use nrt_pool_schema::DataModel;
 pub use op_api_pch::PCH_ENV;
 pub use wrapper::generate_wrapper;
 pub(crate) use wrapper::{EXCEPTION_GUARD, HOST_STDIO};
+pub use xtensa_tools::XtensaTools;
 
 /// Called with each source once it is compiled (from the compiling thread), so a front end
 /// can show progress; `None` is quiet.
@@ -167,15 +169,18 @@ pub enum BuildError {
         sources: Vec<String>,
     },
     #[error(
-        "device builds need the Xtensa cross compiler {XTENSA_CXX}, which is not on PATH: \
-         apt-get install gcc-xtensa-lx106 binutils-xtensa-lx106 (Debian, Ubuntu; make tools \
-         does)"
+        "device builds need the Xtensa cross compiler {}, which this installation does not \
+         carry and PATH does not have: pip install --force-reinstall gpsimd-open (its wheel \
+         carries GCC for Xtensa), or on Debian and Ubuntu apt-get install gcc-xtensa-lx106 \
+         binutils-xtensa-lx106 (make tools does)",
+        XtensaTools::CXX
     )]
     NoDeviceCompiler,
     #[error(
-        "{0} cannot build for host cores in the device's data model (i386, D97): install \
-         g++-multilib (make tools does), or build in the host's data model (--data-model=host, \
-         whose results can differ from the device's)"
+        "{0} cannot compile for host cores in the device's data model (i386, D97): it is \
+         not GCC, or not found, or not built for -m32 (apt-get install g++ on Debian and \
+         Ubuntu, dnf install gcc-c++ on Amazon Linux; CXX names another), or build in the \
+         host's data model (--data-model=host, whose results can differ from the device's)"
     )]
     NoDeviceModelCompiler(String),
     #[error("a compiler thread failed")]
@@ -484,19 +489,11 @@ pub(crate) fn object_symbols(path: &Path, defined: bool) -> Result<Vec<Vec<u8>>,
         .collect())
 }
 
-pub const XTENSA_CXX: &str = "xtensa-lx106-elf-g++";
-
-pub fn xtensa_cxx_installed() -> bool {
-    Command::new(XTENSA_CXX)
-        .arg("--version")
-        .output()
-        .is_ok_and(|r| r.status.success())
-}
-
 /// A windowed-ABI device object: the Xtensa g++ emits windowed assembly
 /// (`-mabi=windowed`), [`xtensa_asm::windowed`] encodes the windowed instructions the lx106
 /// assembler lacks, and GNU as assembles it with its literals in the text section (D53).
 pub(crate) fn device_compile(
+    tools: &XtensaTools,
     include: &Path,
     flags: &CompileFlags,
     src: &Path,
@@ -504,19 +501,19 @@ pub(crate) fn device_compile(
 ) -> Result<(), BuildError> {
     let asm = obj.with_extension("s");
     let libcxx = libcxx_headers(include)?;
-    let command = |s: &Path, o: &Path| device_cxx(include, &libcxx, flags, s, o);
+    let command = |s: &Path, o: &Path| device_cxx(tools, include, &libcxx, flags, s, o);
     let mut c = command(src, &asm);
     // The op API precompiled for this command, where the source opens with it (D106).
     op_api_pch::add_when_opening_with_it(&mut c, src, command);
     run(&mut c)?;
-    assemble_windowed(&asm, obj)?;
+    assemble_windowed(tools, &asm, obj)?;
     std::fs::remove_file(&asm).map_err(io(&asm))
 }
 
 /// Assembles windowed-ABI Xtensa assembly (from GCC or rustc) with the lx106 GNU assembler:
 /// the windowed instructions encoded by [`xtensa_asm::windowed`], literals in the text
 /// section. `obj` appears only when assembly succeeded (written beside it, then renamed).
-pub fn assemble_windowed(asm: &Path, obj: &Path) -> Result<(), BuildError> {
+pub fn assemble_windowed(tools: &XtensaTools, asm: &Path, obj: &Path) -> Result<(), BuildError> {
     let text = std::fs::read_to_string(asm).map_err(io(asm))?;
     let encoded = xtensa_asm::windowed(&text).map_err(|e| BuildError::Compile {
         tool: format!("windowed assembly of {}", asm.display()),
@@ -525,7 +522,8 @@ pub fn assemble_windowed(asm: &Path, obj: &Path) -> Result<(), BuildError> {
     let windowed = obj.with_extension("windowed.s");
     let partial = obj.with_extension("o.partial");
     std::fs::write(&windowed, encoded).map_err(io(&windowed))?;
-    let assembled = run(Command::new(XTENSA_AS)
+    let assembled = run(tools
+        .assembler()
         .arg("--text-section-literals")
         .arg(&windowed)
         .arg("-o")
@@ -535,8 +533,6 @@ pub fn assemble_windowed(asm: &Path, obj: &Path) -> Result<(), BuildError> {
     std::fs::remove_file(&windowed).map_err(io(&windowed))?;
     assembled
 }
-
-pub const XTENSA_AS: &str = "xtensa-lx106-elf-as";
 
 /// Flags host op builds take so host cores follow the device where a compiler flag can
 /// make them (D92).
@@ -635,13 +631,14 @@ pub(crate) fn device_system_includes(c: &mut Command, include: &Path, libcxx: &P
 /// and include/device, in that order (libc++'s C header wrappers reach include/device's
 /// C headers by `#include_next`).
 pub(crate) fn device_cxx(
+    tools: &XtensaTools,
     include: &Path,
     libcxx: &Path,
     flags: &CompileFlags,
     src: &Path,
     asm: &Path,
 ) -> Command {
-    let mut c = Command::new(XTENSA_CXX);
+    let mut c = tools.cxx();
     c.args([
         "-std=c++17",
         // As the vendor's device build: small code, each function and object in a section

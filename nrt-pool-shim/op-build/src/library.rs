@@ -13,8 +13,8 @@ use nrt_pool_schema::{KernelSig, NeuronLibrary};
 use crate::neuron_ops::{self, Kernel};
 use crate::{
     compile_all, device_compile, device_image, device_model, host_cxx, io, libcxx_headers,
-    op_api_pch, run, wrapper, xtensa_cxx_installed, BuildError, CompileFlags, DataModel,
-    DeviceImage, OnCompiled,
+    op_api_pch, run, wrapper, BuildError, CompileFlags, DataModel, DeviceImage, OnCompiled,
+    XtensaTools,
 };
 
 /// What the generated wrapper adds to an op library, by op model.
@@ -81,10 +81,14 @@ pub struct BuildSetup {
     pub include: PathBuf,
     /// The host C++ compiler.
     pub cxx: String,
+    /// The 32-bit core runner, where a device-model build's registration runs (D114).
+    pub core_runner: PathBuf,
     /// Extra include folders and compiler flags, host and device.
     pub flags: CompileFlags,
     /// Also compile Xtensa device objects into this folder (needs the Xtensa g++).
     pub device_objects: Option<PathBuf>,
+    /// The Xtensa tools device outputs are built with.
+    pub xtensa: XtensaTools,
     /// Also link the device objects into a Pool image.
     pub device_image: Option<DeviceImage>,
     pub on_compiled: OnCompiled,
@@ -115,13 +119,17 @@ impl BuildSetup {
             self.flags.extra_cflags,
             self.device_objects,
         );
+        if self.data_model == DataModel::Device {
+            let libgcc = device_model::libgcc_beside(&self.archive);
+            t.push_str(&format!("libgcc {}\n", digest(&libgcc)));
+        }
         if let Some(d) = &self.device_image {
             t.push_str(&format!(
                 "image {} {} {} {:?}\n",
                 d.out.display(),
                 digest(&d.archive),
                 digest(&d.link_script),
-                crate::compiler_version(crate::XTENSA_CXX.as_ref()),
+                crate::compiler_version(&self.xtensa.program(crate::XtensaTools::CXX)),
             ));
         }
         t
@@ -153,7 +161,8 @@ impl BuildSetup {
                 return Err(BuildError::NoSource(s.clone()));
             }
         }
-        if (self.device_objects.is_some() || self.device_image.is_some()) && !xtensa_cxx_installed()
+        if (self.device_objects.is_some() || self.device_image.is_some())
+            && !self.xtensa.installed()
         {
             return Err(BuildError::NoDeviceCompiler);
         }
@@ -163,6 +172,15 @@ impl BuildSetup {
         if self.data_model == DataModel::Device {
             device_model::gcc_include(&self.cxx)?;
             libcxx_headers(&self.include)?;
+            let libgcc = device_model::libgcc_beside(&self.archive);
+            if !libgcc.is_file() {
+                return Err(BuildError::Missing {
+                    what: "libgcc.a (i386, beside the device-model archive)",
+                    path: libgcc,
+                    hint: "run `make customop-archives`",
+                });
+            }
+            crate::reuse::verify_installed("libgcc.a (i386)", &libgcc)?;
         }
         self.flags.check()
     }
@@ -265,7 +283,10 @@ impl BuildSetup {
             None
         };
         let image = match (&device, &self.device_image) {
-            (Some(dev), Some(d)) => Some((device_image::stage(&dev.staged_objs(), d, work)?, d)),
+            (Some(dev), Some(d)) => Some((
+                device_image::stage(&self.xtensa, &dev.staged_objs(), d, work)?,
+                d,
+            )),
             _ => None,
         };
         put_in_place(&library, out)?;
@@ -305,7 +326,7 @@ impl StagedDevice {
     ) -> Result<StagedDevice, BuildError> {
         let staged = work.join("device");
         let objs = compile_all(sources, &staged, &core.on_compiled, |src, obj| {
-            device_compile(&core.include, &core.flags, src, obj)
+            device_compile(&core.xtensa, &core.include, &core.flags, src, obj)
         })?;
         Ok(StagedDevice {
             staged,

@@ -51,10 +51,13 @@ pub enum Part {
     Board,
     /// The `nrt-pool` CLI (the Python package's console script runs it).
     Cli,
+    /// The folder of the Xtensa GCC and binutils an installation carries (D114; the build
+    /// flow's `XtensaTools::carried_in_or_path` takes it, PATH's where it is not there).
+    XtensaTools,
 }
 
 impl Part {
-    pub const ALL: [Part; 8] = [
+    pub const ALL: [Part; 9] = [
         Part::Include,
         Part::HostArchive,
         Part::DeviceModelArchive,
@@ -63,6 +66,7 @@ impl Part {
         Part::LinkScript,
         Part::Board,
         Part::Cli,
+        Part::XtensaTools,
     ];
 
     /// Its name for front ends ("include", "host-archive", "xtensa-archive", "link-script",
@@ -77,6 +81,7 @@ impl Part {
             Part::LinkScript => "link-script",
             Part::Board => "board",
             Part::Cli => "nrt-pool",
+            Part::XtensaTools => "xtensa-tools",
         }
     }
 
@@ -102,6 +107,7 @@ impl Root {
                     Part::LinkScript => lib.join(XTENSA_TARGET).join("pool-core.ld"),
                     Part::Board => lib.join(XTENSA_TARGET).join("pool-board.elf"),
                     Part::Cli => p.join("bin/nrt-pool"),
+                    Part::XtensaTools => p.join("libexec/gpsimd-open/xtensa/bin"),
                 }
             }
             Root::Build { target, source } => {
@@ -119,6 +125,8 @@ impl Root {
                     Part::LinkScript => source.join("customop-device/xtensa/pool-core.ld"),
                     Part::Board => out.join(XTENSA_TARGET).join("pool-board.elf"),
                     Part::Cli => target.join("release/nrt-pool"),
+                    // What `make wheel` stages to carry (a build tree otherwise uses PATH's).
+                    Part::XtensaTools => target.join("xtensa-tools/bin"),
                 }
             }
         }
@@ -129,6 +137,7 @@ impl Root {
         let p = self.path(part);
         match part {
             Part::Include => p.join("torch/torch.h").is_file(),
+            Part::XtensaTools => p.is_dir(),
             _ => p.is_file(),
         }
     }

@@ -762,7 +762,8 @@ fn build(
     let parity = check
         .and_then(|c| nrt_pool_engine::check::Checks::parse(c).ok())
         .is_some_and(|c| c.has(nrt_pool_engine::check::Check::Parity));
-    let pool_image = parity && nrt_pool_build::xtensa_cxx_installed();
+    let xtensa = xtensa_tools();
+    let pool_image = parity && xtensa.installed();
     let data_model = nrt_pool_build::DataModel::from_name(data_model).ok_or_else(|| {
         pyo3::exceptions::PyValueError::new_err(format!(
             "data_model={data_model:?}: 'device' or 'host'"
@@ -798,6 +799,8 @@ fn build(
             },
             device_objects: None,
             device_image,
+            xtensa,
+            core_runner: installation::core_runner(),
             on_compiled: None,
         },
     };
@@ -811,10 +814,15 @@ fn build(
     Ok((served.display().to_string(), r.reused))
 }
 
+/// The Xtensa tools device builds run: those the package carries, else PATH's.
+fn xtensa_tools() -> nrt_pool_build::XtensaTools {
+    nrt_pool_build::XtensaTools::carried_in_or_path(&installation::find(Part::XtensaTools))
+}
+
 /// Whether the Xtensa cross compiler device builds need is installed.
 #[pyfunction]
 fn xtensa_cxx_installed() -> bool {
-    nrt_pool_build::xtensa_cxx_installed()
+    xtensa_tools().installed()
 }
 
 /// Does nothing: the baseline of `make bench`'s Python call row (a call through this

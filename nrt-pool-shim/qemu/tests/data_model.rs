@@ -118,7 +118,7 @@ fn the_hosts_data_model_stays_available_and_differs() {
     host.load(&so).unwrap();
     let l = words(&run(&mut host, "layouts"));
     assert_eq!(&l[..2], &[8, 8], "LP64: 8-byte long and pointers");
-    // A build without the multilib compiler names the package and the opt-out.
+    // A build without a compiler for i386 names what to install and the opt-out.
     let err = opbuild::build(&BuildOptions {
         schema,
         sources: vec![cpp],
@@ -131,13 +131,15 @@ fn the_hosts_data_model_stays_available_and_differs() {
             device_image: None,
             cxx: dir.path().join("no-such-g++").display().to_string(),
             flags: Default::default(),
+            xtensa: Default::default(),
+            core_runner: testkit::core_runner(),
             on_compiled: None,
         },
     })
     .unwrap_err()
     .to_string();
     assert!(
-        err.contains("g++-multilib") && err.contains("--data-model=host"),
+        err.contains("-m32") && err.contains("--data-model=host"),
         "{err}"
     );
 }

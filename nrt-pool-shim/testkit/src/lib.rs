@@ -16,6 +16,11 @@ pub fn ops_dir() -> PathBuf {
 }
 
 /// The host archive of the device's data model (i386, D97): what op builds use by default.
+/// The 32-bit core runner `make core-runner` builds (device-model registration runs in it).
+pub fn core_runner() -> PathBuf {
+    root().join("target/customop/i386-device/nrt-pool-core")
+}
+
 pub fn archive() -> PathBuf {
     let a = root().join("target/customop/i386-device/libneuroncustomop.a");
     assert!(
@@ -91,6 +96,8 @@ fn setup(
         device_image,
         cxx: "g++".into(),
         flags,
+        xtensa: Default::default(),
+        core_runner: core_runner(),
         on_compiled: None,
     }
 }
@@ -120,6 +127,8 @@ fn schema_library(
             },
             cxx: "g++".into(),
             flags,
+            xtensa: Default::default(),
+            core_runner: core_runner(),
             on_compiled: None,
         },
     })
@@ -270,6 +279,8 @@ pub fn build_example_with_image(
             flags: Default::default(),
             device_objects: None,
             device_image: device_image(dir.join(format!("lib{name}.pool"))),
+            xtensa: Default::default(),
+            core_runner: core_runner(),
             on_compiled: None,
         },
     })

@@ -22,6 +22,7 @@ use nrt_pool_engine::memory::{DeviceMemory, PAGE};
 
 mod divide;
 mod kernel_stack;
+mod registration;
 pub mod runner;
 mod services;
 mod signals;

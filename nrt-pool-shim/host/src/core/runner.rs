@@ -11,6 +11,7 @@ use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 use super::{probe_child, serve, Program, ENGINE_BASE, FAULT_EXIT};
+use customop_abi::runner::REGISTRATION_ROLE;
 use nrt_pool_engine::memory::DeviceMemory;
 use nrt_pool_engine::memory::CORES;
 use std::ffi::c_char;
@@ -25,9 +26,7 @@ pub enum Role {
 
 pub use nrt_pool_engine::elf_ident::is_i386_library;
 
-/// The first argument the engine passes: a runner from another build (whose arguments may
-/// differ) says so instead of misreading them.
-pub const PROTOCOL: &str = "nrt-pool-core/2";
+pub use customop_abi::runner::PROTOCOL;
 
 /// The variable that names the core runner (front ends may pass another).
 pub const CORE_RUNNER_ENV: &str = "NRT_POOL_CORE_RUNNER";
@@ -178,6 +177,11 @@ impl RunnerArgs {
 /// stderr capture and exits with [`FAULT_EXIT`] (the host reports the core's end).
 pub fn runner_main() -> ! {
     let argv: Vec<OsString> = std::env::args_os().skip(1).collect();
+    if let [protocol, role, library] = argv.as_slice() {
+        if protocol == PROTOCOL && role == REGISTRATION_ROLE {
+            super::registration::print(library)
+        }
+    }
     let args = match RunnerArgs::parse(argv.clone()) {
         Ok(a) => a,
         Err(why) => {

@@ -11,7 +11,11 @@ fn main() -> ExitCode {
         eprintln!("usage: xtensa-windowed-as IN.s OUT.o");
         return ExitCode::from(2);
     };
-    match nrt_pool_build::assemble_windowed(Path::new(asm), Path::new(obj)) {
+    match nrt_pool_build::assemble_windowed(
+        &nrt_pool_build::XtensaTools::on_path(),
+        Path::new(asm),
+        Path::new(obj),
+    ) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("xtensa-windowed-as: {e}");
