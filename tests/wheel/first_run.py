@@ -1,7 +1,9 @@
 """A first run from the installed wheel (packaging/wheel-test.sh runs it in a fresh venv,
-this checkout hidden): the README's Python lines and its CLI lines, an op built from AWS's
-API on both backends, byte-equal results, and every part of the installation found inside
-the venv. usage: first_run.py VENV"""
+this checkout hidden, and where it can the system's Xtensa tools, 32-bit C libraries and
+GCC plugin headers too): the README's Python lines and its CLI lines, an op built from
+AWS's API on both backends, byte-equal results, gdb stopped in the kernel on Xtensa
+cores, a flame graph, and every part of the installation found inside the venv.
+usage: first_run.py VENV"""
 import os
 import pathlib
 import subprocess
@@ -49,10 +51,17 @@ def main():
     here = pathlib.Path.cwd()
     assert inside_venv(gpsimd_open.__file__), gpsimd_open.__file__
     for part in ["include", "host-archive", "device-model-archive", "core-runner",
-                 "xtensa-archive", "link-script", "board", "nrt-pool"]:
+                 "xtensa-archive", "link-script", "board", "nrt-pool", "xtensa-tools"]:
         p = _native.installed(part)
         assert inside_venv(p) and os.path.exists(p), f"{part}: {p} is not in the venv"
     print("parts: every one found inside the venv")
+    if os.environ.get("GPSIMD_WHEEL_TEST_HIDDEN"):
+        for tool in ["xtensa-lx106-elf-g++", "xtensa-lx106-elf-as"]:
+            assert not any(os.access(os.path.join(d, tool), os.X_OK)
+                           for d in os.environ["PATH"].split(":")), f"{tool} is still visible"
+        assert not os.path.exists("/usr/lib32/libc.so.6"), "the system's 32-bit libc is still visible"
+        print("hidden: the system's Xtensa tools and 32-bit C libraries")
+    assert _native.xtensa_cxx_installed(), "the carried Xtensa g++ does not run"
 
     (here / "relu.cpp").write_text(RELU)
     (here / "shape.cpp").write_text(SHAPE)
@@ -94,6 +103,36 @@ def main():
                         str(here / "x.npy"), "--out", str(out)], check=True)
         assert np.load(out).tobytes() == want.tobytes(), lib
     print("cli: nrt-pool build, list and run on both backends")
+
+    # gdb on Xtensa cores: the launch waits at the kernel's entry; a batch session sees
+    # its argument and lets it finish.
+    launch = subprocess.Popen([nrt, "run", str(cli / "libmy_ops.pool"), "my_ops::relu_forward",
+                               "--arg", str(here / "x.npy"), "--out", str(here / "y-gdb.npy"),
+                               "--gdb=0"], stderr=subprocess.PIPE, text=True)
+    try:
+        for line in launch.stderr:
+            if "waiting for gdb" in line:
+                break
+        else:
+            raise AssertionError("the launch never said it waits for gdb")
+        g = subprocess.run([nrt, "gdb", str(cli / "libmy_ops.pool"), "0", "--", "-batch",
+                            "-ex", "info args", "-ex", "continue"],
+                           capture_output=True, text=True, timeout=300)
+        assert g.returncode == 0 and "x = " in g.stdout, g.stdout + g.stderr
+        assert launch.wait(timeout=120) == 0
+    finally:
+        launch.kill()
+    assert np.load(here / "y-gdb.npy").tobytes() == want.tobytes()
+    print("gdb: a batch session stopped in the kernel on Xtensa cores and read its argument")
+
+    # A profile to look at: the flame graph of a launch on Xtensa cores.
+    svg = here / "profile.svg"
+    subprocess.run([nrt, "run", str(cli / "libmy_ops.pool"), "my_ops::relu_forward", "--arg",
+                    str(here / "x.npy"), "--out", str(here / "y-prof.npy"), f"--profile={svg}"],
+                   check=True, capture_output=True)
+    text = svg.read_text()
+    assert text.startswith("<?xml") and "relu_forward" in text, text[:200]
+    print("profile: a flame graph of the kernel")
 
     # The carried programs start with the libraries they carry.
     exec_dir = pathlib.Path(_native.installed("board")).parents[3] / "libexec/gpsimd-open"
