@@ -109,3 +109,34 @@ def test_the_cli_takes_the_backend_and_checks_from_the_environment_as_python_doe
     p = run(NRT_POOL, "run", gallery / "libgallery.so", "gallery::clean", "--arg", gallery / "x.npy",
             "--out", tmp_path / "y.npy", env=env, check=False)
     assert p.returncode == 2 and b"GPSIMD_OPEN_ISA='arm': 'host' or 'xtensa'" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("isa", ["host", "xtensa"])
+def test_python_trace_writes_the_same_tracks_as_the_cli(gallery, tmp_path, isa):
+    from gpsimd_open import custom_op
+
+    lib = custom_op.load_library(str(gallery / "libgallery.so"), isa=isa)
+    x = np.load(gallery / "x.npy")
+    trace = tmp_path / "py.json"
+    y = lib.clean(x, cores=8, trace=trace)
+    assert y.shape == x.shape
+    events = json.loads(trace.read_text())["traceEvents"]
+    tracks = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert tracks == {c: f"core {c}" for c in range(8)}
+    assert sorted(e["tid"] for e in events if e.get("cat") == "kernel") == list(range(8))
+    # A path-like object too; a checked call's findings are instants at their lines.
+    import pathlib
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            lib.overlap(x, cores=8, check="race", trace=pathlib.Path(tmp_path / "check.json"))
+        except Exception:
+            pass
+    found = [e for e in json.loads((tmp_path / "check.json").read_text())["traceEvents"] if e["ph"] == "i"]
+    if isa == "host":
+        assert any(e["name"].startswith("check race") for e in found), found
+    # An unwritable path is an OSError naming it; the launch's result is not lost silently.
+    with pytest.raises(OSError, match="trace .*no-such-dir"):
+        lib.clean(x, trace=tmp_path / "no-such-dir" / "t.json")

@@ -4,7 +4,7 @@
 
 use std::cell::RefCell;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nrt_pool_cli::npy;
@@ -18,9 +18,8 @@ use nrt_pool_engine::{
     OutputSpec, Target,
 };
 use nrt_pool_open::environment::Asked;
-use nrt_pool_open::flame::FlameGraph;
 use nrt_pool_open::sarif::SarifLog;
-use nrt_pool_open::trace::LaunchTrace;
+use nrt_pool_open::views::{LaunchViews, ViewError};
 use nrt_pool_open::{Environment, Pool};
 use serde_json::json;
 
@@ -153,10 +152,12 @@ pub(crate) fn run(a: RunArgs) -> Result<(), CliFailure> {
     let ran = launches.run(&mut e, repeat, json, &mut clock);
     // The SARIF log and the suppressions' summary, also for a launch that faulted.
     let suppressed = launches.ci_reports(&e, sarif.as_deref(), json)?;
-    if let (Some(file), Some(f)) = (&trace, launches.fault.borrow().as_ref()) {
-        let mut t = LaunchTrace::default();
-        t.add_fault(f);
-        write_view(file, "--trace", t.to_json().as_bytes())?;
+    let views = LaunchViews {
+        trace: trace.clone(),
+        profile: profile.as_ref().filter(|f| !f.is_empty()).map(PathBuf::from),
+    };
+    if let Some(f) = launches.fault.borrow().as_ref() {
+        views.write_fault(f).map_err(view_failure)?;
     }
     let (done, elapsed) = ran?;
     let written = match (&done.output, &launches.device_out) {
@@ -175,11 +176,9 @@ pub(crate) fn run(a: RunArgs) -> Result<(), CliFailure> {
     // (PDEATHSIG), QEMU cores end when their channel closes, and the kernel frees device
     // memory.
     let profiled = e.take_profile();
-    let views = Views {
-        profile: profile.as_ref().filter(|f| !f.is_empty()).map(Path::new),
-        trace: trace.as_deref(),
-    };
-    views.write(&e, profiled.as_ref(), &done.check)?;
+    views
+        .write(&e, profiled.as_ref(), &done.check)
+        .map_err(view_failure)?;
     std::mem::forget(e);
     if timings && !json {
         clock.print();
@@ -227,58 +226,9 @@ fn open_for_run(
     Ok((e, checks))
 }
 
-/// What `--profile=FILE` and `--trace FILE` write of a profiled launch.
-struct Views<'a> {
-    /// An SVG flame graph (`.svg`), else folded stacks.
-    profile: Option<&'a Path>,
-    trace: Option<&'a Path>,
-}
-
-impl Views<'_> {
-    fn write(
-        &self,
-        e: &Pool,
-        profiled: Option<&nrt_pool_engine::profile::Profile>,
-        report: &CheckReport,
-    ) -> Result<(), CliFailure> {
-        if let Some(file) = self.trace {
-            // A checking launch is not profiled: its trace holds the findings alone.
-            let mut t = profiled.map(LaunchTrace::of_profile).unwrap_or_default();
-            t.add_findings(report);
-            write_view(file, "--trace", t.to_json().as_bytes())?;
-        }
-        let Some(p) = profiled else {
-            return Ok(());
-        };
-        if let Some(file) = self.profile {
-            let bytes = if file.extension().is_some_and(|x| x == "svg") {
-                let names = p
-                    .cores
-                    .iter()
-                    .flat_map(|c| c.functions.iter().map(|f| f.0.as_str()));
-                let graph = FlameGraph {
-                    profile: p,
-                    lines: e.function_lines(names),
-                };
-                graph.svg().map_err(|err| {
-                    CliFailure::Error(format!("--profile={}: {err}", file.display()))
-                })?
-            } else {
-                p.folded().into_bytes()
-            };
-            write_view(file, "--profile", &bytes)?;
-        }
-        Ok(())
-    }
-}
-
-/// Writes a view of the launch to `file` whole (a temporary file beside it, renamed over
-/// it; `flag` names it in the error).
-fn write_view(file: &Path, flag: &str, bytes: &[u8]) -> Result<(), CliFailure> {
-    let tmp = file.with_extension("part");
-    std::fs::write(&tmp, bytes)
-        .and_then(|()| std::fs::rename(&tmp, file))
-        .map_err(|err| CliFailure::Error(format!("{flag} {}: {err}", file.display())))
+/// A view that could not be written, named by its flag.
+fn view_failure(e: ViewError) -> CliFailure {
+    CliFailure::Error(format!("--{e}"))
 }
 
 /// What `--out-dtype` and `--out-shape` say of the output (both or neither).

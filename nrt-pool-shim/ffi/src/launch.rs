@@ -358,7 +358,7 @@ fn call_into(
         cores,
         options: CallOptions::default(),
     })?;
-    super::profile::keep(e);
+    super::profile::keep(e, &called.check);
     echo(&called.run.stdout, &called.run.stderr);
     super::checks::checked(&called.check)
 }

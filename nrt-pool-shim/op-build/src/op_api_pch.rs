@@ -128,7 +128,9 @@ pub(crate) fn include_args(
     static BUILDING: Mutex<()> = Mutex::new(());
     let _one_at_a_time = BUILDING.lock().unwrap_or_else(|p| p.into_inner());
     if !current(&dir) {
-        if let Err(why) = trusted(&dir) {
+        // (Nothing cached for this command yet is no entry to distrust.)
+        let distrusted = dir.exists().then(|| trusted(&dir).err()).flatten();
+        if let Some(why) = distrusted {
             eprintln!(
                 "note: the cached precompiled op API {} cannot be trusted ({why}); building it again",
                 dir.display()

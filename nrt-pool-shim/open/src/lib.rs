@@ -23,6 +23,7 @@ mod parity;
 mod pool;
 pub mod sarif;
 pub mod trace;
+pub mod views;
 
 pub use environment::Environment;
 pub use pool::Pool;

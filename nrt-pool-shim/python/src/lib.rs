@@ -29,7 +29,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, MutexGuard};
 
 use numpy::PyUntypedArray;
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyFloat, PyInt, PyTuple};
 
@@ -39,6 +39,7 @@ use nrt_pool_engine::{
     ArgValue, Call, CallOptions, Destination, DeviceTensor, EmuError, Output, Target,
 };
 use nrt_pool_open::installation::{self, Part};
+use nrt_pool_open::views::LaunchViews;
 use nrt_pool_open::{OpenError, OpenOptions, Pool};
 use nrt_pool_schema::ArgKind;
 
@@ -357,8 +358,10 @@ impl Library {
     /// call is checked and returns (output, findings, notes): each finding a dict.
     /// `debug` stops that core of this call for a debugger (the library's own setting
     /// otherwise).
-    /// `profile` measures the launch and returns (result, profile dict).
-    #[pyo3(signature = (op, args, cores=None, out=None, check=None, debug=None, profile=false))]
+    /// `profile` measures the launch and returns (result, profile dict). `trace` (a path)
+    /// profiles the launch and writes its trace there (Trace Event JSON, D113); a launch
+    /// that faults writes the fault's.
+    #[pyo3(signature = (op, args, cores=None, out=None, check=None, debug=None, profile=false, trace=None))]
     #[allow(clippy::too_many_arguments)]
     fn call<'py>(
         slf: &Bound<'py, Self>,
@@ -369,7 +372,12 @@ impl Library {
         check: Option<&str>,
         debug: Option<usize>,
         profile: bool,
+        trace: Option<PathBuf>,
     ) -> PyResult<Py<PyAny>> {
+        let views = LaunchViews {
+            trace,
+            profile: None,
+        };
         let py = slf.py();
         if debug.is_some_and(|c| c >= 8) {
             return Err(PyValueError::new_err("debug: a core number from 0 to 7"));
@@ -427,21 +435,30 @@ impl Library {
         // This call's options travel with it; the library's settings stay as they are.
         let options = CallOptions {
             checks: Some(checks),
-            profile: Some(profile),
+            profile: Some(profile || views.wanted()),
             debug: debug.map(|c| Some(nrt_pool_engine::debug::printing_request(c, "gpsimd_open"))),
             interrupt,
             ..CallOptions::default()
         };
         // Array arguments go straight from their NumPy buffers into device memory (one copy
         // each, GIL held), as device tensors this call frees again when it ends.
-        let r = e.with_temporaries(|e| Self::call_in(py, e, &target, pending, cores, out, options));
-        let measured = if profile { e.take_profile() } else { None };
-        drop(guard);
+        let r = e.with_temporaries(|e| {
+            Self::call_in(py, e, &target, pending, cores, out, options, &views)
+        });
+        let measured = if profile || views.wanted() {
+            e.take_profile()
+        } else {
+            None
+        };
         let raised = signal.lock().take();
         let (output, report) = match raised {
             Some(err) => return Err(err),
             None => r?,
         };
+        views
+            .write(e, measured.as_ref(), &report)
+            .map_err(|err| PyOSError::new_err(err.to_string()))?;
+        drop(guard);
         let output = output.into_pyobject(py)?.into_any().unbind();
         let output = match check {
             None => output,
@@ -551,6 +568,7 @@ impl Library {
         cores: Option<usize>,
         out: Option<&Bound<'py, DeviceArray>>,
         options: CallOptions,
+        views: &LaunchViews,
     ) -> PyResult<(Option<Bytes<'py>>, CheckReport)> {
         let mut args = Vec::with_capacity(pending.len());
         for p in &pending {
@@ -582,7 +600,13 @@ impl Library {
                     options,
                 })
             })
-            .map_err(|err| to_py(py, err))?;
+            .map_err(|err| {
+                if let nrt_pool_engine::EmuError::Fault(f) = &err {
+                    // The fault's trace; the fault itself is what the caller hears of.
+                    let _ = views.write_fault(f);
+                }
+                to_py(py, err)
+            })?;
         echo(py, &called.run.stdout, &called.run.stderr)?;
         Ok((called.output.map(|t| array_of(py, t)), called.check))
     }

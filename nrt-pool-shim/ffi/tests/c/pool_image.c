@@ -91,8 +91,26 @@ int main(int argc, char **argv) {
         printf("FAIL: another thread read this thread's profile (%lld)\n", (long long)theirs);
         return 1;
     }
+    /* The same launch's trace: Trace Event JSON with a track per core and the kernel's spans. */
+    int64_t tlen = nrt_pool_last_trace(NULL, 0);
+    char *trace = malloc((size_t)tlen + 1);
+    if (tlen <= 0 || !trace || nrt_pool_last_trace(trace, (size_t)tlen + 1) != tlen ||
+        strlen(trace) != (size_t)tlen) {
+        printf("FAIL: last_trace %lld\n", (long long)tlen);
+        return 1;
+    }
+    if (trace[0] != '{' || !strstr(trace, "\"traceEvents\":[") || !strstr(trace, "\"core 7\"") ||
+        !strstr(trace, "\"cat\":\"kernel\"")) {
+        printf("FAIL: the trace is not the launch's:\n%.300s\n", trace);
+        return 1;
+    }
+    if (nrt_pool_last_trace(small, 0) != tlen || nrt_pool_last_trace(NULL, 4) != -NRT_POOL_ERR_ARGUMENT) {
+        printf("FAIL: last_trace's sizing or NULL buffer\n");
+        return 1;
+    }
+    free(trace);
     fputs(report, stdout);
     nrt_pool_close();
-    printf("PASS: scale_add_mc on 8 Xtensa cores, profiled with its device-time estimate\n");
+    printf("PASS: scale_add_mc on 8 Xtensa cores, profiled with its device-time estimate and trace\n");
     return 0;
 }

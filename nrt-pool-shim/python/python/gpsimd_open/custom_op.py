@@ -286,7 +286,10 @@ class Op:
     core's wall time and instruction count (a dict: ``isa``, ``kernel``, ``cores``, each
     with ``core``, ``wall_s``, ``instructions`` and ``functions``; ``functions``, over all
     cores, as (name, instructions, share) most first; ``folded``, folded stacks for
-    flame-graph tools)."""
+    flame-graph tools). ``trace="launch.json"`` profiles the launch and writes its trace
+    there in the Trace Event format (Perfetto, chrome://tracing, speedscope: a track per
+    core, the kernel and its functions, the tensor copies, findings and a fault at their
+    source lines)."""
 
     def __init__(self, library, name, kinds):
         self._lib = library
@@ -295,12 +298,12 @@ class Op:
         self._specs = {}
         self.__doc__ = f"{library.namespace}::{name}({', '.join(kinds)}) -> torch::Tensor"
 
-    def __call__(self, *args, cores=None, out=None, check=None, debug=None, profile=False):
-        r, measured = self._launch(args, cores, out, check, debug, profile)
+    def __call__(self, *args, cores=None, out=None, check=None, debug=None, profile=False, trace=None):
+        r, measured = self._launch(args, cores, out, check, debug, profile, trace)
         result = out if r is None else from_engine(r)
         return (result, measured) if profile else result
 
-    def _launch(self, args, cores=None, out=None, check=None, debug=None, profile=False):
+    def _launch(self, args, cores=None, out=None, check=None, debug=None, profile=False, trace=None):
         """One launch: ((bytes, dtype name, shape) or None with ``out=``, profile or None),
         after the checks' findings were raised or warned about."""
         native_args = tuple(a._native if isinstance(a, DeviceArray) else to_engine(a) for a in args)
@@ -313,7 +316,10 @@ class Op:
         debug = _debug_core(debug)
         if not isinstance(profile, bool):
             raise TypeError(f"profile={profile!r}: True or False")
-        r = self._lib._native.call(self.__name__, native_args, cores, native_out, checks, debug, profile)
+        if trace is not None:
+            trace = os.fspath(trace)
+        r = self._lib._native.call(self.__name__, native_args, cores, native_out, checks, debug, profile,
+                                   trace)
         measured = None
         if profile:
             r, measured = r
