@@ -38,7 +38,7 @@ HOST_GCC_MAJOR := $(shell g++ -dumpversion 2>/dev/null || echo 12)
 BUILD_PACKAGES := gcc-xtensa-lx106 binutils-xtensa-lx106 libc++-14-dev g++-multilib \
 	gcc-$(HOST_GCC_MAJOR)-plugin-dev \
 	ninja-build meson libglib2.0-dev libpixman-1-dev libfdt-dev flex bison xz-utils libgmp-dev
-TEST_PACKAGES := cmake pkg-config dpkg gdb gdbserver
+TEST_PACKAGES := cmake pkg-config dpkg gdb gdbserver chromium
 tools-build:
 	@rustup component list --installed 2>/dev/null | grep -q '^rust-src' || rustup component add rust-src
 	@rustup target list --installed 2>/dev/null | grep -q '^riscv32imac-unknown-none-elf' || rustup target add riscv32imac-unknown-none-elf
@@ -48,7 +48,10 @@ tools-build:
 ## Microsoft's SARIF Multitool (MIT; npm, with the machine's Node.js): the tests validate
 ## `nrt-pool run --report` with it against the SARIF 2.1.0 schema.
 SARIF_TOOL := target/tools/sarif/node_modules/.bin/sarif-multitool
-tools: tools-build $(SARIF_TOOL)
+## speedscope (MIT; npm): the trace viewer the tests open `nrt-pool run --trace` files in,
+## in headless Chromium (TEST_PACKAGES), offline from this folder.
+SPEEDSCOPE := target/tools/speedscope/node_modules/speedscope/dist/release/index.html
+tools: tools-build $(SARIF_TOOL) $(SPEEDSCOPE)
 	@$(APT_INSTALL) $(TEST_PACKAGES)
 	@command -v cargo-deb >/dev/null || $(CARGO) install cargo-deb --locked
 
@@ -56,6 +59,10 @@ $(SARIF_TOOL):
 	mkdir -p target/tools/sarif
 	npm install --prefix target/tools/sarif --no-audit --no-fund --loglevel=error \
 		@microsoft/sarif-multitool@5.7.0
+
+$(SPEEDSCOPE):
+	mkdir -p target/tools/speedscope
+	npm install --prefix target/tools/speedscope --no-audit --no-fund --loglevel=error speedscope@1.25.0
 
 $(XTENSA_OUT)/split.so: nrtucode-extisa/tests/xtensa/kernels.c nrtucode-extisa/tests/xtensa/split.ld | tools-build
 	nrtucode-extisa/tests/xtensa/build.sh $(XTENSA_OUT)

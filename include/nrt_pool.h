@@ -290,6 +290,16 @@ int32_t nrt_pool_set_profile(int32_t on);
 int64_t nrt_pool_last_profile(char *buf,
                               size_t cap);
 
+/**
+ * Copies the calling thread's last profiled launch's trace (Trace Event JSON, as `nrt-pool
+ * run --trace` writes it: a track per core, the kernel and its functions, the tensor
+ * copies, the checks' findings) into `buf`, as [`nrt_pool_last_profile`] copies its report.
+ *
+ * # Safety
+ * `buf` is writable for `cap` bytes.
+ */
+int64_t nrt_pool_last_trace(char *buf, size_t cap);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

@@ -2,9 +2,19 @@
 track per core, the kernel and its functions, the tensor copies with their bytes, faults
 and findings as instants at their source lines), and `--profile=FILE.svg` an SVG flame graph
 (all cores folded, then each core, functions labelled with their source lines). Both are
-read back here; opening them in a browser is not part of this suite yet."""
+read back here, and opened as a user opens them: the trace in speedscope, the flame graph
+as a page, each in headless Chromium, checking what it lists and that it draws."""
+import contextlib
+import functools
+import http.server
 import json
+import os
+import shutil
+import struct
+import subprocess
+import threading
 import xml.etree.ElementTree as ET
+import zlib
 
 import numpy as np
 import pytest
@@ -140,3 +150,114 @@ def test_python_trace_writes_the_same_tracks_as_the_cli(gallery, tmp_path, isa):
     # An unwritable path is an OSError naming it; the launch's result is not lost silently.
     with pytest.raises(OSError, match="trace .*no-such-dir"):
         lib.clean(x, trace=tmp_path / "no-such-dir" / "t.json")
+
+
+# Opening the views as a user does (make tools installs both: speedscope from npm, Chromium
+# from Debian).
+SPEEDSCOPE = ROOT / "target" / "tools" / "speedscope" / "node_modules" / "speedscope" / "dist" / "release"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+viewer = pytest.mark.skipif(CHROMIUM is None or not (SPEEDSCOPE / "index.html").exists(),
+                            reason="UNSUPPORTED: headless Chromium or speedscope is not installed (make tools)")
+
+
+@contextlib.contextmanager
+def served(folder):
+    """`folder` over HTTP on a free local port (speedscope fetches its profile: file:// pages
+    may not)."""
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_port}"
+    finally:
+        srv.shutdown()
+
+
+def chromium(url, tmp_path):
+    """What headless Chromium makes of `url` once its scripts ran (5 s of the page's virtual
+    time: enough for speedscope to fetch and import a trace): (the DOM, the pixels of a
+    1200x800 screenshot)."""
+    common = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+              f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,800"]
+    dom = subprocess.run(common + ["--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
+    shot = tmp_path / "shot.png"
+    subprocess.run(common + [f"--screenshot={shot}", url], capture_output=True, timeout=120, check=True)
+    return dom, png_pixels(shot)
+
+
+def png_pixels(path):
+    """The (r, g, b) pixels of an 8-bit RGB or RGBA PNG, row after row."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", path
+    at, idat = 8, b""
+    while at < len(data):
+        n, kind = struct.unpack(">I4s", data[at:at + 8])
+        body = data[at + 8:at + 8 + n]
+        if kind == b"IHDR":
+            w, h, depth, color = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and color in (2, 6), (depth, color)
+            bpp = 3 if color == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        at += 12 + n
+    raw, stride = zlib.decompress(idat), w * bpp
+    out, prev = [], bytearray(stride)
+    for y in range(h):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], (prev[i - bpp] if i >= bpp else 0)
+            if kind == 1:
+                line[i] = (line[i] + a) & 255
+            elif kind == 2:
+                line[i] = (line[i] + b) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif kind == 4:
+                p = a + b - c
+                pred = a if abs(p - a) <= min(abs(p - b), abs(p - c)) else b if abs(p - b) <= abs(p - c) else c
+                line[i] = (line[i] + pred) & 255
+        out.extend(tuple(line[x * bpp:x * bpp + 3]) for x in range(w))
+        prev = line
+    return out
+
+
+def coloured(pixels):
+    """The share of pixels with a colour (not white, black or grey): drawn frames."""
+    return sum(1 for p in pixels if max(p) - min(p) >= 30) / len(pixels)
+
+
+@viewer
+def test_the_trace_of_an_8_core_launch_opens_in_speedscope_with_eight_tracks(gallery, tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    os.symlink(SPEEDSCOPE, site / "speedscope")
+    p, trace, _ = launch(gallery, "gallery::clean", "xtensa", tmp_path)
+    assert p.returncode == 0, p.stderr.decode()
+    shutil.copy(trace, site / "launch.json")
+    with served(site) as url:
+        dom, pixels = chromium(f"{url}/speedscope/index.html#profileURL={url}/launch.json", tmp_path)
+    # speedscope read the file: its title, and a profile per track, core 0 shown first.
+    assert "launch.json - speedscope" in dom, dom[:500]
+    assert "(1/8)" in dom, dom[:2000]
+    for c in range(8):
+        assert f"core {c} (tid {c})" in dom, f"core {c} is not among the viewer's tracks"
+    # And drew it: the kernel's and its functions' frames fill a good part of the view.
+    assert coloured(pixels) > 0.05, coloured(pixels)
+
+
+@viewer
+def test_the_flame_graph_renders_as_a_page_with_the_kernels_functions(gallery, tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    _, _, svg = launch(gallery, "gallery::clean", "xtensa", tmp_path)
+    shutil.copy(svg, site / "flame.svg")
+    with served(site) as url:
+        dom, pixels = chromium(f"{url}/flame.svg", tmp_path)
+    assert "clean_relu(torch::Tensor const&amp;)" in dom, dom[:500]
+    assert "all cores" in dom and "core 7" in dom
+    assert coloured(pixels) > 0.05, coloured(pixels)

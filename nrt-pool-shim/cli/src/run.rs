@@ -154,7 +154,10 @@ pub(crate) fn run(a: RunArgs) -> Result<(), CliFailure> {
     let suppressed = launches.ci_reports(&e, sarif.as_deref(), json)?;
     let views = LaunchViews {
         trace: trace.clone(),
-        profile: profile.as_ref().filter(|f| !f.is_empty()).map(PathBuf::from),
+        profile: profile
+            .as_ref()
+            .filter(|f| !f.is_empty())
+            .map(PathBuf::from),
     };
     if let Some(f) = launches.fault.borrow().as_ref() {
         views.write_fault(f).map_err(view_failure)?;
