@@ -262,6 +262,29 @@ def check_rows(work):
         del lib, op
 
 
+def view_rows(work, nrt_pool):
+    """What the views cost (D113): a profiled launch on 8 Xtensa cores through the CLI,
+    writing its trace and SVG flame graph, against the same launch printing its profile."""
+    name = "trace + flame graph vs a profiled launch, 8 Xtensa cores (ms)"
+    if not wants(name):
+        return
+    (work / "inter.cpp").write_text(INTERLEAVED)
+    (work / "inter_shape.cpp").write_text(INTERLEAVED_SHAPE)
+    d = work / "views"
+    custom_op.load("inter", [work / "inter.cpp"], [work / "inter_shape.cpp"], build_directory=d, multicore=True,
+                   isa="xtensa")
+    np.save(work / "views-x.npy", np.random.default_rng(5).standard_normal(1 << 16).astype(np.float32))
+    base = [nrt_pool, "run", d / "libinter.pool", "inter::twice", "--arg", work / "views-x.npy",
+            "--out", work / "views-y.npy", "--cores", "8"]
+    svg, trace = work / "views.svg", work / "views.json"
+    plain = lambda: subprocess.run(base + ["--profile"], check=True, capture_output=True)
+    viewed = lambda: subprocess.run(base + [f"--profile={svg}", "--trace", trace], check=True, capture_output=True)
+    viewed()
+    assert svg.stat().st_size > 0 and trace.stat().st_size > 0
+    # Goal: the views add at most 10% to the profiled launch (a ratio of at least 1/1.1).
+    row(name, timed(viewed, 7), timed(plain, 7), "ms", 1e3, goal=round(1 / 1.1, 3))
+
+
 def main():
     work = pathlib.Path(tempfile.mkdtemp(prefix="gpsimd_open_bench_"))
     nrt_pool = ROOT / "target" / "release" / "nrt-pool"
@@ -360,6 +383,7 @@ def main():
     first_result_rows(work, nrt_pool)
     xtensa_rows(work)
     check_rows(work)
+    view_rows(work, nrt_pool)
 
     out = ROOT / "target" / "bench"
     out.mkdir(parents=True, exist_ok=True)
