@@ -1,9 +1,14 @@
 """How long the op would take on the device (D100): a profile on Xtensa cores
-estimates the launch's time on a trn1 Pool engine. Checked against AWS's published
-customop_mlp ladder with kernels of our own in the tutorial's shape (ReLU over a 32x4096
-float tensor): element-wise accessor within 30% of the ~79.3 ms the ladder implies, the
-TCM accessor version at most ~1 ms, the 8-core version below the 1-core one. Host cores'
-profiles say they are no estimate."""
+estimates the launch's time on a trn1 Pool engine, as a band with what it rests on.
+
+Two kinds of check, named as such. Regression guards: the model is fitted to AWS's
+customop_mlp inference ladder (ReLU over a 32x4096 float tensor, our own kernels in the
+tutorial's shape), so those kernels agree with it by construction; the guards only keep
+them there as the runtime and compiler change. Held out: AWS's training tutorial (117.47
+it/s with element-wise ReLU forward and backward on 32x120 and 32x84) bounds the four
+launches of a step, a figure the fit never saw. And kernels outside the fitted shape
+(arithmetic-heavy, copy-heavy) are flagged with a wide band, not priced with false
+confidence. Host cores' profiles say they are no estimate."""
 import re
 import shutil
 import subprocess
@@ -114,19 +119,23 @@ def estimate(builds, name):
     np.testing.assert_array_equal(y, np.maximum(x(), 0))
     e = prof["estimate"]
     assert e is not None, prof["report"]
-    assert "an estimate, not a measurement" in prof["report"] and e["stated_error"] in prof["report"]
+    assert "an estimate, not a measurement" in prof["report"] and e["fitted_to"] in prof["report"]
+    assert e["low_seconds"] <= e["seconds"] <= e["high_seconds"], e
     return e
 
 
-def test_the_elementwise_relu_estimates_within_30_percent_of_the_published_ladder(builds):
+def test_regression_guard_the_elementwise_fit_point_stays_inside_its_band(builds):
     e = estimate(builds, "elementwise")
     ms = e["seconds"] * 1e3
     assert abs(ms - ELEMENTWISE_MS) <= 0.3 * ELEMENTWISE_MS, (ms, ELEMENTWISE_MS)
+    assert e["low_seconds"] * 1e3 <= ELEMENTWISE_MS <= e["high_seconds"] * 1e3, e
+    # One core on element-wise accessors: the fitted regime, nothing flagged.
+    assert e["regime"] == [], e["regime"]
     # The time is in the accesses, and the report says so by function.
     assert e["functions"][0][0] == "[element-wise accessor accesses]", e["functions"][:3]
 
 
-def test_the_tcm_relu_estimates_at_most_a_millisecond_and_eight_cores_less_than_one(builds):
+def test_regression_guard_the_tcm_fit_point_and_eight_cores_less_than_one(builds):
     one = estimate(builds, "tcm")["seconds"]
     eight = estimate(builds, "multicore")
     assert one <= 1.0e-3, one
@@ -144,9 +153,125 @@ def test_the_cli_prints_the_estimate_and_host_cores_say_they_give_none(builds, t
                            capture_output=True, text=True)
         assert p.returncode == 0, p.stderr
         if isa == "xtensa":
-            m = re.search(r"estimated time on a trn1 Pool engine: ~([\d.]+) ms \(an estimate", p.stderr)
+            m = re.search(r"estimated time on a trn1 Pool engine: ~(\d+(?:\.\d)?) ms, between ([\d.]+) ms and "
+                          r"([\d.]+) ms \(fitted to AWS's customop_mlp ReLU ladder on trn1: .*an estimate, not a measurement",
+                          p.stderr)
             assert m and abs(float(m.group(1)) - ELEMENTWISE_MS) <= 0.3 * ELEMENTWISE_MS, p.stderr
-            assert re.search(r"core 0: ~[\d.]+ ms = instructions .* \+ \d+ element-wise accesses", p.stderr), p.stderr
+            # Two significant figures: 79 ms, not 79.301 ms.
+            assert len(m.group(1).replace(".", "").lstrip("0")) <= 2, m.group(1)
+            assert re.search(r"core 0: ~[\d.]+ ms \([\d.]+ ms\.\.[\d.]+ ms\) = instructions .* \+ \d+ "
+                             r"element-wise accesses", p.stderr), p.stderr
         else:
             assert "not an estimate of the device's time" in p.stderr, p.stderr
             assert "estimated time" not in p.stderr, p.stderr
+
+
+# AWS's training tutorial for the same sample (customop_mlp, training on trn1, batch 32,
+# hidden layers [120, 84], the ReLU's forward and backward as element-wise accessor
+# kernels): 117.47 iterations a second. A step's four ReLU launches take part of it.
+TRAINING_STEP_MS = 1e3 / 117.47
+
+FORWARD = r"""
+#include <torch/torch.h>
+torch::Tensor relu_forward(const torch::Tensor &x) {
+    torch::Tensor y = torch::zeros(x.sizes(), torch::kFloat);
+    auto in = x.accessor<float, 2>();
+    auto out = y.accessor<float, 2>();
+    for (int64_t r = 0; r < x.sizes()[0]; r++)
+        for (int64_t c = 0; c < x.sizes()[1]; c++)
+            out[r][c] = in[r][c] > 0.0 ? in[r][c] : 0.0;
+    return y;
+}
+torch::Tensor relu_backward(const torch::Tensor &grad, const torch::Tensor &x) {
+    torch::Tensor y = torch::zeros(x.sizes(), torch::kFloat);
+    auto in = x.accessor<float, 2>();
+    auto g = grad.accessor<float, 2>();
+    auto out = y.accessor<float, 2>();
+    for (int64_t r = 0; r < x.sizes()[0]; r++)
+        for (int64_t c = 0; c < x.sizes()[1]; c++)
+            out[r][c] = in[r][c] > 0.0 ? g[r][c] : 0.0;
+    return y;
+}
+"""
+TRAINING_SHAPE = r"""
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+torch::Tensor fwd(torch::Tensor x) { return torch::zeros(x.sizes(), torch::kFloat); }
+torch::Tensor bwd(torch::Tensor g, torch::Tensor x) { return torch::zeros(x.sizes(), torch::kFloat); }
+NEURON_LIBRARY(train_ops, m) {
+    m.def("relu_forward", &fwd, "relu_forward");
+    m.def("relu_backward", &bwd, "relu_backward");
+}
+"""
+
+
+def test_held_out_the_training_tutorials_step_bounds_its_four_relu_launches(tmp_path):
+    """Held out (the fit never saw it): a training step at 117.47 it/s takes 8.5 ms, and its
+    four element-wise ReLU launches are part of it, so the estimate for them must allow
+    less. The central estimate is reported against the bound in the assertion message."""
+    (tmp_path / "relu.cpp").write_text(FORWARD)
+    (tmp_path / "shape.cpp").write_text(TRAINING_SHAPE)
+    lib = custom_op.load(name="train_ops", compute_srcs=[str(tmp_path / "relu.cpp")],
+                         shape_srcs=[str(tmp_path / "shape.cpp")], build_directory=str(tmp_path),
+                         isa="xtensa")
+    rng = np.random.default_rng(117)
+    low = central = 0.0
+    for width in (120, 84):
+        x = rng.standard_normal((32, width)).astype(np.float32)
+        g = rng.standard_normal((32, width)).astype(np.float32)
+        for op, args, want in [("relu_forward", (x,), np.maximum(x, 0)),
+                               ("relu_backward", (g, x), np.where(x > 0, g, 0).astype(np.float32))]:
+            y, prof = lib.ops[op](*args, profile=True)
+            np.testing.assert_array_equal(y, want)
+            e = prof["estimate"]
+            low += e["low_seconds"] * 1e3
+            central += e["seconds"] * 1e3
+    assert low <= TRAINING_STEP_MS, (low, central, TRAINING_STEP_MS)
+    # Recorded for docs/device-time.md: where the central estimate falls against the bound.
+    print(f"held out: four ReLU launches estimated {central:.2f} ms (low end {low:.2f} ms), "
+          f"the step takes {TRAINING_STEP_MS:.2f} ms")
+
+
+ARITHMETIC = r"""
+#include <torch/torch.h>
+torch::Tensor relu_forward(const torch::Tensor &t_in) {
+    torch::Tensor t_out = torch::zeros(t_in.sizes(), torch::kFloat);
+    auto out = t_out.accessor<float, 2>();
+    float v = 1.0f;
+    for (int i = 0; i < 200000; i++) v = v * 1.0000001f + 1e-7f;  // a dependent chain
+    out[0][0] = v;
+    return t_out;
+}
+"""
+COPYING = r"""
+#include <torch/torch.h>
+torch::Tensor relu_forward(const torch::Tensor &t_in) {
+    torch::Tensor t_out = torch::zeros(t_in.sizes(), torch::kFloat);
+    float *buf = (float *)torch::neuron::tcm_malloc(sizeof(float) * 4096);
+    auto src = t_in.tcm_accessor();
+    auto dst = t_out.tcm_accessor();
+    for (int rep = 0; rep < 16; rep++)
+        for (size_t at = 0; at < (size_t)t_in.numel(); at += 4096) {
+            src.tensor_to_tcm<float>(buf, at, 4096);
+            dst.tcm_to_tensor<float>(buf, at, 4096);
+        }
+    torch::neuron::tcm_free(buf);
+    return t_out;
+}
+"""
+
+
+@pytest.mark.parametrize("kind,src,flag", [("arithmetic", ARITHMETIC, "instruction-bound"),
+                                           ("copying", COPYING, "copy-bound")])
+def test_kernels_outside_the_fitted_shape_are_flagged_with_a_wide_band(tmp_path, kind, src, flag):
+    (tmp_path / "relu.cpp").write_text(src)
+    (tmp_path / "shape.cpp").write_text(SHAPE)
+    lib = custom_op.load(name="tutorial_ops", compute_srcs=[str(tmp_path / "relu.cpp")],
+                         shape_srcs=[str(tmp_path / "shape.cpp")], build_directory=str(tmp_path),
+                         isa="xtensa")
+    x = np.ones((1, 4) if kind == "arithmetic" else (32, 4096), np.float32)
+    _, prof = lib.ops["relu_forward"](x, profile=True)
+    e = prof["estimate"]
+    assert any(r.startswith(flag) for r in e["regime"]), e["regime"]
+    assert f"outside the fitted regime: {flag}" in prof["report"], prof["report"]
+    assert e["high_seconds"] / e["low_seconds"] >= 3, e

@@ -4,6 +4,21 @@
 //! the engine reads it from a core's image after a profiled launch on Xtensa cores (the
 //! image lies in device memory at its SoC address).
 
+/// The runtime's functions that serve an access (demangled names, or their prefixes): the
+/// device-time estimate leaves their instructions out and prices the access by the counts
+/// instead. The runtime's own tests check that each names a function of its Xtensa
+/// archive (`customop-device/tests/access_path.rs`): a rename fails there.
+pub const ACCESS_PATH: &[&str] = &[
+    "<neuroncustomop::runtime::translate::",
+    "neuron_translate(",
+    "neuron_translate_ctx(",
+    "neuron_memcpy(",
+    "neuroncustomop::runtime::mem::aligned::copy",
+    "neuroncustomop::runtime::state::transfer",
+    "neuroncustomop::runtime::state::check_tcm_copy",
+    "<neuroncustomop::runtime::global::Global<neuroncustomop::runtime::state::State>>::with::<bool, neuroncustomop::runtime::state::check_tcm_copy",
+];
+
 /// The runtime's exported symbol holding a core's counts.
 pub const ACCESS_COUNTS_SYMBOL: &str = "customop_access_counts";
 

@@ -97,7 +97,7 @@ unsafe fn copy_out(
         };
         if cap > 0 {
             if buf.is_null() {
-                set_error(&format!("{name}: buf is NULL"), false);
+                set_error(format!("{name}: buf is NULL"), false);
                 return -i64::from(NRT_POOL_ERR_ARGUMENT);
             }
             let n = text.len().min(cap - 1);

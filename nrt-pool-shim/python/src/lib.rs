@@ -560,6 +560,7 @@ impl Library {
 impl Library {
     /// `call` once the arguments are checked and the engine is locked: one call through
     /// the engine's call path, array arguments read straight from their NumPy buffers.
+    #[allow(clippy::too_many_arguments)]
     fn call_in<'py>(
         py: Python<'py>,
         e: &mut Pool,

@@ -52,9 +52,10 @@ pub(crate) fn profile_dict<'py>(
     Ok(d)
 }
 
-/// An estimate as Python data: {"seconds", "stated_error", "model", "copy_bound", "cores":
-/// [{"core", "seconds", "compute_s", "element_s", "copies_s"}], "functions": [(name,
-/// seconds)] over all cores}.
+/// An estimate as Python data: {"seconds", "low_seconds", "high_seconds" (the band),
+/// "fitted_to", "regime" (why it lies outside the fitted regime, [] inside it), "model",
+/// "copy_bound", "cores": [{"core", "seconds", "low_seconds", "high_seconds", "compute_s",
+/// "element_s", "copies_s"}], "functions": [(name, seconds)] over all cores}.
 fn estimate_dict<'py>(
     py: Python<'py>,
     e: &nrt_pool_engine::estimate::Estimate,
@@ -62,7 +63,13 @@ fn estimate_dict<'py>(
     use pyo3::types::PyDict;
     let d = PyDict::new(py);
     d.set_item("seconds", e.seconds)?;
-    d.set_item("stated_error", nrt_pool_engine::estimate::STATED_ERROR)?;
+    d.set_item("low_seconds", e.low)?;
+    d.set_item("high_seconds", e.high)?;
+    d.set_item("fitted_to", nrt_pool_engine::estimate::FITTED_TO)?;
+    d.set_item(
+        "regime",
+        e.regime.iter().map(|r| r.text()).collect::<Vec<_>>(),
+    )?;
     d.set_item("model", "trn1 (D100, docs/device-time.md)")?;
     d.set_item("copy_bound", e.copy_bound)?;
     let mut cores = Vec::new();
@@ -71,6 +78,8 @@ fn estimate_dict<'py>(
         let cd = PyDict::new(py);
         cd.set_item("core", c.core)?;
         cd.set_item("seconds", c.seconds)?;
+        cd.set_item("low_seconds", c.low)?;
+        cd.set_item("high_seconds", c.high)?;
         cd.set_item("compute_s", c.compute)?;
         cd.set_item("element_s", c.element)?;
         cd.set_item("copies_s", c.copies)?;
