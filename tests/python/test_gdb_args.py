@@ -111,3 +111,51 @@ def test_a_helpers_arguments_print_as_on_host_cores(built, lib):
         lines = [l.split("\t", 1)[1].strip() for l in out.splitlines() if re.match(r"^\d+\t", l)]
         assert lines[-3:] == ["float t = total(buf, 64);", "float u = total(buf + 32, 32);",
                               "for (int i = 0; i < 64; i++) out[i] = buf[i];"], out
+
+
+# A kernel that begins with an inlined call (get_dst_tensor(), the multicore idiom): in a
+# default build GCC schedules the argument stores among its code (D116).
+DST_FIRST = r"""
+#include <torch/torch.h>
+torch::Tensor scale(const torch::Tensor &x, double factor) {
+    torch::Tensor out = get_dst_tensor();
+    auto o = out.accessor<float, 1>();
+    auto i = x.accessor<float, 1>();
+    for (int k = 0; k < 64; k++) o[k] = i[k] * (float)factor;
+    return out;
+}
+"""
+
+
+def test_break_on_a_default_built_kernel_stops_in_the_kernel_with_its_arguments(tmp_path):
+    (tmp_path / "k.cpp").write_text(DST_FIRST)
+    (tmp_path / "s.cpp").write_text(SHAPE)
+    run(NRT_POOL, "build", "--name", "gdb_ops", "--compute", tmp_path / "k.cpp", "--shape", tmp_path / "s.cpp",
+        "--build-directory", tmp_path, "--device-image")
+    np.save(tmp_path / "x.npy", np.arange(64, dtype=np.float32))
+    env = dict(os.environ, GPSIMD_OPEN_GDB="0")
+    launch = subprocess.Popen(
+        [str(a) for a in [NRT_POOL, "run", tmp_path / "libgdb_ops.pool", "gdb_ops::scale", "--arg",
+                          tmp_path / "x.npy", "--arg", "2.5", "--out", tmp_path / "y.npy"]],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        wait_for_session(launch.stderr)
+        g = subprocess.run([str(NRT_POOL), "gdb", str(tmp_path / "libgdb_ops.pool"), "0", "--", "-batch",
+                            "-ex", "info args", "-ex", "break scale", "-ex", "info breakpoints", "-ex", "continue"],
+                           capture_output=True, text=True, timeout=300)
+        assert g.returncode == 0, g.stdout + g.stderr
+        assert launch.wait(timeout=120) == 0
+    finally:
+        launch.kill()
+    out = g.stdout
+    line = next(n for n, t in enumerate(DST_FIRST.split("\n"), 1) if "get_dst_tensor()" in t)
+    # The session's stop: in the kernel, not in the inlined get_dst_tensor (ATen.h).
+    assert re.search(rf"^Breakpoint 1, (0x[0-9a-f]+ in )?scale \(x=\.\.\., factor=2\.5\) at .*k\.cpp:{line}$", out,
+                     re.M), out
+    assert re.search(r"^factor = 2\.5$", out, re.M) and "in get_dst_tensor ()" not in out and "ATen.h" not in out, out
+    # A user's `break scale` lands where the session stopped: the kernel's line, after the
+    # argument stores (one address for both breakpoints).
+    (session,) = re.findall(r"^1\s+breakpoint\s+keep\s+y\s+(0x[0-9a-f]+) in scale", out, re.M)
+    (user,) = re.findall(rf"^3\s+breakpoint\s+keep\s+y\s+(0x[0-9a-f]+) in scale.* at .*k\.cpp:{line}$", out, re.M)
+    assert session == user, out
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), np.arange(64, dtype=np.float32) * 2.5)

@@ -20,6 +20,7 @@ use nrt_pool_schema::{self as schema, demangle, DType, KernelSig, ParamKind};
 pub(crate) mod alignment_plugin;
 pub mod device_image;
 pub mod device_model;
+mod entry_rows;
 mod library;
 mod neuron_ops;
 mod op_api_pch;
@@ -506,6 +507,9 @@ pub(crate) fn device_compile(
     // The op API precompiled for this command, where the source opens with it (D106).
     op_api_pch::add_when_opening_with_it(&mut c, src, command);
     run(&mut c)?;
+    // gdb's `break KERNEL` stops after the argument stores, in the kernel (D116).
+    let text = std::fs::read_to_string(&asm).map_err(io(&asm))?;
+    std::fs::write(&asm, entry_rows::after_argument_stores(&text)).map_err(io(&asm))?;
     assemble_windowed(tools, &asm, obj)?;
     std::fs::remove_file(&asm).map_err(io(&asm))
 }
