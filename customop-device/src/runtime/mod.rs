@@ -10,6 +10,8 @@
 //!   device's alignment faults).
 
 pub mod access;
+#[cfg(any(test, all(feature = "archive", not(target_os = "none"))))]
+pub mod convert;
 pub mod global;
 pub mod heap;
 pub mod mem;

@@ -4,7 +4,8 @@
 //! range, and `__builtin_clz`/`ctz` of 0, are undefined in C and give other values on a
 //! Pool core than on x86; host builds check for them too (`-fsanitize=float-cast-overflow,
 //! builtin`) and a checked launch notes each with its source line (a `rules` finding).
-//! Unchecked, the x86 value goes on.
+//! Unchecked, a conversion goes on with the device's value where the build's GCC plugin
+//! made it call [`super::convert`] (D117), and `clz`/`ctz` of 0 with x86's.
 //!
 //! A Pool core (Xtensa) faults on a 2- or 4-byte load or store at an address that is not a
 //! multiple of its size, and reads 8-byte values as two 4-byte words; x86 does not fault at

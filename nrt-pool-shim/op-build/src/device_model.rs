@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{alignment_plugin, io, BuildError, CompileFlags, DEVICE_RULES_ON_HOST};
+use crate::{device_plugin, io, BuildError, CompileFlags, DEVICE_RULES_ON_HOST};
 
 /// The type sizes, alignment and ABI of a Pool core on i386 (the Xtensa GCC's predefined
 /// model: `xtensa-lx106-elf-gcc -dM -E`), SSE arithmetic (IEEE single and double, no x87
@@ -107,7 +107,7 @@ pub(crate) fn cxx(
     ]);
     c.args(DEVICE_RULES_ON_HOST);
     // Alignment judged as GCC for Xtensa judges it, where this compiler loads plugins (D105).
-    if let Some(plugin) = alignment_plugin::argument(cxx) {
+    if let Some(plugin) = device_plugin::argument(cxx) {
         c.arg(plugin);
     }
     crate::device_system_includes(&mut c, include, libcxx);

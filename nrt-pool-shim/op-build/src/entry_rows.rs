@@ -13,16 +13,29 @@
 //! inlined block's start, after the stores. Nothing else moves: the code is the same, and
 //! the instructions passed over belong to the function's opening line.
 //!
-//! The scan is the one `nrt_pool_qemu::entry` makes over the linked code: after `entry`,
-//! loads, stores, address computations and narrow moves, up to the first other
-//! instruction; the last store of an argument register (a2-a7) to a slot off the stack
-//! pointer.
+//! The scan is close to the one `nrt_pool_qemu::entry` makes over the linked code: after
+//! `entry`, address computations, narrow moves and the frame's loads and stores, up to the
+//! first other instruction; the last store of an argument register (a2-a7) to a slot off
+//! the stack pointer. It ends earlier, at a load or store through another base: such an
+//! access is the body's and may fault, and a fault names its line from these rows. (Where
+//! it ends before the stores, the session stops at `nrt_pool_qemu::entry`'s address.)
 
-/// The instructions the prologue scan reads past (all but the stores change no memory).
+/// The instructions the prologue scan reads past: address computations, literal loads,
+/// narrow moves, and loads and stores of the frame (below).
 const PROLOGUE: &[&str] = &[
-    "l8ui", "l16ui", "l16si", "l32i", "s8i", "s16i", "s32i", "addi", "addmi", "movi", "l32r",
-    "l32i.n", "s32i.n", "add.n", "addi.n", "movi.n", "mov.n", "nop.n",
+    "addi", "addmi", "movi", "l32r", "add.n", "addi.n", "movi.n", "mov.n", "nop.n",
 ];
+
+/// Loads and stores: read past only when they reach the frame (their base is the stack
+/// pointer). One through another base is the body's and may fault: its line row must stay
+/// where GCC put it, so the scan ends there.
+const MEMORY: &[&str] = &[
+    "l8ui", "l16ui", "l16si", "l32i", "s8i", "s16i", "s32i", "l32i.n", "s32i.n",
+];
+
+fn frame_access(operands: &str) -> bool {
+    matches!(operands.split(',').map(str::trim).nth(1), Some("sp" | "a1"))
+}
 
 /// Labels that place a line row or an inline block's bound.
 fn movable(label: &str) -> bool {
@@ -72,10 +85,13 @@ pub fn after_argument_stores(asm: &str) -> String {
             }
             let mut parts = t.splitn(2, char::is_whitespace);
             let mnemonic = parts.next().unwrap_or("");
-            if !PROLOGUE.contains(&mnemonic) {
+            let operands = parts.next().unwrap_or("");
+            let passable = PROLOGUE.contains(&mnemonic)
+                || (MEMORY.contains(&mnemonic) && frame_access(operands));
+            if !passable {
                 break;
             }
-            if stores_an_argument(mnemonic, parts.next().unwrap_or("")) {
+            if stores_an_argument(mnemonic, operands) {
                 last_store = Some(k);
             }
         }

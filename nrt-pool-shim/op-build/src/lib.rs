@@ -17,9 +17,9 @@ use std::process::Command;
 
 use nrt_pool_schema::{self as schema, demangle, DType, KernelSig, ParamKind};
 
-pub(crate) mod alignment_plugin;
 pub mod device_image;
 pub mod device_model;
+pub(crate) mod device_plugin;
 mod entry_rows;
 mod library;
 mod neuron_ops;

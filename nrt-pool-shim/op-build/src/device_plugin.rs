@@ -1,11 +1,14 @@
-//! The GCC plugin that makes host builds judge alignment as GCC for Xtensa does (D105):
-//! aggregates word-aligned, and no run-time check of an access whose misalignment the
-//! compiler knows (the device build moves such a value piecewise, so it does not fault).
+//! The GCC plugin that makes host builds in the device's data model follow the device
+//! compiler and cores where no flag can: alignment judged as GCC for Xtensa judges it
+//! (D105: aggregates word-aligned, and no run-time check of an access whose misalignment
+//! the compiler knows, which the device build moves piecewise), and float-to-integer
+//! conversions computed as a core computes them (D117: NaN and out-of-range values).
 //!
 //! The plugin is C++ against the host compiler's own plugin headers, so it is built for
 //! the compiler in use, once, into a cache folder, and found there by later builds. A
 //! compiler without plugin headers builds op libraries without it: host cores then fault
-//! on those accesses (the stricter answer), and the build says once what to install.
+//! on those accesses (the stricter answer) and convert as x86 does, and the build says
+//! once what to install and what is lost.
 //!
 //! A cached plugin is trusted only when its bytes match the SHA-256 digest written beside it
 //! when it was built (`NAME.so.sha256`): a file a killed write, a full disk or a bad sector
@@ -19,7 +22,7 @@ use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
 /// The plugin's source, carried in the build crate (an installed wheel has no checkout).
-const SOURCE: &str = include_str!("../gcc-plugin/device_alignment.cc");
+const SOURCE: &str = include_str!("../gcc-plugin/device_rules.cc");
 
 /// The `-fplugin=` argument for `cxx`, building the plugin on first use; None when this
 /// compiler cannot load one (said once per process on stderr).
@@ -36,7 +39,9 @@ pub(crate) fn argument(cxx: &str) -> Option<OsString> {
                 eprintln!(
                     "note: {why}; host cores will fault on misaligned accesses whose \
                      misalignment GCC for Xtensa sees at compile time (the device build \
-                     moves those bytewise; docs/decisions.md D105)"
+                     moves those bytewise; docs/decisions.md D105), and float-to-integer \
+                     conversions of NaN or out-of-range values give x86's values, not the \
+                     device's (D117)"
                 );
                 None
             }
@@ -71,23 +76,20 @@ fn find_or_build(cxx: &str, dir: &Path) -> Result<PathBuf, String> {
     // Built for this compiler (its version and headers) from this source.
     let mut key = std::collections::hash_map::DefaultHasher::new();
     (SOURCE, &version, &headers, cxx).hash(&mut key);
-    let plugin = dir.join(format!(
-        "device_alignment-{version}-{:016x}.so",
-        key.finish()
-    ));
+    let plugin = dir.join(format!("device_rules-{version}-{:016x}.so", key.finish()));
     match verify(&plugin) {
         Ok(()) => return Ok(plugin),
         Err(Unverified::Absent) => {}
         Err(Unverified::Damaged(why)) => {
             eprintln!(
-                "note: the cached alignment plugin {} cannot be trusted ({why}); building it again",
+                "note: the cached device-rules plugin {} cannot be trusted ({why}); building it again",
                 plugin.display()
             );
         }
     }
     build(cxx, &headers, dir, &plugin)
         .map(|()| plugin)
-        .map_err(|e| format!("the alignment plugin could not be built for {cxx}: {e}"))
+        .map_err(|e| format!("the device-rules plugin could not be built for {cxx}: {e}"))
 }
 
 /// Why a cached plugin is not used as it is.
@@ -139,11 +141,11 @@ fn verify(plugin: &Path) -> Result<(), Unverified> {
 fn build(cxx: &str, headers: &Path, dir: &Path, plugin: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let work = tempfile::Builder::new()
-        .prefix(".device_alignment")
+        .prefix(".device_rules")
         .tempdir_in(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?;
-    let src = work.path().join("device_alignment.cc");
-    let out = work.path().join("device_alignment.so");
+    let src = work.path().join("device_rules.cc");
+    let out = work.path().join("device_rules.so");
     std::fs::write(&src, SOURCE).map_err(|e| format!("{}: {e}", src.display()))?;
     let result = Command::new(cxx)
         .args(["-shared", "-fPIC", "-fno-rtti", "-O2", "-I"])
@@ -157,7 +159,7 @@ fn build(cxx: &str, headers: &Path, dir: &Path, plugin: &Path) -> Result<(), Str
         return Err(String::from_utf8_lossy(&result.stderr).into_owned());
     }
     let bytes = std::fs::read(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let digest = work.path().join("device_alignment.so.sha256");
+    let digest = work.path().join("device_rules.so.sha256");
     std::fs::write(&digest, crate::reuse::digest(&bytes))
         .map_err(|e| format!("{}: {e}", digest.display()))?;
     // The plugin first, then its digest: a plugin whose digest never arrived is rebuilt.
