@@ -339,11 +339,14 @@ fn the_ffi_parity_check_compares_with_the_pool_image_beside_a_registered_library
     std::fs::write(
         &compute,
         "#include <stdint.h>\n#include <torch/torch.h>\n\
-         torch::Tensor to_byte(const torch::Tensor &x) {\n\
+         torch::Tensor clz_zero(const torch::Tensor &x) {\n\
            torch::Tensor y = torch::empty(x.sizes(), torch::kFloat);\n\
            auto in = x.accessor<float, 1>(); auto out = y.accessor<float, 1>();\n\
-           // A negative float to an unsigned byte: x86 wraps it, the device gives 0.\n\
-           for (int64_t i = 0; i < x.numel(); i++) out[i] = (float)(uint8_t)in[i];\n\
+           // __builtin_clz/ctz of 0 are undefined: x86's and the device's instructions differ.\n\
+           for (int64_t i = 0; i < x.numel(); i++) {\n\
+             unsigned v = (unsigned)(in[i] + 8.0f);\n\
+             out[i] = (float)__builtin_clz(v) + 100.0f * (float)__builtin_ctz(v);\n\
+           }\n\
            return y;\n\
          }\n\
          torch::Tensor twice(const torch::Tensor &x) {\n\
@@ -359,7 +362,7 @@ fn the_ffi_parity_check_compares_with_the_pool_image_beside_a_registered_library
         &shape,
         "#include <torch/torch.h>\n#include \"torchneuron/register.h\"\n\
          torch::Tensor s(torch::Tensor x) { return torch::empty(x.sizes(), torch::kFloat); }\n\
-         NEURON_LIBRARY(parity_ops, m) { m.def(\"to_byte\", &s, \"to_byte\"); m.def(\"twice\", &s, \"twice\"); }\n",
+         NEURON_LIBRARY(parity_ops, m) { m.def(\"clz_zero\", &s, \"clz_zero\"); m.def(\"twice\", &s, \"twice\"); }\n",
     )
     .unwrap();
     let built = nrt_pool_build::build(&nrt_pool_build::OpBuildOptions {
