@@ -94,8 +94,9 @@ PARALLEL ?= 3
 ## runs Xtensa op images on QEMU cores: $(CUSTOMOP_OUT)/xtensa-q7-none-elf/pool-board.elf,
 ## beside QEMU with the nrt-pool machine (built from Debian's QEMU source; D63) and the gdb
 ## for those cores (built from Debian's gdb source for QEMU's core configuration; D83)
-ARCHIVES := customop-host customop-device-model core-runner customop-riscv32 customop-xtensa pool-board pool-qemu
-customop-archives: $(ARCHIVES) pool-gdb xtensa-tools
+ARCHIVES := customop-host customop-device-model core-runner customop-riscv32 customop-xtensa pool-board pool-qemu \
+	xtensa-tools
+customop-archives: $(ARCHIVES) pool-gdb
 ## The Xtensa GCC and binutils staged relocatable, as the wheel carries them (D114); front
 ## ends in this tree use them (else PATH's). Staged again when the Debian packages change.
 XTENSA_TOOLS := target/xtensa-tools
