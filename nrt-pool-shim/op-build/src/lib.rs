@@ -184,6 +184,12 @@ pub enum BuildError {
          host's data model (--data-model=host, whose results can differ from the device's)"
     )]
     NoDeviceModelCompiler(String),
+    #[error(
+        "{0} does not run: op libraries are built with the host's C++ compiler (apt-get \
+         install g++ on Debian and Ubuntu, dnf install gcc-c++ on Amazon Linux; CXX names \
+         another)"
+    )]
+    NoHostCompiler(String),
     #[error("a compiler thread failed")]
     Crashed,
     #[error("library name '{0}': use letters, digits and '_' (it becomes lib{0}.so)")]

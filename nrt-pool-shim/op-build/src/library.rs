@@ -169,6 +169,16 @@ impl BuildSetup {
         if let Some(d) = &self.device_image {
             d.check()?;
         }
+        let runs = Command::new(&self.cxx)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !runs {
+            return Err(match self.data_model {
+                DataModel::Device => BuildError::NoDeviceModelCompiler(self.cxx.clone()),
+                DataModel::Host => BuildError::NoHostCompiler(self.cxx.clone()),
+            });
+        }
         if self.data_model == DataModel::Device {
             device_model::gcc_include(&self.cxx)?;
             libcxx_headers(&self.include)?;

@@ -142,4 +142,29 @@ fn the_hosts_data_model_stays_available_and_differs() {
         err.contains("-m32") && err.contains("--data-model=host"),
         "{err}"
     );
+    // In the host's data model too, a compiler that does not run names what installs one.
+    let (schema, cpp) = source();
+    let err = opbuild::build(&BuildOptions {
+        schema,
+        sources: vec![cpp],
+        out: dir.path().join("libnone.so"),
+        setup: opbuild::BuildSetup {
+            archive: testkit::lp64_archive(),
+            data_model: opbuild::DataModel::Host,
+            include: testkit::root().join("include"),
+            device_objects: None,
+            device_image: None,
+            cxx: dir.path().join("no-such-g++").display().to_string(),
+            flags: Default::default(),
+            xtensa: Default::default(),
+            core_runner: testkit::core_runner(),
+            on_compiled: None,
+        },
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("does not run") && err.contains("apt-get install g++"),
+        "{err}"
+    );
 }
