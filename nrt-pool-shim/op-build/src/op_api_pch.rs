@@ -19,7 +19,8 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
-use std::time::UNIX_EPOCH;
+
+use crate::reuse::length_and_time;
 
 /// `NRT_POOL_PCH=0` builds without the precompiled header.
 pub const PCH_ENV: &str = "NRT_POOL_PCH";
@@ -155,7 +156,8 @@ fn current(dir: &Path) -> bool {
             let (Some(stamp), Some(len), Some(path)) = (f.next(), f.next(), f.next()) else {
                 return false;
             };
-            stamp_of(Path::new(path)).is_some_and(|(n, s)| n.to_string() == len && s == stamp)
+            length_and_time(Path::new(path))
+                .is_some_and(|(n, s)| n.to_string() == len && s == stamp)
         })
 }
 
@@ -165,7 +167,7 @@ fn current(dir: &Path) -> bool {
 /// process and entry.
 fn trusted(dir: &Path) -> Result<(), String> {
     let gch = dir.join("op_api.h.gch");
-    let Some(stamp) = stamp_of(&gch) else {
+    let Some(stamp) = length_and_time(&gch) else {
         return Err("no precompiled header".into());
     };
     let mut checked = CHECKED.lock().unwrap_or_else(|p| p.into_inner());
@@ -203,16 +205,6 @@ fn forget_checks() {
 
 /// The file of an entry with its header's and precompiled header's digests.
 const DIGESTS: &str = "digests";
-
-/// A file's length and modification time, as the manifest records them.
-fn stamp_of(path: &Path) -> Option<(u64, String)> {
-    let meta = std::fs::metadata(path).ok()?;
-    let t = meta.modified().ok()?.duration_since(UNIX_EPOCH).ok()?;
-    Some((
-        meta.len(),
-        format!("{}.{:09}", t.as_secs(), t.subsec_nanos()),
-    ))
-}
 
 /// Builds the precompiled header in a fresh folder and renames it to `dir`, so another
 /// build finds a whole entry or none; then keeps the cache to its newest [`KEEP`] entries.
@@ -268,7 +260,7 @@ fn manifest(deps: &str) -> String {
         if f.ends_with("/op_api.h") {
             continue;
         }
-        if let Some((len, stamp)) = stamp_of(Path::new(f)) {
+        if let Some((len, stamp)) = length_and_time(Path::new(f)) {
             out.push_str(&format!("{f} {len} {stamp}\n"));
         }
     }

@@ -241,19 +241,21 @@ impl Record {
 /// precompiled header) by length and modification time, as make judges them.
 const DIGESTED: u64 = 4 << 20;
 
+/// A file's length and modification time (seconds and nanoseconds since the epoch), as
+/// the build record and the precompiled header's manifest know a file they do not digest.
+pub(crate) fn length_and_time(p: &Path) -> Option<(u64, String)> {
+    let m = std::fs::metadata(p).ok()?;
+    let t = m.modified().ok()?.duration_since(UNIX_EPOCH).ok()?;
+    Some((m.len(), format!("{}.{:09}", t.as_secs(), t.subsec_nanos())))
+}
+
 /// A file read by a build, as the record knows it.
 fn stamp(p: &Path) -> Option<String> {
-    let m = std::fs::metadata(p).ok()?;
-    if m.len() <= DIGESTED {
+    let (len, time) = length_and_time(p)?;
+    if len <= DIGESTED {
         return digest_file(p);
     }
-    let t = m.modified().ok()?.duration_since(UNIX_EPOCH).ok()?;
-    Some(format!(
-        "{}:{}.{:09}",
-        m.len(),
-        t.as_secs(),
-        t.subsec_nanos()
-    ))
+    Some(format!("{len}:{time}"))
 }
 
 /// SHA-256 of a file's bytes, in hex (kept per path, length and time for the process: a
@@ -261,11 +263,7 @@ fn stamp(p: &Path) -> Option<String> {
 pub(crate) fn digest_file(p: &Path) -> Option<String> {
     type Known = Vec<(PathBuf, String, String)>;
     static KNOWN: std::sync::Mutex<Known> = std::sync::Mutex::new(Vec::new());
-    let when = {
-        let m = std::fs::metadata(p).ok()?;
-        let t = m.modified().ok()?.duration_since(UNIX_EPOCH).ok()?;
-        format!("{}:{}.{:09}", m.len(), t.as_secs(), t.subsec_nanos())
-    };
+    let when = length_and_time(p).map(|(len, time)| format!("{len}:{time}"))?;
     let mut known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, _, d)) = known.iter().find(|(q, w, _)| q == p && *w == when) {
         return Some(d.clone());
