@@ -152,24 +152,27 @@ def _fake_kernel(qualified):
         if given is not None:
             return given(*args)
         op = _SERVING[qualified]
-        symbolic = any(isinstance(d, torch.SymInt) for a in args if isinstance(a, torch.Tensor) for d in a.shape)
-        symbolic = symbolic or any(isinstance(a, (torch.SymInt, torch.SymFloat, torch.SymBool)) for a in args)
+        # One pass over the arguments: the signature the shape function is asked for, and
+        # whether any size or number is symbolic (the trace then specializes on it).
+        device = None
+        signature = []
+        symbolic = False
+        for i, a in enumerate(args):
+            if isinstance(a, torch.Tensor):
+                device = device or a.device
+                symbolic = symbolic or any(isinstance(d, torch.SymInt) for d in a.shape)
+                # 0-d as [1], as the CPU kernel passes it.
+                shape = [_concrete(d) for d in a.shape] or [1]
+                signature.append((_engine_dtype(qualified, i, a), tuple(shape)))
+            else:
+                symbolic = symbolic or isinstance(a, (torch.SymInt, torch.SymFloat, torch.SymBool))
+                signature.append(_concrete(a))
         if symbolic and qualified not in _SPECIALIZED:
             _SPECIALIZED.add(qualified)
             warnings.warn(f"{qualified}: its C++ shape function takes concrete sizes, so this trace "
                           "specializes on its arguments' sizes (a guard on each; a new size recompiles); "
                           "gpsimd_open.custom_op.register_fake gives it a symbolic fake kernel instead",
                           stacklevel=2)
-        device = None
-        signature = []
-        for i, a in enumerate(args):
-            if isinstance(a, torch.Tensor):
-                device = device or a.device
-                # 0-d as [1], as the CPU kernel passes it.
-                shape = [_concrete(d) for d in a.shape] or [1]
-                signature.append((_engine_dtype(qualified, i, a), tuple(shape)))
-            else:
-                signature.append(_concrete(a))
         dtype, shape = op._output_spec(tuple(signature))
         return torch.empty(shape, dtype=_DEVICE_DTYPES[dtype], device=device or "cpu")
 
