@@ -75,7 +75,8 @@ demo:
 	@$(MAKE) --no-print-directory -j$(PARALLEL) -Oline demo-parts
 	$(RELEASE)/nrt-pool bringup --provider $(RELEASE)/libnrtucode_extisa.so \
 		--cayman-library $(XTENSA_OUT)/split.so
-	$(RELEASE)/nrt-pool demo --provider $(RELEASE)/libnrtucode_extisa.so --examples examples/ops
+	$(RELEASE)/nrt-pool demo --provider $(RELEASE)/libnrtucode_extisa.so --examples examples/ops \
+		--flame-graph target/demo-profile.svg
 
 ## What make demo runs, built side by side: the CLI and the provider (make test builds the
 ## rest of the workspace), the host and Xtensa archives, the board, QEMU, the Cayman library.

@@ -271,6 +271,9 @@ pub struct DemoArgs {
     /// The schema-layer examples (examples/ops; mlp/ and multicore/ are its siblings)
     #[arg(long)]
     pub examples: Option<PathBuf>,
+    /// Where the profiled Xtensa launch's flame graph goes (an SVG to open in a browser)
+    #[arg(long, value_name = "FILE", default_value = "demo-profile.svg")]
+    pub flame_graph: PathBuf,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

@@ -35,6 +35,9 @@ pub struct DemoOptions {
     pub xtensa: opbuild::XtensaTools,
     /// The 32-bit core runner (device-model registration and cores).
     pub core_runner: PathBuf,
+    /// Where the profiled Xtensa launch's flame graph is written (it outlives the demo's
+    /// work folder).
+    pub flame_graph: PathBuf,
 }
 
 /// What running the examples as Xtensa Pool images on QEMU needs.
@@ -527,22 +530,24 @@ fn device_examples(
         for line in p.report(5).lines().take(8) {
             let _ = writeln!(report, "profile    {line}");
         }
-        let svg = flame_graph(xt, &p, &libs[0].with_file_name("demo-profile.svg"))?;
+        flame_graph(xt, &p, &o.flame_graph)?;
+        let shown = std::fs::canonicalize(&o.flame_graph).unwrap_or_else(|_| o.flame_graph.clone());
         let _ = writeln!(
             report,
             "profile    flame graph (all cores, then each; open it in a browser): {}",
-            svg.display()
+            shown.display()
         );
     }
     Ok(())
 }
 
-/// Draws `p` as an SVG flame graph at `path`, its functions labelled with their lines.
+/// Draws `p` as an SVG flame graph at `path` (written whole), its functions labelled with
+/// their lines.
 fn flame_graph(
     xt: &Pool,
     p: &nrt_pool_engine::profile::Profile,
     path: &std::path::Path,
-) -> Result<PathBuf, String> {
+) -> Result<(), String> {
     let names = p
         .cores
         .iter()
@@ -552,8 +557,13 @@ fn flame_graph(
         lines: xt.function_lines(names),
     };
     let svg = graph.svg().map_err(|e| e.to_string())?;
-    std::fs::write(path, svg).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(path.to_path_buf())
+    let partial = path.with_extension("svg.partial");
+    std::fs::write(&partial, svg)
+        .and_then(|()| std::fs::rename(&partial, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&partial);
+            format!("--flame-graph {}: {e}", path.display())
+        })
 }
 
 /// One call of `kernel` through the opened pool on `cores` (None: the library's default),

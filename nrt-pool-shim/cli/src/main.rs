@@ -537,6 +537,7 @@ fn demo(a: DemoArgs) -> Result<(), CliFailure> {
         },
         xtensa: xtensa_tools(),
         core_runner: installation::core_runner(),
+        flame_graph: a.flame_graph,
     };
     let report =
         nrt_pool_cli::demo::run(&o).map_err(|e| CliFailure::Error(format!("demo: {e}")))?;

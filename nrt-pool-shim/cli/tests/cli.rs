@@ -1312,12 +1312,16 @@ fn both_device_memory_backings_give_the_same_output() {
 #[test]
 fn the_demo_runs_the_examples_on_xtensa_cores_too() {
     let root = common::root();
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("flame.svg");
     let out = Command::new(env!("CARGO_BIN_EXE_nrt-pool"))
         .arg("demo")
         .arg("--provider")
         .arg(root.join("target/release/libnrtucode_extisa.so"))
         .arg("--examples")
         .arg(root.join("examples/ops"))
+        .arg("--flame-graph")
+        .arg(&svg)
         .env_remove("NRT_POOL_QEMU")
         .output()
         .unwrap();
@@ -1329,4 +1333,15 @@ fn the_demo_runs_the_examples_on_xtensa_cores_too() {
         .filter(|l| l.starts_with("xtensa ") && l.contains("agrees with the host backend"))
         .count();
     assert_eq!(agree, 7, "{stdout}");
+    // The flame graph it names outlives the demo's work folder.
+    assert!(
+        stdout.contains(&format!("open it in a browser): {}", svg.display())),
+        "{stdout}"
+    );
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        drawn.starts_with("<?xml") && drawn.contains("all cores"),
+        "{}",
+        &drawn[..200]
+    );
 }
