@@ -530,7 +530,14 @@ fn device_examples(
         for line in p.report(5).lines().take(8) {
             let _ = writeln!(report, "profile    {line}");
         }
-        flame_graph(xt, &p, &o.flame_graph)?;
+        // Written as `nrt-pool run --profile=FILE.svg` writes it.
+        let views = nrt_pool_open::views::LaunchViews {
+            trace: None,
+            profile: Some(o.flame_graph.clone()),
+        };
+        views
+            .write(xt, Some(&p), &Default::default())
+            .map_err(|e| format!("--flame-graph: {e}"))?;
         let shown = std::fs::canonicalize(&o.flame_graph).unwrap_or_else(|_| o.flame_graph.clone());
         let _ = writeln!(
             report,
@@ -539,31 +546,6 @@ fn device_examples(
         );
     }
     Ok(())
-}
-
-/// Draws `p` as an SVG flame graph at `path` (written whole), its functions labelled with
-/// their lines.
-fn flame_graph(
-    xt: &Pool,
-    p: &nrt_pool_engine::profile::Profile,
-    path: &std::path::Path,
-) -> Result<(), String> {
-    let names = p
-        .cores
-        .iter()
-        .flat_map(|c| c.functions.iter().map(|f| f.0.as_str()));
-    let graph = nrt_pool_open::flame::FlameGraph {
-        profile: p,
-        lines: xt.function_lines(names),
-    };
-    let svg = graph.svg().map_err(|e| e.to_string())?;
-    let partial = path.with_extension("svg.partial");
-    std::fs::write(&partial, svg)
-        .and_then(|()| std::fs::rename(&partial, path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&partial);
-            format!("--flame-graph {}: {e}", path.display())
-        })
 }
 
 /// One call of `kernel` through the opened pool on `cores` (None: the library's default),

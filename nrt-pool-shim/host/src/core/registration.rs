@@ -15,12 +15,17 @@ use super::dlerror_text;
 /// The text function's type (see [`REGISTRATION_SYMBOL`]).
 type TextFn = unsafe extern "C" fn(*mut c_char, c_int) -> c_int;
 
-/// Why the role could not print a registration, on stderr, and the exit status 3.
-fn fail(why: &[u8]) -> ! {
+/// Why the role printed no registration, on stderr, and the exit `status`.
+fn fail_with(why: &[u8], status: i32) -> ! {
     let mut e = std::io::stderr().lock();
     let _ = e.write_all(why);
     let _ = e.write_all(b"\n");
-    std::process::exit(3)
+    std::process::exit(status)
+}
+
+/// A registration library that cannot be used: exit status 3.
+fn fail(why: &[u8]) -> ! {
+    fail_with(why, 3)
 }
 
 /// Prints the registration of `library` on stdout and exits 0; a failed registration's
@@ -56,10 +61,7 @@ pub(super) fn print(library: &OsStr) -> ! {
     };
     let text = CStr::from_bytes_until_nul(&buf).map_or(&buf[..], CStr::to_bytes);
     if n < 0 {
-        let mut e = std::io::stderr().lock();
-        let _ = e.write_all(text);
-        let _ = e.write_all(b"\n");
-        std::process::exit(2)
+        fail_with(text, 2)
     }
     let mut out = std::io::stdout().lock();
     if out.write_all(text).and_then(|()| out.flush()).is_err() {
