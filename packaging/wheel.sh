@@ -45,27 +45,15 @@ EXEC="$DATA/libexec/gpsimd-open"
 test -x "$ROOT/target/xtensa-tools/bin/xtensa-lx106-elf-g++" || { echo "wheel.sh: run make xtensa-tools first" >&2; exit 1; }
 cp -a "$ROOT/target/xtensa-tools" "$EXEC/xtensa"
 
-# The programs' shared libraries, as manylinux wheels carry theirs: every library ldd
-# resolves except the C and C++ runtimes the manylinux_2_35 policy lets a wheel take from
-# the system (GCC 12's libstdc++, GLIBCXX_3.4.30, is within it), beside the programs in
-# lib/, each program and library told to look there first ($ORIGIN).
+# The programs' shared libraries, as manylinux wheels carry theirs (packaging/carry-libs.sh:
+# not the C and C++ runtimes the manylinux_2_35 policy lets a wheel take from the system;
+# GCC 12's libstdc++, GLIBCXX_3.4.30, is within it), beside the programs in lib/, each
+# program told to look there first ($ORIGIN).
 DOC="$DATA/share/doc/gpsimd-open/third-party"
 mkdir -p "$EXEC/lib" "$DOC"
 : > "$DOC/.packages"
 for prog in qemu-system-xtensa xtensa-elf-gdb libnrt-pool-profile.so libnrt-pool-access.so; do
-    ldd "$EXEC/$prog" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' | while read -r name path; do
-        case $name in
-        libc.so.* | libm.so.* | libgcc_s.so.* | libstdc++.so.* | libpthread.so.* | libdl.so.* | \
-            librt.so.* | ld-linux* | libresolv.so.* | libutil.so.*) continue ;;
-        esac
-        if [ ! -f "$EXEC/lib/$name" ]; then
-            cp -L "$path" "$EXEC/lib/$name"
-            chmod 644 "$EXEC/lib/$name"
-            "$PATCHELF" --set-rpath '$ORIGIN' "$EXEC/lib/$name"
-            real=$(readlink -f "$path")
-            { dpkg -S "$real" 2>/dev/null || dpkg -S "${real#/usr}" 2>/dev/null; } | head -n1 | cut -d: -f1 >> "$DOC/.packages" || true
-        fi
-    done
+    "$ROOT/packaging/carry-libs.sh" "$EXEC/$prog" "$EXEC/lib" "$DOC/.packages" "$PATCHELF"
     "$PATCHELF" --set-rpath '$ORIGIN/lib' "$EXEC/$prog"
 done
 

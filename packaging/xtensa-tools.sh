@@ -51,18 +51,7 @@ rm "$D/compat.c"
 : > "$D/doc/.packages"
 find "$D/bin" "$D/lib" -type f | while read -r f; do
     file -b "$f" | grep -q '^ELF.*dynamically linked' || continue
-    ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' | while read -r name path; do
-        case $name in
-        libc.so.* | libm.so.* | libgcc_s.so.* | libpthread.so.* | libdl.so.* | librt.so.* | ld-linux*) continue ;;
-        esac
-        if [ ! -f "$D/lib/$name" ]; then
-            cp -L "$path" "$D/lib/$name"
-            chmod 644 "$D/lib/$name"
-            "$PATCHELF" --set-rpath '$ORIGIN' "$D/lib/$name"
-            real=$(readlink -f "$path")
-            { dpkg -S "$real" 2>/dev/null || dpkg -S "${real#/usr}" 2>/dev/null; } | head -n1 | cut -d: -f1 >> "$D/doc/.packages" || true
-        fi
-    done
+    "$(dirname "$0")/carry-libs.sh" "$f" "$D/lib" "$D/doc/.packages" "$PATCHELF"
     case $f in
     "$D"/lib/*.so*) ;;
     *)
