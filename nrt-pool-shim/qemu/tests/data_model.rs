@@ -118,51 +118,37 @@ fn the_hosts_data_model_stays_available_and_differs() {
     host.load(&so).unwrap();
     let l = words(&run(&mut host, "layouts"));
     assert_eq!(&l[..2], &[8, 8], "LP64: 8-byte long and pointers");
-    // A build without a compiler for i386 names what to install and the opt-out.
-    let err = opbuild::build(&BuildOptions {
-        schema,
-        sources: vec![cpp],
-        out: dir.path().join("libnone.so"),
-        setup: opbuild::BuildSetup {
-            archive: testkit::archive(),
-            data_model: opbuild::DataModel::Device,
-            include: testkit::root().join("include"),
-            device_objects: None,
-            device_image: None,
-            cxx: dir.path().join("no-such-g++").display().to_string(),
-            flags: Default::default(),
-            xtensa: Default::default(),
-            core_runner: testkit::core_runner(),
-            on_compiled: None,
-        },
-    })
-    .unwrap_err()
-    .to_string();
+    // A build whose compiler is not there, in either data model: its error.
+    let without_compiler = |data_model, archive| {
+        let (schema, cpp) = source();
+        opbuild::build(&BuildOptions {
+            schema,
+            sources: vec![cpp],
+            out: dir.path().join("libnone.so"),
+            setup: opbuild::BuildSetup {
+                archive,
+                data_model,
+                include: testkit::root().join("include"),
+                device_objects: None,
+                device_image: None,
+                cxx: dir.path().join("no-such-g++").display().to_string(),
+                flags: Default::default(),
+                xtensa: Default::default(),
+                core_runner: testkit::core_runner(),
+                on_compiled: None,
+            },
+        })
+        .unwrap_err()
+        .to_string()
+    };
+    // Without a compiler for i386 it names what to install and the opt-out...
+    let err = without_compiler(opbuild::DataModel::Device, testkit::archive());
     assert!(
         err.contains("-m32") && err.contains("--data-model=host"),
         "{err}"
     );
-    // In the host's data model too, a compiler that does not run names what installs one.
-    let (schema, cpp) = source();
-    let err = opbuild::build(&BuildOptions {
-        schema,
-        sources: vec![cpp],
-        out: dir.path().join("libnone.so"),
-        setup: opbuild::BuildSetup {
-            archive: testkit::lp64_archive(),
-            data_model: opbuild::DataModel::Host,
-            include: testkit::root().join("include"),
-            device_objects: None,
-            device_image: None,
-            cxx: dir.path().join("no-such-g++").display().to_string(),
-            flags: Default::default(),
-            xtensa: Default::default(),
-            core_runner: testkit::core_runner(),
-            on_compiled: None,
-        },
-    })
-    .unwrap_err()
-    .to_string();
+    // ...and in the host's data model, what installs one.
+    let err = without_compiler(opbuild::DataModel::Host, testkit::lp64_archive());
     assert!(
         err.contains("does not run") && err.contains("apt-get install g++"),
         "{err}"
