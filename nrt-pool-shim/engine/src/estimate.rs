@@ -220,18 +220,17 @@ impl Model {
     fn core(&self, c: &CoreProfile) -> Option<CoreEstimate> {
         let a = c.accesses?;
         let per_instruction = self.fit.cycles_per_instruction / self.clock_hz;
-        let mut functions: Vec<(String, f64)> = c
+        // The kernel's own functions: the access path is priced by the counts instead.
+        let own: Vec<&(String, u64)> = c
             .functions
             .iter()
             .filter(|(f, _)| !on_access_path(f))
+            .collect();
+        let instructions: f64 = own.iter().map(|(_, n)| *n as f64).sum();
+        let mut functions: Vec<(String, f64)> = own
+            .iter()
             .map(|(f, n)| (f.clone(), *n as f64 * per_instruction))
             .collect();
-        let instructions: f64 = c
-            .functions
-            .iter()
-            .filter(|(f, _)| !on_access_path(f))
-            .map(|(_, n)| *n as f64)
-            .sum();
         let compute = instructions * per_instruction;
         let element = f64::from(a.element) * self.fit.element_access_cycles / self.clock_hz;
         let copies = self.copy_dma.price(&a);
