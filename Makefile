@@ -134,6 +134,10 @@ customop-riscv32: tools-build
 customop-xtensa: tools-build
 	customop-device/xtensa/build-archive.sh $(CUSTOMOP_OUT)/xtensa-q7-none-elf/release/libneuroncustomop.a
 	packaging/digest.sh $(CUSTOMOP_OUT)/xtensa-q7-none-elf/release/libneuroncustomop.a
+	@# The runtime's device frames, where host builds in the device's data model find them (D118).
+	@mkdir -p $(CUSTOMOP_OUT)/i386-device
+	cp $(CUSTOMOP_OUT)/xtensa-q7-none-elf/release/libneuroncustomop.frames $(CUSTOMOP_OUT)/i386-device/runtime-frames.txt.partial
+	mv -f $(CUSTOMOP_OUT)/i386-device/runtime-frames.txt.partial $(CUSTOMOP_OUT)/i386-device/runtime-frames.txt
 pool-board: tools-build
 	nrt-pool-shim/qemu/board/build-board.sh $(CUSTOMOP_OUT)/xtensa-q7-none-elf/pool-board.elf
 pool-qemu: tools-build

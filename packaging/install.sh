@@ -52,6 +52,7 @@ if [ -f "$ARCH/i386-device/libneuroncustomop.a.sha256" ]; then
     put "$ARCH/i386-device/libneuroncustomop.a.sha256" "$DEST/lib/gpsimd-open/i386-device/libneuroncustomop.a.sha256" 644
 fi
 put "$ARCH/i386-device/libgcc.a" "$DEST/lib/gpsimd-open/i386-device/libgcc.a" 644
+put "$ARCH/i386-device/runtime-frames.txt" "$DEST/lib/gpsimd-open/i386-device/runtime-frames.txt" 644
 if [ -f "$ARCH/i386-device/libgcc.a.sha256" ]; then
     put "$ARCH/i386-device/libgcc.a.sha256" "$DEST/lib/gpsimd-open/i386-device/libgcc.a.sha256" 644
 fi

@@ -58,5 +58,18 @@ unit libcxx.cpp xtensa-lx106-elf-g++ -std=c++17 -fno-exceptions -fno-rtti -nostd
     -isystem "$root/include/device/libcxx" -isystem "$libcxx" -isystem "$root/include/device"
 rm -f "$out.partial"
 (cd "$objs" && xtensa-lx106-elf-ar rcs "$out.partial" $members $units)
+# How deep a call of each of the archive's functions reaches on a core's stack, for host
+# builds that judge their stack by the device build's frames (D118): beside the archive.
+cargo build -q --release --manifest-path "$root/Cargo.toml" --target-dir "$root/target" \
+    -p nrt-pool-build --bin xtensa-device-frames
+asm=""
+for m in $members; do
+    asm="$asm $rel/deps/${m%.o}.s"
+done
+for u in $units; do
+    stem=${u#customop_}
+    asm="$asm $objs/${stem%.o}.s"
+done
+"$root/target/release/xtensa-device-frames" "${out%.a}.frames" $asm
 mv -f "$out.partial" "$out"
 rm -rf "$objs"

@@ -6,6 +6,7 @@
 //! - [`access`]: a core's tensor accesses in a launch (the device-time estimate's counts).
 //! - [`descriptor`]: the 48-byte tensor descriptor and its enums (vendor layout).
 //! - [`blob`]: the argument blob the host writes for a launch and the data scratch map.
+//! - [`stack`]: the kernel stack a Pool core gives, and how host cores judge it.
 //! - [`handoff`]: `SUNDA_UCODE_LIB`, the block `entry_func` receives, and the host services
 //!   its `get_libc_fn` resolves by name.
 //! - [`status`]: `SUNDA_UCODE_LIB_STATUS` codes.
@@ -31,6 +32,7 @@ pub mod element;
 pub mod handoff;
 pub mod rule;
 pub mod runner;
+pub mod stack;
 pub mod status;
 pub mod stdio;
 

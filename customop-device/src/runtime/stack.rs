@@ -7,6 +7,9 @@
 //! their own as the device would (the `neuron_host_kernel_stack` service, D94); without
 //! either service (tests) the kernel runs on the current stack.
 
+#[cfg(all(not(target_os = "none"), feature = "archive"))]
+use core::sync::atomic::{AtomicI32, Ordering};
+
 use crate::rule::fatal_with;
 use crate::runtime;
 use crate::runtime::platform;
@@ -82,6 +85,52 @@ core::arch::global_asm!(
     ".size __neuron_host_call_on_stack, .-__neuron_host_call_on_stack",
 );
 
+/// Host cores: the device build's stack depth (bytes of Xtensa frames) below the stack
+/// switch, kept by op code a host build compiled with the device build's frames (the
+/// GCC plugin's `device_stack` pass, D118): each function checks its deepest point against
+/// [`__customop_stack_limit`] on entry, sets its callees' start before each call and puts
+/// its caller's back on return. An `i32` in C (the same layout).
+#[cfg(all(not(target_os = "none"), feature = "archive"))]
+#[no_mangle]
+pub static __customop_stack_depth: AtomicI32 = AtomicI32::new(0);
+
+/// Host cores: the depth the running kernel may reach ([`customop_abi::stack::depth_limit`]
+/// of its STACK_SIZE); no limit outside a launch (shape functions, registration).
+#[cfg(all(not(target_os = "none"), feature = "archive"))]
+#[no_mangle]
+pub static __customop_stack_limit: AtomicI32 = AtomicI32::new(i32::MAX);
+
+/// Whether the op library's code keeps [`__customop_stack_depth`] (its launchers say so:
+/// `customop_launch` in a host build given the device build's frames).
+#[cfg(all(not(target_os = "none"), feature = "archive"))]
+static JUDGED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Called by the launchers of an op library whose code judges the stack by the device
+/// build's frames, before the stack switch.
+#[cfg(all(not(target_os = "none"), feature = "archive"))]
+#[no_mangle]
+pub extern "C" fn customop_stack_judged_by_device_frames() {
+    JUDGED.store(true, Ordering::Relaxed);
+}
+
+/// An instrumented function's deepest point passes the limit: the device's stack
+/// overflow (the host core reports it with the function's line, as Xtensa cores do).
+#[cfg(all(not(target_os = "none"), feature = "archive"))]
+#[no_mangle]
+pub extern "C" fn __customop_device_stack_overflow() -> ! {
+    platform::fault(customop_abi::stack::OVERFLOW_REPORT.as_bytes())
+}
+
+/// A block of instrumented code that goes deeper than its function's entry checked (code
+/// inlined there) reaches `need` bytes: the device's stack overflow when past the limit.
+#[cfg(all(not(target_os = "none"), feature = "archive"))]
+#[no_mangle]
+pub extern "C" fn __customop_device_stack_check(need: i32) {
+    if need > __customop_stack_limit.load(Ordering::Relaxed) {
+        __customop_device_stack_overflow()
+    }
+}
+
 /// Runs `f` on a stack of at least `stack_size` bytes.
 ///
 /// # Safety
@@ -93,12 +142,25 @@ pub unsafe fn run(f: unsafe extern "C" fn(), stack_size: u32) {
         feature = "archive"
     ))]
     if let Some(kernel_stack) = platform::services().kernel_stack {
+        // Said by this launch's launcher (a core may load another library later).
+        let judged = JUDGED.swap(false, Ordering::Relaxed);
+        let ask = if judged {
+            stack_size | customop_abi::stack::JUDGED_BY_DEVICE_FRAMES
+        } else {
+            stack_size
+        };
         // SAFETY: the host core's service (platform contract).
-        let top = unsafe { kernel_stack(stack_size) } as usize;
+        let top = unsafe { kernel_stack(ask) } as usize;
         if top != 0 {
+            if judged {
+                let limit = customop_abi::stack::depth_limit(stack_size);
+                __customop_stack_depth.store(0, Ordering::Relaxed);
+                __customop_stack_limit.store(limit as i32, Ordering::Relaxed);
+            }
             // SAFETY: `top` ends a writable stack the core keeps for its kernels; `f` per
             // the caller's contract.
             unsafe { __neuron_host_call_on_stack(f, top) };
+            __customop_stack_limit.store(i32::MAX, Ordering::Relaxed);
             return;
         }
     }

@@ -30,7 +30,23 @@
 //    optimisation level and target: the device build at -Os and the host's at -O3 part
 //    ways there, so the plugin does not guess; a difference left is a fault on host cores
 //    only, which the parity check names (never bytes where the device faults).
+//
+// The stack (D118): a Pool core's stack is small (a kernel has about 7.9 KiB of local
+// stack, or STACK_SIZE bytes of HBM), and its frames are not x86's: the same recursion
+// takes 48 bytes a call on Xtensa cores and 32 on i386. Given the device build's frames
+// (-fplugin-arg-device_rules-frames=FILE: each function's `entry` size and its direct
+// calls, from the Xtensa assembly of the same source), every function keeps the device's
+// running stack depth in the runtime's __customop_stack_depth: on entry it checks that
+// its deepest point (its device frame, with the device frames of what it inlined that the
+// device build calls) stays within __customop_stack_limit, else calls the runtime's
+// __customop_device_stack_overflow (the device's stack overflow); before each call it
+// sets the depth its callee starts from, and on return puts back its caller's. Functions
+// the device build inlined take no frame of their own (their caller's frame holds them).
 
+// The standard containers, before GCC's headers poison what they use.
+#define INCLUDE_MAP
+#define INCLUDE_SET
+#define INCLUDE_STRING
 #include "gcc-plugin.h"
 #include "plugin-version.h"
 #include "tree.h"
@@ -47,6 +63,12 @@
 #include "ggc.h"
 #include "gimple-ssa.h"
 #include "tree-ssanames.h"
+#include "cfghooks.h"
+#include "tree-cfg.h"
+#include "tree-into-ssa.h"
+#include "varasm.h"
+#include "cfgloop.h"
+#include "dominance.h"
 
 int plugin_is_GPL_compatible;
 
@@ -241,6 +263,353 @@ public:
     }
 };
 
+
+// ---- the device's stack (D118) ----
+
+// The device build's functions (assembler names without clone suffixes): frame bytes,
+// and which call which directly.
+std::map<std::string, long> device_frames;
+// How far below its caller's stack pointer each one's own code reaches (a Pool core's
+// stack overflows on the first access below it, not on the frame's allocation).
+std::map<std::string, long> device_touch;
+std::set<std::pair<std::string, std::string>> device_calls;
+// The device runtime's functions: how deep a call of each reaches (`D NAME BYTES`).
+std::map<std::string, long> runtime_reach;
+
+// `name` without GCC's clone suffix (".isra.0" on i386, "$isra$0" on Xtensa), and with one
+// name for a constructor's or destructor's variants: the device build calls the complete
+// object's (C1, D1), and an inlined one names the unified variant (C4, D4) or the base
+// object's (C2, D2).
+std::string base_name(const char *name)
+{
+    std::string n(name);
+    size_t cut = n.find_first_of(".$");
+    if (cut != std::string::npos)
+        n = n.substr(0, cut);
+    for (size_t at = 0; (at = n.find_first_of("CD", at)) != std::string::npos; at++) {
+        if (at + 2 < n.size() && (n[at + 1] == '2' || n[at + 1] == '4') && n[at + 2] == 'E')
+            n[at + 1] = '1';
+    }
+    return n;
+}
+
+std::string function_name(tree decl)
+{
+    return base_name(IDENTIFIER_POINTER(DECL_ASSEMBLER_NAME(decl)));
+}
+
+// The device frame of `name`, or -1 when the device build has no such function.
+long frame_of(const std::string &name)
+{
+    auto it = device_frames.find(name);
+    return it == device_frames.end() ? -1 : it->second;
+}
+
+// How far below its caller's stack pointer `name`'s own code reaches.
+long touch_of(const std::string &name)
+{
+    auto it = device_touch.find(name);
+    return it == device_touch.end() ? 0 : it->second;
+}
+
+// Reads the table op-build writes: `F NAME BYTES TOUCH`, `C CALLER CALLEE` and
+// `D NAME BYTES` (the runtime's) lines.
+bool read_frames(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+        char kind = line[0];
+        char *rest = line + 1;
+        rest[strcspn(rest, "\n")] = 0;
+        char *a = strtok(rest, " ");
+        char *b = strtok(nullptr, " ");
+        char *c = strtok(nullptr, " ");
+        if (!a || !b)
+            continue;
+        if (kind == 'F') {
+            long n = strtol(b, nullptr, 10);
+            long t = c ? strtol(c, nullptr, 10) : n;
+            long &have = device_frames[base_name(a)];
+            have = have > n ? have : n;
+            long &touched = device_touch[base_name(a)];
+            touched = touched > t ? touched : t;
+        } else if (kind == 'C') {
+            device_calls.insert({base_name(a), base_name(b)});
+        } else if (kind == 'D') {
+            runtime_reach[a] = strtol(b, nullptr, 10);
+        }
+    }
+    fclose(f);
+    return true;
+}
+
+// How deep the device function `fn`'s calls into the runtime reach (its runtime callees,
+// as the device build calls them: host builds may expand some inline, as memset).
+long runtime_calls_reach(const std::string &fn)
+{
+    long most = 0;
+    for (auto it = device_calls.lower_bound({fn, std::string()});
+         it != device_calls.end() && it->first == fn; ++it) {
+        auto r = runtime_reach.find(it->second);
+        if (r != runtime_reach.end() && frame_of(it->second) < 0 && r->second > most)
+            most = r->second;
+    }
+    return most;
+}
+
+// The device's stack depth at `stmt` of the function `fn` above the function's entry:
+// its own device frame, and the frames of the functions inlined around `stmt` that the
+// device build calls (one it inlined too lives in its caller's frame). `innermost` is the
+// device function the statement runs in; `reach`, the deepest its device functions' calls
+// into the runtime go.
+long depth_at(gimple *stmt, const std::string &fn, std::string *innermost, long *reach)
+{
+    auto_vec<tree> origins;
+    for (tree b = gimple_block(stmt); b && TREE_CODE(b) == BLOCK; b = BLOCK_SUPERCONTEXT(b)) {
+        if (!inlined_function_outer_scope_p(b))
+            continue;
+        tree o = block_ultimate_origin(b);
+        if (o && TREE_CODE(o) == FUNCTION_DECL)
+            origins.safe_push(o);
+    }
+    long depth = frame_of(fn);
+    if (depth < 0)
+        depth = 0;
+    std::string in = fn;
+    // (A runtime callee that touches nothing adds nothing.)
+    long calls = runtime_calls_reach(fn);
+    long most = frame_of(fn) < 0 ? 0 : std::max(touch_of(fn), calls > 0 ? depth + calls : 0);
+    for (int i = (int)origins.length() - 1; i >= 0; i--) {
+        std::string g = function_name(origins[i]);
+        long n = frame_of(g);
+        if (n < 0)
+            continue;
+        if (frame_of(in) >= 0 && !device_calls.count({in, g}))
+            continue;
+        long calls = runtime_calls_reach(g);
+        long r = std::max(depth + touch_of(g), calls > 0 ? depth + n + calls : 0);
+        depth += n;
+        in = g;
+        most = r > most ? r : most;
+    }
+    *innermost = in;
+    *reach = most;
+    return depth;
+}
+
+tree stack_depth_var, stack_limit_var, stack_overflow_fn, stack_check_fn;
+
+const struct ggc_root_tab stack_decls_root[] = {
+    {&stack_check_fn, 1, sizeof(tree), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node},
+    {&stack_depth_var, 1, sizeof(tree), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node},
+    {&stack_limit_var, 1, sizeof(tree), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node},
+    {&stack_overflow_fn, 1, sizeof(tree), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node},
+    LAST_GGC_ROOT_TAB,
+};
+
+// The runtime's word `name` (defined in the op library: hidden, reached without the GOT).
+tree runtime_int(const char *name)
+{
+    tree v = build_decl(BUILTINS_LOCATION, VAR_DECL, get_identifier(name), integer_type_node);
+    TREE_PUBLIC(v) = 1;
+    DECL_EXTERNAL(v) = 1;
+    TREE_STATIC(v) = 0;
+    TREE_THIS_VOLATILE(v) = 0;
+    DECL_VISIBILITY(v) = VISIBILITY_HIDDEN;
+    DECL_VISIBILITY_SPECIFIED(v) = 1;
+    DECL_ARTIFICIAL(v) = 1;
+    return v;
+}
+
+void stack_decls()
+{
+    if (stack_depth_var)
+        return;
+    stack_depth_var = runtime_int("__customop_stack_depth");
+    stack_limit_var = runtime_int("__customop_stack_limit");
+    tree fn = build_fn_decl("__customop_device_stack_overflow",
+                            build_function_type_list(void_type_node, NULL_TREE));
+    TREE_THIS_VOLATILE(fn) = 1; // noreturn
+    TREE_NOTHROW(fn) = 1;
+    DECL_VISIBILITY(fn) = VISIBILITY_HIDDEN;
+    DECL_VISIBILITY_SPECIFIED(fn) = 1;
+    stack_overflow_fn = fn;
+    tree check = build_fn_decl("__customop_device_stack_check",
+                               build_function_type_list(void_type_node, integer_type_node,
+                                                        NULL_TREE));
+    TREE_NOTHROW(check) = 1;
+    DECL_VISIBILITY(check) = VISIBILITY_HIDDEN;
+    DECL_VISIBILITY_SPECIFIED(check) = 1;
+    stack_check_fn = check;
+}
+
+const pass_data device_stack_data = {
+    GIMPLE_PASS,
+    "device_stack",
+    OPTGROUP_NONE,
+    TV_NONE,
+    PROP_ssa | PROP_cfg,
+    0,
+    0,
+    0,
+    TODO_update_ssa_only_virtuals | TODO_cleanup_cfg,
+};
+
+class device_stack_pass : public gimple_opt_pass {
+public:
+    explicit device_stack_pass(gcc::context *ctx) : gimple_opt_pass(device_stack_data, ctx) {}
+
+    unsigned int execute(function *fun) final override
+    {
+        std::string fn = function_name(fun->decl);
+        // The deepest the function's device code touches, and each call's depth for its
+        // callee (whole frames: the callee's own code decides what it touches).
+        // The function's own (checked on entry); a block whose code goes deeper (code of
+        // functions inlined here, which runs only when the block does: a recursion's
+        // last call) checks on its way in.
+        long own = frame_of(fn), own_calls = runtime_calls_reach(fn);
+        long deepest = own < 0 ? 0 : std::max(touch_of(fn), own_calls > 0 ? own + own_calls : 0);
+        auto_vec<std::pair<gimple *, long>> calls;
+        auto_vec<gimple *> returns;
+        auto_vec<std::pair<basic_block, long>> deeper;
+        bool moves = false;
+        basic_block bb;
+        FOR_EACH_BB_FN(bb, fun)
+        {
+            long block_deepest = 0;
+            for (gimple_stmt_iterator gsi = gsi_start_bb(bb); !gsi_end_p(gsi); gsi_next(&gsi)) {
+                gimple *stmt = gsi_stmt(gsi);
+                if (gimple_code(stmt) == GIMPLE_RETURN) {
+                    returns.safe_push(stmt);
+                    continue;
+                }
+                if (is_gimple_debug(stmt))
+                    continue;
+                std::string in;
+                long reach;
+                long depth = depth_at(stmt, fn, &in, &reach);
+                block_deepest = std::max(block_deepest, reach);
+                if (!is_gimple_call(stmt) || gimple_call_internal_p(stmt))
+                    continue;
+                tree callee = gimple_call_fndecl(stmt);
+                if (callee && fndecl_built_in_p(callee) && !DECL_ASSEMBLER_NAME_SET_P(callee))
+                    continue;
+                if (callee) {
+                    // Inlined into `in` by the device build: its frame is in `in`'s, so
+                    // the callee's own count is taken back here.
+                    std::string g = function_name(callee);
+                    long n = frame_of(g);
+                    if (n > 0 && frame_of(in) >= 0 && !device_calls.count({in, g}))
+                        depth -= n;
+                }
+                calls.safe_push({stmt, depth});
+                moves |= depth != 0;
+            }
+            if (block_deepest > deepest)
+                deeper.safe_push({bb, block_deepest});
+        }
+        // Only a block that goes deeper than every block above it (its dominators) checks:
+        // what always runs is checked once, where it first can be.
+        if (!deeper.is_empty()) {
+            std::map<int, long> need;
+            for (auto &d : deeper)
+                need[d.first->index] = d.second;
+            deeper.truncate(0);
+            calculate_dominance_info(CDI_DOMINATORS);
+            auto_vec<std::pair<basic_block, long>> work;
+            work.safe_push({ENTRY_BLOCK_PTR_FOR_FN(fun), deepest});
+            while (!work.is_empty()) {
+                std::pair<basic_block, long> at = work.pop();
+                long here = at.second;
+                auto it = need.find(at.first->index);
+                if (it != need.end() && it->second > here) {
+                    deeper.safe_push({at.first, it->second});
+                    here = it->second;
+                }
+                for (basic_block son = first_dom_son(CDI_DOMINATORS, at.first); son;
+                     son = next_dom_son(CDI_DOMINATORS, son))
+                    work.safe_push({son, here});
+            }
+            free_dominance_info(CDI_DOMINATORS);
+        }
+        if (deepest == 0 && !moves && deeper.is_empty())
+            return 0;
+        stack_decls();
+
+        // Entry: saved = depth; if (saved + deepest > limit) overflow ();
+        edge e = single_succ_edge(ENTRY_BLOCK_PTR_FOR_FN(fun));
+        basic_block entry = split_edge(e);
+        gimple_stmt_iterator gsi = gsi_start_bb(entry);
+        tree saved = make_ssa_name(integer_type_node);
+        gsi_insert_after(&gsi, gimple_build_assign(saved, stack_depth_var), GSI_NEW_STMT);
+        tree need = make_ssa_name(integer_type_node);
+        gsi_insert_after(&gsi,
+                         gimple_build_assign(need, PLUS_EXPR, saved,
+                                             build_int_cst(integer_type_node, deepest)),
+                         GSI_NEW_STMT);
+        tree limit = make_ssa_name(integer_type_node);
+        gsi_insert_after(&gsi, gimple_build_assign(limit, stack_limit_var), GSI_NEW_STMT);
+        gcond *over = gimple_build_cond(GT_EXPR, need, limit, NULL_TREE, NULL_TREE);
+        gsi_insert_after(&gsi, over, GSI_NEW_STMT);
+        edge fine = split_block(entry, over);
+        basic_block rest = fine->dest;
+        fine->flags &= ~EDGE_FALLTHRU;
+        fine->flags |= EDGE_FALSE_VALUE;
+        fine->probability = profile_probability::very_likely();
+        basic_block fail = create_empty_bb(entry);
+        edge to_fail = make_edge(entry, fail, EDGE_TRUE_VALUE);
+        to_fail->probability = profile_probability::very_unlikely();
+        fail->count = entry->count.apply_probability(to_fail->probability);
+        if (current_loops)
+            add_bb_to_loop(fail, entry->loop_father);
+        gimple_stmt_iterator fg = gsi_start_bb(fail);
+        gcall *report = gimple_build_call(stack_overflow_fn, 0);
+        gimple_set_location(report, DECL_SOURCE_LOCATION(fun->decl));
+        gsi_insert_after(&fg, report, GSI_NEW_STMT);
+        (void)rest;
+
+        // Before each call: the depth its callee starts from. Calls keep their frames
+        // (the device's windowed calls never become jumps).
+        for (auto &c : calls) {
+            gimple *stmt = c.first;
+            gimple_stmt_iterator at = gsi_for_stmt(stmt);
+            tree value = saved;
+            if (c.second != 0) {
+                value = make_ssa_name(integer_type_node);
+                gsi_insert_before(&at,
+                                  gimple_build_assign(value, PLUS_EXPR, saved,
+                                                      build_int_cst(integer_type_node, c.second)),
+                                  GSI_SAME_STMT);
+            }
+            gsi_insert_before(&at, gimple_build_assign(stack_depth_var, value), GSI_SAME_STMT);
+            if (is_a<gcall *>(stmt))
+                gimple_call_set_tail(as_a<gcall *>(stmt), false);
+        }
+        // Before each return: the caller's depth again.
+        for (gimple *ret : returns) {
+            gimple_stmt_iterator at = gsi_for_stmt(ret);
+            gsi_insert_before(&at, gimple_build_assign(stack_depth_var, saved), GSI_SAME_STMT);
+        }
+        // Blocks that go deeper: __customop_device_stack_check (saved + their deepest).
+        for (auto &d : deeper) {
+            gimple_stmt_iterator at = gsi_after_labels(d.first);
+            tree need = make_ssa_name(integer_type_node);
+            gsi_insert_before(&at,
+                              gimple_build_assign(need, PLUS_EXPR, saved,
+                                                  build_int_cst(integer_type_node, d.second)),
+                              GSI_SAME_STMT);
+            gcall *check = gimple_build_call(stack_check_fn, 1, need);
+            gimple_set_location(check, gimple_location(gsi_stmt(at)));
+            gsi_insert_before(&at, check, GSI_SAME_STMT);
+        }
+        mark_virtual_operands_for_renaming(fun);
+        return 0;
+    }
+};
+
 } // namespace
 
 int plugin_init(struct plugin_name_args *info, struct plugin_gcc_version *version)
@@ -275,6 +644,25 @@ int plugin_init(struct plugin_name_args *info, struct plugin_gcc_version *versio
         conversions.ref_pass_instance_number = 1;
         conversions.pos_op = PASS_POS_INSERT_AFTER;
         register_callback(info->base_name, PLUGIN_PASS_MANAGER_SETUP, nullptr, &conversions);
+    }
+    // The device's stack, once every inlining decision is made (the last GIMPLE pass, at
+    // every optimisation level), when the device build's frames are given.
+    for (int i = 0; i < info->argc; i++) {
+        if (strcmp(info->argv[i].key, "frames") != 0)
+            continue;
+        if (!info->argv[i].value || !read_frames(info->argv[i].value)) {
+            error("%s: cannot read the device frames table %qs", info->base_name,
+                  info->argv[i].value ? info->argv[i].value : "");
+            return 1;
+        }
+        register_callback(info->base_name, PLUGIN_REGISTER_GGC_ROOTS, nullptr,
+                          const_cast<ggc_root_tab *>(stack_decls_root));
+        struct register_pass_info stack;
+        stack.pass = new device_stack_pass(g);
+        stack.reference_pass_name = "optimized";
+        stack.ref_pass_instance_number = 1;
+        stack.pos_op = PASS_POS_INSERT_AFTER;
+        register_callback(info->base_name, PLUGIN_PASS_MANAGER_SETUP, nullptr, &stack);
     }
     return 0;
 }

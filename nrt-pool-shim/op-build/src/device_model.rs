@@ -71,6 +71,17 @@ pub fn gcc_include(cxx: &str) -> Result<PathBuf, BuildError> {
 /// device-model archive, so a host build needs no 32-bit libgcc of the system's.
 pub const LIBGCC: &str = "libgcc.a";
 
+/// The device runtime's table of how deep a call of each of its functions reaches on a
+/// core's stack (`xtensa-device-frames`), carried beside the device-model archive: host
+/// builds that judge their stack by the device build's frames charge calls into the
+/// runtime by it (D118).
+pub const RUNTIME_FRAMES: &str = "runtime-frames.txt";
+
+/// The runtime's frames table beside the device-model archive `archive`.
+pub fn runtime_frames_beside(archive: &Path) -> PathBuf {
+    archive.with_file_name(RUNTIME_FRAMES)
+}
+
 /// The helper library carried beside the device-model archive `archive`.
 pub fn libgcc_beside(archive: &Path) -> PathBuf {
     archive.with_file_name(LIBGCC)

@@ -24,6 +24,17 @@ use std::sync::{Mutex, OnceLock};
 /// The plugin's source, carried in the build crate (an installed wheel has no checkout).
 const SOURCE: &str = include_str!("../gcc-plugin/device_rules.cc");
 
+/// The plugin's name, as GCC takes it from the file's stem.
+const NAME: &str = "device_rules";
+
+/// The plugin argument that gives it the device build's frames of the compiled source
+/// (`device_frames`; D118).
+pub(crate) fn frames_argument(table: &Path) -> OsString {
+    let mut arg = OsString::from(format!("-fplugin-arg-{NAME}-frames="));
+    arg.push(table);
+    arg
+}
+
 /// The `-fplugin=` argument for `cxx`, building the plugin on first use; None when this
 /// compiler cannot load one (said once per process on stderr).
 pub(crate) fn argument(cxx: &str) -> Option<OsString> {
@@ -73,10 +84,13 @@ fn find_or_build(cxx: &str, dir: &Path) -> Result<PathBuf, String> {
             "{cxx} has no plugin headers (apt-get install gcc-{major}-plugin-dev)"
         ));
     };
-    // Built for this compiler (its version and headers) from this source.
+    // Built for this compiler (its version and headers) from this source, in a folder of
+    // its own: GCC names a plugin by its file's stem, which its arguments repeat
+    // (`-fplugin-arg-device_rules-frames=`), and a name with a '-' cannot take any.
     let mut key = std::collections::hash_map::DefaultHasher::new();
     (SOURCE, &version, &headers, cxx).hash(&mut key);
-    let plugin = dir.join(format!("device_rules-{version}-{:016x}.so", key.finish()));
+    let dir = dir.join(format!("device_rules-{version}-{:016x}", key.finish()));
+    let plugin = dir.join(format!("{NAME}.so"));
     match verify(&plugin) {
         Ok(()) => return Ok(plugin),
         Err(Unverified::Absent) => {}
@@ -87,7 +101,7 @@ fn find_or_build(cxx: &str, dir: &Path) -> Result<PathBuf, String> {
             );
         }
     }
-    build(cxx, &headers, dir, &plugin)
+    build(cxx, &headers, &dir, &plugin)
         .map(|()| plugin)
         .map_err(|e| format!("the device-rules plugin could not be built for {cxx}: {e}"))
 }

@@ -17,6 +17,7 @@ use std::process::Command;
 
 use nrt_pool_schema::{self as schema, demangle, DType, KernelSig, ParamKind};
 
+pub mod device_frames;
 pub mod device_image;
 pub mod device_model;
 pub(crate) mod device_plugin;
@@ -32,6 +33,7 @@ mod xtensa_tools;
 pub use device_image::DeviceImage;
 pub use library::BuildSetup;
 use library::Wrapper;
+pub use library::WrapperFor;
 pub use neuron_ops::{build_or_reuse, OpBuild, OpBuildOptions, OpBuildReport};
 pub use nrt_pool_schema::DataModel;
 pub use op_api_pch::PCH_ENV;
@@ -263,7 +265,8 @@ fn build_schema_library(o: &BuildOptions) -> Result<BuildReport, BuildError> {
     let work = tempfile::tempdir().map_err(io(Path::new("temporary directory")))?;
     // Every source to an object first, so that the kernels can be checked against the
     // schema before anything is linked.
-    let objs = core.compile_host(&o.sources, &work.path().join("host"))?;
+    let frames = core.device_frame_tables(work.path());
+    let objs = core.compile_host(&o.sources, &work.path().join("host"), frames.as_ref())?;
     let wrapper = Wrapper::Schema {
         kernels: &kernels,
         text: &text,
@@ -273,6 +276,7 @@ fn build_schema_library(o: &BuildOptions) -> Result<BuildReport, BuildError> {
         &wrapper,
         &objs,
         &o.sources,
+        frames.as_ref(),
         &o.out,
         |wrapper_obj| validate_kernels(&kernels, wrapper_obj, &objs),
     )?;
@@ -507,17 +511,33 @@ pub(crate) fn device_compile(
     obj: &Path,
 ) -> Result<(), BuildError> {
     let asm = obj.with_extension("s");
+    device_assembly(tools, include, flags, src, &asm)?;
+    device_object(tools, &asm, obj)
+}
+
+/// The device object `obj` from GCC's assembly `asm` (removed after).
+pub(crate) fn device_object(tools: &XtensaTools, asm: &Path, obj: &Path) -> Result<(), BuildError> {
+    // gdb's `break KERNEL` stops after the argument stores, in the kernel (D116).
+    let text = std::fs::read_to_string(asm).map_err(io(asm))?;
+    std::fs::write(asm, entry_rows::after_argument_stores(&text)).map_err(io(asm))?;
+    assemble_windowed(tools, asm, obj)?;
+    std::fs::remove_file(asm).map_err(io(asm))
+}
+
+/// Compiles `src` for the device into windowed-ABI assembly `asm` (GCC's, as it wrote it).
+pub(crate) fn device_assembly(
+    tools: &XtensaTools,
+    include: &Path,
+    flags: &CompileFlags,
+    src: &Path,
+    asm: &Path,
+) -> Result<(), BuildError> {
     let libcxx = libcxx_headers(include)?;
     let command = |s: &Path, o: &Path| device_cxx(tools, include, &libcxx, flags, s, o);
-    let mut c = command(src, &asm);
+    let mut c = command(src, asm);
     // The op API precompiled for this command, where the source opens with it (D106).
     op_api_pch::add_when_opening_with_it(&mut c, src, command);
-    run(&mut c)?;
-    // gdb's `break KERNEL` stops after the argument stores, in the kernel (D116).
-    let text = std::fs::read_to_string(&asm).map_err(io(&asm))?;
-    std::fs::write(&asm, entry_rows::after_argument_stores(&text)).map_err(io(&asm))?;
-    assemble_windowed(tools, &asm, obj)?;
-    std::fs::remove_file(&asm).map_err(io(&asm))
+    run(&mut c)
 }
 
 /// Assembles windowed-ABI Xtensa assembly (from GCC or rustc) with the lx106 GNU assembler:

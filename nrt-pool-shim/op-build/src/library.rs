@@ -5,16 +5,19 @@
 //! ([`crate::build`] of either [`crate::OpModel`]: a schema, or a NEURON_LIBRARY registration)
 //! and in the wrapper they generate ([`Wrapper`]).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 
 use nrt_pool_schema::{KernelSig, NeuronLibrary};
 
+use crate::device_frames::DeviceFrames;
 use crate::neuron_ops::{self, Kernel};
 use crate::{
-    compile_all, device_compile, device_image, device_model, host_cxx, io, libcxx_headers,
-    op_api_pch, run, wrapper, BuildError, CompileFlags, DataModel, DeviceImage, OnCompiled,
-    XtensaTools,
+    compile_all, device_assembly, device_compile, device_image, device_model, device_object,
+    device_plugin, host_cxx, io, libcxx_headers, op_api_pch, run, wrapper, BuildError,
+    CompileFlags, DataModel, DeviceImage, OnCompiled, XtensaTools,
 };
 
 /// What the generated wrapper adds to an op library, by op model.
@@ -35,11 +38,12 @@ pub(crate) enum Wrapper<'a> {
 }
 
 impl Wrapper<'_> {
-    /// The wrapper's C++ source, for the host build or the device build.
-    fn source(&self, host: bool) -> String {
+    /// The wrapper's C++ source, for the device build or the host build (whose launchers
+    /// say when the library's code judges its stack by the device build's frames, D118).
+    fn source(&self, target: WrapperFor) -> String {
         match self {
-            Wrapper::Schema { kernels, text } => wrapper::generate_wrapper(kernels, text),
-            Wrapper::Ops { lib, kernels } => neuron_ops::generate_wrapper(lib, kernels, host),
+            Wrapper::Schema { kernels, text } => wrapper::generate_wrapper(kernels, text, target),
+            Wrapper::Ops { lib, kernels } => neuron_ops::generate_wrapper(lib, kernels, target),
         }
     }
 
@@ -50,6 +54,16 @@ impl Wrapper<'_> {
             Wrapper::Ops { .. } => &["nrt_pool_op_library", "nrt_pool_op_shape"],
         }
     }
+}
+
+/// Which build a generated wrapper is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WrapperFor {
+    Device,
+    /// Host cores; `judged`: the library's code keeps the device build's stack depth.
+    Host {
+        judged: bool,
+    },
 }
 
 /// The host library's version script: the runtime's entry points and `exports`, nothing
@@ -122,6 +136,13 @@ impl BuildSetup {
         if self.data_model == DataModel::Device {
             let libgcc = device_model::libgcc_beside(&self.archive);
             t.push_str(&format!("libgcc {}\n", digest(&libgcc)));
+            // The device build's frames the host code judges its stack by (D118).
+            let runtime = device_model::runtime_frames_beside(&self.archive);
+            t.push_str(&format!(
+                "device frames {} {:?}\n",
+                digest(&runtime),
+                crate::compiler_version(&self.xtensa.program(crate::XtensaTools::CXX)),
+            ));
         }
         if let Some(d) = &self.device_image {
             t.push_str(&format!(
@@ -197,16 +218,18 @@ impl BuildSetup {
 
     /// The host compiler's command for `src`, in the setup's data model.
     pub(crate) fn host_command(&self, src: &Path, obj: &Path) -> Result<Command, BuildError> {
-        self.host_command_opening_with(src, obj, src)
+        self.host_command_opening_with(src, obj, src, None)
     }
 
     /// [`Self::host_command`], with the precompiled op API first when `opening` (the
-    /// source the compile starts with: `src`, or one it includes first) opens with it (D106).
+    /// source the compile starts with: `src`, or one it includes first) opens with it
+    /// (D106), and the device build's frames table of `src` where one is given (D118).
     pub(crate) fn host_command_opening_with(
         &self,
         src: &Path,
         obj: &Path,
         opening: &Path,
+        frames: Option<&Path>,
     ) -> Result<Command, BuildError> {
         Ok(match self.data_model {
             DataModel::Host => host_cxx(&self.cxx, &self.include, &self.flags, src, obj),
@@ -218,19 +241,67 @@ impl BuildSetup {
                 };
                 let mut c = command(src, obj);
                 op_api_pch::add_when_opening_with_it(&mut c, opening, command);
+                // (After the plugin: the tables exist only where it loads. The precompiled
+                // header is the same for every source: it has none.)
+                if let Some(table) = frames {
+                    c.arg(device_plugin::frames_argument(table));
+                }
                 c
             }
         })
     }
 
-    /// Compiles `sources` for the host into `dir`; their objects.
+    /// Compiles `sources` for the host into `dir`; their objects. With `frames`, each
+    /// source's code judges its stack by its device build's frames (D118).
     pub(crate) fn compile_host(
         &self,
         sources: &[PathBuf],
         dir: &Path,
+        frames: Option<&DeviceFrameTables<'_>>,
     ) -> Result<Vec<PathBuf>, BuildError> {
         compile_all(sources, dir, &self.on_compiled, |s, d| {
-            run(&mut self.host_command(s, d)?)
+            let table = frames.and_then(|f| f.table(s, d));
+            run(&mut self.host_command_opening_with(s, d, s, table.as_deref())?)
+        })
+    }
+
+    /// The stage that gives host compiles the device build's frames, when this build can
+    /// judge the stack by them (the device's data model, a compiler that loads the
+    /// plugin, the Xtensa compiler); else None, said once per process (D118).
+    pub(crate) fn device_frame_tables(&self, work: &Path) -> Option<DeviceFrameTables<'_>> {
+        if self.data_model != DataModel::Device || device_plugin::argument(&self.cxx).is_none() {
+            return None;
+        }
+        if !self.xtensa.installed() {
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| {
+                eprintln!(
+                    "note: no Xtensa compiler ({}): host cores judge a kernel's stack by x86 \
+                     frames, which can put the edge a few hundred bytes from the device's \
+                     (docs/decisions.md D94, D118)",
+                    XtensaTools::CXX
+                )
+            });
+            return None;
+        }
+        let runtime_table = device_model::runtime_frames_beside(&self.archive);
+        let runtime = std::fs::read_to_string(&runtime_table).unwrap_or_else(|e| {
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| {
+                eprintln!(
+                    "note: {}: {e}; host cores do not count the device runtime's frames \
+                     against a kernel's stack (make customop-archives writes it; D118)",
+                    runtime_table.display()
+                )
+            });
+            String::new()
+        });
+        Some(DeviceFrameTables {
+            setup: self,
+            dir: work.join("device-frames"),
+            runtime,
+            assembly: Mutex::new(HashMap::new()),
+            failed: Mutex::new(None),
         })
     }
 
@@ -238,19 +309,37 @@ impl BuildSetup {
     /// objects, links `objs` into the library (every symbol resolved: `-Wl,-z,defs`),
     /// builds the device outputs asked for from `device_sources` and the device wrapper,
     /// and only then puts the library at `out` and the device outputs in place.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn link(
         &self,
         work: &Path,
         wrapper: &Wrapper<'_>,
         objs: &[PathBuf],
         device_sources: &[PathBuf],
+        frames: Option<&DeviceFrameTables<'_>>,
         out: &Path,
         check: impl FnOnce(&Path) -> Result<(), BuildError>,
     ) -> Result<Placed, BuildError> {
-        let source = work.join("nrt_pool_op_wrapper.cpp");
-        std::fs::write(&source, wrapper.source(true)).map_err(io(&source))?;
+        // Its own folder, so its object is nrt_pool_op_wrapper.o in both models.
+        let device_wrapper = work.join("device-wrapper");
+        std::fs::create_dir_all(&device_wrapper).map_err(io(&device_wrapper))?;
+        let dev_source = device_wrapper.join("nrt_pool_op_wrapper.cpp");
+        std::fs::write(&dev_source, wrapper.source(WrapperFor::Device)).map_err(io(&dev_source))?;
         let wrapper_obj = work.join("nrt_pool_op_wrapper.o");
-        run(&mut self.host_command(&source, &wrapper_obj)?).map_err(|e| match e {
+        // The host wrapper's frames are its device twin's (the launchers and wrappers
+        // have the same names in both).
+        let table = frames.and_then(|f| f.table(&dev_source, &wrapper_obj));
+        let judged = table.is_some() && frames.is_some_and(|f| f.all_judged());
+        let source = work.join("nrt_pool_op_wrapper.cpp");
+        std::fs::write(&source, wrapper.source(WrapperFor::Host { judged }))
+            .map_err(io(&source))?;
+        let mut command = self.host_command_opening_with(
+            &source,
+            &wrapper_obj,
+            &source,
+            table.as_deref().filter(|_| judged),
+        )?;
+        run(&mut command).map_err(|e| match e {
             BuildError::Compile { stderr, .. } => BuildError::Wrapper(stderr),
             e => e,
         })?;
@@ -282,13 +371,8 @@ impl BuildSetup {
         // Device outputs before anything is put in place: a source that does not build
         // for the device fails the whole build.
         let device = if self.device_objects.is_some() || self.device_image.is_some() {
-            // Its own folder, so its object is nrt_pool_op_wrapper.o in both models.
-            let dir = work.join("device-wrapper");
-            std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-            let dev_source = dir.join("nrt_pool_op_wrapper.cpp");
-            std::fs::write(&dev_source, wrapper.source(false)).map_err(io(&dev_source))?;
             let sources = [device_sources, std::slice::from_ref(&dev_source)].concat();
-            Some(StagedDevice::compile(&sources, work, self)?)
+            Some(StagedDevice::compile(&sources, work, self, frames)?)
         } else {
             None
         };
@@ -318,6 +402,81 @@ impl BuildSetup {
     }
 }
 
+/// The device build's frames for host compiles in the device's data model (D118): each
+/// source is first compiled for the device (to assembly, kept for the device objects when
+/// those are built too), and its frames table is given to the host compile's plugin, so
+/// the host build's code keeps the stack depth the device build's frames reach.
+pub(crate) struct DeviceFrameTables<'a> {
+    setup: &'a BuildSetup,
+    dir: PathBuf,
+    /// The device runtime's table (`D NAME BYTES` lines; empty where not installed).
+    runtime: String,
+    /// Source -> its device assembly.
+    assembly: Mutex<HashMap<PathBuf, PathBuf>>,
+    /// Why a source's device compile failed (its code then keeps no depth).
+    failed: Mutex<Option<String>>,
+}
+
+impl DeviceFrameTables<'_> {
+    /// The frames table of `src` (whose host object is `obj`), or None when its device
+    /// compile fails (said once; the build goes on, judging that code by x86 frames).
+    fn table(&self, src: &Path, obj: &Path) -> Option<PathBuf> {
+        let stem = obj.file_stem()?.to_string_lossy().into_owned();
+        let parent = obj.parent()?.file_name()?.to_string_lossy().into_owned();
+        let dir = self.dir.join(parent);
+        std::fs::create_dir_all(&dir).ok()?;
+        let asm = dir.join(format!("{stem}.s"));
+        let setup = self.setup;
+        let made = device_assembly(&setup.xtensa, &setup.include, &setup.flags, src, &asm)
+            .and_then(|()| std::fs::read_to_string(&asm).map_err(io(&asm)))
+            .and_then(|text| {
+                let table = dir.join(format!("{stem}.frames"));
+                let mut frames = DeviceFrames::from_assembly(&text).to_plugin_text();
+                frames.push_str(&self.runtime);
+                std::fs::write(&table, frames).map_err(io(&table))?;
+                Ok(table)
+            });
+        match made {
+            Ok(table) => {
+                let mut kept = self.assembly.lock().unwrap_or_else(|p| p.into_inner());
+                kept.insert(src.to_path_buf(), asm);
+                Some(table)
+            }
+            Err(e) => {
+                let mut failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+                if failed.is_none() {
+                    let text = match &e {
+                        BuildError::Compile { stderr, .. } => stderr.clone(),
+                        e => e.to_string(),
+                    };
+                    let first = text.lines().find(|l| l.contains("error:")).unwrap_or(&text);
+                    eprintln!(
+                        "note: {} does not compile for the device ({first}); host cores \
+                         judge this library's stack by x86 frames (D94, D118)",
+                        src.display()
+                    );
+                    *failed = Some(first.to_string());
+                }
+                None
+            }
+        }
+    }
+
+    /// Whether every source given so far had its table.
+    fn all_judged(&self) -> bool {
+        self.failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none()
+    }
+
+    /// The device assembly this stage made of `src`.
+    fn assembly_of(&self, src: &Path) -> Option<PathBuf> {
+        let kept = self.assembly.lock().unwrap_or_else(|p| p.into_inner());
+        kept.get(src).cloned()
+    }
+}
+
 /// Device objects compiled into the build's work folder, put in place only once the
 /// library is: a failed build leaves no device folder.
 struct StagedDevice {
@@ -329,14 +488,23 @@ struct StagedDevice {
 
 impl StagedDevice {
     /// Compiles `sources` for the device into `work/device`, for `core`'s object folder.
+    /// (Sources the frames stage already compiled to assembly are assembled from it.)
     fn compile(
         sources: &[PathBuf],
         work: &Path,
         core: &BuildSetup,
+        frames: Option<&DeviceFrameTables<'_>>,
     ) -> Result<StagedDevice, BuildError> {
         let staged = work.join("device");
-        let objs = compile_all(sources, &staged, &core.on_compiled, |src, obj| {
-            device_compile(&core.xtensa, &core.include, &core.flags, src, obj)
+        let objs = compile_all(sources, &staged, &core.on_compiled, |src, obj| match frames
+            .and_then(|f| f.assembly_of(src))
+        {
+            Some(asm) => {
+                let mine = obj.with_extension("s");
+                std::fs::copy(&asm, &mine).map_err(io(&mine))?;
+                device_object(&core.xtensa, &mine, obj)
+            }
+            None => device_compile(&core.xtensa, &core.include, &core.flags, src, obj),
         })?;
         Ok(StagedDevice {
             staged,

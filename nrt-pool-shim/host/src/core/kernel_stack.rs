@@ -1,15 +1,18 @@
 //! The stack a kernel runs on in a host core: as much as a Pool core would give it, with a
 //! guard page below, so a kernel the device's stack cannot hold is a reported stack
-//! overflow here too, naming STACK_SIZE (D94).
+//! overflow here too, naming STACK_SIZE (D94, D118).
 //!
 //! The device's rule (the runtime's stack switch, D79): a kernel runs on the core's local
 //! stack when the room left there holds its STACK_SIZE, else on an HBM block of STACK_SIZE
-//! bytes. Host cores give the same budget from the same point (the runtime's stack switch,
-//! `neuron_host_kernel_stack`): [`DEVICE_LOCAL_ROOM`] bytes, or STACK_SIZE rounded to 16,
-//! plus [`HOST_FRAME_ALLOWANCE`] for x86's larger frames. Frames differ between x86 and
-//! Xtensa code, so the edge is judged, not exact: arrays and other locals take the same
-//! bytes on both; the code around them (x86 -O3, Xtensa -Os) a few hundred bytes more or
-//! less, which the allowance evens out for kernels in the guide's style.
+//! bytes. Host cores judge the same budget in one of two ways:
+//! - **by the device build's frames** (D118), when the op library's code was compiled
+//!   with them (its launchers say so): the code itself keeps the device's depth and
+//!   reports the overflow where the device has it; the x86 stack here only needs room
+//!   to spare ([`JUDGED_STACK`]);
+//! - **by x86 frames** otherwise (no plugin headers, no Xtensa tools, the host's data
+//!   model): [`LOCAL_ROOM`] bytes, or STACK_SIZE rounded to 16, plus
+//!   [`HOST_FRAME_ALLOWANCE`] for x86's larger frames, the guard page below (D94). The
+//!   edge is then judged, not exact.
 //!
 //! Code the device build does not run (glibc's `assert`, libstdc++'s exception unwinding,
 //! host-only library functions) is not held to the device's budget: when it touches the
@@ -22,9 +25,8 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 /// What a Pool core's 8 KiB local stack leaves from the runtime's stack switch down: the
-/// largest STACK_SIZE that runs there. Measured on Xtensa cores: STACK_SIZE=7800 runs on
-/// the local stack, 8000 on an HBM stack.
-pub const DEVICE_LOCAL_ROOM: usize = 7936;
+/// largest STACK_SIZE that runs there.
+pub const LOCAL_ROOM: usize = customop_abi::stack::LOCAL_ROOM as usize;
 /// Bytes host cores add to the device's budget for x86 frames being larger than the
 /// Xtensa build's around the same locals. Measured: a kernel with an N-byte local array
 /// and the guide's accessor and `torch::full` overflows the local stack from N = 6100 on
@@ -32,8 +34,15 @@ pub const DEVICE_LOCAL_ROOM: usize = 7936;
 /// both run N = 6050 and overflow at N = 6100 (with STACK_SIZE=32768, an HBM stack, both
 /// run N = 30000 and overflow at N = 31000).
 pub const HOST_FRAME_ALLOWANCE: usize = 1024;
-/// The largest budget: an HBM stack of the largest STACK_SIZE.
-const MOST: usize = ((customop_abi::MAX_STACK_SIZE as usize + 15) & !15) + HOST_FRAME_ALLOWANCE;
+/// The x86 stack a kernel gets whose code judges its stack by the device build's frames:
+/// far more than any device stack (at most 400 KB), since an x86 frame is allocated before
+/// the function's own check runs, and a large one (a 1 MiB array) must reach that check.
+/// Only the pages a kernel touches take memory.
+pub const JUDGED_STACK: usize = 64 << 20;
+/// The largest budget.
+const MOST: usize = JUDGED_STACK;
+const _: () =
+    assert!(JUDGED_STACK > 4 * (customop_abi::MAX_STACK_SIZE as usize + HOST_FRAME_ALLOWANCE));
 const GUARD: usize = PAGE as usize;
 /// Stack for host-only code past the device's budget (glibc, libstdc++), below its guard.
 const HOST_RESERVE: usize = 1 << 20;
@@ -95,17 +104,23 @@ fn in_library(pc: u64) -> bool {
 }
 /// The running kernel's STACK_SIZE (0: none yet).
 static STACK_SIZE: AtomicU32 = AtomicU32::new(0);
+/// Whether the running kernel's code judges its stack by the device build's frames.
+static JUDGED: AtomicBool = AtomicBool::new(false);
 
 /// The bytes a kernel of `stack_size` gets: the local room when STACK_SIZE fits there,
 /// else STACK_SIZE (16-aligned); and the host's allowance.
 pub fn budget(stack_size: u32) -> usize {
+    device_bytes(stack_size) + HOST_FRAME_ALLOWANCE
+}
+
+/// The device's bytes for a kernel of `stack_size`: the local room, or its HBM block.
+fn device_bytes(stack_size: u32) -> usize {
     let s = stack_size as usize;
-    let device = if s <= DEVICE_LOCAL_ROOM {
-        DEVICE_LOCAL_ROOM
+    if s <= LOCAL_ROOM {
+        LOCAL_ROOM
     } else {
         (s + 15) & !15
-    };
-    device + HOST_FRAME_ALLOWANCE
+    }
 }
 
 /// The region, mapped on first use: a guard page, then room for the largest budget.
@@ -143,8 +158,12 @@ fn region() -> Option<usize> {
 }
 
 /// `neuron_host_kernel_stack`: the top of the stack a kernel of STACK_SIZE `stack_size`
-/// runs on (NULL: none could be mapped; the kernel then runs on the core's own).
-pub(super) unsafe extern "C" fn svc_kernel_stack(stack_size: u32) -> *mut c_void {
+/// runs on (NULL: none could be mapped; the kernel then runs on the core's own). The
+/// runtime sets [`customop_abi::stack::JUDGED_BY_DEVICE_FRAMES`] in `stack_size` when the
+/// op library's code judges the stack by the device build's frames.
+pub(super) unsafe extern "C" fn svc_kernel_stack(asked: u32) -> *mut c_void {
+    let judged = asked & customop_abi::stack::JUDGED_BY_DEVICE_FRAMES != 0;
+    let stack_size = asked & !customop_abi::stack::JUDGED_BY_DEVICE_FRAMES;
     let Some(base) = region() else {
         return std::ptr::null_mut();
     };
@@ -156,7 +175,13 @@ pub(super) unsafe extern "C" fn svc_kernel_stack(stack_size: u32) -> *mut c_void
         }
     }
     STACK_SIZE.store(stack_size, Ordering::Relaxed);
-    (hi + budget(stack_size)) as *mut c_void
+    JUDGED.store(judged, Ordering::Relaxed);
+    let bytes = if judged {
+        JUDGED_STACK
+    } else {
+        budget(stack_size)
+    };
+    (hi + bytes) as *mut c_void
 }
 
 /// The report when host-only code outgrows the reserve below the device's budget too.
@@ -207,9 +232,18 @@ pub(super) fn touch(addr: u64, pc: u64) -> Touch {
     Touch::Opened
 }
 
+/// How an overflow of the kernel's stack was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Found {
+    /// The op code's own count of the device build's frames passed the device's limit.
+    DeviceFrames,
+    /// The guard page of the running kernel's stack was touched by the op's code.
+    Guard,
+}
+
 /// The report of an overflow of the kernel's stack, written into `buf` (no allocation: a
-/// signal handler calls this).
-pub(super) fn overflow_message(buf: &mut [u8]) -> &[u8] {
+/// signal handler calls this): what was outgrown (the fault's kind says "stack overflow").
+pub(super) fn overflow_message(buf: &mut [u8], found: Found) -> &[u8] {
     struct W<'a>(&'a mut [u8], usize);
     impl std::fmt::Write for W<'_> {
         fn write_str(&mut self, s: &str) -> std::fmt::Result {
@@ -220,28 +254,41 @@ pub(super) fn overflow_message(buf: &mut [u8]) -> &[u8] {
         }
     }
     let size = STACK_SIZE.load(Ordering::Relaxed);
+    let judged = JUDGED.load(Ordering::Relaxed);
     let mut w = W(buf, 0);
-    let _ = overflow_text(&mut w, size);
+    let _ = overflow_text(&mut w, size, found, judged);
     let n = w.1;
     &buf[..n]
 }
 
-fn overflow_text(w: &mut impl std::fmt::Write, size: u32) -> std::fmt::Result {
-    if (size as usize) <= DEVICE_LOCAL_ROOM {
+fn overflow_text(
+    w: &mut impl std::fmt::Write,
+    size: u32,
+    found: Found,
+    judged: bool,
+) -> std::fmt::Result {
+    // (x86 frames past JUDGED_STACK: far past any device stack, so the device's overflow
+    // too, found before the code's own check could run.)
+    let _ = judged;
+    if (size as usize) <= LOCAL_ROOM {
         write!(
             w,
-            "stack overflow: more than a Pool core's 8 KiB of local stack leaves a kernel \
-             ({DEVICE_LOCAL_ROOM} bytes; STACK_SIZE={size} fitted there)"
+            "more than a Pool core's 8 KiB of local stack leaves a kernel \
+             ({LOCAL_ROOM} bytes; STACK_SIZE={size} fitted there)"
         )?;
     } else {
-        write!(
-            w,
-            "stack overflow: more than STACK_SIZE={size} bytes (its HBM stack)"
-        )?;
+        write!(w, "more than STACK_SIZE={size} bytes (its HBM stack)")?;
     }
+    let how = match (found, judged) {
+        (Found::DeviceFrames, _) => "by the device build's frames (D118)",
+        (Found::Guard, true) => {
+            "by x86 frames past 64 MiB, before the device build's frames could be counted (D118)"
+        }
+        (Found::Guard, false) => "by x86 frames (D94)",
+    };
     write!(
         w,
-        ", as host cores judge the device's stack (D94); build with -DSTACK_SIZE=N for a \
+        ", as host cores judge the device's stack {how}; build with -DSTACK_SIZE=N for a \
          larger stack (N at most {})",
         customop_abi::MAX_STACK_SIZE
     )
@@ -254,35 +301,38 @@ mod tests {
     #[test]
     fn the_budget_is_the_local_room_or_stack_size() {
         let more = HOST_FRAME_ALLOWANCE;
-        assert_eq!(budget(4196), DEVICE_LOCAL_ROOM + more);
-        assert_eq!(budget(DEVICE_LOCAL_ROOM as u32), DEVICE_LOCAL_ROOM + more);
-        assert_eq!(
-            budget(DEVICE_LOCAL_ROOM as u32 + 1),
-            DEVICE_LOCAL_ROOM + 16 + more
-        );
+        assert_eq!(budget(4196), LOCAL_ROOM + more);
+        assert_eq!(budget(LOCAL_ROOM as u32), LOCAL_ROOM + more);
+        assert_eq!(budget(LOCAL_ROOM as u32 + 1), LOCAL_ROOM + 16 + more);
         assert_eq!(budget(32768), 32768 + more);
         assert_eq!(budget(20001), 20016 + more);
-        assert_eq!(budget(customop_abi::MAX_STACK_SIZE), MOST);
+        assert!(budget(customop_abi::MAX_STACK_SIZE) <= MOST);
+        assert_eq!(JUDGED_STACK >> 20, 64, "the report names the size");
     }
 
     #[test]
-    fn the_report_names_stack_size_and_the_way_out() {
-        let mut buf = [0u8; 400];
-        STACK_SIZE.store(4196, Ordering::Relaxed);
-        let m = String::from_utf8(overflow_message(&mut buf).to_vec()).unwrap();
+    fn the_report_names_stack_size_how_it_was_judged_and_the_way_out() {
+        let text = |size, found, judged| {
+            let mut m = String::new();
+            overflow_text(&mut m, size, found, judged).unwrap();
+            assert!(m.len() < 320, "the signal handler's buffer holds it: {m}");
+            m
+        };
+        let m = text(4196, Found::DeviceFrames, true);
+        assert!(m.starts_with("more than a Pool core's 8 KiB"), "{m}");
         assert!(
-            m.starts_with("stack overflow: more than a Pool core's 8 KiB"),
+            m.contains("STACK_SIZE=4196 fitted there")
+                && m.contains("by the device build's frames (D118)")
+                && m.contains("-DSTACK_SIZE=N"),
             "{m}"
         );
+        let m = text(32768, Found::Guard, false);
         assert!(
-            m.contains("STACK_SIZE=4196 fitted there") && m.contains("-DSTACK_SIZE=N"),
+            m.contains("more than STACK_SIZE=32768 bytes (its HBM stack)")
+                && m.contains("by x86 frames (D94)"),
             "{m}"
         );
-        STACK_SIZE.store(32768, Ordering::Relaxed);
-        let m = String::from_utf8(overflow_message(&mut buf).to_vec()).unwrap();
-        assert!(
-            m.contains("more than STACK_SIZE=32768 bytes (its HBM stack)"),
-            "{m}"
-        );
+        let m = text(4196, Found::Guard, true);
+        assert!(m.contains("x86 frames past 64 MiB"), "{m}");
     }
 }

@@ -193,11 +193,19 @@ pub(super) unsafe extern "C" fn svc_fault(msg: *const c_char, len: usize) {
     let m = unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) };
     drain_early_stdio();
     record_frames(0);
-    // An access the device faults on is a memory fault there (Xtensa cores report it so).
-    let kind = if m.starts_with(customop_abi::UNALIGNED_REPORT.as_bytes()) {
-        FaultKind::Memory
+    // An access the device faults on is a memory fault there (Xtensa cores report it so);
+    // the device build's frames outgrowing the device's stack is its stack overflow (D118).
+    let mut buf = [0u8; 320];
+    let (kind, m) = if m.starts_with(customop_abi::UNALIGNED_REPORT.as_bytes()) {
+        (FaultKind::Memory, m)
+    } else if m == customop_abi::stack::OVERFLOW_REPORT.as_bytes() {
+        use super::kernel_stack::{overflow_message, Found};
+        (
+            FaultKind::StackOverflow,
+            overflow_message(&mut buf, Found::DeviceFrames),
+        )
     } else {
-        FaultKind::Fatal
+        (FaultKind::Fatal, m)
     };
     control().set_fault(core(), kind, 0, 0, m);
     finish_stdio();

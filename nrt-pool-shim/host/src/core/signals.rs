@@ -125,7 +125,7 @@ pub(super) extern "C" fn on_signal(sig: i32, info: *mut libc::siginfo_t, uctx: *
         .store(PHASE.load(Ordering::Relaxed), Ordering::Relaxed);
     let mut buf = [0u8; 320];
     let why: &[u8] = if kernel_overflow {
-        super::kernel_stack::overflow_message(&mut buf)
+        super::kernel_stack::overflow_message(&mut buf, super::kernel_stack::Found::Guard)
     } else if touch == Touch::HostOverflow {
         super::kernel_stack::HOST_RESERVE_OVERFLOW.as_bytes()
     } else if overflow {

@@ -1,0 +1,50 @@
+//! A Pool core's stack as the runtime's stack switch gives it to a kernel (D79), and how
+//! host cores judge a kernel against it by the device build's frames (D118).
+
+/// The largest STACK_SIZE a kernel runs with on the core's 8 KiB local stack: the room
+/// from the runtime's stack switch down to the stack's limit. Measured on Xtensa cores:
+/// STACK_SIZE=7800 runs on the local stack, 8000 on an HBM stack.
+pub const LOCAL_ROOM: u32 = 7936;
+
+/// How deep the kernel's wrapper and everything below it may touch the local stack, in
+/// bytes of device frames below the runtime's stack switch (D118). Measured on Xtensa
+/// cores with a recursion whose every frame is touched at its stack pointer: a wrapper
+/// (416 bytes), a kernel (224) and 151 frames of 48 bytes (7888 in all) run, one more
+/// frame overflows; with 288 bytes of kernel, 150 frames (7904) overflow. (Kernels whose
+/// deepest code is the runtime's run 16 bytes deeper on Xtensa cores: the edge kept here
+/// is the lower one, so what runs on host cores runs on the device.)
+pub const LOCAL_DEPTH: u32 = 7888;
+
+/// Set in the STACK_SIZE a host core's runtime asks its kernel stack for when the op
+/// library's code judges the stack by the device build's frames: the host core then gives
+/// x86 frames room to spare, since the device's edge is kept by the code itself.
+pub const JUDGED_BY_DEVICE_FRAMES: u32 = 1 << 31;
+const _: () = assert!(crate::MAX_STACK_SIZE < JUDGED_BY_DEVICE_FRAMES);
+
+/// The device-frame depth a kernel of `stack_size` may reach: [`LOCAL_DEPTH`] when
+/// STACK_SIZE fits the local stack, else its HBM block (STACK_SIZE rounded up to 16).
+pub const fn depth_limit(stack_size: u32) -> u32 {
+    if stack_size <= LOCAL_ROOM {
+        LOCAL_DEPTH
+    } else {
+        stack_size.saturating_add(15) & !15
+    }
+}
+
+/// How a host build's report of a stack the device build's frames outgrow begins (the
+/// runtime's `__customop_device_stack_overflow`): the host core records a stack overflow.
+pub const OVERFLOW_REPORT: &str = "stack overflow (device frames)";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_limit_is_the_local_depth_or_the_hbm_block() {
+        assert_eq!(depth_limit(4196), LOCAL_DEPTH);
+        assert_eq!(depth_limit(LOCAL_ROOM), LOCAL_DEPTH);
+        assert_eq!(depth_limit(LOCAL_ROOM + 1), LOCAL_ROOM + 16);
+        assert_eq!(depth_limit(32768), 32768);
+        assert_eq!(depth_limit(20001), 20016);
+    }
+}

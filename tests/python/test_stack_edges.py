@@ -1,0 +1,195 @@
+"""The stack edge both ways: host cores overflow a kernel's stack exactly where Xtensa cores
+do, judged by the device build's frames (D118).
+
+Each case runs on both backends, checks off, with sizes on both sides of the device's edge:
+a recursion 48 device bytes a call (16 bytes of locals), kernels with thousands of bytes
+of locals and a small helper, the same recursion on an HBM stack (STACK_SIZE=32768), and
+the guide's op API on int64 (and int32 and float) tensors, whose x86 frames are larger
+than the device's (they overflowed host cores only before). Equal means: both give the
+same bytes, or both report a stack overflow."""
+import numpy as np
+import pytest
+
+from gpsimd_open import DeviceFault, custom_op
+
+KERNELS = r"""
+#include <stdint.h>
+#include <torch/torch.h>
+#include <neuron/neuron-utils.hpp>
+
+// Recursion as deep as x has elements: a 48-byte frame a call on Xtensa cores.
+static int deep(int n, volatile int *up) {
+    volatile int pad[4];
+    pad[0] = n;
+    pad[1] = up ? up[0] : 0;
+    return n == 0 ? 0 : 1 + deep(n - 1, pad) + (pad[1] - pad[1]);
+}
+torch::Tensor recurse(const torch::Tensor &x) {
+    return torch::full({1}, (float)deep((int)x.numel(), nullptr), torch::kFloat);
+}
+
+// N bytes of locals, every one written, and a small helper below them.
+static __attribute__((noinline)) int helper(volatile char *b, int n) {
+    volatile int t[4];
+    t[0] = n;
+    return b[n] + t[0];
+}
+#define LOCALS(N)                                                     \
+    torch::Tensor locals_##N(const torch::Tensor &x) {                \
+        volatile char buf[N];                                         \
+        int n = (int)x.numel();                                       \
+        for (int i = 0; i < N; i++) buf[i] = (char)(i + n);           \
+        torch::Tensor y = get_dst_tensor();                           \
+        auto out = y.accessor<float, 1>();                            \
+        out[0] = (float)helper(buf, N - 1);                           \
+        return y;                                                     \
+    }
+LOCALS(4000)
+LOCALS(6700)
+LOCALS(6800)
+LOCALS(6900)
+LOCALS(7000)
+LOCALS(7100)
+
+// The op API's integral families on x and y (int64 or int32), as the guide writes them.
+torch::Tensor api_bits(const torch::Tensor &x, const torch::Tensor &y) {
+    torch::Tensor r = torch::empty(x.sizes(), x.scalar_type());
+    torch::Tensor a = torch::empty(x.sizes(), x.scalar_type());
+    torch::bitwise_and_out(r, x, y);
+    torch::bitwise_or_out(a, x, y);
+    torch::bitwise_not_out(a, a);
+    torch::bitwise_or_out(r, r, a);
+    torch::add_out(a, x, y, 3);
+    torch::bitwise_and_out(r, r, a);
+    torch::sub_out(a, r, y);
+    torch::mul_out(r, a, x);
+    torch::clamp_out(a, r, -1000000, 1000000);
+    torch::bitwise_or_out(a, a, 5);
+    torch::abs_out(r, a);
+    return torch::add(r, torch::bitwise_not(x));
+}
+
+// Every family on any dtype: arithmetic, division, powers, clamping, rounding, and (for
+// floats) the unary functions.
+torch::Tensor api_math(const torch::Tensor &x, const torch::Tensor &y) {
+    torch::Tensor r = torch::empty(x.sizes(), x.scalar_type());
+    torch::add_out(r, x, y, 2);
+    torch::mul_out(r, r, x);
+    torch::sub_out(r, r, 7);
+    torch::clamp_out(r, r, -50, 50);
+    torch::Tensor q = torch::div(r, torch::add(torch::abs(y), 1));
+    torch::Tensor p = torch::pow(torch::abs(q), 2);
+    if (x.scalar_type() == torch::kFloat) {
+        p = torch::add(p, torch::exp(torch::sin(q)));
+        p = torch::add(p, torch::floor(torch::cos(q)));
+        p = torch::add(p, torch::ceil(torch::log(torch::add(torch::abs(q), 1))));
+    }
+    return torch::add(p, torch::abs(q));
+}
+"""
+
+SHAPES = r"""
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+torch::Tensor one(torch::Tensor x) { return torch::empty({1}, torch::kFloat); }
+torch::Tensor same(torch::Tensor x, torch::Tensor y) { return torch::empty(x.sizes(), x.scalar_type()); }
+torch::Tensor real(torch::Tensor x, torch::Tensor y) { return torch::empty(x.sizes(), torch::kFloat); }
+NEURON_LIBRARY(stack_edges, m) {
+    m.def("recurse", &one, "recurse");
+    m.def("locals_4000", &one, "locals_4000");
+    m.def("locals_6700", &one, "locals_6700");
+    m.def("locals_6800", &one, "locals_6800");
+    m.def("locals_6900", &one, "locals_6900");
+    m.def("locals_7000", &one, "locals_7000");
+    m.def("locals_7100", &one, "locals_7100");
+    m.def("api_bits", &same, "api_bits");
+    m.def("api_math", &real, "api_math");
+}
+"""
+
+LOCALS = [4000, 6700, 6800, 6900, 7000, 7100]
+
+
+def build(tmp, isa, flags=()):
+    (tmp / "k.cpp").write_text(KERNELS)
+    (tmp / "s.cpp").write_text(SHAPES)
+    return custom_op.load("stack_edges", [tmp / "k.cpp"], [tmp / "s.cpp"],
+                          build_directory=tmp / f"{isa}{len(flags)}", isa=isa,
+                          extra_cflags=list(flags))
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("edges")
+    return {isa: build(tmp, isa) for isa in ("host", "xtensa")}
+
+
+@pytest.fixture(scope="module")
+def hbm_pair(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("edges_hbm")
+    return {isa: build(tmp, isa, ["-DSTACK_SIZE=32768"]) for isa in ("host", "xtensa")}
+
+
+def outcome(lib, op, *args):
+    """The bytes a launch gives, or "stack overflow" (any other fault fails the test)."""
+    try:
+        return np.asarray(lib.ops[op](*args)).tobytes()
+    except DeviceFault as e:
+        assert e.kind == "stack overflow", str(e)
+        return "stack overflow"
+
+
+def both(pair, op, *args):
+    return {isa: outcome(lib, op, *args) for isa, lib in pair.items()}
+
+
+def test_a_recursion_overflows_at_the_same_depth_on_both_backends(pair):
+    seen = set()
+    for n in (100, 149, 150, 151, 152, 200):
+        got = both(pair, "recurse", np.zeros(n, np.float32))
+        assert got["host"] == got["xtensa"], f"depth {n}: {got}"
+        seen.add(got["host"] == "stack overflow")
+    assert seen == {True, False}, "the depths lie on both sides of the edge"
+
+
+def test_locals_and_a_helper_overflow_at_the_same_size_on_both_backends(pair):
+    x = np.zeros(4, np.float32)
+    results = {n: both(pair, f"locals_{n}", x) for n in LOCALS}
+    for n, got in results.items():
+        assert got["host"] == got["xtensa"], f"{n} bytes of locals: {got}"
+    assert results[4000]["host"] != "stack overflow"
+    assert results[7100]["host"] == "stack overflow", "7100 bytes and a helper: past the device's edge"
+
+
+def test_an_hbm_stack_overflows_at_the_same_depth_on_both_backends(hbm_pair):
+    seen = set()
+    for n in (500, 666, 667, 668, 669, 670, 900):
+        got = both(hbm_pair, "recurse", np.zeros(n, np.float32))
+        assert got["host"] == got["xtensa"], f"depth {n}, STACK_SIZE=32768: {got}"
+        seen.add(got["host"] == "stack overflow")
+    assert seen == {True, False}
+    # The HBM stack holds what the local stack does not.
+    x = np.zeros(4, np.float32)
+    got = both(hbm_pair, "locals_7100", x)
+    assert got["host"] == got["xtensa"] != "stack overflow", got
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_the_op_apis_integral_families_run_on_host_cores_as_on_the_device(pair, dtype):
+    rng = np.random.default_rng(7)
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min // 4, info.max // 4, size=(2, 3, 4), dtype=dtype)
+    y = rng.integers(-1000, 1000, size=(2, 3, 4), dtype=dtype)
+    got = both(pair, "api_bits", x, y)
+    assert got["host"] != "stack overflow", "host cores have no overflow the device lacks"
+    assert got["host"] == got["xtensa"]
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.float32])
+def test_the_op_apis_arithmetic_families_run_on_host_cores_as_on_the_device(pair, dtype):
+    rng = np.random.default_rng(11)
+    x = rng.integers(-20, 20, size=(2, 3, 4)).astype(dtype)
+    y = rng.integers(-9, 9, size=(2, 3, 4)).astype(dtype)
+    got = both(pair, "api_math", x, y)
+    assert got["host"] != "stack overflow", "host cores have no overflow the device lacks"
+    assert got["host"] == got["xtensa"]
