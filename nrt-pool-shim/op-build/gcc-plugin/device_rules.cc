@@ -566,8 +566,10 @@ public:
         if (current_loops)
             add_bb_to_loop(fail, entry->loop_father);
         gimple_stmt_iterator fg = gsi_start_bb(fail);
+        // No line of its own: the prologue's line covers it (a debugger's `break` on the
+        // function then stops at its first statement, not on this path, never taken).
         gcall *report = gimple_build_call(stack_overflow_fn, 0);
-        gimple_set_location(report, DECL_SOURCE_LOCATION(fun->decl));
+        gimple_set_location(report, UNKNOWN_LOCATION);
         gsi_insert_after(&fg, report, GSI_NEW_STMT);
         (void)rest;
 

@@ -114,17 +114,7 @@ impl DeviceFrames {
                 }
                 continue;
             }
-            // Where the function's code reaches into its frame.
-            let reached = match (op, args.as_slice()) {
-                (
-                    "l8ui" | "l16ui" | "l16si" | "l32i" | "l32i.n" | "s8i" | "s16i" | "s32i"
-                    | "s32i.n" | "lsi" | "ssi" | "lsip" | "ssip" | "addi" | "addi.n" | "addmi",
-                    [_, base, off],
-                ) if is_sp(base) => parse_number(off),
-                ("mov" | "mov.n", [_, from]) if is_sp(from) => Some(0),
-                ("or", [_, a, b]) if is_sp(a) && is_sp(b) => Some(0),
-                _ => None,
-            };
+            let reached = frame_offset(op, &args);
             if matches!(op, "retw" | "retw.n" | "ret" | "ret.n") {
                 out.returning.insert(function.to_string());
             }
@@ -132,15 +122,8 @@ impl DeviceFrames {
                 let floor = out.floors.entry(function.to_string()).or_insert(off);
                 *floor = (*floor).min(off);
             }
-            if let Some(width) = op.strip_prefix("call") {
-                let callee = match width {
-                    "0" | "4" | "8" | "12" => args.first().copied(),
-                    "x0" | "x4" | "x8" | "x12" => args.first().and_then(|r| loaded.get(r).copied()),
-                    _ => None,
-                };
-                if let Some(callee) = callee {
-                    out.calls.insert((function.to_string(), callee.to_string()));
-                }
+            if let Some(callee) = direct_callee(op, &args, &loaded) {
+                out.calls.insert((function.to_string(), callee.to_string()));
             }
             match (op, args.as_slice()) {
                 ("l32r", [r, lit]) => match symbols.get(lit) {
@@ -298,6 +281,35 @@ impl DeviceFrames {
             s.push_str(&format!("C {a} {b}\n"));
         }
         s
+    }
+}
+
+/// The offset from the stack pointer an instruction reaches into its function's frame (a
+/// load or store there, or the address of a byte there taken).
+fn frame_offset(op: &str, args: &[&str]) -> Option<u32> {
+    match (op, args) {
+        (
+            "l8ui" | "l16ui" | "l16si" | "l32i" | "l32i.n" | "s8i" | "s16i" | "s32i" | "s32i.n"
+            | "lsi" | "ssi" | "lsip" | "ssip" | "addi" | "addi.n" | "addmi",
+            [_, base, off],
+        ) if is_sp(base) => parse_number(off),
+        ("mov" | "mov.n", [_, from]) if is_sp(from) => Some(0),
+        ("or", [_, a, b]) if is_sp(a) && is_sp(b) => Some(0),
+        _ => None,
+    }
+}
+
+/// The function a call instruction names: `callN f`, or `callxN aR` where `aR` was last
+/// loaded from a literal naming `f` (`loaded`).
+fn direct_callee<'a>(
+    op: &str,
+    args: &[&'a str],
+    loaded: &HashMap<&str, &'a str>,
+) -> Option<&'a str> {
+    match op.strip_prefix("call")? {
+        "0" | "4" | "8" | "12" => args.first().copied(),
+        "x0" | "x4" | "x8" | "x12" => args.first().and_then(|r| loaded.get(r).copied()),
+        _ => None,
     }
 }
 
