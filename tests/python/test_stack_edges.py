@@ -50,7 +50,9 @@ LOCALS(6800)
 LOCALS(6900)
 LOCALS(7000)
 LOCALS(7100)
+"""
 
+API = r"""
 // The op API's integral families on x and y (int64 or int32), as the guide writes them.
 torch::Tensor api_bits(const torch::Tensor &x, const torch::Tensor &y) {
     torch::Tensor r = torch::empty(x.sizes(), x.scalar_type());
@@ -88,46 +90,42 @@ torch::Tensor api_math(const torch::Tensor &x, const torch::Tensor &y) {
 }
 """
 
-SHAPES = r"""
-#include <torch/torch.h>
-#include "torchneuron/register.h"
-torch::Tensor one(torch::Tensor x) { return torch::empty({1}, torch::kFloat); }
-torch::Tensor same(torch::Tensor x, torch::Tensor y) { return torch::empty(x.sizes(), x.scalar_type()); }
-torch::Tensor real(torch::Tensor x, torch::Tensor y) { return torch::empty(x.sizes(), torch::kFloat); }
-NEURON_LIBRARY(stack_edges, m) {
-    m.def("recurse", &one, "recurse");
-    m.def("locals_4000", &one, "locals_4000");
-    m.def("locals_6700", &one, "locals_6700");
-    m.def("locals_6800", &one, "locals_6800");
-    m.def("locals_6900", &one, "locals_6900");
-    m.def("locals_7000", &one, "locals_7000");
-    m.def("locals_7100", &one, "locals_7100");
-    m.def("api_bits", &same, "api_bits");
-    m.def("api_math", &real, "api_math");
-}
-"""
-
 LOCALS = [4000, 6700, 6800, 6900, 7000, 7100]
 
 
-def build(tmp, isa, flags=()):
-    (tmp / "k.cpp").write_text(KERNELS)
-    (tmp / "s.cpp").write_text(SHAPES)
-    return custom_op.load("stack_edges", [tmp / "k.cpp"], [tmp / "s.cpp"],
-                          build_directory=tmp / f"{isa}{len(flags)}", isa=isa,
-                          extra_cflags=list(flags))
+def shapes(api):
+    """The registration: the stack kernels, and the API's when `api`."""
+    ops = ["recurse", *(f"locals_{n}" for n in LOCALS)]
+    text = ('#include <torch/torch.h>\n#include "torchneuron/register.h"\n'
+            "torch::Tensor one(torch::Tensor x) { return torch::empty({1}, torch::kFloat); }\n"
+            "torch::Tensor same(torch::Tensor x, torch::Tensor y) { return torch::empty(x.sizes(), x.scalar_type()); }\n"
+            "torch::Tensor real(torch::Tensor x, torch::Tensor y) { return torch::empty(x.sizes(), torch::kFloat); }\n"
+            "NEURON_LIBRARY(stack_edges, m) {\n")
+    text += "".join(f'    m.def("{op}", &one, "{op}");\n' for op in ops)
+    if api:
+        text += '    m.def("api_bits", &same, "api_bits");\n    m.def("api_math", &real, "api_math");\n'
+    return text + "}\n"
+
+
+def build(tmp, flags=(), api=True):
+    """One build (the Pool image and the host library beside it): both backends."""
+    (tmp / "k.cpp").write_text(KERNELS + (API if api else ""))
+    (tmp / "s.cpp").write_text(shapes(api))
+    out = tmp / "out"
+    custom_op.load("stack_edges", [tmp / "k.cpp"], [tmp / "s.cpp"], build_directory=out,
+                   isa="xtensa", extra_cflags=list(flags))
+    return {"host": custom_op.load_library(out / "libstack_edges.so"),
+            "xtensa": custom_op.load_library(out / "libstack_edges.pool")}
 
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("edges")
-    return {isa: build(tmp, isa) for isa in ("host", "xtensa")}
+    return build(tmp_path_factory.mktemp("edges"))
 
 
 @pytest.fixture(scope="module")
 def hbm_pair(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("edges_hbm")
-    return {isa: build(tmp, isa, ["-DSTACK_SIZE=32768"]) for isa in ("host", "xtensa")}
+    return build(tmp_path_factory.mktemp("edges_hbm"), ["-DSTACK_SIZE=32768"], api=False)
 
 
 def outcome(lib, op, *args):
@@ -174,18 +172,18 @@ def test_an_hbm_stack_overflows_at_the_same_depth_on_both_backends(hbm_pair):
     assert got["host"] == got["xtensa"] != "stack overflow", got
 
 
-@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.int16, np.int8, np.uint8])
 def test_the_op_apis_integral_families_run_on_host_cores_as_on_the_device(pair, dtype):
     rng = np.random.default_rng(7)
     info = np.iinfo(dtype)
     x = rng.integers(info.min // 4, info.max // 4, size=(2, 3, 4), dtype=dtype)
-    y = rng.integers(-1000, 1000, size=(2, 3, 4), dtype=dtype)
+    y = rng.integers(max(info.min, -1000), min(info.max, 1000), size=(2, 3, 4), dtype=dtype)
     got = both(pair, "api_bits", x, y)
     assert got["host"] != "stack overflow", "host cores have no overflow the device lacks"
     assert got["host"] == got["xtensa"]
 
 
-@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.float32])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.int16, np.int8, np.uint8, np.float32])
 def test_the_op_apis_arithmetic_families_run_on_host_cores_as_on_the_device(pair, dtype):
     rng = np.random.default_rng(11)
     x = rng.integers(-20, 20, size=(2, 3, 4)).astype(dtype)
