@@ -275,3 +275,36 @@ def test_kernels_outside_the_fitted_shape_are_flagged_with_a_wide_band(tmp_path,
     assert any(r.startswith(flag) for r in e["regime"]), e["regime"]
     assert f"outside the fitted regime: {flag}" in prof["report"], prof["report"]
     assert e["high_seconds"] / e["low_seconds"] >= 3, e
+
+
+STACKED = r"""
+#include <torch/torch.h>
+torch::Tensor relu_forward(const torch::Tensor &t_in) {
+    torch::Tensor t_out = torch::zeros(t_in.sizes(), torch::kFloat);
+    auto in = t_in.accessor<float, 2>();
+    auto out = t_out.accessor<float, 2>();
+    volatile float local[LOCALS];
+    for (int i = 0; i < LOCALS; i++) local[i] = in[0][i % 4];
+    out[0][0] = local[LOCALS - 1];
+    return t_out;
+}
+"""
+
+
+def test_a_stack_in_hbm_is_flagged_and_a_local_one_is_not(tmp_path):
+    """A kernel whose STACK_SIZE does not fit the local stack has its locals in HBM: the
+    estimate says so (its traffic is not counted); one on the local stack is not flagged."""
+    (tmp_path / "relu.cpp").write_text(STACKED)
+    (tmp_path / "shape.cpp").write_text(SHAPE)
+    regimes = {}
+    # 8 KiB of locals with STACK_SIZE=12000 (an HBM stack); 64 bytes on the local stack.
+    for name, flags in (("hbm", ["-DLOCALS=2048", "-DSTACK_SIZE=12000"]), ("local", ["-DLOCALS=16"])):
+        lib = custom_op.load(name="tutorial_ops", compute_srcs=[str(tmp_path / "relu.cpp")],
+                             shape_srcs=[str(tmp_path / "shape.cpp")],
+                             build_directory=str(tmp_path / name), isa="xtensa", extra_cflags=flags)
+        _, prof = lib.ops["relu_forward"](np.ones((1, 4), np.float32), profile=True)
+        regimes[name] = prof["estimate"]["regime"]
+        if name == "hbm":
+            assert "outside the fitted regime: stack in HBM (STACK_SIZE=12000" in prof["report"], prof["report"]
+    assert any(r.startswith("stack in HBM") for r in regimes["hbm"]), regimes
+    assert not any(r.startswith("stack in HBM") for r in regimes["local"]), regimes

@@ -34,7 +34,9 @@ pub struct AccessCounts {
     pub copies_in: u32,
     /// Copies from core memory into a tensor (`tcm_to_tensor`, stream writes' flushes).
     pub copies_out: u32,
-    pub _pad: u32,
+    /// The kernel's STACK_SIZE when its stack was an HBM block (it did not fit the core's
+    /// local stack: every local variable then lives in HBM); 0 on the local stack.
+    pub hbm_stack: u32,
     pub bytes_in: u64,
     pub bytes_out: u64,
 }
@@ -43,6 +45,7 @@ pub const ACCESS_COUNTS_BYTES: usize = 32;
 
 const _: () = {
     assert!(core::mem::size_of::<AccessCounts>() == ACCESS_COUNTS_BYTES);
+    assert!(core::mem::offset_of!(AccessCounts, hbm_stack) == 12);
     assert!(core::mem::offset_of!(AccessCounts, bytes_in) == 16);
     assert!(core::mem::offset_of!(AccessCounts, bytes_out) == 24);
 };
@@ -56,7 +59,7 @@ impl AccessCounts {
             element: u32_at(0),
             copies_in: u32_at(4),
             copies_out: u32_at(8),
-            _pad: 0,
+            hbm_stack: u32_at(12),
             bytes_in: u64_at(16),
             bytes_out: u64_at(24),
         }
@@ -73,10 +76,12 @@ mod tests {
         b[0] = 7;
         b[4] = 2;
         b[8] = 3;
+        b[12..16].copy_from_slice(&32768u32.to_le_bytes());
         b[16..24].copy_from_slice(&(5u64 << 33).to_le_bytes());
         b[24..32].copy_from_slice(&9u64.to_le_bytes());
         let c = AccessCounts::from_le_bytes(&b);
         assert_eq!((c.element, c.copies_in, c.copies_out), (7, 2, 3));
+        assert_eq!(c.hbm_stack, 32768);
         assert_eq!((c.bytes_in, c.bytes_out), (5 << 33, 9));
     }
 }

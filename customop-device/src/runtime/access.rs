@@ -13,13 +13,18 @@ pub static COUNTS: Global<AccessCounts> = Global::new(AccessCounts {
     element: 0,
     copies_in: 0,
     copies_out: 0,
-    _pad: 0,
+    hbm_stack: 0,
     bytes_in: 0,
     bytes_out: 0,
 });
 
 pub fn reset() {
     COUNTS.with(|c| *c = AccessCounts::default());
+}
+
+/// The kernel's stack is an HBM block of `stack_size` bytes this launch.
+pub fn hbm_stack(stack_size: u32) {
+    COUNTS.with(|c| c.hbm_stack = stack_size);
 }
 
 /// One element read or written through the translation windows.

@@ -102,6 +102,9 @@ pub enum Regime {
     /// Element-wise accessors on several cores at once: the fit is one core's, and their
     /// contention for HBM is not modelled.
     ElementWiseOnCores(usize),
+    /// The kernel's stack was an HBM block of this STACK_SIZE (it did not fit the local
+    /// stack): its locals' traffic goes to HBM, which nothing here counts.
+    HbmStack(u32),
 }
 
 impl Regime {
@@ -116,6 +119,11 @@ impl Regime {
             Regime::ElementWiseOnCores(n) => format!(
                 "element-wise accessors on {n} cores: fitted on one; their contention for HBM \
                  is not modelled"
+            ),
+            Regime::HbmStack(size) => format!(
+                "stack in HBM (STACK_SIZE={size} does not fit a core's local stack): every \
+                 access to the kernel's locals goes to HBM, which the guide calls slow; no \
+                 count here sees it and the band does not include it"
             ),
         }
     }
@@ -206,6 +214,14 @@ impl Model {
         let element_cores = cores.iter().filter(|c| c.accesses.element > 0).count();
         if element_cores > 1 {
             regime.push(Regime::ElementWiseOnCores(element_cores));
+        }
+        if let Some(size) = cores
+            .iter()
+            .map(|c| c.accesses.hbm_stack)
+            .max()
+            .filter(|s| *s > 0)
+        {
+            regime.push(Regime::HbmStack(size));
         }
         Some(Estimate {
             seconds: central.max(shared),
@@ -515,6 +531,20 @@ mod tests {
         assert!(e
             .report(3)
             .contains("outside the fitted regime: element-wise accessors on 4 cores"));
+        let on_hbm = AccessCounts {
+            element: 100_000,
+            hbm_stack: 32768,
+            ..AccessCounts::default()
+        };
+        let e = profile(vec![core(0, vec![("k", 1_000_000)], on_hbm)])
+            .estimate()
+            .unwrap();
+        assert_eq!(e.regime, [Regime::HbmStack(32768)]);
+        assert!(
+            e.report(3).contains("stack in HBM (STACK_SIZE=32768"),
+            "{}",
+            e.report(3)
+        );
     }
 
     #[test]
