@@ -1,14 +1,15 @@
 //! The GCC plugin that makes host builds in the device's data model follow the device
 //! compiler and cores where no flag can: alignment judged as GCC for Xtensa judges it
 //! (D105: aggregates word-aligned, and no run-time check of an access whose misalignment
-//! the compiler knows, which the device build moves piecewise), and float-to-integer
-//! conversions computed as a core computes them (D117: NaN and out-of-range values).
+//! the compiler knows, which the device build moves piecewise), float-to-integer
+//! conversions computed as a core computes them (D117: NaN and out-of-range values), and
+//! the stack depth the device build's frames reach (D118, given their table).
 //!
 //! The plugin is C++ against the host compiler's own plugin headers, so it is built for
 //! the compiler in use, once, into a cache folder, and found there by later builds. A
 //! compiler without plugin headers builds op libraries without it: host cores then fault
-//! on those accesses (the stricter answer) and convert as x86 does, and the build says
-//! once what to install and what is lost.
+//! on those accesses (the stricter answer), convert as x86 does and judge the stack by x86
+//! frames, and the build says once what to install and what is lost.
 //!
 //! A cached plugin is trusted only when its bytes match the SHA-256 digest written beside it
 //! when it was built (`NAME.so.sha256`): a file a killed write, a full disk or a bad sector
@@ -50,9 +51,11 @@ pub(crate) fn argument(cxx: &str) -> Option<OsString> {
                 eprintln!(
                     "note: {why}; host cores will fault on misaligned accesses whose \
                      misalignment GCC for Xtensa sees at compile time (the device build \
-                     moves those bytewise; docs/decisions.md D105), and float-to-integer \
+                     moves those bytewise; docs/decisions.md D105), float-to-integer \
                      conversions of NaN or out-of-range values give x86's values, not the \
-                     device's (D117)"
+                     device's (D117), and a kernel's stack is judged by x86 frames, not the \
+                     device build's, so its edge can lie a few hundred bytes from the \
+                     device's (D94, D118)"
                 );
                 None
             }
