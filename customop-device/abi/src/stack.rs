@@ -27,8 +27,13 @@ pub const fn depth_limit(stack_size: u32) -> u32 {
     if stack_size <= LOCAL_ROOM {
         LOCAL_DEPTH
     } else {
-        stack_size.saturating_add(15) & !15
+        hbm_bytes(stack_size)
     }
+}
+
+/// The bytes of a kernel's HBM stack of `stack_size`: STACK_SIZE rounded up to 16.
+pub const fn hbm_bytes(stack_size: u32) -> u32 {
+    stack_size.saturating_add(15) & !15
 }
 
 /// How a host build's report of a stack the device build's frames outgrow begins (the

@@ -183,7 +183,7 @@ pub unsafe fn run(f: unsafe extern "C" fn(), stack_size: u32) {
 /// `f` on an HBM stack: a block of a guard page and STACK_SIZE bytes (16-aligned), from the
 /// core's HBM heap, page-aligned so the guard is exactly its first page.
 unsafe fn on_hbm(f: unsafe extern "C" fn(), stack_size: u32, stack: platform::StackFn) {
-    let size = stack_size.saturating_add(15) & !15;
+    let size = customop_abi::stack::hbm_bytes(stack_size);
     let Some(total) = size.checked_add(PAGE) else {
         fatal_with(
             "stack_switch.cpp",

@@ -360,6 +360,15 @@ long runtime_calls_reach(const std::string &fn)
     return most;
 }
 
+// How far below `above` (the depth at its entry) the device function `g`'s own code
+// reaches: its touch, or its frame and its runtime calls' reach (a runtime callee that
+// touches nothing adds nothing; a function the device build lacks reaches nowhere).
+long own_reach(const std::string &g, long above)
+{
+    long calls = runtime_calls_reach(g);
+    return std::max(above + touch_of(g), calls > 0 ? above + frame_of(g) + calls : 0);
+}
+
 // The device's stack depth at `stmt` of the function `fn` above the function's entry:
 // its own device frame, and the frames of the functions inlined around `stmt` that the
 // device build calls (one it inlined too lives in its caller's frame). `innermost` is the
@@ -379,9 +388,7 @@ long depth_at(gimple *stmt, const std::string &fn, std::string *innermost, long 
     if (depth < 0)
         depth = 0;
     std::string in = fn;
-    // (A runtime callee that touches nothing adds nothing.)
-    long calls = runtime_calls_reach(fn);
-    long most = frame_of(fn) < 0 ? 0 : std::max(touch_of(fn), calls > 0 ? depth + calls : 0);
+    long most = own_reach(fn, 0);
     for (int i = (int)origins.length() - 1; i >= 0; i--) {
         std::string g = function_name(origins[i]);
         long n = frame_of(g);
@@ -389,8 +396,7 @@ long depth_at(gimple *stmt, const std::string &fn, std::string *innermost, long 
             continue;
         if (frame_of(in) >= 0 && !device_calls.count({in, g}))
             continue;
-        long calls = runtime_calls_reach(g);
-        long r = std::max(depth + touch_of(g), calls > 0 ? depth + n + calls : 0);
+        long r = own_reach(g, depth);
         depth += n;
         in = g;
         most = r > most ? r : most;
@@ -465,13 +471,11 @@ public:
     unsigned int execute(function *fun) final override
     {
         std::string fn = function_name(fun->decl);
-        // The deepest the function's device code touches, and each call's depth for its
-        // callee (whole frames: the callee's own code decides what it touches).
-        // The function's own (checked on entry); a block whose code goes deeper (code of
-        // functions inlined here, which runs only when the block does: a recursion's
-        // last call) checks on its way in.
-        long own = frame_of(fn), own_calls = runtime_calls_reach(fn);
-        long deepest = own < 0 ? 0 : std::max(touch_of(fn), own_calls > 0 ? own + own_calls : 0);
+        // The deepest the function's own code reaches (checked on entry); a block whose
+        // code goes deeper (functions inlined here, which run only when the block does: a
+        // recursion's last call) checks on its way in. Each call's depth for its callee
+        // counts whole frames: the callee's own code decides what it touches.
+        long deepest = own_reach(fn, 0);
         auto_vec<std::pair<gimple *, long>> calls;
         auto_vec<gimple *> returns;
         auto_vec<std::pair<basic_block, long>> deeper;
@@ -555,7 +559,6 @@ public:
         gcond *over = gimple_build_cond(GT_EXPR, need, limit, NULL_TREE, NULL_TREE);
         gsi_insert_after(&gsi, over, GSI_NEW_STMT);
         edge fine = split_block(entry, over);
-        basic_block rest = fine->dest;
         fine->flags &= ~EDGE_FALLTHRU;
         fine->flags |= EDGE_FALSE_VALUE;
         fine->probability = profile_probability::very_likely();
@@ -571,7 +574,6 @@ public:
         gcall *report = gimple_build_call(stack_overflow_fn, 0);
         gimple_set_location(report, UNKNOWN_LOCATION);
         gsi_insert_after(&fg, report, GSI_NEW_STMT);
-        (void)rest;
 
         // Before each call: the depth its callee starts from. Calls keep their frames
         // (the device's windowed calls never become jumps).

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use nrt_pool_schema::{KernelSig, NeuronLibrary};
@@ -301,7 +302,7 @@ impl BuildSetup {
             dir: work.join("device-frames"),
             runtime,
             assembly: Mutex::new(HashMap::new()),
-            failed: Mutex::new(None),
+            failed: AtomicBool::new(false),
         })
     }
 
@@ -413,8 +414,8 @@ pub(crate) struct DeviceFrameTables<'a> {
     runtime: String,
     /// Source -> its device assembly.
     assembly: Mutex<HashMap<PathBuf, PathBuf>>,
-    /// Why a source's device compile failed (its code then keeps no depth).
-    failed: Mutex<Option<String>>,
+    /// Whether a source's device compile failed (its code then keeps no depth).
+    failed: AtomicBool,
 }
 
 impl DeviceFrameTables<'_> {
@@ -443,8 +444,8 @@ impl DeviceFrameTables<'_> {
                 Some(table)
             }
             Err(e) => {
-                let mut failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
-                if failed.is_none() {
+                // Said for the first source that fails.
+                if !self.failed.swap(true, Ordering::Relaxed) {
                     let text = match &e {
                         BuildError::Compile { stderr, .. } => stderr.clone(),
                         e => e.to_string(),
@@ -455,7 +456,6 @@ impl DeviceFrameTables<'_> {
                          judge this library's stack by x86 frames (D94, D118)",
                         src.display()
                     );
-                    *failed = Some(first.to_string());
                 }
                 None
             }
@@ -464,10 +464,7 @@ impl DeviceFrameTables<'_> {
 
     /// Whether every source given so far had its table.
     fn all_judged(&self) -> bool {
-        self.failed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_none()
+        !self.failed.load(Ordering::Relaxed)
     }
 
     /// The device assembly this stage made of `src`.

@@ -115,11 +115,10 @@ pub fn budget(stack_size: u32) -> usize {
 
 /// The device's bytes for a kernel of `stack_size`: the local room, or its HBM block.
 fn device_bytes(stack_size: u32) -> usize {
-    let s = stack_size as usize;
-    if s <= LOCAL_ROOM {
+    if stack_size as usize <= LOCAL_ROOM {
         LOCAL_ROOM
     } else {
-        (s + 15) & !15
+        customop_abi::stack::hbm_bytes(stack_size) as usize
     }
 }
 
@@ -267,9 +266,6 @@ fn overflow_text(
     found: Found,
     judged: bool,
 ) -> std::fmt::Result {
-    // (x86 frames past JUDGED_STACK: far past any device stack, so the device's overflow
-    // too, found before the code's own check could run.)
-    let _ = judged;
     if (size as usize) <= LOCAL_ROOM {
         write!(
             w,
@@ -281,6 +277,8 @@ fn overflow_text(
     }
     let how = match (found, judged) {
         (Found::DeviceFrames, _) => "by the device build's frames (D118)",
+        // x86 frames past JUDGED_STACK: far past any device stack, so the device's overflow
+        // too, found before the code's own check could run.
         (Found::Guard, true) => {
             "by x86 frames past 64 MiB, before the device build's frames could be counted (D118)"
         }
