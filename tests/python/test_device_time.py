@@ -308,3 +308,68 @@ def test_a_stack_in_hbm_is_flagged_and_a_local_one_is_not(tmp_path):
             assert "outside the fitted regime: stack in HBM (STACK_SIZE=12000" in prof["report"], prof["report"]
     assert any(r.startswith("stack in HBM") for r in regimes["hbm"]), regimes
     assert not any(r.startswith("stack in HBM") for r in regimes["local"]), regimes
+
+
+def copy_trace(lib, tmp_path):
+    """A profiled launch's copies (the runtime's log, D120), its counts, the trace's copy
+    and compute spans in order, and its kernel span; the steps checked to fill the kernel
+    one after another, as the core's estimate."""
+    import json
+
+    trace = tmp_path / "copies.json"
+    y, prof = lib.ops["relu_forward"](x(), profile=True, trace=trace)
+    np.testing.assert_array_equal(y, np.maximum(x(), 0))
+    (core,) = prof["cores"]
+    events = json.loads(trace.read_text())["traceEvents"]
+    steps = sorted((e for e in events if e["ph"] == "X" and e["cat"] in ("copy", "compute")),
+                   key=lambda e: e["ts"])
+    (kernel,) = [e for e in events if e.get("cat") == "kernel"]
+    for before, after in zip(steps, steps[1:]):
+        assert abs(before["ts"] + before["dur"] - after["ts"]) < 1e-6, (before, after)
+    assert abs(steps[-1]["ts"] + steps[-1]["dur"] - kernel["dur"]) < 1e-6
+    assert abs(kernel["dur"] - prof["estimate"]["cores"][0]["seconds"] * 1e6) < 1e-6
+    a = core["accesses"]
+    copies = [e for e in steps if e["cat"] == "copy"]
+    moved = sum(e["args"]["bytes"] * e["args"].get("copies", 1) if e["args"].get("logged", True)
+                else e["args"]["bytes"] for e in copies)
+    assert moved == a["bytes_in"] + a["bytes_out"], (moved, a)
+    return core, copies
+
+
+def test_each_copy_is_on_the_trace_where_it_began(builds, tmp_path):
+    """The 1-core TCM ReLU: torch::zeros fills its output with 1024 like copies of 512
+    bytes (one run, one span), then each of 128 chunks is copied in, the loop runs, and it
+    is copied out: each copy a span where it began, with its bytes, the loop between."""
+    _, lib = builds["tcm"]
+    core, copies = copy_trace(lib, tmp_path)
+    logged = core["copies"]
+    assert [(c["direction"], c["bytes"], c["copies"]) for c in logged] == \
+        [("out", 512, 1024)] + [("in", 4096, 1), ("out", 4096, 1)] * 128
+    assert core["copies_unlogged"] == 0
+    # Each chunk's loop (1024 elements) runs between its copy in and its copy out.
+    assert all(c["instructions_before"] > 1024 for c in logged[2::2]), logged[2]
+    assert [e["name"] for e in copies[:3]] == \
+        ["1024 copies out: 512 B each", "copy in: 4096 B", "copy out: 4096 B"]
+    assert [e["args"]["direction"] for e in copies] == ["out"] + ["in", "out"] * 128
+
+
+SMALL_CHUNKS = TCM.replace("const size_t chunk = 1024;", "const size_t chunk = 32;")
+
+
+def test_copies_past_the_log_are_one_span_that_says_so(tmp_path):
+    """4096 chunks of 32 floats make 8193 runs of copies: the log holds the first 1024
+    (D120), the rest are one span at the end with their count and bytes."""
+    (tmp_path / "relu.cpp").write_text(SMALL_CHUNKS)
+    (tmp_path / "shape.cpp").write_text(SHAPE)
+    lib = custom_op.load(name="tutorial_ops", compute_srcs=[str(tmp_path / "relu.cpp")],
+                         shape_srcs=[str(tmp_path / "shape.cpp")], build_directory=str(tmp_path),
+                         isa="xtensa")
+    core, copies = copy_trace(lib, tmp_path)
+    assert len(core["copies"]) == 1024
+    a = core["accesses"]
+    unlogged = a["copies_in"] + a["copies_out"] - sum(c["copies"] for c in core["copies"])
+    assert core["copies_unlogged"] == unlogged > 0
+    assert len(copies) == 1025
+    last = copies[-1]
+    assert last["args"]["logged"] is False and last["args"]["copies"] == unlogged
+    assert "after the log filled" in last["name"]

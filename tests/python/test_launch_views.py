@@ -52,9 +52,24 @@ def test_the_trace_has_a_track_per_core_with_the_kernel_and_well_formed_events(g
     assert sorted(e["tid"] for e in kernels) == list(range(8))
     assert all(e["name"] == "clean" and e["dur"] > 0 for e in kernels)
     if isa == "xtensa":
-        copies = [e for e in events if e.get("cat") == "copy"]
-        assert sorted(e["tid"] for e in copies) == list(range(8)), "each core copies its tile"
-        assert all(e["args"]["bytes_in"] > 0 and e["args"]["bytes_out"] > 0 for e in copies)
+        # Each copy is a span with its bytes, where it began (D120): the kernel copies its
+        # tile in, then out, on every core, with the loop's compute between.
+        for c in range(8):
+            steps = sorted((e for e in events if e.get("tid") == c and e.get("cat") in ("copy", "compute")),
+                           key=lambda e: e["ts"])
+            copies = [e for e in steps if e["cat"] == "copy"]
+            assert [e["args"]["direction"] for e in copies][-1] == "out", copies
+            assert "in" in [e["args"]["direction"] for e in copies], copies
+            # A run of like copies is one span that says how many (D120).
+            for e in copies:
+                n, d, b = e["args"]["copies"], e["args"]["direction"], e["args"]["bytes"]
+                assert b > 0 and e["name"] == (f"copy {d}: {b} B" if n == 1 else f"{n} copies {d}: {b} B each"), e
+            last_in = max(i for i, e in enumerate(steps) if e["cat"] == "copy" and e["args"]["direction"] == "in")
+            loop = steps[last_in + 1]
+            assert loop["cat"] == "compute" and loop["ts"] + loop["dur"] <= copies[-1]["ts"] + 1e-6
+            inside = [e["name"] for e in events if e.get("tid") == c and e.get("cat") == "function"
+                      and loop["ts"] - 1e-6 <= e["ts"] < loop["ts"] + loop["dur"]]
+            assert any(f.startswith("gallery::relu(") for f in inside), inside
         functions = {e["name"] for e in events if e.get("cat") == "function"}
         assert any(f.startswith("clean_relu(") for f in functions), functions
         for c in range(8):

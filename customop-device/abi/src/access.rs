@@ -13,6 +13,8 @@ pub const ACCESS_PATH: &[&str] = &[
     "neuron_translate(",
     "neuron_translate_ctx(",
     "neuron_memcpy(",
+    "customop_copy_mark",
+    "<customop_abi::access::CopyLog>::",
     "neuroncustomop::runtime::mem::aligned::copy",
     "neuroncustomop::runtime::state::transfer",
     "neuroncustomop::runtime::state::check_tcm_copy",
@@ -66,6 +68,144 @@ impl AccessCounts {
     }
 }
 
+/// The runtime's exported log of a launch's copies in order (`customop_copy_log`): each
+/// run of like copies (same direction and size, no element-wise access between) as one
+/// entry with its count, and how many element-wise accesses came before it, so the trace
+/// can place each on the estimate's time axis (D120).
+pub const COPY_LOG_SYMBOL: &str = "customop_copy_log";
+
+/// The runtime's function that starts a log entry: the profile plugin stamps each entry to
+/// it with the instructions executed since the kernel began.
+pub const COPY_MARK_SYMBOL: &str = "customop_copy_mark";
+
+/// How many entries a launch logs; copies after the log fills are only counted.
+pub const COPY_LOG_ENTRIES: usize = 1024;
+
+/// One logged run of copies (16 bytes, little-endian).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CopyEntry {
+    /// Bytes each copy of the run moved.
+    pub bytes: u32,
+    /// [`COPY_OUT`] for copies from core memory into a tensor; 0 for copies into core memory.
+    pub flags: u32,
+    /// Element-wise accesses the launch made before the run.
+    pub elements_before: u32,
+    /// Copies in the run (1 or more).
+    pub copies: u32,
+}
+
+/// [`CopyEntry::flags`]: the copy went from core memory into a tensor.
+pub const COPY_OUT: u32 = 1;
+
+/// A launch's copy log: how many copies it made (all, logged or not), how many entries
+/// hold them, and the entries.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CopyLog {
+    pub copies: u32,
+    pub used: u32,
+    pub entries: [CopyEntry; COPY_LOG_ENTRIES],
+}
+
+pub const COPY_ENTRY_BYTES: usize = 16;
+pub const COPY_LOG_BYTES: usize = 8 + COPY_LOG_ENTRIES * COPY_ENTRY_BYTES;
+
+const _: () = {
+    assert!(core::mem::size_of::<CopyEntry>() == COPY_ENTRY_BYTES);
+    assert!(core::mem::size_of::<CopyLog>() == COPY_LOG_BYTES);
+    assert!(core::mem::offset_of!(CopyLog, entries) == 8);
+    assert!(core::mem::offset_of!(CopyEntry, elements_before) == 8);
+};
+
+/// What [`CopyLog::extend`] did with a copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Logged {
+    /// It continued the last entry's run.
+    Run,
+    /// It needs an entry of its own ([`CopyLog::start`]).
+    New,
+    /// The log is full: counted only.
+    Full,
+}
+
+impl CopyLog {
+    pub const EMPTY: CopyLog = CopyLog {
+        copies: 0,
+        used: 0,
+        entries: [CopyEntry {
+            bytes: 0,
+            flags: 0,
+            elements_before: 0,
+            copies: 0,
+        }; COPY_LOG_ENTRIES],
+    };
+
+    /// Counts a copy of `bytes` and adds it to the last entry's run where it is like it.
+    pub fn extend(&mut self, bytes: u32, flags: u32, elements_before: u32) -> Logged {
+        self.copies = self.copies.saturating_add(1);
+        let used = (self.used as usize).min(COPY_LOG_ENTRIES);
+        if let Some(last) = used.checked_sub(1).and_then(|i| self.entries.get_mut(i)) {
+            let like = (last.bytes, last.flags, last.elements_before);
+            if like == (bytes, flags, elements_before) && last.copies < u32::MAX {
+                last.copies += 1;
+                return Logged::Run;
+            }
+        }
+        if used == COPY_LOG_ENTRIES {
+            Logged::Full
+        } else {
+            Logged::New
+        }
+    }
+
+    /// Starts an entry with one copy (after [`CopyLog::extend`] said [`Logged::New`]).
+    pub fn start(&mut self, bytes: u32, flags: u32, elements_before: u32) {
+        if let Some(e) = self.entries.get_mut(self.used as usize) {
+            *e = CopyEntry {
+                bytes,
+                flags,
+                elements_before,
+                copies: 1,
+            };
+            self.used += 1;
+        }
+    }
+
+    /// The entries in use.
+    pub fn logged(&self) -> &[CopyEntry] {
+        &self.entries[..(self.used as usize).min(COPY_LOG_ENTRIES)]
+    }
+
+    /// Copies made after the log filled.
+    pub fn unlogged(&self) -> u32 {
+        let logged = self
+            .logged()
+            .iter()
+            .fold(0u32, |n, e| n.saturating_add(e.copies));
+        self.copies.saturating_sub(logged)
+    }
+
+    /// The log from its bytes as a core holds them: None when `b` is not a whole log.
+    pub fn from_le_bytes(b: &[u8]) -> Option<CopyLog> {
+        let b: &[u8; COPY_LOG_BYTES] = b.try_into().ok()?;
+        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+        let mut log = CopyLog::EMPTY;
+        log.copies = u32_at(0);
+        log.used = u32_at(4);
+        for (i, e) in log.entries.iter_mut().enumerate() {
+            let o = 8 + i * COPY_ENTRY_BYTES;
+            *e = CopyEntry {
+                bytes: u32_at(o),
+                flags: u32_at(o + 4),
+                elements_before: u32_at(o + 8),
+                copies: u32_at(o + 12),
+            };
+        }
+        Some(log)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,5 +223,52 @@ mod tests {
         assert_eq!((c.element, c.copies_in, c.copies_out), (7, 2, 3));
         assert_eq!(c.hbm_stack, 32768);
         assert_eq!((c.bytes_in, c.bytes_out), (5 << 33, 9));
+    }
+
+    #[test]
+    fn like_copies_make_one_entry_and_a_full_log_counts_the_rest() {
+        let mut log = CopyLog::EMPTY;
+        let add = |log: &mut CopyLog, bytes, flags, elements| {
+            let l = log.extend(bytes, flags, elements);
+            if l == Logged::New {
+                log.start(bytes, flags, elements);
+            }
+            l
+        };
+        assert_eq!(add(&mut log, 512, COPY_OUT, 0), Logged::New);
+        assert_eq!(add(&mut log, 512, COPY_OUT, 0), Logged::Run);
+        // Another size, direction or an element-wise access between: a new entry.
+        assert_eq!(add(&mut log, 256, COPY_OUT, 0), Logged::New);
+        assert_eq!(add(&mut log, 256, 0, 0), Logged::New);
+        assert_eq!(add(&mut log, 256, 0, 1), Logged::New);
+        assert_eq!(log.logged().len(), 4);
+        assert_eq!(log.logged()[0].copies, 2);
+        for i in 0..COPY_LOG_ENTRIES as u32 {
+            add(&mut log, 8 + i, 0, 1);
+        }
+        assert_eq!(log.logged().len(), COPY_LOG_ENTRIES);
+        assert_eq!(log.unlogged(), 4);
+        // A full log still extends its last run.
+        let last = log.logged()[COPY_LOG_ENTRIES - 1];
+        assert_eq!(add(&mut log, last.bytes, last.flags, 1), Logged::Run);
+        assert_eq!(add(&mut log, 3, 0, 1), Logged::Full);
+        assert_eq!(
+            (log.copies, log.unlogged()),
+            (COPY_LOG_ENTRIES as u32 + 7, 5)
+        );
+        let mut b = [0u8; COPY_LOG_BYTES];
+        b[0..4].copy_from_slice(&log.copies.to_le_bytes());
+        b[4..8].copy_from_slice(&log.used.to_le_bytes());
+        for (i, e) in log.logged().iter().enumerate() {
+            let o = 8 + i * COPY_ENTRY_BYTES;
+            for (k, v) in [e.bytes, e.flags, e.elements_before, e.copies]
+                .iter()
+                .enumerate()
+            {
+                b[o + 4 * k..o + 4 * k + 4].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        assert_eq!(CopyLog::from_le_bytes(&b), Some(log));
+        assert_eq!(CopyLog::from_le_bytes(&b[1..]), None);
     }
 }

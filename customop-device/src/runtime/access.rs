@@ -2,7 +2,7 @@
 //! runtime serves them, zeroed when a launch starts, read by the engine after a profiled
 //! launch on Xtensa cores to estimate the device's time (D100).
 
-use customop_abi::access::AccessCounts;
+use customop_abi::access::{AccessCounts, CopyLog, Logged, COPY_OUT};
 
 use super::global::Global;
 
@@ -18,8 +18,33 @@ pub static COUNTS: Global<AccessCounts> = Global::new(AccessCounts {
     bytes_out: 0,
 });
 
+/// Exported under [`customop_abi::access::COPY_LOG_SYMBOL`]: the launch's copies.
+#[export_name = "customop_copy_log"]
+pub static COPY_LOG: Global<CopyLog> = Global::new(CopyLog::EMPTY);
+
 pub fn reset() {
     COUNTS.with(|c| *c = AccessCounts::default());
+    COPY_LOG.with(|l| {
+        l.copies = 0;
+        l.used = 0;
+    });
+}
+
+/// Logs one copy: a run of like copies is one entry (D120).
+fn log_copy(bytes: u32, flags: u32) {
+    let elements = COUNTS.with(|c| c.element);
+    if COPY_LOG.with(|l| l.extend(bytes, flags, elements)) == Logged::New {
+        copy_mark(bytes, flags, elements);
+    }
+}
+
+/// Starts a log entry. Its own function under a fixed name
+/// ([`customop_abi::access::COPY_MARK_SYMBOL`]), never inlined: the profile plugin stamps
+/// each entry to it with the instructions executed so far (D120).
+#[export_name = "customop_copy_mark"]
+#[inline(never)]
+pub extern "C" fn copy_mark(bytes: u32, flags: u32, elements_before: u32) {
+    COPY_LOG.with(|l| l.start(bytes, flags, elements_before));
 }
 
 /// The kernel's stack is an HBM block of `stack_size` bytes this launch.
@@ -38,6 +63,7 @@ pub fn copy_in(n: u32) {
         c.copies_in = c.copies_in.wrapping_add(1);
         c.bytes_in = c.bytes_in.wrapping_add(u64::from(n));
     });
+    log_copy(n, 0);
 }
 
 /// One copy of `n` bytes from core memory into a tensor.
@@ -46,4 +72,5 @@ pub fn copy_out(n: u32) {
         c.copies_out = c.copies_out.wrapping_add(1);
         c.bytes_out = c.bytes_out.wrapping_add(u64::from(n));
     });
+    log_copy(n, COPY_OUT);
 }

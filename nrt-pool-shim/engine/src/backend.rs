@@ -342,6 +342,9 @@ pub struct CoreProfile {
     /// The tensor accesses the core's runtime counted (Xtensa cores): with the
     /// instructions, what the device-time estimate prices (`crate::estimate`).
     pub accesses: Option<AccessCounts>,
+    /// The core's copies one by one with what ran between them (Xtensa cores whose runtime
+    /// logs copies: D120).
+    pub copies: Option<crate::profile::CopyTimeline>,
 }
 
 /// An ISA backend: it loads an op library onto cores that share the engine's device memory,

@@ -8,6 +8,7 @@
 //! no estimate.
 
 use crate::backend::{AccessCounts, CoreProfile};
+use crate::profile::CopyTimeline;
 
 /// The two fitted constants: how an instruction counted here and an element-wise access
 /// turn into the device's cycles.
@@ -148,6 +149,41 @@ pub struct CoreEstimate {
     pub accesses: AccessCounts,
     /// Seconds by function, most first; the accesses as two entries of their own.
     pub functions: Vec<(String, f64)>,
+    /// The core's time in the order it was spent, copy by copy, where its copies were
+    /// logged (D120); empty otherwise. The steps add up to `seconds`.
+    pub timeline: Vec<Step>,
+}
+
+/// A stretch of a core's estimated time (central prices), in the order the core spent it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// What ran between two copies: seconds by function, most first, element-wise accesses
+    /// as [`ELEMENT_ENTRY`].
+    Compute(Vec<(String, f64)>),
+    /// A run of like copies between a tensor and core memory (`copies` of `bytes` each;
+    /// one, often).
+    Copy {
+        out: bool,
+        bytes: u32,
+        copies: u32,
+        seconds: f64,
+    },
+    /// The copies made after the log filled, together (they happened among the compute
+    /// before this step).
+    Unlogged {
+        copies: u32,
+        bytes: u64,
+        seconds: f64,
+    },
+}
+
+impl Step {
+    pub fn seconds(&self) -> f64 {
+        match self {
+            Step::Compute(functions) => functions.iter().map(|(_, s)| s).sum(),
+            Step::Copy { seconds, .. } | Step::Unlogged { seconds, .. } => *seconds,
+        }
+    }
 }
 
 /// A launch's estimate: the slowest core, or the engine's shared copy bandwidth when that
@@ -168,8 +204,14 @@ pub const COPY_ENTRY: &str = "[tensor copies: TCM and stream accessors]";
 
 impl CopyCost {
     fn price(&self, a: &AccessCounts) -> f64 {
-        (f64::from(a.copies_in) + f64::from(a.copies_out)) * self.start_s
-            + (a.bytes_in + a.bytes_out) as f64 / self.bytes_per_s
+        self.copies(
+            f64::from(a.copies_in) + f64::from(a.copies_out),
+            a.bytes_in + a.bytes_out,
+        )
+    }
+
+    fn copies(&self, copies: f64, bytes: u64) -> f64 {
+        copies * self.start_s + bytes as f64 / self.bytes_per_s
     }
 }
 
@@ -243,10 +285,7 @@ impl Model {
             .filter(|(f, _)| !on_access_path(f))
             .collect();
         let instructions: f64 = own.iter().map(|(_, n)| *n as f64).sum();
-        let mut functions: Vec<(String, f64)> = own
-            .iter()
-            .map(|(f, n)| (f.clone(), *n as f64 * per_instruction))
-            .collect();
+        let mut functions = self.priced(&c.functions, 0);
         let compute = instructions * per_instruction;
         let element = f64::from(a.element) * self.fit.element_access_cycles / self.clock_hz;
         let copies = self.copy_dma.price(&a);
@@ -274,7 +313,60 @@ impl Model {
             copies,
             accesses: a,
             functions,
+            timeline: c
+                .copies
+                .as_ref()
+                .map_or_else(Vec::new, |t| self.timeline(t, &a)),
         })
+    }
+
+    /// Seconds by function (the access path left out), most first, with `elements`
+    /// element-wise accesses as an entry of their own.
+    fn priced(&self, functions: &[(String, u64)], elements: u32) -> Vec<(String, f64)> {
+        let per_instruction = self.fit.cycles_per_instruction / self.clock_hz;
+        let mut priced: Vec<(String, f64)> = functions
+            .iter()
+            .filter(|(f, _)| !on_access_path(f))
+            .map(|(f, n)| (f.clone(), *n as f64 * per_instruction))
+            .collect();
+        if elements > 0 {
+            let s = f64::from(elements) * self.fit.element_access_cycles / self.clock_hz;
+            priced.push((ELEMENT_ENTRY.to_string(), s));
+        }
+        priced.sort_by(|x, y| y.1.total_cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
+        priced
+    }
+
+    /// A core's time step by step: what ran before each logged run of copies, the run,
+    /// what ran after the last, and the copies the log had no room for (D120).
+    fn timeline(&self, t: &CopyTimeline, a: &AccessCounts) -> Vec<Step> {
+        let mut steps = Vec::with_capacity(2 * t.steps.len() + 2);
+        let (mut elements, mut bytes) = (0u32, 0u64);
+        for s in &t.steps {
+            let now = s.elements_before.max(elements);
+            steps.push(Step::Compute(self.priced(&s.before, now - elements)));
+            elements = now;
+            let run = u64::from(s.bytes) * u64::from(s.copies);
+            bytes += run;
+            steps.push(Step::Copy {
+                out: s.out,
+                bytes: s.bytes,
+                copies: s.copies,
+                seconds: self.copy_dma.copies(f64::from(s.copies), run),
+            });
+        }
+        let rest = a.element.saturating_sub(elements);
+        steps.push(Step::Compute(self.priced(&t.after, rest)));
+        if t.unlogged > 0 {
+            let bytes = (a.bytes_in + a.bytes_out).saturating_sub(bytes);
+            steps.push(Step::Unlogged {
+                copies: t.unlogged,
+                bytes,
+                seconds: self.copy_dma.copies(f64::from(t.unlogged), bytes),
+            });
+        }
+        steps.retain(|s| !matches!(s, Step::Compute(f) if f.is_empty()));
+        steps
     }
 }
 
@@ -386,6 +478,80 @@ mod tests {
             kernel: "k".into(),
             cores,
         }
+    }
+
+    #[test]
+    fn a_logged_core_is_a_timeline_that_adds_up_to_its_estimate() {
+        use crate::profile::{CopyStep, CopyTimeline};
+        let a = AccessCounts {
+            element: 30,
+            copies_in: 3,
+            copies_out: 2,
+            bytes_in: 8192 + 60,
+            bytes_out: 4096 + 40,
+            ..AccessCounts::default()
+        };
+        let named = |v: &[(&str, u64)]| -> Vec<(String, u64)> {
+            v.iter().map(|(f, n)| (f.to_string(), *n)).collect()
+        };
+        let mut c = core(0, vec![("k", 9000), ("neuron_memcpy(x)", 500)], a);
+        c.copies = Some(CopyTimeline {
+            steps: vec![
+                CopyStep {
+                    before: named(&[("k", 1000), ("neuron_memcpy(x)", 10)]),
+                    out: false,
+                    bytes: 4096,
+                    copies: 2,
+                    elements_before: 10,
+                },
+                CopyStep {
+                    before: named(&[]),
+                    out: true,
+                    bytes: 4096,
+                    copies: 1,
+                    elements_before: 10,
+                },
+            ],
+            after: named(&[("k", 8000), ("neuron_memcpy(x)", 490)]),
+            // The log filled before two of the copies (one in, the last out: 100 bytes).
+            // (The first step is a run of two like copies in.)
+            unlogged: 2,
+        });
+        let e = TRN1.estimate("xtensa", &[c]).unwrap();
+        let t = &e.cores[0].timeline;
+        let kinds: Vec<&str> = t
+            .iter()
+            .map(|s| match s {
+                Step::Compute(_) => "compute",
+                Step::Copy { out: false, .. } => "in",
+                Step::Copy { out: true, .. } => "out",
+                Step::Unlogged { .. } => "unlogged",
+            })
+            .collect();
+        // Back-to-back copies have no compute between them.
+        assert_eq!(kinds, ["compute", "in", "out", "compute", "unlogged"]);
+        let sum: f64 = t.iter().map(Step::seconds).sum();
+        assert!((sum - e.cores[0].seconds).abs() < 1e-12 * e.cores[0].seconds.max(1.0));
+        // The access path's instructions are priced by the counts, not in the steps.
+        let Step::Compute(first) = &t[0] else {
+            panic!()
+        };
+        // Most first: ten element-wise accesses outweigh a thousand instructions.
+        assert_eq!(
+            first.iter().map(|f| f.0.as_str()).collect::<Vec<_>>(),
+            [ELEMENT_ENTRY, "k"]
+        );
+        let elements = f64::from(10u32) * TRN1.fit.element_access_cycles / TRN1.clock_hz;
+        assert_eq!(first[0].1, elements);
+        let Step::Unlogged { copies, bytes, .. } = t[4] else {
+            panic!()
+        };
+        assert_eq!((copies, bytes), (2, 100));
+        // Without a log, no timeline.
+        let plain = core(0, vec![("k", 9000)], a);
+        assert!(TRN1.estimate("xtensa", &[plain]).unwrap().cores[0]
+            .timeline
+            .is_empty());
     }
 
     #[test]

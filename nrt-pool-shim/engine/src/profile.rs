@@ -5,6 +5,35 @@
 
 pub use crate::backend::{AccessCounts, CoreProfile};
 
+/// A core's copies in the order it made them, each run of like copies with the
+/// instructions that ran before it since the previous run (D120): the runtime logs each
+/// run's bytes, direction and length, the profile plugin stamps where it began. The first
+/// [`customop_abi::access::COPY_LOG_ENTRIES`] runs are logged; later copies are in the
+/// access counts only.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CopyTimeline {
+    pub steps: Vec<CopyStep>,
+    /// Instructions by function after the last logged run began.
+    pub after: Vec<(String, u64)>,
+    /// Copies made after the log filled (counted, not logged).
+    pub unlogged: u32,
+}
+
+/// One logged run of like copies (one copy, often) and what ran before it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CopyStep {
+    /// Instructions by function since the previous copy (or the kernel's start).
+    pub before: Vec<(String, u64)>,
+    /// From core memory into a tensor (else from a tensor into core memory).
+    pub out: bool,
+    /// Bytes each copy moved.
+    pub bytes: u32,
+    /// Copies in the run: the instructions between them are in the next step's `before`.
+    pub copies: u32,
+    /// Element-wise accesses the kernel made before this run.
+    pub elements_before: u32,
+}
+
 /// A profiled launch: its backend and each core's part.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Profile {
@@ -134,6 +163,7 @@ mod tests {
                         ("memcpy".into(), 100),
                     ],
                     accesses: None,
+                    copies: None,
                 },
                 CoreProfile {
                     core: 1,
@@ -141,6 +171,7 @@ mod tests {
                     instructions: Some(100),
                     functions: vec![("memcpy".into(), 100)],
                     accesses: None,
+                    copies: None,
                 },
             ],
         }
@@ -178,6 +209,7 @@ mod tests {
                 instructions: None,
                 functions: vec![],
                 accesses: None,
+                copies: None,
             }],
         };
         assert_eq!(host.folded(), "core 2 5000\n");

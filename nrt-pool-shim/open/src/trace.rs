@@ -1,13 +1,16 @@
 //! A launch as a trace (`nrt-pool run --trace FILE.json`) in the Trace Event format that
 //! Perfetto, chrome://tracing and speedscope open: one track per core. On Xtensa cores each
-//! core's functions are spans laid out on the device-time estimate's axis (D100), longest
-//! first (the profile counts instructions per function, not when each ran), the tensor
-//! copies a span with their counts and bytes; on host cores the kernel is one span of the
-//! core's measured wall time. Faults and checking-mode findings are instant events with
-//! their source line.
+//! core's time is laid out on the device-time estimate's axis (D100) in the order it was
+//! spent: each tensor copy a span with its bytes and direction, where it began (the
+//! runtime logs the first copies, the profile plugin stamps them: D120), and between copies
+//! a "compute" span holding its functions, longest first (the profile counts instructions
+//! per function, not when each ran). An image whose runtime logs no copies gets its
+//! functions longest first and its copies as one span. On host cores the kernel is one
+//! span of the core's measured wall time. Faults and checking-mode findings are instant
+//! events with their source line.
 
 use nrt_pool_engine::check::CheckReport;
-use nrt_pool_engine::estimate::{Estimate, COPY_ENTRY, ELEMENT_ENTRY};
+use nrt_pool_engine::estimate::{CoreEstimate, Estimate, Step, COPY_ENTRY, ELEMENT_ENTRY};
 use nrt_pool_engine::profile::Profile;
 use nrt_pool_engine::DeviceFault;
 use serde_json::{json, Value};
@@ -50,31 +53,89 @@ impl LaunchTrace {
         t
     }
 
-    /// Xtensa cores: each core's kernel span and its functions' spans, on the estimate.
+    /// Xtensa cores: each core's kernel span and, inside it, its time on the estimate.
     fn estimated_spans(&mut self, p: &Profile, e: &Estimate) {
         for c in &e.cores {
             let us = c.seconds * 1e6;
             self.span(c.core, &p.kernel, "kernel", 0.0, us, json!({}));
-            let mut at = 0.0;
-            for (f, s) in &c.functions {
-                let dur = s * 1e6;
-                let (cat, args) = match f.as_str() {
-                    COPY_ENTRY => (
-                        "copy",
-                        json!({
-                            "copies_in": c.accesses.copies_in,
-                            "copies_out": c.accesses.copies_out,
-                            "bytes_in": c.accesses.bytes_in,
-                            "bytes_out": c.accesses.bytes_out,
-                        }),
-                    ),
-                    ELEMENT_ENTRY => ("access", json!({"element_accesses": c.accesses.element})),
-                    _ => ("function", json!({})),
-                };
-                self.span(c.core, f, cat, at, dur, args);
-                at += dur;
+            if c.timeline.is_empty() {
+                self.functions(c.core, &c.functions, 0.0, Some(c));
+            } else {
+                self.timeline(c.core, &c.timeline);
             }
             self.end_us = self.end_us.max(us);
+        }
+    }
+
+    /// A core's steps in order: each copy where it began, and between copies a compute span
+    /// holding its functions.
+    fn timeline(&mut self, core: usize, steps: &[Step]) {
+        let mut at = 0.0;
+        let mut copy = 0u32;
+        for step in steps {
+            let dur = step.seconds() * 1e6;
+            match step {
+                Step::Compute(functions) => {
+                    self.span(core, "compute", "compute", at, dur, json!({}));
+                    self.functions(core, functions, at, None);
+                }
+                Step::Copy {
+                    out, bytes, copies, ..
+                } => {
+                    let direction = if *out { "out" } else { "in" };
+                    // A run of like copies is one span; what ran between them is in the
+                    // next compute span (D120).
+                    let name = match copies {
+                        1 => format!("copy {direction}: {bytes} B"),
+                        n => format!("{n} copies {direction}: {bytes} B each"),
+                    };
+                    let args = json!({
+                        "copy": copy, "direction": direction, "bytes": bytes, "copies": copies,
+                    });
+                    self.span(core, &name, "copy", at, dur, args);
+                    copy += copies;
+                }
+                Step::Unlogged { copies, bytes, .. } => {
+                    let name = format!(
+                        "{copies} more copies: {bytes} B in all (made after the log filled)"
+                    );
+                    let args = json!({"copies": copies, "bytes": bytes, "logged": false});
+                    self.span(core, &name, "copy", at, dur, args);
+                }
+            }
+            at += dur;
+        }
+    }
+
+    /// Functions' spans one after another from `at`, as given (longest first); the copies'
+    /// entry with the core's counts when `counts` is given.
+    fn functions(
+        &mut self,
+        core: usize,
+        functions: &[(String, f64)],
+        mut at: f64,
+        counts: Option<&CoreEstimate>,
+    ) {
+        for (f, s) in functions {
+            let dur = s * 1e6;
+            let (cat, args) = match (f.as_str(), counts) {
+                (COPY_ENTRY, Some(c)) => (
+                    "copy",
+                    json!({
+                        "copies_in": c.accesses.copies_in,
+                        "copies_out": c.accesses.copies_out,
+                        "bytes_in": c.accesses.bytes_in,
+                        "bytes_out": c.accesses.bytes_out,
+                    }),
+                ),
+                (ELEMENT_ENTRY, Some(c)) => {
+                    ("access", json!({"element_accesses": c.accesses.element}))
+                }
+                (ELEMENT_ENTRY, None) => ("access", json!({})),
+                _ => ("function", json!({})),
+            };
+            self.span(core, f, cat, at, dur, args);
+            at += dur;
         }
     }
 
@@ -185,5 +246,72 @@ mod tests {
         assert!(events
             .iter()
             .all(|e| e["ph"].is_string() && e["pid"] == PID && e["name"].is_string()));
+    }
+
+    #[test]
+    fn logged_copies_are_spans_in_order_with_compute_between_holding_its_functions() {
+        use nrt_pool_engine::profile::{CopyStep, CopyTimeline};
+        let counts = AccessCounts {
+            copies_in: 1,
+            copies_out: 1,
+            bytes_in: 4096,
+            bytes_out: 4096,
+            ..AccessCounts::default()
+        };
+        let step = |f: &str, n, out| CopyStep {
+            before: vec![(f.to_string(), n)],
+            out,
+            bytes: 4096,
+            copies: 1,
+            elements_before: 0,
+        };
+        let core = CoreProfile {
+            core: 0,
+            instructions: Some(70_000),
+            functions: vec![("relu".into(), 60_000), ("setup".into(), 10_000)],
+            accesses: Some(counts),
+            copies: Some(CopyTimeline {
+                steps: vec![step("setup", 10_000, false), step("relu", 60_000, true)],
+                after: vec![],
+                unlogged: 0,
+            }),
+            ..CoreProfile::default()
+        };
+        let p = Profile {
+            isa: "xtensa".into(),
+            kernel: "relu".into(),
+            cores: vec![core],
+        };
+        let v: Value = serde_json::from_str(&LaunchTrace::of_profile(&p).to_json()).unwrap();
+        let spans: Vec<&Value> = v["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X")
+            .collect();
+        let names: Vec<&str> = spans.iter().map(|e| e["name"].as_str().unwrap()).collect();
+        assert_eq!(
+            names,
+            [
+                "relu",
+                "compute",
+                "setup",
+                "copy in: 4096 B",
+                "compute",
+                "relu",
+                "copy out: 4096 B"
+            ]
+        );
+        let end = |e: &Value| e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap();
+        // Each function lies inside its compute span, each step starts where the last ended.
+        assert_eq!(spans[2]["ts"], spans[1]["ts"]);
+        assert!(end(spans[2]) <= end(spans[1]) + 1e-9);
+        assert!((spans[3]["ts"].as_f64().unwrap() - end(spans[1])).abs() < 1e-9);
+        assert_eq!(spans[3]["args"]["bytes"], 4096);
+        assert_eq!(spans[6]["args"]["direction"], "out");
+        assert!(
+            (end(spans[6]) - end(spans[0])).abs() < 1e-6,
+            "the steps fill the kernel"
+        );
     }
 }

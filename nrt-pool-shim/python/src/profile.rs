@@ -3,7 +3,10 @@
 use pyo3::prelude::*;
 
 /// A launch's profile as Python data: {"isa", "kernel", "cores": [{"core", "wall_s",
-/// "instructions", "functions": {name: instructions}, "accesses"}], "functions": [(name,
+/// "instructions", "functions": {name: instructions}, "accesses", "copies": each logged
+/// run of like copies in order as {"direction", "bytes" (each), "copies",
+/// "elements_before", "instructions_before"} (None where not logged, D120),
+/// "copies_unlogged"}], "functions": [(name,
 /// instructions, share)], "folded": the folded stacks, "estimate": the estimated time on
 /// a trn1 Pool engine (Xtensa cores; None on host cores, D100), "report": the text
 /// `nrt-pool run --profile` prints}.
@@ -39,6 +42,25 @@ pub(crate) fn profile_dict<'py>(
             None => None,
         };
         cd.set_item("accesses", accesses)?;
+        let copies = match &c.copies {
+            Some(t) => {
+                let mut list = Vec::new();
+                for s in &t.steps {
+                    let sd = PyDict::new(py);
+                    sd.set_item("direction", if s.out { "out" } else { "in" })?;
+                    sd.set_item("bytes", s.bytes)?;
+                    sd.set_item("copies", s.copies)?;
+                    sd.set_item("elements_before", s.elements_before)?;
+                    let n: u64 = s.before.iter().map(|(_, n)| n).sum();
+                    sd.set_item("instructions_before", n)?;
+                    list.push(sd);
+                }
+                Some(list)
+            }
+            None => None,
+        };
+        cd.set_item("copies", copies)?;
+        cd.set_item("copies_unlogged", c.copies.as_ref().map(|t| t.unlogged))?;
         cores.push(cd);
     }
     d.set_item("cores", cores)?;

@@ -7,8 +7,15 @@
    host names the functions from the image's symbols). A later kernel writes the file
    again.
 
-   usage: -plugin libnrt-pool-profile.so,out=FILE,begin=ADDR,end=ADDR */
+   With `mark=ADDR` (the runtime's customop_copy_mark, which logs each tensor copy: D120),
+   each of the kernel's first `marks` entries to it closes a segment: the file then goes on
+   with "@ INSNS" (the instructions executed since `begin` when the copy began) and the
+   segment's own block lines (the blocks executed since the previous mark), so the host
+   can place each copy on the kernel's time axis with what ran between copies.
+
+   usage: -plugin libnrt-pool-profile.so,out=FILE,begin=ADDR,end=ADDR[,mark=ADDR,marks=N] */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,12 +29,21 @@ struct block {
     uint64_t insns;
     uint64_t executions; /* the inline counter */
     uint64_t at_begin;
+    uint64_t at_mark; /* at the last mark (or begin) */
 };
 
 static struct block **blocks;
 static size_t count, room;
 static char *out;
-static uint64_t begin_pc, end_pc;
+static uint64_t begin_pc, end_pc, mark_pc, marks_max;
+
+/* Instructions executed on the core (an inline counter), and their number at `begin`. */
+static uint64_t total, total_at_begin;
+
+/* The segments written so far this kernel, and how many marks they close. */
+static char *segments;
+static size_t segments_len, segments_room;
+static uint64_t marks;
 
 static struct block *new_block(uint64_t pc, uint64_t insns) {
     if (count == room) {
@@ -43,10 +59,44 @@ static struct block *new_block(uint64_t pc, uint64_t insns) {
     return b;
 }
 
+static void append(const char *fmt, ...) {
+    char line[80];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof line) abort();
+    if (segments_len + (size_t)n + 1 > segments_room) {
+        segments_room = segments_room ? segments_room * 2 : 65536;
+        while (segments_len + (size_t)n + 1 > segments_room) segments_room *= 2;
+        segments = realloc(segments, segments_room);
+        if (!segments) abort();
+    }
+    memcpy(segments + segments_len, line, (size_t)n + 1);
+    segments_len += (size_t)n;
+}
+
 static void on_begin(unsigned int vcpu, void *data) {
     (void)vcpu;
     (void)data;
-    for (size_t i = 0; i < count; i++) blocks[i]->at_begin = blocks[i]->executions;
+    for (size_t i = 0; i < count; i++) blocks[i]->at_begin = blocks[i]->at_mark = blocks[i]->executions;
+    total_at_begin = total;
+    segments_len = 0;
+    marks = 0;
+}
+
+static void on_mark(unsigned int vcpu, void *data) {
+    (void)vcpu;
+    (void)data;
+    if (marks >= marks_max) return;
+    marks++;
+    append("@ %" PRIx64 "\n", total - total_at_begin);
+    for (size_t i = 0; i < count; i++) {
+        struct block *b = blocks[i];
+        uint64_t n = b->executions - b->at_mark;
+        if (n) append("%" PRIx64 " %" PRIx64 " %" PRIx64 "\n", b->pc, b->insns, n);
+        b->at_mark = b->executions;
+    }
 }
 
 static void on_end(unsigned int vcpu, void *data) {
@@ -60,19 +110,26 @@ static void on_end(unsigned int vcpu, void *data) {
         uint64_t n = blocks[i]->executions - blocks[i]->at_begin;
         if (n) fprintf(f, "%" PRIx64 " %" PRIx64 " %" PRIx64 "\n", blocks[i]->pc, blocks[i]->insns, n);
     }
+    if (segments_len) fwrite(segments, 1, segments_len, f);
     if (fclose(f) == 0) rename(partial, out);
 }
 
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
     (void)id;
     uint64_t pc = qemu_plugin_tb_vaddr(tb);
-    struct block *b = new_block(pc, qemu_plugin_tb_n_insns(tb));
+    size_t n = qemu_plugin_tb_n_insns(tb);
+    struct block *b = new_block(pc, n);
     qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &b->executions, 1);
-    /* The two marker blocks are the board's: whether each counts itself does not matter. */
+    qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &total, n);
+    /* The marker blocks are the board's and the runtime's: whether each counts itself
+       does not matter (the runtime's copy path is priced by its counts, not its
+       instructions). */
     if (pc == begin_pc)
         qemu_plugin_register_vcpu_tb_exec_cb(tb, on_begin, QEMU_PLUGIN_CB_NO_REGS, NULL);
     if (pc == end_pc)
         qemu_plugin_register_vcpu_tb_exec_cb(tb, on_end, QEMU_PLUGIN_CB_NO_REGS, NULL);
+    if (mark_pc && pc == mark_pc)
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, on_mark, QEMU_PLUGIN_CB_NO_REGS, NULL);
 }
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc,
@@ -82,6 +139,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         if (strncmp(argv[i], "out=", 4) == 0) out = strdup(argv[i] + 4);
         else if (strncmp(argv[i], "begin=", 6) == 0) begin_pc = strtoull(argv[i] + 6, NULL, 0);
         else if (strncmp(argv[i], "end=", 4) == 0) end_pc = strtoull(argv[i] + 4, NULL, 0);
+        else if (strncmp(argv[i], "mark=", 5) == 0) mark_pc = strtoull(argv[i] + 5, NULL, 0);
+        else if (strncmp(argv[i], "marks=", 6) == 0) marks_max = strtoull(argv[i] + 6, NULL, 0);
         else {
             fprintf(stderr, "nrt-pool profile plugin: unknown argument %s\n", argv[i]);
             return -1;

@@ -5,7 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use customop_abi::access::{AccessCounts, ACCESS_COUNTS_BYTES, ACCESS_COUNTS_SYMBOL};
+use customop_abi::access::{
+    AccessCounts, CopyLog, ACCESS_COUNTS_BYTES, ACCESS_COUNTS_SYMBOL, COPY_LOG_BYTES,
+    COPY_LOG_SYMBOL,
+};
 use std::collections::BTreeMap;
 
 use nrt_pool_engine::accesses::{CoreAccesses, PageAccess, BITMAP, PAGE};
@@ -18,17 +21,51 @@ use crate::layout;
 /// Core `core`'s counts from its `image`, or None when the image's runtime keeps none (an
 /// image linked before the counts existed) or the bytes are not in device memory.
 pub fn counts(memory: &DeviceMemory, core: usize, image: &[u8]) -> Option<AccessCounts> {
+    let bytes = runtime_bytes(
+        memory,
+        core,
+        image,
+        ACCESS_COUNTS_SYMBOL,
+        ACCESS_COUNTS_BYTES,
+    )?;
+    Some(AccessCounts::from_le_bytes(bytes[..].try_into().ok()?))
+}
+
+/// Core `core`'s copy log from its `image` (D120), or None when its runtime keeps none.
+pub fn copy_log(memory: &DeviceMemory, core: usize, image: &[u8]) -> Option<CopyLog> {
+    CopyLog::from_le_bytes(&runtime_bytes(
+        memory,
+        core,
+        image,
+        COPY_LOG_SYMBOL,
+        COPY_LOG_BYTES,
+    )?)
+}
+
+/// Where `image` (core `core`'s, at its local address) defines `name`.
+pub fn symbol_address(image: &[u8], name: &str) -> Option<u64> {
     let file = object::File::parse(image).ok()?;
-    let local = file
+    let found = file
         .symbols()
-        .find(|s| s.name_bytes().ok() == Some(ACCESS_COUNTS_SYMBOL.as_bytes()))?
-        .address();
+        .find(|s| s.name_bytes().ok() == Some(name.as_bytes()))?;
+    Some(found.address())
+}
+
+/// The `len` bytes of the runtime's variable `name` in core `core`'s image, as device
+/// memory holds them after a launch.
+fn runtime_bytes(
+    memory: &DeviceMemory,
+    core: usize,
+    image: &[u8],
+    name: &str,
+    len: usize,
+) -> Option<Vec<u8>> {
+    let local = symbol_address(image, name)?;
     let offset = local.checked_sub(u64::from(layout::image_org(core)))?;
-    if offset.checked_add(ACCESS_COUNTS_BYTES as u64)? > layout::IMAGE_BYTES {
+    if offset.checked_add(len as u64)? > layout::IMAGE_BYTES {
         return None;
     }
-    let bytes = memory.read(layout::image_soc(core) + offset, ACCESS_COUNTS_BYTES)?;
-    Some(AccessCounts::from_le_bytes(bytes.try_into().ok()?))
+    Some(memory.read(layout::image_soc(core) + offset, len)?.to_vec())
 }
 
 /// The access plugin's `-plugin` argument for core `core`'s record in `dir` (D101): the

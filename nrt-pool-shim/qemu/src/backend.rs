@@ -21,14 +21,13 @@ use nrt_pool_engine::deadline::Deadline;
 use nrt_pool_engine::debug::{DataAccess, DebugSession};
 use nrt_pool_engine::library::OpLibrary;
 use nrt_pool_engine::memory::DeviceMemory;
-use nrt_pool_engine::profile::CoreProfile;
-use nrt_pool_engine::symbolize::{ImageSet, StackAddr};
 
 use crate::core::{pool_cores, Platform, QemuError, XtensaCore};
 use crate::fault::{CoreFault, FaultCause};
 use crate::layout;
 use crate::protocol::MAX_GUARDS;
 use crate::tools::{qemu_for, PROFILE_PLUGIN};
+use customop_abi::access::{COPY_LOG_ENTRIES, COPY_MARK_SYMBOL};
 
 const _: () = assert!(customop_abi::control::MAX_GUARDS <= MAX_GUARDS);
 
@@ -203,7 +202,9 @@ impl XtensaBackend {
                 let counts = std::fs::read_to_string(&file);
                 let _gone = std::fs::remove_file(&file);
                 if let (Ok(counts), Outcome::Done(_)) = (counts, &end.outcome) {
-                    let mut p = core_profile(c, &counts, &[&images[c], &board]);
+                    let log = crate::access::copy_log(memory, c, &images[c]);
+                    let counts = crate::profile::PluginCounts::parse(&counts);
+                    let mut p = counts.profile(c, &[&images[c], &board], log.as_ref());
                     p.accesses = crate::access::counts(memory, c, &images[c]);
                     profiles.push(p);
                 }
@@ -279,11 +280,16 @@ impl XtensaBackend {
                     ));
                 }
                 let dir = self.profiling.as_ref()?;
-                Some(format!(
+                let mut plugin = format!(
                     "{},out={},begin={begin:#x},end={end:#x}",
                     self.qemu.with_file_name(PROFILE_PLUGIN).display(),
                     dir.path().join(format!("core{c}.blocks")).display()
-                ))
+                );
+                // Each logged copy stamped where it began (D120).
+                if let Some(mark) = crate::access::symbol_address(&images[c], COPY_MARK_SYMBOL) {
+                    plugin.push_str(&format!(",mark={mark:#x},marks={COPY_LOG_ENTRIES}"));
+                }
+                Some(plugin)
             })
             .collect();
         let (qemu, board, gdb_stub) = (&self.qemu, &self.board, self.gdb_stub);
@@ -370,43 +376,6 @@ fn board_markers(board: &Path) -> (u64, u64) {
             .unwrap_or(0)
     };
     (find("board_kernel_begin"), find("board_kernel_returned"))
-}
-
-/// Core `c`'s profile from its plugin's block counts ("PC INSNS EXECUTIONS" lines in hex):
-/// instructions by function, named from `images` (the core's image, the board).
-fn core_profile(c: usize, counts: &str, images: &[&[u8]]) -> CoreProfile {
-    let named = ImageSet::new(images);
-    let mut by_function: Vec<(String, u64)> = Vec::new();
-    let mut total = 0u64;
-    for line in counts.lines() {
-        let f: Vec<u64> = line
-            .split(' ')
-            .filter_map(|v| u64::from_str_radix(v, 16).ok())
-            .collect();
-        let [pc, insns, runs] = f[..] else { continue };
-        let n = insns.saturating_mul(runs);
-        total = total.saturating_add(n);
-        let at = StackAddr {
-            addr: pc,
-            exact: true,
-        };
-        let name = named
-            .frames(at)
-            .pop()
-            .and_then(|f| f.function)
-            .unwrap_or_else(|| format!("{pc:#010x}"));
-        match by_function.iter_mut().find(|(g, _)| *g == name) {
-            Some(e) => e.1 = e.1.saturating_add(n),
-            None => by_function.push((name, n)),
-        }
-    }
-    by_function.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    CoreProfile {
-        core: c,
-        instructions: Some(total),
-        functions: by_function,
-        ..CoreProfile::default()
-    }
 }
 
 /// Core `c`'s fault record for `e`, in `phase`.

@@ -19,6 +19,7 @@ pub mod core;
 mod entry;
 pub mod fault;
 pub mod layout;
+mod profile;
 pub mod protocol;
 pub mod tools;
 
