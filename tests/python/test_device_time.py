@@ -373,3 +373,17 @@ def test_copies_past_the_log_are_one_span_that_says_so(tmp_path):
     last = copies[-1]
     assert last["args"]["logged"] is False and last["args"]["copies"] == unlogged
     assert "after the log filled" in last["name"]
+
+
+def test_tensors_in_sbuf_are_flagged(builds, tmp_path):
+    """An argument in SBUF (`x.npy@sbuf`) is priced as HBM's: the report says so."""
+    d, _ = builds["tcm"]
+    np.save(tmp_path / "x.npy", x())
+    for arg, flagged in [("x.npy@sbuf", True), ("x.npy", False)]:
+        p = subprocess.run([str(NRT_POOL), "run", str(d / "libtutorial_ops.pool"), "tutorial_ops::relu_forward",
+                            "--arg", str(tmp_path / arg), "--out", str(tmp_path / "y.npy"), "--profile"],
+                           capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), np.maximum(x(), 0))
+        said = "1 tensor(s) in SBUF: their copies and accesses are priced as HBM's" in p.stderr
+        assert said == flagged, p.stderr

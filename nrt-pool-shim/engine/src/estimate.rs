@@ -106,6 +106,9 @@ pub enum Regime {
     /// The kernel's stack was an HBM block of this STACK_SIZE (it did not fit the local
     /// stack): its locals' traffic goes to HBM, which nothing here counts.
     HbmStack(u32),
+    /// This many of the launch's tensors (arguments or output) were in SBUF: their copies
+    /// and accesses are priced as HBM's.
+    SbufTensors(usize),
 }
 
 impl Regime {
@@ -125,6 +128,10 @@ impl Regime {
                 "stack in HBM (STACK_SIZE={size} does not fit a core's local stack): every \
                  access to the kernel's locals goes to HBM, which the guide calls slow; no \
                  count here sees it and the band does not include it"
+            ),
+            Regime::SbufTensors(n) => format!(
+                "{n} tensor(s) in SBUF: their copies and accesses are priced as HBM's (AWS's \
+                 DMA figures, the ladder's HBM accesses); SBUF's own costs are not modelled"
             ),
         }
     }
@@ -475,6 +482,7 @@ mod tests {
     fn profile(cores: Vec<CoreProfile>) -> Profile {
         Profile {
             isa: "xtensa".into(),
+            sbuf_tensors: 0,
             kernel: "k".into(),
             cores,
         }
@@ -741,6 +749,7 @@ mod tests {
         assert!(!e.copy_bound);
         let host = Profile {
             isa: "host".into(),
+            sbuf_tensors: 0,
             ..p.clone()
         };
         assert_eq!(host.estimate(), None);

@@ -340,10 +340,17 @@ impl<'a> Launch<'a> {
         }
         let launched = launched.map_err(EmuError::Spawn)?;
         if team.profile {
+            let args = &blob.args[..(blob.num_args as usize).min(blob.args.len())];
+            let sbuf_tensors = args
+                .iter()
+                .chain([&blob.output])
+                .filter(|t| t.location == customop_abi::descriptor::LOCATION_SBUF)
+                .count();
             e.last_profile = Some(profile::Profile {
                 isa: e.backend.name().to_string(),
                 kernel: kernel.to_string(),
                 cores: launched.profiles.clone(),
+                sbuf_tensors,
             });
         }
         let mut stdio = e.take_output(launched.stdio);

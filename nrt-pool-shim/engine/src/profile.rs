@@ -40,6 +40,8 @@ pub struct Profile {
     pub isa: String,
     pub kernel: String,
     pub cores: Vec<CoreProfile>,
+    /// How many of the launch's tensors (arguments and output) were in SBUF.
+    pub sbuf_tensors: usize,
 }
 
 impl Profile {
@@ -140,7 +142,12 @@ impl Profile {
 
     /// The estimate of this launch's time on a trn1 Pool engine (Xtensa cores, D100).
     pub fn estimate(&self) -> Option<crate::estimate::Estimate> {
-        crate::estimate::TRN1.estimate(&self.isa, &self.cores)
+        let mut e = crate::estimate::TRN1.estimate(&self.isa, &self.cores)?;
+        if self.sbuf_tensors > 0 {
+            e.regime
+                .push(crate::estimate::Regime::SbufTensors(self.sbuf_tensors));
+        }
+        Some(e)
     }
 }
 
@@ -152,6 +159,7 @@ mod tests {
     fn profile() -> Profile {
         Profile {
             isa: "xtensa".into(),
+            sbuf_tensors: 0,
             kernel: "relu".into(),
             cores: vec![
                 CoreProfile {
@@ -202,6 +210,7 @@ mod tests {
         );
         let host = Profile {
             isa: "host".into(),
+            sbuf_tensors: 0,
             kernel: "k".into(),
             cores: vec![CoreProfile {
                 core: 2,

@@ -217,6 +217,7 @@ mod tests {
         };
         let p = Profile {
             isa: "xtensa".into(),
+            sbuf_tensors: 0,
             kernel: "relu".into(),
             cores: (0..8).map(core).collect(),
         };
@@ -279,6 +280,7 @@ mod tests {
         };
         let p = Profile {
             isa: "xtensa".into(),
+            sbuf_tensors: 0,
             kernel: "relu".into(),
             cores: vec![core],
         };
