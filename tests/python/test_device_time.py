@@ -291,23 +291,37 @@ torch::Tensor relu_forward(const torch::Tensor &t_in) {
 """
 
 
-def test_a_stack_in_hbm_is_flagged_and_a_local_one_is_not(tmp_path):
+def test_a_stack_in_hbm_is_flagged_and_priced_by_its_accesses(tmp_path):
     """A kernel whose STACK_SIZE does not fit the local stack has its locals in HBM: the
-    estimate says so (its traffic is not counted); one on the local stack is not flagged."""
+    profile counts its loads and stores there (D121), the estimate prices each as an HBM
+    round trip and says it lies outside the fitted regime; one on the local stack is
+    neither flagged nor charged."""
     (tmp_path / "relu.cpp").write_text(STACKED)
     (tmp_path / "shape.cpp").write_text(SHAPE)
-    regimes = {}
-    # 8 KiB of locals with STACK_SIZE=12000 (an HBM stack); 64 bytes on the local stack.
-    for name, flags in (("hbm", ["-DLOCALS=2048", "-DSTACK_SIZE=12000"]), ("local", ["-DLOCALS=16"])):
+    runs = {}
+    # 8 and 10 KiB of locals with STACK_SIZE=12000 (an HBM stack); 64 bytes on the local stack.
+    for name, flags in (("hbm", ["-DLOCALS=2048", "-DSTACK_SIZE=12000"]),
+                        ("hbm-more", ["-DLOCALS=2560", "-DSTACK_SIZE=12000"]), ("local", ["-DLOCALS=16"])):
         lib = custom_op.load(name="tutorial_ops", compute_srcs=[str(tmp_path / "relu.cpp")],
                              shape_srcs=[str(tmp_path / "shape.cpp")],
                              build_directory=str(tmp_path / name), isa="xtensa", extra_cflags=flags)
         _, prof = lib.ops["relu_forward"](np.ones((1, 4), np.float32), profile=True)
-        regimes[name] = prof["estimate"]["regime"]
-        if name == "hbm":
+        runs[name] = prof
+        if name != "local":
             assert "outside the fitted regime: stack in HBM (STACK_SIZE=12000" in prof["report"], prof["report"]
+            assert "accesses to the stack in HBM" in prof["report"], prof["report"]
+    regimes = {k: p["estimate"]["regime"] for k, p in runs.items()}
     assert any(r.startswith("stack in HBM") for r in regimes["hbm"]), regimes
     assert not any(r.startswith("stack in HBM") for r in regimes["local"]), regimes
+    counted = {k: p["cores"][0]["hbm_stack_accesses"] for k, p in runs.items()}
+    # Each volatile local is stored once: at least that many accesses, and 512 more locals
+    # at least 512 more.
+    assert counted["hbm"] >= 2048 and counted["hbm-more"] - counted["hbm"] >= 512, counted
+    assert counted["local"] == 0, counted
+    # Priced as HBM round trips, at the element-wise access's price.
+    e = runs["hbm"]["estimate"]["cores"][0]
+    assert e["stack_s"] == pytest.approx(counted["hbm"] * 322.0 / 1.4e9), e
+    assert runs["local"]["estimate"]["cores"][0]["stack_s"] == 0
 
 
 def copy_trace(lib, tmp_path):

@@ -14,6 +14,7 @@ pub const ACCESS_PATH: &[&str] = &[
     "neuron_translate_ctx(",
     "neuron_memcpy(",
     "customop_copy_mark",
+    "customop_hbm_stack_mark",
     "<customop_abi::access::CopyLog>::",
     "neuroncustomop::runtime::mem::aligned::copy",
     "neuroncustomop::runtime::state::transfer",
@@ -77,6 +78,10 @@ pub const COPY_LOG_SYMBOL: &str = "customop_copy_log";
 /// The runtime's function that starts a log entry: the profile plugin stamps each entry to
 /// it with the instructions executed since the kernel began.
 pub const COPY_MARK_SYMBOL: &str = "customop_copy_mark";
+
+/// The runtime's function that shows the profile plugin where a kernel's HBM stack lies
+/// (its first two accesses load the stack's lowest and highest byte: D121).
+pub const HBM_STACK_MARK_SYMBOL: &str = "customop_hbm_stack_mark";
 
 /// How many entries a launch logs; copies after the log fills are only counted.
 pub const COPY_LOG_ENTRIES: usize = 1024;

@@ -52,6 +52,23 @@ pub fn hbm_stack(stack_size: u32) {
     COUNTS.with(|c| c.hbm_stack = stack_size);
 }
 
+/// Shows where the kernel's HBM stack lies, `[lo, hi)` in core-local addresses, to the
+/// profile plugin, which counts the kernel's loads and stores there (D121): a function of
+/// its own under a fixed name ([`customop_abi::access::HBM_STACK_MARK_SYMBOL`]), never
+/// inlined, whose first two memory accesses are a load of the stack's lowest byte, then of
+/// its highest (the plugin reads their addresses: it cannot read registers).
+#[export_name = "customop_hbm_stack_mark"]
+#[inline(never)]
+pub extern "C" fn hbm_stack_mark(lo: usize, hi: usize) {
+    // No branch here: the plugin watches this function's accesses in order.
+    // SAFETY: the caller's [lo, hi) is the launch's HBM stack, not empty, allocated and
+    // shown through the pinned hbm_scratch window (stack.rs); reads only.
+    unsafe {
+        core::ptr::read_volatile(lo as *const u8);
+        core::ptr::read_volatile(hi.wrapping_sub(1) as *const u8);
+    }
+}
+
 /// One element read or written through the translation windows.
 pub fn element() {
     COUNTS.with(|c| c.element = c.element.wrapping_add(1));

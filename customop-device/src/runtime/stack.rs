@@ -200,8 +200,10 @@ unsafe fn on_hbm(f: unsafe extern "C" fn(), stack_size: u32, stack: platform::St
         )
     };
     let top = runtime::local_of_hbm_scratch(block + u64::from(total));
-    // The device-time estimate flags a stack in HBM (its traffic is not counted).
+    // The device-time estimate prices a stack in HBM by its accesses (D121).
     runtime::access::hbm_stack(stack_size);
+    #[cfg(all(target_arch = "xtensa", feature = "archive"))]
+    runtime::access::hbm_stack_mark(runtime::local_of_hbm_scratch(block + u64::from(PAGE)), top);
     // SAFETY: the board's service, as in `run`: guards the block's first page.
     unsafe { stack(stack_size, block as u32, (block >> 32) as u32) };
     #[cfg(all(target_arch = "xtensa", feature = "archive"))]

@@ -345,6 +345,9 @@ pub struct CoreProfile {
     /// The core's copies one by one with what ran between them (Xtensa cores whose runtime
     /// logs copies: D120).
     pub copies: Option<crate::profile::CopyTimeline>,
+    /// Loads and stores the kernel made to its stack where that stack was in HBM (Xtensa
+    /// cores whose profile plugin counts them: D121; 0 on a local stack).
+    pub hbm_stack_accesses: Option<u64>,
 }
 
 /// An ISA backend: it loads an op library onto cores that share the engine's device memory,

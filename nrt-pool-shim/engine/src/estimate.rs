@@ -104,7 +104,8 @@ pub enum Regime {
     /// contention for HBM is not modelled.
     ElementWiseOnCores(usize),
     /// The kernel's stack was an HBM block of this STACK_SIZE (it did not fit the local
-    /// stack): its locals' traffic goes to HBM, which nothing here counts.
+    /// stack): its locals' traffic goes to HBM, counted and priced as HBM round trips
+    /// (D121), which no published figure calibrates.
     HbmStack(u32),
     /// This many of the launch's tensors (arguments or output) were in SBUF: their copies
     /// and accesses are priced as HBM's.
@@ -126,8 +127,10 @@ impl Regime {
             ),
             Regime::HbmStack(size) => format!(
                 "stack in HBM (STACK_SIZE={size} does not fit a core's local stack): every \
-                 access to the kernel's locals goes to HBM, which the guide calls slow; no \
-                 count here sees it and the band does not include it"
+                 access to the kernel's locals goes to HBM, which the guide calls slow; each \
+                 is counted and priced as an HBM round trip, as an element-wise access is \
+                 (209 to 326 cycles across the band), a price no figure calibrates for the \
+                 stack"
             ),
             Regime::SbufTensors(n) => format!(
                 "{n} tensor(s) in SBUF: their copies and accesses are priced as HBM's (AWS's \
@@ -150,6 +153,9 @@ pub struct CoreEstimate {
     pub compute: f64,
     /// Element-wise accessor accesses.
     pub element: f64,
+    /// Loads and stores to the kernel's stack in HBM (D121), and their number.
+    pub stack: f64,
+    pub stack_accesses: u64,
     /// Copies between tensors and core memory (TCM accessors, stream accessors, a
     /// returned tensor's copy to the output).
     pub copies: f64,
@@ -207,6 +213,7 @@ pub struct Estimate {
 }
 
 pub const ELEMENT_ENTRY: &str = "[element-wise accessor accesses]";
+pub const HBM_STACK_ENTRY: &str = "[accesses to the stack in HBM]";
 pub const COPY_ENTRY: &str = "[tensor copies: TCM and stream accessors]";
 
 impl CopyCost {
@@ -223,9 +230,11 @@ impl CopyCost {
 }
 
 impl Fit {
-    fn price(&self, instructions: f64, a: &AccessCounts, clock_hz: f64) -> f64 {
+    /// Instructions, element-wise accesses and `stack` accesses to a stack in HBM (each an
+    /// HBM round trip, as an element-wise access is: D121).
+    fn price(&self, instructions: f64, a: &AccessCounts, stack: u64, clock_hz: f64) -> f64 {
         (self.cycles_per_instruction * instructions
-            + f64::from(a.element) * self.element_access_cycles)
+            + (f64::from(a.element) + stack as f64) * self.element_access_cycles)
             / clock_hz
     }
 }
@@ -292,11 +301,17 @@ impl Model {
             .filter(|(f, _)| !on_access_path(f))
             .collect();
         let instructions: f64 = own.iter().map(|(_, n)| *n as f64).sum();
-        let mut functions = self.priced(&c.functions, 0);
+        let stack_accesses = c.hbm_stack_accesses.unwrap_or(0);
+        let mut functions = self.priced(&c.functions, 0, 0);
         let compute = instructions * per_instruction;
         let element = f64::from(a.element) * self.fit.element_access_cycles / self.clock_hz;
+        let stack = stack_accesses as f64 * self.fit.element_access_cycles / self.clock_hz;
         let copies = self.copy_dma.price(&a);
-        for (name, s) in [(ELEMENT_ENTRY, element), (COPY_ENTRY, copies)] {
+        for (name, s) in [
+            (ELEMENT_ENTRY, element),
+            (HBM_STACK_ENTRY, stack),
+            (COPY_ENTRY, copies),
+        ] {
             if s > 0.0 {
                 functions.push((name.to_string(), s));
             }
@@ -306,17 +321,19 @@ impl Model {
             .fits
             .iter()
             .chain([&self.fit])
-            .map(|f| f.price(instructions, &a, self.clock_hz))
+            .map(|f| f.price(instructions, &a, stack_accesses, self.clock_hz))
             .collect();
         let low = priced.iter().copied().fold(f64::INFINITY, f64::min) + self.copy_fast.price(&a);
         let high = priced.iter().copied().fold(0.0, f64::max) + self.copy_dma.price(&a);
         Some(CoreEstimate {
             core: c.core,
-            seconds: compute + element + copies,
+            seconds: compute + element + stack + copies,
             low,
             high,
             compute,
             element,
+            stack,
+            stack_accesses,
             copies,
             accesses: a,
             functions,
@@ -328,17 +345,20 @@ impl Model {
     }
 
     /// Seconds by function (the access path left out), most first, with `elements`
-    /// element-wise accesses as an entry of their own.
-    fn priced(&self, functions: &[(String, u64)], elements: u32) -> Vec<(String, f64)> {
+    /// element-wise accesses and `stack` accesses to a stack in HBM as entries of their own.
+    fn priced(&self, functions: &[(String, u64)], elements: u32, stack: u64) -> Vec<(String, f64)> {
         let per_instruction = self.fit.cycles_per_instruction / self.clock_hz;
         let mut priced: Vec<(String, f64)> = functions
             .iter()
             .filter(|(f, _)| !on_access_path(f))
             .map(|(f, n)| (f.clone(), *n as f64 * per_instruction))
             .collect();
+        let access = self.fit.element_access_cycles / self.clock_hz;
         if elements > 0 {
-            let s = f64::from(elements) * self.fit.element_access_cycles / self.clock_hz;
-            priced.push((ELEMENT_ENTRY.to_string(), s));
+            priced.push((ELEMENT_ENTRY.to_string(), f64::from(elements) * access));
+        }
+        if stack > 0 {
+            priced.push((HBM_STACK_ENTRY.to_string(), stack as f64 * access));
         }
         priced.sort_by(|x, y| y.1.total_cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
         priced
@@ -351,7 +371,11 @@ impl Model {
         let (mut elements, mut bytes) = (0u32, 0u64);
         for s in &t.steps {
             let now = s.elements_before.max(elements);
-            steps.push(Step::Compute(self.priced(&s.before, now - elements)));
+            steps.push(Step::Compute(self.priced(
+                &s.before,
+                now - elements,
+                s.stack_accesses,
+            )));
             elements = now;
             let run = u64::from(s.bytes) * u64::from(s.copies);
             bytes += run;
@@ -363,7 +387,11 @@ impl Model {
             });
         }
         let rest = a.element.saturating_sub(elements);
-        steps.push(Step::Compute(self.priced(&t.after, rest)));
+        steps.push(Step::Compute(self.priced(
+            &t.after,
+            rest,
+            t.after_stack_accesses,
+        )));
         if t.unlogged > 0 {
             let bytes = (a.bytes_in + a.bytes_out).saturating_sub(bytes);
             steps.push(Step::Unlogged {
@@ -428,9 +456,18 @@ impl Estimate {
         }
         for c in &self.cores {
             let a = &c.accesses;
+            let stack = if c.stack_accesses > 0 {
+                format!(
+                    " + {} accesses to the stack in HBM {}",
+                    c.stack_accesses,
+                    human(c.stack)
+                )
+            } else {
+                String::new()
+            };
             out.push_str(&format!(
-                "    core {}: ~{} ({}..{}) = instructions {} + {} element-wise accesses {} + \
-                 {} copies ({} bytes) {}\n",
+                "    core {}: ~{} ({}..{}) = instructions {} + {} element-wise accesses {}{stack} \
+                 + {} copies ({} bytes) {}\n",
                 c.core,
                 human(c.seconds),
                 human(c.low),
@@ -511,6 +548,7 @@ mod tests {
                     bytes: 4096,
                     copies: 2,
                     elements_before: 10,
+                    stack_accesses: 0,
                 },
                 CopyStep {
                     before: named(&[]),
@@ -518,12 +556,14 @@ mod tests {
                     bytes: 4096,
                     copies: 1,
                     elements_before: 10,
+                    stack_accesses: 0,
                 },
             ],
             after: named(&[("k", 8000), ("neuron_memcpy(x)", 490)]),
             // The log filled before two of the copies (one in, the last out: 100 bytes).
             // (The first step is a run of two like copies in.)
             unlogged: 2,
+            after_stack_accesses: 0,
         });
         let e = TRN1.estimate("xtensa", &[c]).unwrap();
         let t = &e.cores[0].timeline;
@@ -710,10 +750,21 @@ mod tests {
             hbm_stack: 32768,
             ..AccessCounts::default()
         };
-        let e = profile(vec![core(0, vec![("k", 1_000_000)], on_hbm)])
-            .estimate()
+        let mut hbm_core = core(0, vec![("k", 1_000_000)], on_hbm);
+        let plain = TRN1
+            .estimate("xtensa", std::slice::from_ref(&hbm_core))
             .unwrap();
+        hbm_core.hbm_stack_accesses = Some(50_000);
+        let e = profile(vec![hbm_core]).estimate().unwrap();
         assert_eq!(e.regime, [Regime::HbmStack(32768)]);
+        // Each access to the stack in HBM is priced as an HBM round trip, in the band too.
+        let each = |f: &Fit| 50_000.0 * f.element_access_cycles / TRN1.clock_hz;
+        let c = &e.cores[0];
+        assert!((c.seconds - plain.cores[0].seconds - each(&TRN1.fit)).abs() < 1e-12);
+        assert!((c.stack - each(&TRN1.fit)).abs() < 1e-15);
+        assert!(c.low >= plain.cores[0].low + each(&TRN1.fits[1]) * 0.999);
+        assert!(c.high >= plain.cores[0].high + each(&TRN1.fits[0]) * 0.999);
+        assert!(e.report(3).contains("+ 50000 accesses to the stack in HBM"));
         assert!(
             e.report(3).contains("stack in HBM (STACK_SIZE=32768"),
             "{}",

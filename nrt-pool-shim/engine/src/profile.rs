@@ -17,6 +17,8 @@ pub struct CopyTimeline {
     pub after: Vec<(String, u64)>,
     /// Copies made after the log filled (counted, not logged).
     pub unlogged: u32,
+    /// Accesses to the kernel's HBM stack after the last logged run began (D121).
+    pub after_stack_accesses: u64,
 }
 
 /// One logged run of like copies (one copy, often) and what ran before it.
@@ -32,6 +34,8 @@ pub struct CopyStep {
     pub copies: u32,
     /// Element-wise accesses the kernel made before this run.
     pub elements_before: u32,
+    /// Accesses to the kernel's HBM stack since the previous run (D121).
+    pub stack_accesses: u64,
 }
 
 /// A profiled launch: its backend and each core's part.
@@ -172,6 +176,7 @@ mod tests {
                     ],
                     accesses: None,
                     copies: None,
+                    hbm_stack_accesses: None,
                 },
                 CoreProfile {
                     core: 1,
@@ -180,6 +185,7 @@ mod tests {
                     functions: vec![("memcpy".into(), 100)],
                     accesses: None,
                     copies: None,
+                    hbm_stack_accesses: None,
                 },
             ],
         }
@@ -219,6 +225,7 @@ mod tests {
                 functions: vec![],
                 accesses: None,
                 copies: None,
+                hbm_stack_accesses: None,
             }],
         };
         assert_eq!(host.folded(), "core 2 5000\n");

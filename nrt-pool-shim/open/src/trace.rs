@@ -10,7 +10,9 @@
 //! events with their source line.
 
 use nrt_pool_engine::check::CheckReport;
-use nrt_pool_engine::estimate::{CoreEstimate, Estimate, Step, COPY_ENTRY, ELEMENT_ENTRY};
+use nrt_pool_engine::estimate::{
+    CoreEstimate, Estimate, Step, COPY_ENTRY, ELEMENT_ENTRY, HBM_STACK_ENTRY,
+};
 use nrt_pool_engine::profile::Profile;
 use nrt_pool_engine::DeviceFault;
 use serde_json::{json, Value};
@@ -131,7 +133,7 @@ impl LaunchTrace {
                 (ELEMENT_ENTRY, Some(c)) => {
                     ("access", json!({"element_accesses": c.accesses.element}))
                 }
-                (ELEMENT_ENTRY, None) => ("access", json!({})),
+                (ELEMENT_ENTRY, None) | (HBM_STACK_ENTRY, _) => ("access", json!({})),
                 _ => ("function", json!({})),
             };
             self.span(core, f, cat, at, dur, args);
@@ -265,6 +267,7 @@ mod tests {
             bytes: 4096,
             copies: 1,
             elements_before: 0,
+            stack_accesses: 0,
         };
         let core = CoreProfile {
             core: 0,
@@ -275,6 +278,7 @@ mod tests {
                 steps: vec![step("setup", 10_000, false), step("relu", 60_000, true)],
                 after: vec![],
                 unlogged: 0,
+                after_stack_accesses: 0,
             }),
             ..CoreProfile::default()
         };

@@ -6,7 +6,8 @@ use pyo3::prelude::*;
 /// "instructions", "functions": {name: instructions}, "accesses", "copies": each logged
 /// run of like copies in order as {"direction", "bytes" (each), "copies",
 /// "elements_before", "instructions_before"} (None where not logged, D120),
-/// "copies_unlogged"}], "functions": [(name,
+/// "copies_unlogged", "hbm_stack_accesses": loads and stores to a stack in HBM, D121}],
+/// "functions": [(name,
 /// instructions, share)], "folded": the folded stacks, "estimate": the estimated time on
 /// a trn1 Pool engine (Xtensa cores; None on host cores, D100), "report": the text
 /// `nrt-pool run --profile` prints}.
@@ -61,6 +62,7 @@ pub(crate) fn profile_dict<'py>(
         };
         cd.set_item("copies", copies)?;
         cd.set_item("copies_unlogged", c.copies.as_ref().map(|t| t.unlogged))?;
+        cd.set_item("hbm_stack_accesses", c.hbm_stack_accesses)?;
         cores.push(cd);
     }
     d.set_item("cores", cores)?;
@@ -77,7 +79,7 @@ pub(crate) fn profile_dict<'py>(
 /// An estimate as Python data: {"seconds", "low_seconds", "high_seconds" (the band),
 /// "fitted_to", "regime" (why it lies outside the fitted regime, [] inside it), "model",
 /// "copy_bound", "cores": [{"core", "seconds", "low_seconds", "high_seconds", "compute_s",
-/// "element_s", "copies_s"}], "functions": [(name, seconds)] over all cores}.
+/// "element_s", "stack_s", "copies_s"}], "functions": [(name, seconds)] over all cores}.
 fn estimate_dict<'py>(
     py: Python<'py>,
     e: &nrt_pool_engine::estimate::Estimate,
@@ -104,6 +106,7 @@ fn estimate_dict<'py>(
         cd.set_item("high_seconds", c.high)?;
         cd.set_item("compute_s", c.compute)?;
         cd.set_item("element_s", c.element)?;
+        cd.set_item("stack_s", c.stack)?;
         cd.set_item("copies_s", c.copies)?;
         cores.push(cd);
         for (f, s) in &c.functions {

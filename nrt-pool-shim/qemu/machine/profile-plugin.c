@@ -13,7 +13,15 @@
    segment's own block lines (the blocks executed since the previous mark), so the host
    can place each copy on the kernel's time axis with what ran between copies.
 
-   usage: -plugin libnrt-pool-profile.so,out=FILE,begin=ADDR,end=ADDR[,mark=ADDR,marks=N] */
+   With `stackmark=ADDR+SIZE` (the runtime's customop_hbm_stack_mark: D121) the plugin counts
+   the kernel's loads and stores in its HBM stack: that function's first two accesses load
+   the stack's lowest and highest byte, which gives the range (a plugin of this QEMU
+   cannot read registers); every other access in it counts. The file then begins with
+   "s N" (the kernel's accesses there, hex) and each "@" line carries its segment's count
+   after the instructions.
+
+   usage: -plugin libnrt-pool-profile.so,out=FILE,begin=ADDR,end=ADDR[,mark=ADDR,marks=N]
+          [,stackmark=ADDR+SIZE] */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,7 +43,12 @@ struct block {
 static struct block **blocks;
 static size_t count, room;
 static char *out;
-static uint64_t begin_pc, end_pc, mark_pc, marks_max;
+static uint64_t begin_pc, end_pc, mark_pc, marks_max, stack_mark_pc, stack_mark_end;
+
+/* The kernel's HBM stack [stack_lo, stack_lo + stack_span) (span 0: none), the accesses
+   the stack mark has shown so far this call (0-2), and the accesses counted there: in all,
+   and at the last copy mark. */
+static uint64_t stack_lo, stack_span, stack_seen, stack_accesses, stack_at_mark;
 
 /* Instructions executed on the core (an inline counter), and their number at `begin`. */
 static uint64_t total, total_at_begin;
@@ -83,6 +96,34 @@ static void on_begin(unsigned int vcpu, void *data) {
     total_at_begin = total;
     segments_len = 0;
     marks = 0;
+    stack_span = 0;
+    stack_accesses = stack_at_mark = 0;
+}
+
+static void on_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *udata) {
+    (void)vcpu;
+    (void)info;
+    (void)udata;
+    if (vaddr - stack_lo < stack_span) stack_accesses++;
+}
+
+static void on_stack_mark(unsigned int vcpu, void *data) {
+    (void)vcpu;
+    (void)data;
+    stack_seen = 0;
+}
+
+static void on_stack_mark_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *udata) {
+    (void)vcpu;
+    (void)info;
+    (void)udata;
+    if (stack_seen == 0) {
+        stack_lo = vaddr;
+        stack_span = 0;
+    } else if (stack_seen == 1 && vaddr >= stack_lo) {
+        stack_span = vaddr - stack_lo + 1;
+    }
+    stack_seen++;
 }
 
 static void on_mark(unsigned int vcpu, void *data) {
@@ -90,7 +131,8 @@ static void on_mark(unsigned int vcpu, void *data) {
     (void)data;
     if (marks >= marks_max) return;
     marks++;
-    append("@ %" PRIx64 "\n", total - total_at_begin);
+    append("@ %" PRIx64 " %" PRIx64 "\n", total - total_at_begin, stack_accesses - stack_at_mark);
+    stack_at_mark = stack_accesses;
     for (size_t i = 0; i < count; i++) {
         struct block *b = blocks[i];
         uint64_t n = b->executions - b->at_mark;
@@ -106,6 +148,7 @@ static void on_end(unsigned int vcpu, void *data) {
     snprintf(partial, sizeof partial, "%s.partial", out);
     FILE *f = fopen(partial, "w");
     if (!f) return;
+    if (stack_mark_pc) fprintf(f, "s %" PRIx64 "\n", stack_accesses);
     for (size_t i = 0; i < count; i++) {
         uint64_t n = blocks[i]->executions - blocks[i]->at_begin;
         if (n) fprintf(f, "%" PRIx64 " %" PRIx64 " %" PRIx64 "\n", blocks[i]->pc, blocks[i]->insns, n);
@@ -130,6 +173,17 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
         qemu_plugin_register_vcpu_tb_exec_cb(tb, on_end, QEMU_PLUGIN_CB_NO_REGS, NULL);
     if (mark_pc && pc == mark_pc)
         qemu_plugin_register_vcpu_tb_exec_cb(tb, on_mark, QEMU_PLUGIN_CB_NO_REGS, NULL);
+    if (stack_mark_pc) {
+        if (pc == stack_mark_pc)
+            qemu_plugin_register_vcpu_tb_exec_cb(tb, on_stack_mark, QEMU_PLUGIN_CB_NO_REGS, NULL);
+        for (size_t i = 0; i < n; i++) {
+            struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+            uint64_t at = qemu_plugin_insn_vaddr(insn);
+            int marking = at >= stack_mark_pc && at < stack_mark_end;
+            qemu_plugin_register_vcpu_mem_cb(insn, marking ? on_stack_mark_access : on_access,
+                                             QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, NULL);
+        }
+    }
 }
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc,
@@ -141,6 +195,12 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         else if (strncmp(argv[i], "end=", 4) == 0) end_pc = strtoull(argv[i] + 4, NULL, 0);
         else if (strncmp(argv[i], "mark=", 5) == 0) mark_pc = strtoull(argv[i] + 5, NULL, 0);
         else if (strncmp(argv[i], "marks=", 6) == 0) marks_max = strtoull(argv[i] + 6, NULL, 0);
+        else if (strncmp(argv[i], "stackmark=", 10) == 0) {
+            /* ADDR+SIZE: the function's start and its length */
+            char *plus;
+            stack_mark_pc = strtoull(argv[i] + 10, &plus, 0);
+            stack_mark_end = *plus == '+' ? stack_mark_pc + strtoull(plus + 1, NULL, 0) : stack_mark_pc;
+        }
         else {
             fprintf(stderr, "nrt-pool profile plugin: unknown argument %s\n", argv[i]);
             return -1;

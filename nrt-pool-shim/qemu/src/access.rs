@@ -44,11 +44,16 @@ pub fn copy_log(memory: &DeviceMemory, core: usize, image: &[u8]) -> Option<Copy
 
 /// Where `image` (core `core`'s, at its local address) defines `name`.
 pub fn symbol_address(image: &[u8], name: &str) -> Option<u64> {
+    symbol_span(image, name).map(|(at, _)| at)
+}
+
+/// Where `image` defines `name`, and its size.
+pub fn symbol_span(image: &[u8], name: &str) -> Option<(u64, u64)> {
     let file = object::File::parse(image).ok()?;
     let found = file
         .symbols()
         .find(|s| s.name_bytes().ok() == Some(name.as_bytes()))?;
-    Some(found.address())
+    Some((found.address(), found.size()))
 }
 
 /// The `len` bytes of the runtime's variable `name` in core `core`'s image, as device

@@ -27,7 +27,7 @@ use crate::fault::{CoreFault, FaultCause};
 use crate::layout;
 use crate::protocol::MAX_GUARDS;
 use crate::tools::{qemu_for, PROFILE_PLUGIN};
-use customop_abi::access::{COPY_LOG_ENTRIES, COPY_MARK_SYMBOL};
+use customop_abi::access::{COPY_LOG_ENTRIES, COPY_MARK_SYMBOL, HBM_STACK_MARK_SYMBOL};
 
 const _: () = assert!(customop_abi::control::MAX_GUARDS <= MAX_GUARDS);
 
@@ -288,6 +288,12 @@ impl XtensaBackend {
                 // Each logged copy stamped where it began (D120).
                 if let Some(mark) = crate::access::symbol_address(&images[c], COPY_MARK_SYMBOL) {
                     plugin.push_str(&format!(",mark={mark:#x},marks={COPY_LOG_ENTRIES}"));
+                }
+                // A stack in HBM counted by its accesses (D121).
+                if let Some((at, size)) =
+                    crate::access::symbol_span(&images[c], HBM_STACK_MARK_SYMBOL)
+                {
+                    plugin.push_str(&format!(",stackmark={at:#x}+{size}"));
                 }
                 Some(plugin)
             })

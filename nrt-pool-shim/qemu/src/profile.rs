@@ -1,7 +1,8 @@
 //! A profiled launch's counts on one core, as its profile plugin writes them
-//! (`machine/profile-plugin.c`): "PC INSNS EXECUTIONS" lines in hex for the whole kernel,
-//! then, for each logged copy, "@ INSNS" and the lines of the blocks that ran since the
-//! previous copy (D120). With the runtime's copy log they give the core's
+//! (`machine/profile-plugin.c`), in hex: "s N", the kernel's accesses to an HBM stack
+//! (D121), where the plugin counts them; "PC INSNS EXECUTIONS" lines for the whole kernel;
+//! then, for each logged copy, "@ INSNS STACK" and the lines of the blocks that ran since
+//! the previous copy (D120). With the runtime's copy log they give the core's
 //! [`CopyTimeline`].
 
 use std::collections::HashMap;
@@ -17,17 +18,26 @@ type BlockLine = (u64, u64, u64);
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct PluginCounts {
     whole: Vec<BlockLine>,
-    /// One per copy the plugin stamped: the blocks that ran before it since the previous.
-    segments: Vec<Vec<BlockLine>>,
+    /// Accesses to the kernel's HBM stack, where counted.
+    stack: Option<u64>,
+    /// One per copy the plugin stamped: the blocks that ran before it since the previous,
+    /// and the HBM stack accesses among them.
+    segments: Vec<(Vec<BlockLine>, u64)>,
 }
 
 impl PluginCounts {
     /// Reads the file's text; lines that are not the plugin's are skipped.
     pub fn parse(text: &str) -> PluginCounts {
         let mut counts = PluginCounts::default();
+        let hex = |v: Option<&str>| v.and_then(|v| u64::from_str_radix(v, 16).ok());
         for line in text.lines() {
-            if line.starts_with('@') {
-                counts.segments.push(Vec::new());
+            if let Some(rest) = line.strip_prefix("@ ") {
+                let stack = hex(rest.split(' ').nth(1)).unwrap_or(0);
+                counts.segments.push((Vec::new(), stack));
+                continue;
+            }
+            if let Some(n) = line.strip_prefix("s ") {
+                counts.stack = hex(Some(n));
                 continue;
             }
             let f: Vec<u64> = line
@@ -36,7 +46,7 @@ impl PluginCounts {
                 .collect();
             let [pc, insns, runs] = f[..] else { continue };
             match counts.segments.last_mut() {
-                Some(s) => s.push((pc, insns, runs)),
+                Some(s) => s.0.push((pc, insns, runs)),
                 None => counts.whole.push((pc, insns, runs)),
             }
         }
@@ -57,6 +67,7 @@ impl PluginCounts {
             instructions: Some(total),
             functions,
             copies,
+            hbm_stack_accesses: self.stack,
             ..CoreProfile::default()
         }
     }
@@ -74,8 +85,10 @@ impl PluginCounts {
             return None;
         }
         let mut after: Vec<(String, u64)> = whole.to_vec();
+        let mut after_stack = self.stack.unwrap_or(0);
         let mut steps = Vec::with_capacity(logged.len());
-        for (segment, entry) in self.segments.iter().zip(logged) {
+        for ((segment, stack), entry) in self.segments.iter().zip(logged) {
+            after_stack = after_stack.saturating_sub(*stack);
             let before = names.by_function(segment);
             for (f, n) in &before {
                 if let Some(e) = after.iter_mut().find(|(g, _)| g == f) {
@@ -88,6 +101,7 @@ impl PluginCounts {
                 bytes: entry.bytes,
                 copies: entry.copies,
                 elements_before: entry.elements_before,
+                stack_accesses: *stack,
             });
         }
         after.retain(|(_, n)| *n > 0);
@@ -95,6 +109,7 @@ impl PluginCounts {
             steps,
             after,
             unlogged: log.unlogged(),
+            after_stack_accesses: after_stack,
         })
     }
 }
@@ -151,15 +166,19 @@ impl<'a> Namer<'a> {
 mod tests {
     use super::*;
 
-    const FILE: &str = "100 4 3\n200 2 5\n@ c\n100 4 1\n@ 20\n200 2 5\n100 4 1\n";
+    const FILE: &str = "s 9\n100 4 3\n200 2 5\n@ c 2\n100 4 1\n@ 20 3\n200 2 5\n100 4 1\n";
 
     #[test]
     fn the_file_splits_into_the_whole_and_a_segment_per_copy() {
         let c = PluginCounts::parse(FILE);
         assert_eq!(c.whole, vec![(0x100, 4, 3), (0x200, 2, 5)]);
+        assert_eq!(c.stack, Some(9));
         assert_eq!(
             c.segments,
-            vec![vec![(0x100, 4, 1)], vec![(0x200, 2, 5), (0x100, 4, 1)]]
+            vec![
+                (vec![(0x100, 4, 1)], 2),
+                (vec![(0x200, 2, 5), (0x100, 4, 1)], 3)
+            ]
         );
     }
 
@@ -181,6 +200,9 @@ mod tests {
         // What ran after the last copy: the whole less the segments.
         assert_eq!(t.after, vec![("0x00000100".to_string(), 4)]);
         assert_eq!(t.unlogged, 0);
+        // The HBM stack's accesses: 2 and 3 before the copies, the rest after.
+        assert_eq!(t.steps[1].stack_accesses, 3);
+        assert_eq!(t.after_stack_accesses, 4);
     }
 
     #[test]
