@@ -40,3 +40,37 @@ fn every_access_path_entry_names_a_function_of_the_xtensa_archive() {
         );
     }
 }
+
+/// Host builds charge printf's float conversion only when a call takes it (D122): the
+/// frames table beside the Xtensa archive gives printf a reach without it (`D`) and one
+/// with it (`R`). A rename of the conversion (op-build's `RUNTIME_CHARGED` names it) loses
+/// the `R` lines and fails here.
+#[test]
+fn the_frames_table_charges_printfs_float_path_apart() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/customop/xtensa-q7-none-elf/release/libneuroncustomop.frames");
+    let Ok(table) = std::fs::read_to_string(&path) else {
+        panic!(
+            "{} is not built (make customop-archives; make test builds it first)",
+            path.display()
+        );
+    };
+    let reach = |kind: &str, name: &str| {
+        table.lines().find_map(|l| {
+            let mut f = l.split(' ');
+            (f.next() == Some(kind) && f.next() == Some(name))
+                .then(|| f.next()?.parse::<u32>().ok())
+                .flatten()
+        })
+    };
+    for entry in ["printf", "snprintf", "vsnprintf"] {
+        let (Some(plain), Some(float)) = (reach("D", entry), reach("R", entry)) else {
+            panic!("{entry}: no D and R lines in {}", path.display());
+        };
+        assert!(
+            float > plain + 1024,
+            "{entry}: {plain} without the float path, {float} with it"
+        );
+    }
+    assert_eq!(reach("R", "puts"), None, "puts formats no float");
+}

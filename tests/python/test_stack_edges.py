@@ -191,3 +191,58 @@ def test_the_op_apis_arithmetic_families_run_on_host_cores_as_on_the_device(pair
     got = both(pair, "api_math", x, y)
     assert got["host"] != "stack overflow", "host cores have no overflow the device lacks"
     assert got["host"] == got["xtensa"]
+
+
+PRINTS = r"""
+#include <stdio.h>
+#include <torch/torch.h>
+
+// N bytes of locals, then printf: an integer conversion (about 900 bytes of a Pool core's
+// stack below the call), or a float's (about 2.7 KiB), which host builds charge only when
+// taken (D122).
+#define PRINT(KIND, FMT, VAL, N)                                          \
+    torch::Tensor print_##KIND##_##N(const torch::Tensor &x) {           \
+        volatile char buf[N];                                             \
+        int n = (int)x.numel();                                           \
+        for (int i = 0; i < N; i++) buf[i] = (char)(i + n);               \
+        printf(FMT, VAL);                                                 \
+        return torch::full({1}, (float)buf[0], torch::kFloat);            \
+    }
+#define PRINT_INT(N) PRINT(int, "%d\n", buf[N - 1], N)
+#define PRINT_FLOAT(N) PRINT(float, "%f\n", (double)buf[N - 1] / 3, N)
+PRINT_INT(4000)
+PRINT_INT(5800)
+PRINT_INT(6200)
+PRINT_FLOAT(4000)
+PRINT_FLOAT(4600)
+"""
+PRINT_OPS = ["print_int_4000", "print_int_5800", "print_int_6200", "print_float_4000", "print_float_4600"]
+
+
+@pytest.fixture(scope="module")
+def print_pair(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("edges_printf")
+    (tmp / "k.cpp").write_text(PRINTS)
+    (tmp / "s.cpp").write_text(
+        '#include <torch/torch.h>\n#include "torchneuron/register.h"\n'
+        "torch::Tensor one(torch::Tensor x) { return torch::empty({1}, torch::kFloat); }\n"
+        "NEURON_LIBRARY(stack_prints, m) {\n"
+        + "".join(f'    m.def("{op}", &one, "{op}");\n' for op in PRINT_OPS) + "}\n")
+    out = tmp / "out"
+    custom_op.load("stack_prints", [tmp / "k.cpp"], [tmp / "s.cpp"], build_directory=out, isa="xtensa")
+    return {"host": custom_op.load_library(out / "libstack_prints.so"),
+            "xtensa": custom_op.load_library(out / "libstack_prints.pool")}
+
+
+def test_printf_is_charged_by_the_path_it_takes(print_pair):
+    """An integer conversion does not pay for printf's float path (5800 bytes of locals and
+    printf("%d") run on both backends: host cores overflowed there when every printf was
+    charged its deepest path); a float conversion does, on both backends alike."""
+    x = np.zeros(4, np.float32)
+    got = {op: both(print_pair, op, x) for op in PRINT_OPS}
+    for op, g in got.items():
+        assert g["host"] == g["xtensa"], f"{op}: {g}"
+    assert got["print_int_5800"]["host"] != "stack overflow"
+    assert got["print_int_6200"]["host"] == "stack overflow"
+    assert got["print_float_4000"]["host"] != "stack overflow"
+    assert got["print_float_4600"]["host"] == "stack overflow"

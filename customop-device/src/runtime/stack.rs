@@ -121,6 +121,30 @@ pub extern "C" fn __customop_device_stack_overflow() -> ! {
     platform::fault(customop_abi::stack::OVERFLOW_REPORT.as_bytes())
 }
 
+/// Host cores: the depth a call into the runtime reaches if it takes a path the runtime
+/// charges when taken (printf's float conversion: `RUNTIME_CHARGED` in op-build's
+/// device_frames.rs, D122), set by instrumented code before such a call; `i32::MIN` when
+/// none is pending.
+#[cfg(all(not(target_os = "none"), feature = "archive"))]
+#[no_mangle]
+pub static __customop_stack_charged: AtomicI32 = AtomicI32::new(i32::MIN);
+
+/// On entry to a path the runtime charges when taken: the device's stack overflow when
+/// the depth the caller's call set passes the limit. The value is used once (a second
+/// conversion in the same call runs at the same depth).
+#[cfg(all(not(target_os = "none"), feature = "archive"))]
+pub fn charged_path() {
+    let need = __customop_stack_charged.swap(i32::MIN, Ordering::Relaxed);
+    if need > __customop_stack_limit.load(Ordering::Relaxed) {
+        __customop_device_stack_overflow()
+    }
+}
+
+/// Device builds keep no depth: the device's own stack decides.
+#[cfg(not(all(not(target_os = "none"), feature = "archive")))]
+#[inline(always)]
+pub fn charged_path() {}
+
 /// A block of instrumented code that goes deeper than its function's entry checked (code
 /// inlined there) reaches `need` bytes: the device's stack overflow when past the limit.
 #[cfg(all(not(target_os = "none"), feature = "archive"))]

@@ -273,8 +273,11 @@ std::map<std::string, long> device_frames;
 // stack overflows on the first access below it, not on the frame's allocation).
 std::map<std::string, long> device_touch;
 std::set<std::pair<std::string, std::string>> device_calls;
-// The device runtime's functions: how deep a call of each reaches (`D NAME BYTES`).
+// The device runtime's functions: how deep a call of each reaches (`D NAME BYTES`), and
+// for those that can take a path the runtime charges when taken, how deep that path goes
+// (`R NAME BYTES`, D122).
 std::map<std::string, long> runtime_reach;
+std::map<std::string, long> runtime_charged;
 
 // `name` without GCC's clone suffix (".isra.0" on i386, "$isra$0" on Xtensa), and with one
 // name for a constructor's or destructor's variants: the device build calls the complete
@@ -312,8 +315,8 @@ long touch_of(const std::string &name)
     return it == device_touch.end() ? 0 : it->second;
 }
 
-// Reads the table op-build writes: `F NAME BYTES TOUCH`, `C CALLER CALLEE` and
-// `D NAME BYTES` (the runtime's) lines.
+// Reads the table op-build writes: `F NAME BYTES TOUCH`, `C CALLER CALLEE`, and the
+// runtime's `D NAME BYTES` and `R NAME BYTES` lines.
 bool read_frames(const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -340,6 +343,8 @@ bool read_frames(const char *path)
             device_calls.insert({base_name(a), base_name(b)});
         } else if (kind == 'D') {
             runtime_reach[a] = strtol(b, nullptr, 10);
+        } else if (kind == 'R') {
+            runtime_charged[a] = strtol(b, nullptr, 10);
         }
     }
     fclose(f);
@@ -406,9 +411,10 @@ long depth_at(gimple *stmt, const std::string &fn, std::string *innermost, long 
     return depth;
 }
 
-tree stack_depth_var, stack_limit_var, stack_overflow_fn, stack_check_fn;
+tree stack_depth_var, stack_limit_var, stack_charged_var, stack_overflow_fn, stack_check_fn;
 
 const struct ggc_root_tab stack_decls_root[] = {
+    {&stack_charged_var, 1, sizeof(tree), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node},
     {&stack_check_fn, 1, sizeof(tree), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node},
     {&stack_depth_var, 1, sizeof(tree), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node},
     {&stack_limit_var, 1, sizeof(tree), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node},
@@ -436,6 +442,7 @@ void stack_decls()
         return;
     stack_depth_var = runtime_int("__customop_stack_depth");
     stack_limit_var = runtime_int("__customop_stack_limit");
+    stack_charged_var = runtime_int("__customop_stack_charged");
     tree fn = build_fn_decl("__customop_device_stack_overflow",
                             build_function_type_list(void_type_node, NULL_TREE));
     TREE_THIS_VOLATILE(fn) = 1; // noreturn
@@ -589,6 +596,22 @@ public:
                                   GSI_SAME_STMT);
             }
             gsi_insert_before(&at, gimple_build_assign(stack_depth_var, value), GSI_SAME_STMT);
+            // A runtime call that can take a path the runtime charges when taken (printf's
+            // float conversion): how deep that path would reach, for the runtime to check
+            // if it is taken (D122).
+            tree callee = gimple_call_fndecl(stmt);
+            auto charged = callee ? runtime_charged.find(function_name(callee))
+                                  : runtime_charged.end();
+            if (charged != runtime_charged.end()) {
+                tree deep = make_ssa_name(integer_type_node);
+                gsi_insert_before(&at,
+                                  gimple_build_assign(deep, PLUS_EXPR, value,
+                                                      build_int_cst(integer_type_node,
+                                                                    charged->second)),
+                                  GSI_SAME_STMT);
+                gsi_insert_before(&at, gimple_build_assign(stack_charged_var, deep),
+                                  GSI_SAME_STMT);
+            }
             if (is_a<gcall *>(stmt))
                 gimple_call_set_tail(as_a<gcall *>(stmt), false);
         }

@@ -30,6 +30,51 @@ pub struct DeviceFrames {
     pub weak: BTreeSet<String>,
 }
 
+/// The runtime's functions whose stack a host build charges when a call takes them, not
+/// at every call that could (D122): each is a deep path most calls do not take (printf's
+/// float conversion, about 2 KiB of a Pool core's stack below `printf`'s 700 bytes). The
+/// runtime checks `__customop_stack_charged` on entry to each (`stack::charged_path`).
+/// Matched within Rust's symbol names.
+pub const RUNTIME_CHARGED: &[&str] = &["14neuroncustomop4libc6printf5float"];
+
+fn is_charged(name: &str) -> bool {
+    RUNTIME_CHARGED.iter().any(|c| name.contains(c))
+}
+
+/// Visits each function of `roots` and what it calls (`callees`), every one once, after
+/// its callees: depth first with an explicit stack; a callee already on the path (a
+/// cycle) is not followed, so a recursion counts its frames once.
+fn post_order<'a>(
+    roots: impl Iterator<Item = &'a String>,
+    callees: &BTreeMap<&'a str, Vec<&'a str>>,
+    mut visit: impl FnMut(&'a str),
+) {
+    let mut done: BTreeSet<&str> = BTreeSet::new();
+    for root in roots {
+        if done.contains(root.as_str()) {
+            continue;
+        }
+        let mut on_path: BTreeSet<&str> = BTreeSet::new();
+        let mut stack: Vec<(&str, usize)> = vec![(root.as_str(), 0)];
+        on_path.insert(root.as_str());
+        while let Some((f, i)) = stack.pop() {
+            match callees.get(f).and_then(|c| c.get(i)).copied() {
+                Some(g) if !done.contains(g) && !on_path.contains(g) => {
+                    stack.push((f, i + 1));
+                    stack.push((g, 0));
+                    on_path.insert(g);
+                }
+                Some(_) => stack.push((f, i + 1)),
+                None => {
+                    visit(f);
+                    done.insert(f);
+                    on_path.remove(f);
+                }
+            }
+        }
+    }
+}
+
 /// The stack pointer (GCC writes `sp`, rustc `a1`).
 fn is_sp(r: &str) -> bool {
     r == "sp" || r == "a1"
@@ -209,62 +254,84 @@ impl DeviceFrames {
     /// report, a panic) is not a path a running kernel takes: it does not count; nor does
     /// the runtime's rule check (`customop_abi::rule::require`), which touches its frame
     /// only to report a broken rule.
+    /// A call of a function the runtime charges when taken ([`RUNTIME_CHARGED`]) is left
+    /// out too: its depth is [`DeviceFrames::charged`]'s.
     pub fn reach(&self) -> BTreeMap<String, u32> {
         let ends = |name: &str| {
             (self.frames.contains_key(name) && !self.returning.contains(name))
                 || ["fatal", "panic", "abort", "4rule7require"]
                     .iter()
                     .any(|w| name.contains(w))
+                || is_charged(name)
         };
         let mut callees: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         for (a, b) in self.calls.iter().filter(|(_, b)| !ends(b)) {
             callees.entry(a.as_str()).or_default().push(b.as_str());
         }
         let mut reach: BTreeMap<String, u32> = BTreeMap::new();
-        // Depth-first with an explicit stack: (function, next callee index).
-        for root in self.frames.keys() {
-            if reach.contains_key(root) {
-                continue;
-            }
-            let mut on_path: BTreeSet<&str> = BTreeSet::new();
-            let mut stack: Vec<(&str, usize)> = vec![(root.as_str(), 0)];
-            on_path.insert(root.as_str());
-            while let Some((f, i)) = stack.pop() {
-                let next = callees.get(f).and_then(|c| c.get(i)).copied();
-                match next {
-                    Some(g) if !reach.contains_key(g) && !on_path.contains(g) => {
-                        stack.push((f, i + 1));
-                        stack.push((g, 0));
-                        on_path.insert(g);
-                    }
-                    Some(_) => stack.push((f, i + 1)),
-                    None => {
-                        let own = self.frames.get(f).copied().unwrap_or(0);
-                        let deepest = callees
-                            .get(f)
-                            .into_iter()
-                            .flatten()
-                            .filter_map(|g| reach.get(*g).filter(|r| **r > 0))
-                            .max()
-                            .map_or(0, |r| own.saturating_add(*r));
-                        reach.insert(f.to_string(), self.touch(f).max(deepest));
-                        on_path.remove(f);
-                    }
-                }
-            }
-        }
+        post_order(self.frames.keys(), &callees, |f| {
+            let own = self.frames.get(f).copied().unwrap_or(0);
+            let deepest = callees
+                .get(f)
+                .into_iter()
+                .flatten()
+                .filter_map(|g| reach.get(*g).filter(|r| **r > 0))
+                .max()
+                .map_or(0, |r| own.saturating_add(*r));
+            reach.insert(f.to_string(), self.touch(f).max(deepest));
+        });
         reach
     }
 
+    /// How deep a call of each function reaches on the device when it takes a path the
+    /// runtime charges when taken ([`RUNTIME_CHARGED`]): the deepest path of frames down to
+    /// a call of such a function, and that function's reach. Functions no such path leaves
+    /// out (D122).
+    pub fn charged(&self) -> BTreeMap<String, u32> {
+        let reach = self.reach();
+        let mut callees: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (a, b) in &self.calls {
+            callees.entry(a.as_str()).or_default().push(b.as_str());
+        }
+        let mut charged: BTreeMap<String, Option<u32>> = BTreeMap::new();
+        // A charged function ends a path: its own reach is what the path adds.
+        let followed: BTreeMap<&str, Vec<&str>> = callees
+            .iter()
+            .map(|(f, c)| (*f, c.iter().copied().filter(|g| !is_charged(g)).collect()))
+            .collect();
+        post_order(self.frames.keys(), &followed, |f| {
+            let own = self.frames.get(f).copied().unwrap_or(0);
+            let deepest = callees
+                .get(f)
+                .into_iter()
+                .flatten()
+                .filter_map(|g| match is_charged(g) {
+                    true => Some(reach.get(*g).copied().unwrap_or(0)),
+                    false => charged.get(*g).copied().flatten(),
+                })
+                .max();
+            charged.insert(f.to_string(), deepest.map(|d| own.saturating_add(d)));
+        });
+        charged
+            .into_iter()
+            .filter_map(|(f, d)| Some((f, d?)))
+            .collect()
+    }
+
     /// A runtime's table for host builds: `D NAME BYTES`, how deep a call of each global
-    /// function reaches on the device.
+    /// function reaches on the device, and `R NAME BYTES` where a call of it can take a
+    /// path the runtime charges when taken, how deep that path reaches (D122).
     pub fn to_runtime_text(&self) -> String {
         let reach = self.reach();
+        let charged = self.charged();
         let mut s = String::new();
         // (Rust's own symbols are global across its codegen units; op code calls none.)
         for name in self.globals.iter().filter(|n| !n.starts_with("_R")) {
             if let Some(n) = reach.get(name) {
                 s.push_str(&format!("D {name} {n}\n"));
+            }
+            if let Some(n) = charged.get(name) {
+                s.push_str(&format!("R {name} {n}\n"));
             }
         }
         s
@@ -473,6 +540,34 @@ data:
             "{text}"
         );
         assert!(text.contains("F _ZL4deepiPVi 48 48\n"), "{text}");
+    }
+
+    #[test]
+    fn a_charged_path_is_left_out_of_the_reach_and_given_its_own_depth() {
+        let float = "_RNvNtNtCs1_14neuroncustomop4libc6printf5float";
+        let f = DeviceFrames::from_assembly(&format!(
+            "\t.globl printf\n\t.type printf, @function\nprintf:\n\tentry sp, 32\n\
+             \ts32i a2, sp, 0\n\tcall8 format\n\tretw.n\n\
+             \t.type format, @function\nformat:\n\tentry sp, 336\n\ts32i a2, sp, 0\n\
+             \tcall8 {float}\n\tcall8 digits\n\tretw.n\n\
+             \t.type {float}, @function\n{float}:\n\tentry sp, 848\n\ts32i a2, sp, 0\n\
+             \tcall8 digits\n\tretw.n\n\
+             \t.type digits, @function\ndigits:\n\tentry sp, 64\n\ts32i a2, sp, 0\n\tretw.n\n\
+             \t.globl puts\n\t.type puts, @function\nputs:\n\tentry sp, 48\n\
+             \ts32i a2, sp, 0\n\tretw.n\n"
+        ));
+        let reach = f.reach();
+        // printf's own path: its frame, format's and digits' (the float path left out).
+        assert_eq!(reach["printf"], 32 + 336 + 64);
+        assert_eq!(reach[float], 848 + 64);
+        // Taking the float path: the frames down to its call, then its own reach.
+        let charged = f.charged();
+        assert_eq!(charged["printf"], 32 + 336 + 848 + 64);
+        assert!(!charged.contains_key("puts") && !charged.contains_key("digits"));
+        assert_eq!(
+            f.to_runtime_text(),
+            format!("D printf {}\nR printf {}\nD puts 48\n", 432, 1280)
+        );
     }
 
     #[test]

@@ -466,7 +466,12 @@ fn digits(dec: &Decimal, from: usize, to: usize) -> &[u8] {
     &dec.d[from.min(to)..to]
 }
 
+/// A conversion of a float: the deep path of printf (about 2 KiB of a Pool core's stack),
+/// which host builds charge when it is taken (D122). Never inlined: the device frames
+/// table finds it by its name.
+#[inline(never)]
 fn float(s: &Spec, out: &mut Sink<'_>, v: f64) {
+    crate::runtime::stack::charged_path();
     let upper = s.conv.is_ascii_uppercase();
     let sign = sign(s, v.is_sign_negative());
     if !v.is_finite() {
