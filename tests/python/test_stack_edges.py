@@ -196,6 +196,7 @@ def test_the_op_apis_arithmetic_families_run_on_host_cores_as_on_the_device(pair
 PRINTS = r"""
 #include <stdio.h>
 #include <torch/torch.h>
+#include <neuron/neuron-utils.hpp>
 
 // N bytes of locals, then printf: an integer conversion (about 900 bytes of a Pool core's
 // stack below the call), or a float's (about 2.7 KiB), which host builds charge only when
@@ -215,13 +216,29 @@ PRINT_INT(5800)
 PRINT_INT(6200)
 PRINT_FLOAT(4000)
 PRINT_FLOAT(4600)
+
+// A variable-length array as long as x has elements, every byte written, and a small
+// helper below it: its bytes lie below the frame on both builds (D123).
+static __attribute__((noinline)) int vla_helper(volatile char *b, int n) {
+    volatile int t[4];
+    t[0] = n;
+    return b[n] + t[0];
+}
+torch::Tensor vla(const torch::Tensor &x) {
+    int n = (int)x.numel();
+    volatile char buf[n];
+    for (int i = 0; i < n; i++) buf[i] = (char)(i + n);
+    torch::Tensor y = get_dst_tensor();
+    auto out = y.accessor<float, 1>();
+    out[0] = (float)vla_helper(buf, n - 1);
+    return y;
+}
 """
-PRINT_OPS = ["print_int_4000", "print_int_5800", "print_int_6200", "print_float_4000", "print_float_4600"]
+PRINT_OPS = ["print_int_4000", "print_int_5800", "print_int_6200", "print_float_4000", "print_float_4600", "vla"]
 
 
-@pytest.fixture(scope="module")
-def print_pair(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("edges_printf")
+def build_prints(tmp, flags=()):
+    """PRINTS built both ways (with `flags`): the host library and the Pool image."""
     (tmp / "k.cpp").write_text(PRINTS)
     (tmp / "s.cpp").write_text(
         '#include <torch/torch.h>\n#include "torchneuron/register.h"\n'
@@ -229,9 +246,15 @@ def print_pair(tmp_path_factory):
         "NEURON_LIBRARY(stack_prints, m) {\n"
         + "".join(f'    m.def("{op}", &one, "{op}");\n' for op in PRINT_OPS) + "}\n")
     out = tmp / "out"
-    custom_op.load("stack_prints", [tmp / "k.cpp"], [tmp / "s.cpp"], build_directory=out, isa="xtensa")
+    custom_op.load("stack_prints", [tmp / "k.cpp"], [tmp / "s.cpp"], build_directory=out, isa="xtensa",
+                   extra_cflags=list(flags))
     return {"host": custom_op.load_library(out / "libstack_prints.so"),
             "xtensa": custom_op.load_library(out / "libstack_prints.pool")}
+
+
+@pytest.fixture(scope="module")
+def print_pair(tmp_path_factory):
+    return build_prints(tmp_path_factory.mktemp("edges_printf"))
 
 
 def test_printf_is_charged_by_the_path_it_takes(print_pair):
@@ -239,10 +262,33 @@ def test_printf_is_charged_by_the_path_it_takes(print_pair):
     printf("%d") run on both backends: host cores overflowed there when every printf was
     charged its deepest path); a float conversion does, on both backends alike."""
     x = np.zeros(4, np.float32)
-    got = {op: both(print_pair, op, x) for op in PRINT_OPS}
+    got = {op: both(print_pair, op, x) for op in PRINT_OPS if op.startswith("print_")}
     for op, g in got.items():
         assert g["host"] == g["xtensa"], f"{op}: {g}"
     assert got["print_int_5800"]["host"] != "stack overflow"
     assert got["print_int_6200"]["host"] == "stack overflow"
     assert got["print_float_4000"]["host"] != "stack overflow"
     assert got["print_float_4600"]["host"] == "stack overflow"
+
+
+def test_a_variable_length_array_overflows_at_the_same_size_on_both_backends(print_pair):
+    """`char buf[n]` with n from the tensor: host cores count its bytes below the frame as
+    the device's `movsp` takes them (D123); before, they ran every size the device
+    overflowed."""
+    results = {n: both(print_pair, "vla", np.zeros(n, np.float32)) for n in (1000, 4000, 6900, 7100, 9000)}
+    for n, got in results.items():
+        assert got["host"] == got["xtensa"], f"{n} bytes: {got}"
+    assert results[6900]["host"] != "stack overflow"
+    assert results[7100]["host"] == "stack overflow"
+
+
+def test_a_variable_length_array_at_o0_runs_on_xtensa_cores_as_on_the_device(tmp_path):
+    """At -O0 the device build's MOVSP meets its caller's frame spilled: the alloca
+    exception, which the vendor's firmware serves and the board now does too (D123); it
+    was reported as a trap before. The edge agrees both ways at -O0 as well."""
+    pair = build_prints(tmp_path, ["-O0"])
+    results = {n: both(pair, "vla", np.zeros(n, np.float32)) for n in (16, 1000, 4000, 6600, 9000)}
+    for n, got in results.items():
+        assert got["host"] == got["xtensa"], f"{n} bytes at -O0: {got}"
+    assert results[4000]["xtensa"] != "stack overflow"
+    assert results[9000]["xtensa"] == "stack overflow"

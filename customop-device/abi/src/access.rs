@@ -69,7 +69,8 @@ impl AccessCounts {
     }
 }
 
-/// The runtime's exported log of a launch's copies in order (`customop_copy_log`): each
+/// The runtime's log of a launch's copies in order (`customop_copy_log`, which the link
+/// script places at the end of the core's image slot, past the image's loaded bytes): each
 /// run of like copies (same direction and size, no element-wise access between) as one
 /// entry with its count, and how many element-wise accesses came before it, so the trace
 /// can place each on the estimate's time axis (D120).
@@ -114,6 +115,7 @@ pub struct CopyLog {
 }
 
 pub const COPY_ENTRY_BYTES: usize = 16;
+/// 0x4008: the bytes pool-core.ld keeps for the log at the end of each core's image slot.
 pub const COPY_LOG_BYTES: usize = 8 + COPY_LOG_ENTRIES * COPY_ENTRY_BYTES;
 
 const _: () = {
@@ -121,6 +123,7 @@ const _: () = {
     assert!(core::mem::size_of::<CopyLog>() == COPY_LOG_BYTES);
     assert!(core::mem::offset_of!(CopyLog, entries) == 8);
     assert!(core::mem::offset_of!(CopyEntry, elements_before) == 8);
+    assert!(COPY_LOG_BYTES == 0x4008);
 };
 
 /// What [`CopyLog::extend`] did with a copy.
@@ -147,6 +150,9 @@ impl CopyLog {
     };
 
     /// Counts a copy of `bytes` and adds it to the last entry's run where it is like it.
+    /// (Inline: the runtime's copy path compiles it in, with no call into this crate's
+    /// objects, which a device image would then link whole.)
+    #[inline]
     pub fn extend(&mut self, bytes: u32, flags: u32, elements_before: u32) -> Logged {
         self.copies = self.copies.saturating_add(1);
         let used = (self.used as usize).min(COPY_LOG_ENTRIES);
@@ -165,6 +171,7 @@ impl CopyLog {
     }
 
     /// Starts an entry with one copy (after [`CopyLog::extend`] said [`Logged::New`]).
+    #[inline]
     pub fn start(&mut self, bytes: u32, flags: u32, elements_before: u32) {
         if let Some(e) = self.entries.get_mut(self.used as usize) {
             *e = CopyEntry {

@@ -18,13 +18,31 @@ pub static COUNTS: Global<AccessCounts> = Global::new(AccessCounts {
     bytes_out: 0,
 });
 
-/// Exported under [`customop_abi::access::COPY_LOG_SYMBOL`]: the launch's copies.
-#[export_name = "customop_copy_log"]
-pub static COPY_LOG: Global<CopyLog> = Global::new(CopyLog::EMPTY);
+/// The launch's copies, on Xtensa cores: the link script places the log past the image,
+/// in the last bytes of the core's 2 MiB slot (`customop_copy_log` in pool-core.ld), so it
+/// takes none of the image's loaded bytes, which the vendor's loader limits to 64 KiB
+/// (D120). Off the device there is no log: host cores' traces do not read one.
+#[cfg(all(target_arch = "xtensa", feature = "archive"))]
+fn with_log<R>(f: impl FnOnce(&mut CopyLog) -> R) -> Option<R> {
+    extern "C" {
+        static mut customop_copy_log: CopyLog;
+    }
+    // SAFETY: the link script reserves the log's bytes for this core's runtime alone (its
+    // image slot's end, past what the image loads; shown by the pinned hbm_scratch
+    // window), and one thread runs per core; `f` does not re-enter.
+    Some(f(unsafe {
+        &mut *core::ptr::addr_of_mut!(customop_copy_log)
+    }))
+}
+
+#[cfg(not(all(target_arch = "xtensa", feature = "archive")))]
+fn with_log<R>(_f: impl FnOnce(&mut CopyLog) -> R) -> Option<R> {
+    None
+}
 
 pub fn reset() {
     COUNTS.with(|c| *c = AccessCounts::default());
-    COPY_LOG.with(|l| {
+    with_log(|l| {
         l.copies = 0;
         l.used = 0;
     });
@@ -33,7 +51,7 @@ pub fn reset() {
 /// Logs one copy: a run of like copies is one entry (D120).
 fn log_copy(bytes: u32, flags: u32) {
     let elements = COUNTS.with(|c| c.element);
-    if COPY_LOG.with(|l| l.extend(bytes, flags, elements)) == Logged::New {
+    if with_log(|l| l.extend(bytes, flags, elements)) == Some(Logged::New) {
         copy_mark(bytes, flags, elements);
     }
 }
@@ -44,7 +62,7 @@ fn log_copy(bytes: u32, flags: u32) {
 #[export_name = "customop_copy_mark"]
 #[inline(never)]
 pub extern "C" fn copy_mark(bytes: u32, flags: u32, elements_before: u32) {
-    COPY_LOG.with(|l| l.start(bytes, flags, elements_before));
+    with_log(|l| l.start(bytes, flags, elements_before));
 }
 
 /// The kernel's stack is an HBM block of `stack_size` bytes this launch.

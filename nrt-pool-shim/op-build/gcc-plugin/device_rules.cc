@@ -42,6 +42,8 @@
 // __customop_device_stack_overflow (the device's stack overflow); before each call it
 // sets the depth its callee starts from, and on return puts back its caller's. Functions
 // the device build inlined take no frame of their own (their caller's frame holds them).
+// Variable-length arrays and alloca take their bytes below the frame on both builds: the
+// host's stack pointer measures them (D123).
 
 // The standard containers, before GCC's headers poison what they use.
 #define INCLUDE_MAP
@@ -459,6 +461,27 @@ void stack_decls()
     stack_check_fn = check;
 }
 
+// `lhs = __builtin_stack_save ()`: the stack pointer now.
+gimple *stack_pointer_into(tree lhs)
+{
+    gcall *save = gimple_build_call(builtin_decl_explicit(BUILT_IN_STACK_SAVE), 0);
+    gimple_call_set_lhs(save, lhs);
+    return save;
+}
+
+// `value + (int)(above - below)`, inserted before `at`: a depth with the bytes of stack
+// between two pointers into it added.
+tree plus_bytes_below(gimple_stmt_iterator *at, tree value, tree above, tree below)
+{
+    tree diff = make_ssa_name(ptrdiff_type_node);
+    gsi_insert_before(at, gimple_build_assign(diff, POINTER_DIFF_EXPR, above, below), GSI_SAME_STMT);
+    tree bytes = make_ssa_name(integer_type_node);
+    gsi_insert_before(at, gimple_build_assign(bytes, NOP_EXPR, diff), GSI_SAME_STMT);
+    tree sum = make_ssa_name(integer_type_node);
+    gsi_insert_before(at, gimple_build_assign(sum, PLUS_EXPR, value, bytes), GSI_SAME_STMT);
+    return sum;
+}
+
 const pass_data device_stack_data = {
     GIMPLE_PASS,
     "device_stack",
@@ -485,6 +508,10 @@ public:
         long deepest = own_reach(fn, 0);
         auto_vec<std::pair<gimple *, long>> calls;
         auto_vec<gimple *> returns;
+        // Variable-length arrays and alloca: their bytes lie below the frame on the device
+        // too (its `movsp`), so the depth adds what they took, measured here as the
+        // stack pointer's distance from where the function began.
+        auto_vec<gimple *> allocas;
         auto_vec<std::pair<basic_block, long>> deeper;
         bool moves = false;
         basic_block bb;
@@ -505,6 +532,13 @@ public:
                 block_deepest = std::max(block_deepest, reach);
                 if (!is_gimple_call(stmt) || gimple_call_internal_p(stmt))
                     continue;
+                tree builtin = gimple_call_fndecl(stmt);
+                if (builtin && fndecl_built_in_p(builtin, BUILT_IN_NORMAL) &&
+                    ALLOCA_FUNCTION_CODE_P(DECL_FUNCTION_CODE(builtin))) {
+                    if (gimple_call_lhs(stmt))
+                        allocas.safe_push(stmt);
+                    continue;
+                }
                 tree callee = gimple_call_fndecl(stmt);
                 if (callee && fndecl_built_in_p(callee) && !DECL_ASSEMBLER_NAME_SET_P(callee))
                     continue;
@@ -546,7 +580,7 @@ public:
             }
             free_dominance_info(CDI_DOMINATORS);
         }
-        if (deepest == 0 && !moves && deeper.is_empty())
+        if (deepest == 0 && !moves && deeper.is_empty() && allocas.is_empty())
             return 0;
         stack_decls();
 
@@ -556,6 +590,11 @@ public:
         gimple_stmt_iterator gsi = gsi_start_bb(entry);
         tree saved = make_ssa_name(integer_type_node);
         gsi_insert_after(&gsi, gimple_build_assign(saved, stack_depth_var), GSI_NEW_STMT);
+        tree entry_sp = NULL_TREE;
+        if (!allocas.is_empty()) {
+            entry_sp = make_ssa_name(ptr_type_node);
+            gsi_insert_after(&gsi, stack_pointer_into(entry_sp), GSI_NEW_STMT);
+        }
         tree need = make_ssa_name(integer_type_node);
         gsi_insert_after(&gsi,
                          gimple_build_assign(need, PLUS_EXPR, saved,
@@ -595,6 +634,12 @@ public:
                                                       build_int_cst(integer_type_node, c.second)),
                                   GSI_SAME_STMT);
             }
+            if (entry_sp) {
+                // Below what the function's variable-length arrays took.
+                tree now = make_ssa_name(ptr_type_node);
+                gsi_insert_before(&at, stack_pointer_into(now), GSI_SAME_STMT);
+                value = plus_bytes_below(&at, value, entry_sp, now);
+            }
             gsi_insert_before(&at, gimple_build_assign(stack_depth_var, value), GSI_SAME_STMT);
             // A runtime call that can take a path the runtime charges when taken (printf's
             // float conversion): how deep that path would reach, for the runtime to check
@@ -620,6 +665,24 @@ public:
             gimple_stmt_iterator at = gsi_for_stmt(ret);
             gsi_insert_before(&at, gimple_build_assign(stack_depth_var, saved), GSI_SAME_STMT);
         }
+        // After each variable-length array or alloca: the function's deepest below what
+        // they took, checked.
+        for (gimple *a : allocas) {
+            gimple_stmt_iterator at = gsi_for_stmt(a);
+            gsi_next(&at);
+            tree block = make_ssa_name(ptr_type_node);
+            gsi_insert_before(&at, gimple_build_assign(block, NOP_EXPR, gimple_call_lhs(a)),
+                              GSI_SAME_STMT);
+            tree base = make_ssa_name(integer_type_node);
+            gsi_insert_before(&at,
+                              gimple_build_assign(base, PLUS_EXPR, saved,
+                                                  build_int_cst(integer_type_node, deepest)),
+                              GSI_SAME_STMT);
+            tree need = plus_bytes_below(&at, base, entry_sp, block);
+            gcall *check = gimple_build_call(stack_check_fn, 1, need);
+            gimple_set_location(check, gimple_location(a));
+            gsi_insert_before(&at, check, GSI_SAME_STMT);
+        }
         // Blocks that go deeper: __customop_device_stack_check (saved + their deepest).
         for (auto &d : deeper) {
             gimple_stmt_iterator at = gsi_after_labels(d.first);
@@ -628,6 +691,11 @@ public:
                               gimple_build_assign(need, PLUS_EXPR, saved,
                                                   build_int_cst(integer_type_node, d.second)),
                               GSI_SAME_STMT);
+            if (entry_sp) {
+                tree now = make_ssa_name(ptr_type_node);
+                gsi_insert_before(&at, stack_pointer_into(now), GSI_SAME_STMT);
+                need = plus_bytes_below(&at, need, entry_sp, now);
+            }
             gcall *check = gimple_build_call(stack_check_fn, 1, need);
             gimple_set_location(check, gimple_location(gsi_stmt(at)));
             gsi_insert_before(&at, check, GSI_SAME_STMT);

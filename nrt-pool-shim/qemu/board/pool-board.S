@@ -30,13 +30,17 @@
     .set MAX_FRAMES, 32
     .set RECORD_BYTES, 68 + 4 * MAX_FRAMES
     .set WALK_STACK_BYTES, 1024
+    .set EXCSAVE1, 209
     .set EXCSAVE2, 210
     .set EXCSAVE3, 211
     .set EXCSAVE4, 212
 
-    /* ROTW 1 (the lx106 assembler lacks it) */
+    /* ROTW 1 and ROTW -1 (the lx106 assembler lacks them) */
     .macro ROTW1
     .byte 0x10, 0x80, 0x40
+    .endm
+    .macro ROTW_BACK
+    .byte 0xF0, 0x80, 0x40
     .endm
 
     .section .reset, "ax"
@@ -77,10 +81,22 @@ _vectors:
     RSR 3, 183              /* EPC7 */
     movi    a2, 9
     j       board_fault_high
+    /* A kernel or user exception: an alloca exception (EXCCAUSE 5) is served, as the
+       vendor's firmware does (D123); any other is a fault. a0 waits in EXCSAVE1. */
     .org 0x300
+    WSR 0, EXCSAVE1
+    RSR 0, 232              /* EXCCAUSE */
+    bnei    a0, 5, 1f
+    j       board_alloca
+1:  RSR 0, EXCSAVE1
     movi    a2, 1           /* kernel exception */
     j       board_fault_vector
     .org 0x340
+    WSR 0, EXCSAVE1
+    RSR 0, 232              /* EXCCAUSE */
+    bnei    a0, 5, 1f
+    j       board_alloca
+1:  RSR 0, EXCSAVE1
     movi    a2, 2           /* user exception */
     j       board_fault_vector
     .org 0x3C0
@@ -106,6 +122,33 @@ _vectors:
     .word   board_fault_stack + WALK_STACK_BYTES - 16
 .Lwalk:
     .word   board_fault_walk
+    /* The alloca exception: a MOVSP (a variable-length array, alloca) ran while the
+       frame of its function's caller was spilled to the stack, so MOVSP cannot carry that
+       frame's save area along. Served as the Xtensa ISA intends: the caller's registers
+       are loaded back (its window underflow, run from here), after which the MOVSP runs
+       again and succeeds. On entry a0 is in EXCSAVE1 and EPC1 is the MOVSP. The
+       caller's window lies 1, 2 or 3 quads below (call4, call8, call12: the top two bits
+       of the function's return address in its a0); PS.OWB is set to this window so the
+       underflow's RFWU comes back to it. */
+board_alloca:
+    RSR 0, 72               /* WINDOWBASE */
+    ROTW_BACK               /* one quad down: this window's a0-a3 are a4-a7 there */
+    RSR 2, 230              /* PS */
+    extui   a3, a2, 8, 4    /* PS.OWB */
+    xor     a3, a3, a4      /* the bits that differ from WINDOWBASE */
+    RSR 4, EXCSAVE1         /* the function's a0 back in place */
+    slli    a3, a3, 8
+    xor     a2, a2, a3
+    WSR 2, 230              /* PS.OWB = WINDOWBASE */
+    RSYNC
+    bbsi    a4, 31, 1f
+    j       _vectors + 0x40         /* call4: WindowUnderflow4 */
+1:  ROTW_BACK
+    bbsi    a8, 30, 2f
+    j       _vectors + 0xC0         /* call8: WindowUnderflow8 */
+2:  ROTW_BACK
+    j       _vectors + 0x140        /* call12: WindowUnderflow12 */
+
     /* A debug or high-priority interrupt: kind = level + 2, cause = DEBUGCAUSE, EPC1's
        place holds the level's EPC (in a3). */
 board_fault_high:
