@@ -43,6 +43,8 @@ unit alloc.c xtensa-lx106-elf-gcc -std=c11
 unit crt.c xtensa-lx106-elf-gcc -std=c11
 # libgcc helpers compiler-builtins lacks on this target (libgcc.c).
 unit libgcc.c xtensa-lx106-elf-gcc -std=c11
+# Where the copy log lies, a weak reference to the link script's symbol (copy_log.c; D120).
+unit copy_log.c xtensa-lx106-elf-gcc -std=c11
 # The switch to an HBM stack (stack.c; D79).
 unit stack.c xtensa-lx106-elf-gcc -std=c11
 # The __atomic library calls (one thread per core: plain memory operations; D72).

@@ -25,14 +25,16 @@ pub static COUNTS: Global<AccessCounts> = Global::new(AccessCounts {
 #[cfg(all(target_arch = "xtensa", feature = "archive"))]
 fn with_log<R>(f: impl FnOnce(&mut CopyLog) -> R) -> Option<R> {
     extern "C" {
-        static mut customop_copy_log: CopyLog;
+        /// xtensa/copy_log.c: the link script's `customop_copy_log`, or null where the
+        /// link does not place it (a weak reference: the vendor's link line links).
+        fn customop_copy_log_address() -> *mut CopyLog;
     }
-    // SAFETY: the link script reserves the log's bytes for this core's runtime alone (its
-    // image slot's end, past what the image loads; shown by the pinned hbm_scratch
-    // window), and one thread runs per core; `f` does not re-enter.
-    Some(f(unsafe {
-        &mut *core::ptr::addr_of_mut!(customop_copy_log)
-    }))
+    // SAFETY: a plain C function of the archive.
+    let log = unsafe { customop_copy_log_address() };
+    // SAFETY: non-null, the link script reserves the log's bytes for this core's runtime
+    // alone (its image slot's end, past what the image loads; shown by the pinned
+    // hbm_scratch window), and one thread runs per core; `f` does not re-enter.
+    (!log.is_null()).then(|| f(unsafe { &mut *log }))
 }
 
 #[cfg(not(all(target_arch = "xtensa", feature = "archive")))]
