@@ -39,13 +39,16 @@ fn archive(target: &str) -> PathBuf {
     p
 }
 
-/// Weak references the Xtensa archive makes: the constructor-list brackets its Pool core
-/// link script gives (a link without them runs no constructors).
-const WEAK_BRACKETS: [&str; 4] = [
+/// Weak references the Xtensa archive makes to what its Pool core link script gives: the
+/// constructor-list brackets (a link without them runs no constructors) and the copy log
+/// (without it the runtime logs no copies).
+const WEAK_BRACKETS: [&str; 5] = [
     "__neuron_ctors_end",
     "__neuron_ctors_start",
     "__neuron_init_array_end",
     "__neuron_init_array_start",
+    // The copy log past the image (pool-core.ld; D120).
+    "customop_copy_log",
 ];
 
 /// (defined, undefined) global symbols over all members, and each member's (class, machine);
