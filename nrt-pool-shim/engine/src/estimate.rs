@@ -7,8 +7,7 @@
 //! regime the fit rests on. Host cores count x86 instructions of another build: they give
 //! no estimate.
 
-use crate::backend::{AccessCounts, CoreProfile};
-use crate::profile::CopyTimeline;
+use crate::backend::{AccessCounts, CopyTimeline, CoreProfile};
 
 /// The two fitted constants: how an instruction counted here and an element-wise access
 /// turn into the device's cycles.

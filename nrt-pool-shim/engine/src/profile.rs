@@ -3,40 +3,7 @@
 //! where it can count them (Xtensa cores: a QEMU TCG plugin counts each translated block's
 //! executions; host cores: perf counts the thread's instructions, without functions).
 
-pub use crate::backend::{AccessCounts, CoreProfile};
-
-/// A core's copies in the order it made them, each run of like copies with the
-/// instructions that ran before it since the previous run (D120): the runtime logs each
-/// run's bytes, direction and length, the profile plugin stamps where it began. The first
-/// [`customop_abi::access::COPY_LOG_ENTRIES`] runs are logged; later copies are in the
-/// access counts only.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CopyTimeline {
-    pub steps: Vec<CopyStep>,
-    /// Instructions by function after the last logged run began.
-    pub after: Vec<(String, u64)>,
-    /// Copies made after the log filled (counted, not logged).
-    pub unlogged: u32,
-    /// Accesses to the kernel's HBM stack after the last logged run began (D121).
-    pub after_stack_accesses: u64,
-}
-
-/// One logged run of like copies (one copy, often) and what ran before it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CopyStep {
-    /// Instructions by function since the previous copy (or the kernel's start).
-    pub before: Vec<(String, u64)>,
-    /// From core memory into a tensor (else from a tensor into core memory).
-    pub out: bool,
-    /// Bytes each copy moved.
-    pub bytes: u32,
-    /// Copies in the run: the instructions between them are in the next step's `before`.
-    pub copies: u32,
-    /// Element-wise accesses the kernel made before this run.
-    pub elements_before: u32,
-    /// Accesses to the kernel's HBM stack since the previous run (D121).
-    pub stack_accesses: u64,
-}
+pub use crate::backend::{AccessCounts, CopyStep, CopyTimeline, CoreProfile};
 
 /// A profiled launch: its backend and each core's part.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
