@@ -17,13 +17,20 @@ use nrt_pool_engine::profile::Profile;
 use nrt_pool_engine::DeviceFault;
 use serde_json::{json, Value};
 
+/// `v` as JSON writes it (a finite number; anything else, 0).
+fn json_number(v: f64) -> Value {
+    serde_json::Number::from_f64(v).map_or(Value::from(0), Value::Number)
+}
+
 /// The one process the tracks belong to.
 const PID: u32 = 1;
 
-/// A launch's trace events, gathered.
+/// A launch's trace events, gathered, each already written as a JSON object (a trace of a
+/// launch with many copies has thousands of spans: written directly, not through a tree
+/// of values).
 #[derive(Default)]
 pub struct LaunchTrace {
-    events: Vec<Value>,
+    events: Vec<String>,
     /// Where the last span ends (µs): instants without a time of their own go there.
     end_us: f64,
 }
@@ -38,12 +45,12 @@ impl LaunchTrace {
         } else {
             "this machine's wall time"
         };
-        t.events.push(json!({
+        t.push(json!({
             "ph": "M", "pid": PID, "name": "process_name",
             "args": {"name": format!("Pool engine: kernel '{}' on {} cores ({axis})", p.kernel, p.isa)},
         }));
         for c in &p.cores {
-            t.events.push(json!({
+            t.push(json!({
                 "ph": "M", "pid": PID, "tid": c.core, "name": "thread_name",
                 "args": {"name": format!("core {}", c.core)},
             }));
@@ -59,7 +66,7 @@ impl LaunchTrace {
     fn estimated_spans(&mut self, p: &Profile, e: &Estimate) {
         for c in &e.cores {
             let us = c.seconds * 1e6;
-            self.span(c.core, &p.kernel, "kernel", 0.0, us, json!({}));
+            self.span(c.core, &p.kernel, "kernel", 0.0, us, None);
             if c.timeline.is_empty() {
                 self.functions(c.core, &c.functions, 0.0, Some(c));
             } else {
@@ -78,7 +85,7 @@ impl LaunchTrace {
             let dur = step.seconds() * 1e6;
             match step {
                 Step::Compute(functions) => {
-                    self.span(core, "compute", "compute", at, dur, json!({}));
+                    self.span(core, "compute", "compute", at, dur, None);
                     self.functions(core, functions, at, None);
                 }
                 Step::Copy {
@@ -94,7 +101,7 @@ impl LaunchTrace {
                     let args = json!({
                         "copy": copy, "direction": direction, "bytes": bytes, "copies": copies,
                     });
-                    self.span(core, &name, "copy", at, dur, args);
+                    self.span(core, &name, "copy", at, dur, Some(args));
                     copy += copies;
                 }
                 Step::Unlogged { copies, bytes, .. } => {
@@ -102,7 +109,7 @@ impl LaunchTrace {
                         "{copies} more copies: {bytes} B in all (made after the log filled)"
                     );
                     let args = json!({"copies": copies, "bytes": bytes, "logged": false});
-                    self.span(core, &name, "copy", at, dur, args);
+                    self.span(core, &name, "copy", at, dur, Some(args));
                 }
             }
             at += dur;
@@ -123,18 +130,19 @@ impl LaunchTrace {
             let (cat, args) = match (f.as_str(), counts) {
                 (COPY_ENTRY, Some(c)) => (
                     "copy",
-                    json!({
+                    Some(json!({
                         "copies_in": c.accesses.copies_in,
                         "copies_out": c.accesses.copies_out,
                         "bytes_in": c.accesses.bytes_in,
                         "bytes_out": c.accesses.bytes_out,
-                    }),
+                    })),
                 ),
-                (ELEMENT_ENTRY, Some(c)) => {
-                    ("access", json!({"element_accesses": c.accesses.element}))
-                }
-                (ELEMENT_ENTRY, None) | (HBM_STACK_ENTRY, _) => ("access", json!({})),
-                _ => ("function", json!({})),
+                (ELEMENT_ENTRY, Some(c)) => (
+                    "access",
+                    Some(json!({"element_accesses": c.accesses.element})),
+                ),
+                (ELEMENT_ENTRY, None) | (HBM_STACK_ENTRY, _) => ("access", None),
+                _ => ("function", None),
             };
             self.span(core, f, cat, at, dur, args);
             at += dur;
@@ -146,22 +154,32 @@ impl LaunchTrace {
         for c in &p.cores {
             let us = c.wall.map_or(0.0, |w| w.as_secs_f64() * 1e6);
             let args = json!({"instructions": c.instructions});
-            self.span(c.core, &p.kernel, "kernel", 0.0, us, args);
+            self.span(c.core, &p.kernel, "kernel", 0.0, us, Some(args));
             self.end_us = self.end_us.max(us);
         }
     }
 
-    fn span(&mut self, core: usize, name: &str, cat: &str, ts: f64, dur: f64, args: Value) {
-        self.events.push(json!({
-            "ph": "X", "pid": PID, "tid": core, "name": name, "cat": cat,
-            "ts": ts, "dur": dur, "args": args,
-        }));
+    fn push(&mut self, event: Value) {
+        self.events.push(event.to_string());
+    }
+
+    /// A complete event ("X"), written directly: the common case, thousands of times.
+    fn span(&mut self, core: usize, name: &str, cat: &str, ts: f64, dur: f64, args: Option<Value>) {
+        let args = args.map_or_else(|| "{}".to_string(), |a| a.to_string());
+        self.events.push(format!(
+            r#"{{"ph":"X","pid":{PID},"tid":{core},"name":{},"cat":{},"ts":{},"dur":{},"args":{args}}}"#,
+            Value::from(name),
+            Value::from(cat),
+            json_number(ts),
+            json_number(dur),
+        ));
     }
 
     fn instant(&mut self, core: usize, name: String, args: Value) {
-        self.events.push(json!({
+        let end = self.end_us;
+        self.push(json!({
             "ph": "i", "s": "t", "pid": PID, "tid": core, "name": name, "cat": "report",
-            "ts": self.end_us, "args": args,
+            "ts": end, "args": args,
         }));
     }
 
@@ -191,8 +209,17 @@ impl LaunchTrace {
 
     /// The trace as JSON text (the Trace Event format's object form).
     pub fn to_json(&self) -> String {
-        serde_json::to_string(&json!({"traceEvents": self.events, "displayTimeUnit": "ms"}))
-            .expect("a JSON value prints")
+        let mut out =
+            String::with_capacity(self.events.iter().map(|e| e.len() + 1).sum::<usize>() + 64);
+        out.push_str(r#"{"traceEvents":["#);
+        for (i, e) in self.events.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(e);
+        }
+        out.push_str(r#"],"displayTimeUnit":"ms"}"#);
+        out
     }
 }
 
