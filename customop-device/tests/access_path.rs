@@ -6,16 +6,23 @@
 use object::read::archive::ArchiveFile;
 use object::{Object, ObjectSymbol};
 
-#[test]
-fn every_access_path_entry_names_a_function_of_the_xtensa_archive() {
+/// `file` beside the Xtensa archive (`libneuroncustomop.a`, its `.frames` table).
+fn built(file: &str) -> (std::path::PathBuf, Vec<u8>) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/customop/xtensa-q7-none-elf/release/libneuroncustomop.a");
+        .join("../target/customop/xtensa-q7-none-elf/release")
+        .join(file);
     let Ok(bytes) = std::fs::read(&path) else {
         panic!(
             "{} is not built (make customop-archives; make test builds it first)",
             path.display()
         );
     };
+    (path, bytes)
+}
+
+#[test]
+fn every_access_path_entry_names_a_function_of_the_xtensa_archive() {
+    let (_, bytes) = built("libneuroncustomop.a");
     let archive = ArchiveFile::parse(&*bytes).expect("an ar archive");
     let mut names = Vec::new();
     for member in archive.members() {
@@ -47,14 +54,8 @@ fn every_access_path_entry_names_a_function_of_the_xtensa_archive() {
 /// the `R` lines and fails here.
 #[test]
 fn the_frames_table_charges_printfs_float_path_apart() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/customop/xtensa-q7-none-elf/release/libneuroncustomop.frames");
-    let Ok(table) = std::fs::read_to_string(&path) else {
-        panic!(
-            "{} is not built (make customop-archives; make test builds it first)",
-            path.display()
-        );
-    };
+    let (path, table) = built("libneuroncustomop.frames");
+    let table = String::from_utf8(table).expect("a text table");
     let reach = |kind: &str, name: &str| {
         table.lines().find_map(|l| {
             let mut f = l.split(' ');

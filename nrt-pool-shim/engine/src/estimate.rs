@@ -301,21 +301,15 @@ impl Model {
             .collect();
         let instructions: f64 = own.iter().map(|(_, n)| *n as f64).sum();
         let stack_accesses = c.hbm_stack_accesses.unwrap_or(0);
-        let mut functions = self.priced(&c.functions, 0, 0);
         let compute = instructions * per_instruction;
-        let element = f64::from(a.element) * self.fit.element_access_cycles / self.clock_hz;
-        let stack = stack_accesses as f64 * self.fit.element_access_cycles / self.clock_hz;
+        let element = self.access_seconds(f64::from(a.element));
+        let stack = self.access_seconds(stack_accesses as f64);
         let copies = self.copy_dma.price(&a);
-        for (name, s) in [
-            (ELEMENT_ENTRY, element),
-            (HBM_STACK_ENTRY, stack),
-            (COPY_ENTRY, copies),
-        ] {
-            if s > 0.0 {
-                functions.push((name.to_string(), s));
-            }
+        let mut functions = self.priced(&c.functions, a.element, stack_accesses);
+        if copies > 0.0 {
+            functions.push((COPY_ENTRY.to_string(), copies));
+            functions.sort_by(most_first);
         }
-        functions.sort_by(|x, y| y.1.total_cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
         let priced: Vec<f64> = self
             .fits
             .iter()
@@ -352,15 +346,23 @@ impl Model {
             .filter(|(f, _)| !on_access_path(f))
             .map(|(f, n)| (f.clone(), *n as f64 * per_instruction))
             .collect();
-        let access = self.fit.element_access_cycles / self.clock_hz;
         if elements > 0 {
-            priced.push((ELEMENT_ENTRY.to_string(), f64::from(elements) * access));
+            let s = self.access_seconds(f64::from(elements));
+            priced.push((ELEMENT_ENTRY.to_string(), s));
         }
         if stack > 0 {
-            priced.push((HBM_STACK_ENTRY.to_string(), stack as f64 * access));
+            priced.push((
+                HBM_STACK_ENTRY.to_string(),
+                self.access_seconds(stack as f64),
+            ));
         }
-        priced.sort_by(|x, y| y.1.total_cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
+        priced.sort_by(most_first);
         priced
+    }
+
+    /// `n` HBM round trips: element-wise accesses, or accesses to a stack in HBM (D121).
+    fn access_seconds(&self, n: f64) -> f64 {
+        n * self.fit.element_access_cycles / self.clock_hz
     }
 
     /// A core's time step by step: what ran before each logged run of copies, the run,
@@ -402,6 +404,11 @@ impl Model {
         steps.retain(|s| !matches!(s, Step::Compute(f) if f.is_empty()));
         steps
     }
+}
+
+/// Seconds by name, most first (ties by name).
+fn most_first(x: &(String, f64), y: &(String, f64)) -> std::cmp::Ordering {
+    y.1.total_cmp(&x.1).then_with(|| x.0.cmp(&y.0))
 }
 
 /// `s` seconds for a person, to two significant figures (what the model can say): s, ms,
@@ -488,7 +495,7 @@ impl Estimate {
                 }
             }
         }
-        all.sort_by(|x, y| y.1.total_cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
+        all.sort_by(most_first);
         out.push_str("    estimated core time by function (all cores, central prices):\n");
         for (f, s) in all.iter().take(n) {
             out.push_str(&format!("    {:>10}  {f}\n", human(*s)));

@@ -42,7 +42,7 @@ pub fn copy_log(memory: &DeviceMemory, core: usize, image: &[u8]) -> Option<Copy
     )?)
 }
 
-/// Where `image` (core `core`'s, at its local address) defines `name`.
+/// Where the ELF file `image` (a core's image, the board) defines `name`.
 pub fn symbol_address(image: &[u8], name: &str) -> Option<u64> {
     symbol_span(image, name).map(|(at, _)| at)
 }

@@ -370,17 +370,7 @@ fn clone_error(e: &QemuError, c: usize) -> QemuError {
 /// the board lacks them: the plugin then refuses to load, and the core fails to start).
 fn board_markers(board: &Path) -> (u64, u64) {
     let bytes = std::fs::read(board).unwrap_or_default();
-    let find = |name: &str| {
-        object::File::parse(&bytes[..])
-            .ok()
-            .and_then(|f| {
-                use object::{Object, ObjectSymbol};
-                f.symbols()
-                    .find(|s| s.name_bytes().ok() == Some(name.as_bytes()))
-                    .map(|s| s.address())
-            })
-            .unwrap_or(0)
-    };
+    let find = |name: &str| crate::access::symbol_address(&bytes, name).unwrap_or(0);
     (find("board_kernel_begin"), find("board_kernel_returned"))
 }
 
