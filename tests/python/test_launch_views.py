@@ -167,6 +167,89 @@ def test_python_trace_writes_the_same_tracks_as_the_cli(gallery, tmp_path, isa):
         lib.clean(x, trace=tmp_path / "no-such-dir" / "t.json")
 
 
+# Host cores' measured timeline (D124): a kernel long enough to sample, whose functions
+# are kept apart (noinline), moving its slice through a TCM tile.
+SAMPLED_KERNEL = r"""
+#include <stdint.h>
+#include <torch/torch.h>
+#include <neuron/neuron-utils.hpp>
+__attribute__((noinline)) static float clamp0(float v) { return v > 0.0f ? v : 0.0f; }
+__attribute__((noinline)) static void tile_relu(float *buf, size_t k) {
+    for (size_t i = 0; i < k; i++) buf[i] = clamp0(buf[i]);
+}
+torch::Tensor sampled_relu(const torch::Tensor &x) {
+    torch::Tensor y = get_dst_tensor();
+    size_t n = size_t(x.numel());
+    uint32_t id = get_cpu_id(), cores = get_cpu_count();
+    size_t per = n / cores, begin = per * id, end = begin + per;
+    static constexpr size_t tile = 512;
+    float *buf = static_cast<float *>(torch::neuron::tcm_malloc(tile * sizeof(float)));
+    auto in = x.tcm_accessor();
+    auto out = y.tcm_accessor();
+    for (int rep = 0; rep < REPS; rep++)
+        for (size_t at = begin; at < end; at += tile) {
+            in.tensor_to_tcm<float>(buf, at, tile);
+            tile_relu(buf, tile);
+            out.tcm_to_tensor<float>(buf, at, tile);
+        }
+    torch::neuron::tcm_free(buf);
+    return y;
+}
+"""
+SAMPLED_SHAPE = r"""
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+torch::Tensor sampled_shape(torch::Tensor x) { return torch::empty(x.sizes(), torch::kFloat); }
+NEURON_LIBRARY(sampled, m) { m.def("relu", &sampled_shape, "sampled_relu"); }
+"""
+
+
+@pytest.mark.parametrize("model", ["device", "host"])
+def test_host_cores_trace_each_copy_and_their_sampled_functions_nested(tmp_path, model):
+    reps, per_core, tile = 40, 8192, 512
+    (tmp_path / "k.cpp").write_text(SAMPLED_KERNEL.replace("REPS", str(reps)))
+    (tmp_path / "s.cpp").write_text(SAMPLED_SHAPE)
+    run(NRT_POOL, "build", "--name", "sampled", "--compute", tmp_path / "k.cpp", "--shape", tmp_path / "s.cpp",
+        "--multicore", "--data-model", model, "--build-directory", tmp_path)
+    x = (np.arange(8 * per_core, dtype=np.float32) - 1000.0)
+    np.save(tmp_path / "x.npy", x)
+    trace, svg = tmp_path / "t.json", tmp_path / "f.svg"
+    p = run(NRT_POOL, "run", "--isa", "host", tmp_path / "libsampled.so", "sampled::relu", "--arg", tmp_path / "x.npy",
+            "--out", tmp_path / "y.npy", f"--profile={svg}", "--trace", trace)
+    assert np.array_equal(np.load(tmp_path / "y.npy"), np.maximum(x, 0))
+    report = p.stdout.decode() + p.stderr.decode()
+    assert "call stacks sampled every" in report and "tile_relu" in report, report
+    events = json.loads(trace.read_text())["traceEvents"]
+    sampled = set()
+    for c in range(8):
+        spans = [e for e in events if e["ph"] == "X" and e["tid"] == c]
+        (kernel,) = [e for e in spans if e["cat"] == "kernel"]
+        copies = [e for e in spans if e["cat"] == "copy"]
+        # Every copy, each a span with its bytes where it ran, in order: in, out, in, ...;
+        # those past the log's 1024 runs counted on the kernel's span (D120's rule).
+        logged = sum(e["args"]["copies"] for e in copies)
+        assert len(copies) == 1024 and all(e["args"]["copies"] == 1 for e in copies)
+        assert logged + kernel["args"]["copies_not_timed"] == 2 * reps * per_core // tile
+        assert all(e["args"]["bytes"] == tile * 4 for e in copies)
+        copies.sort(key=lambda e: e["ts"])
+        assert [e["args"]["direction"] for e in copies[:2]] == ["in", "out"]
+        assert all(a["ts"] + a["dur"] <= b["ts"] + 1e-6 for a, b in zip(copies, copies[1:]))
+        # Spans nest: each lies inside the kernel and none crosses another's end.
+        order = sorted(spans, key=lambda e: (e["ts"], -e["dur"]))
+        open_ends = []
+        for e in order:
+            s, d = e["ts"], e["ts"] + e["dur"]
+            assert s >= -1e-6 and d <= kernel["dur"] + 1e-3, e
+            while open_ends and open_ends[-1] <= s + 1e-6:
+                open_ends.pop()
+            assert not open_ends or d <= open_ends[-1] + 1e-6, (e, open_ends[-1])
+            open_ends.append(d)
+        sampled |= {e["name"] for e in spans if e["cat"] == "function"}
+    assert "tile_relu" in sampled and any(f.startswith("sampled_relu(") for f in sampled), sampled
+    line = line_of(tmp_path / "k.cpp", "static void tile_relu")
+    assert f"tile_relu (k.cpp:{line})" in svg.read_text()
+
+
 # Opening the views as a user does (make tools installs both: speedscope from npm, Chromium
 # from Debian).
 SPEEDSCOPE = ROOT / "target" / "tools" / "speedscope" / "node_modules" / "speedscope" / "dist" / "release"

@@ -156,6 +156,11 @@ impl CopyLog {
     pub fn extend(&mut self, bytes: u32, flags: u32, elements_before: u32) -> Logged {
         self.copies = self.copies.saturating_add(1);
         let used = (self.used as usize).min(COPY_LOG_ENTRIES);
+        // A full log takes nothing more, not even into its last run: unlogged copies of
+        // another kind may lie between, which the run would hide.
+        if used == COPY_LOG_ENTRIES {
+            return Logged::Full;
+        }
         if let Some(last) = used.checked_sub(1).and_then(|i| self.entries.get_mut(i)) {
             let like = (last.bytes, last.flags, last.elements_before);
             if like == (bytes, flags, elements_before) && last.copies < u32::MAX {
@@ -163,11 +168,7 @@ impl CopyLog {
                 return Logged::Run;
             }
         }
-        if used == COPY_LOG_ENTRIES {
-            Logged::Full
-        } else {
-            Logged::New
-        }
+        Logged::New
     }
 
     /// Starts an entry with one copy (after [`CopyLog::extend`] said [`Logged::New`]).
@@ -260,13 +261,16 @@ mod tests {
         }
         assert_eq!(log.logged().len(), COPY_LOG_ENTRIES);
         assert_eq!(log.unlogged(), 4);
-        // A full log still extends its last run.
+        assert!(log.logged().iter().all(|e| e.copies >= 1));
+        // A full log takes no more copies, not even into its last run: an unlogged copy
+        // of another kind may lie between (out, in, out must not read as two outs).
         let last = log.logged()[COPY_LOG_ENTRIES - 1];
-        assert_eq!(add(&mut log, last.bytes, last.flags, 1), Logged::Run);
         assert_eq!(add(&mut log, 3, 0, 1), Logged::Full);
+        assert_eq!(add(&mut log, last.bytes, last.flags, 1), Logged::Full);
+        assert_eq!(log.logged()[COPY_LOG_ENTRIES - 1], last);
         assert_eq!(
             (log.copies, log.unlogged()),
-            (COPY_LOG_ENTRIES as u32 + 7, 5)
+            (COPY_LOG_ENTRIES as u32 + 7, 6)
         );
         let mut b = [0u8; COPY_LOG_BYTES];
         b[0..4].copy_from_slice(&log.copies.to_le_bytes());

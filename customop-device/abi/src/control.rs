@@ -226,3 +226,100 @@ const _: () = {
     assert!(core::mem::size_of::<WatchRecord>() == WATCH_RECORD_BYTES);
     assert!(core::mem::offset_of!(WatchRecord, bits) == 8);
 };
+
+/// Host cores' measured timeline of a profiled launch (D124), one area per core after the
+/// status block's first 512 KiB: a [`TimelineHeader`], [`TIMELINE_COPIES`] [`CopyStamp`]s,
+/// then [`TIMELINE_SAMPLES`] [`Sample`]s. A core writes its area when its kernel returns;
+/// the host reads it after the launch.
+pub const TIMELINE_OFFSET: usize = 0x80000;
+/// Bytes of one core's timeline area.
+pub const TIMELINE_BYTES: usize = 384 << 10;
+pub const TIMELINE_HEADER_BYTES: usize = 32;
+/// Copy runs one core's area holds (as the device's copy log, D120).
+pub const TIMELINE_COPIES: usize = crate::access::COPY_LOG_ENTRIES;
+pub const COPY_STAMP_BYTES: usize = 32;
+/// Return addresses one sample keeps, innermost first.
+pub const SAMPLE_FRAMES: usize = 16;
+pub const SAMPLE_BYTES: usize = 16 + SAMPLE_FRAMES * 4;
+/// Samples one core's area holds; when they are all taken the core keeps every other one
+/// and samples half as often.
+pub const TIMELINE_SAMPLES: usize =
+    (TIMELINE_BYTES - TIMELINE_HEADER_BYTES - TIMELINE_COPIES * COPY_STAMP_BYTES) / SAMPLE_BYTES;
+/// A frame outside the op library (a system library's, the core runner's): not named.
+pub const FRAME_OUTSIDE: u32 = u32::MAX;
+/// [`CopyStamp::flags`] as the runtime reports a copy's end to `neuron_host_copy`.
+pub const COPY_DONE: u32 = 2;
+
+/// The head of a core's timeline area.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TimelineHeader {
+    /// Time between samples at the kernel's end (ns).
+    pub interval_ns: u32,
+    /// Samples stored.
+    pub samples: u32,
+    /// Copies the kernel made (logged or not).
+    pub copies: u32,
+    /// Copy runs stored.
+    pub runs: u32,
+    /// The kernel's wall time (ns, saturated).
+    pub wall_ns: u64,
+    /// Times the samples were thinned (each halves how often the core samples).
+    pub thinned: u32,
+    pub _reserved: u32,
+}
+
+/// One run of like copies (the device's copy log's rule, D120) with when it began and when
+/// its last copy ended, in ns since the kernel began.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CopyStamp {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub bytes: u32,
+    /// [`crate::access::COPY_OUT`] or 0.
+    pub flags: u32,
+    pub elements_before: u32,
+    pub copies: u32,
+}
+
+/// One sampled call stack: when, and its return addresses as offsets into the op library
+/// (the interrupted instruction first; [`FRAME_OUTSIDE`] for one outside it).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sample {
+    /// ns since the kernel began.
+    pub at_ns: u64,
+    /// Frames in use.
+    pub depth: u32,
+    pub _pad: u32,
+    pub frames: [u32; SAMPLE_FRAMES],
+}
+
+impl Sample {
+    pub const EMPTY: Sample = Sample {
+        at_ns: 0,
+        depth: 0,
+        _pad: 0,
+        frames: [0; SAMPLE_FRAMES],
+    };
+
+    /// The frames in use.
+    pub fn frames(&self) -> &[u32] {
+        &self.frames[..(self.depth as usize).min(SAMPLE_FRAMES)]
+    }
+}
+
+const _: () = {
+    assert!(core::mem::size_of::<TimelineHeader>() == TIMELINE_HEADER_BYTES);
+    assert!(core::mem::size_of::<CopyStamp>() == COPY_STAMP_BYTES);
+    assert!(core::mem::size_of::<Sample>() == SAMPLE_BYTES);
+    assert!(core::mem::offset_of!(Sample, frames) == 16);
+    assert!(TIMELINE_SAMPLES >= 4096);
+    assert!(
+        TIMELINE_HEADER_BYTES
+            + TIMELINE_COPIES * COPY_STAMP_BYTES
+            + TIMELINE_SAMPLES * SAMPLE_BYTES
+            <= TIMELINE_BYTES
+    );
+};

@@ -64,6 +64,10 @@ pub type KernelStackFn = unsafe extern "C" fn(stack_size: u32) -> *mut c_void;
 /// `len` bytes from SoC `soc` at a local address of its own (so an older pointer into the
 /// window reads what the window shows now, as on the device); NULL where not offered.
 pub type WindowFn = unsafe extern "C" fn(record: u32, soc: u64, len: u64) -> *mut c_void;
+/// Host cores: a copy of `bytes` is about to be made (`flags`: [`crate::access::COPY_OUT`]
+/// or 0) after `elements_before` element-wise accesses, or has been made (`flags |
+/// `[`crate::control::COPY_DONE`]): the measured timeline's copies (D124).
+pub type CopyFn = unsafe extern "C" fn(bytes: u32, flags: u32, elements_before: u32);
 
 /// The services a host offers, by the name `get_libc_fn` is asked for (all optional).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,10 +81,11 @@ pub enum Service {
     Stack,
     Window,
     KernelStack,
+    Copy,
 }
 
 impl Service {
-    pub const ALL: [Service; 9] = [
+    pub const ALL: [Service; 10] = [
         Service::Map,
         Service::CpuId,
         Service::CpuCount,
@@ -90,6 +95,7 @@ impl Service {
         Service::Stack,
         Service::Window,
         Service::KernelStack,
+        Service::Copy,
     ];
 
     /// The name `get_libc_fn` is asked for.
@@ -104,6 +110,7 @@ impl Service {
             Service::Stack => "neuron_host_stack",
             Service::Window => "neuron_host_window",
             Service::KernelStack => "neuron_host_kernel_stack",
+            Service::Copy => "neuron_host_copy",
         }
     }
 
@@ -116,10 +123,10 @@ impl Service {
 }
 
 /// The service names, in [`Service::ALL`] order.
-pub const SERVICE_NAMES: [&str; 9] = {
-    let mut n = [""; 9];
+pub const SERVICE_NAMES: [&str; 10] = {
+    let mut n = [""; 10];
     let mut i = 0;
-    while i < 9 {
+    while i < 10 {
         n[i] = Service::ALL[i].name();
         i += 1;
     }

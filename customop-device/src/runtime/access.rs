@@ -101,6 +101,7 @@ pub fn copy_in(n: u32) {
         c.bytes_in = c.bytes_in.wrapping_add(u64::from(n));
     });
     log_copy(n, 0);
+    report_copy(n, 0);
 }
 
 /// One copy of `n` bytes from core memory into a tensor.
@@ -110,4 +111,27 @@ pub fn copy_out(n: u32) {
         c.bytes_out = c.bytes_out.wrapping_add(u64::from(n));
     });
     log_copy(n, COPY_OUT);
+    report_copy(n, COPY_OUT);
+}
+
+/// The copy [`copy_in`] or [`copy_out`] announced has been made.
+pub fn copied(n: u32, out: bool) {
+    report_copy(
+        n,
+        if out { COPY_OUT } else { 0 } | customop_abi::control::COPY_DONE,
+    );
+}
+
+/// Host cores: tells the core a copy begins or ended, for a profiled launch's measured
+/// timeline (D124); the device has no such service (its copies are stamped by the profile
+/// plugin, D120).
+fn report_copy(bytes: u32, flags: u32) {
+    #[cfg(not(target_os = "none"))]
+    if let Some(f) = super::platform::services().copy {
+        let elements = COUNTS.with(|c| c.element);
+        // SAFETY: the service has the documented signature (`customop_abi::handoff::CopyFn`).
+        unsafe { f(bytes, flags, elements) };
+    }
+    #[cfg(target_os = "none")]
+    let _ = (bytes, flags);
 }

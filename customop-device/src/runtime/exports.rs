@@ -466,7 +466,8 @@ pub unsafe extern "C" fn customop_call_wrapper_on_stack(
 pub extern "C" fn neuron_memcpy_from_hbm(dst: *mut c_void, src: u64, n: u32) {
     runtime::check_tcm_copy(dst as usize, n, true);
     runtime::access::copy_in(n);
-    runtime::memcpy_from_soc(dst as usize, src, n)
+    runtime::memcpy_from_soc(dst as usize, src, n);
+    runtime::access::copied(n, false);
 }
 
 /// local→HBM.
@@ -474,7 +475,8 @@ pub extern "C" fn neuron_memcpy_from_hbm(dst: *mut c_void, src: u64, n: u32) {
 pub extern "C" fn neuron_memcpy_to_hbm(dst: u64, src: *mut c_void, n: u32) {
     runtime::check_tcm_copy(src as usize, n, false);
     runtime::access::copy_out(n);
-    runtime::memcpy_to_soc(dst, src as usize, n)
+    runtime::memcpy_to_soc(dst, src as usize, n);
+    runtime::access::copied(n, true);
 }
 
 /// 0 C, 1 VEC, 2 DMA; -1 for anything else (and for DMA without an engine).

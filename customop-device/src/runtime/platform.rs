@@ -11,7 +11,7 @@ use core::ffi::{c_char, c_void};
 use crate::runtime::global::Global;
 
 pub use customop_abi::handoff::{
-    CpuCountFn, CpuIdFn, DmaFn, FaultFn, KernelStackFn, MapFn, StackFn, WindowFn, WriteFn,
+    CopyFn, CpuCountFn, CpuIdFn, DmaFn, FaultFn, KernelStackFn, MapFn, StackFn, WindowFn, WriteFn,
     SERVICE_NAMES,
 };
 
@@ -31,6 +31,9 @@ pub struct HostServices {
     /// Host cores only: the stack a kernel runs on, as the device's (D94).
     #[cfg(not(target_os = "none"))]
     pub kernel_stack: Option<KernelStackFn>,
+    /// Host cores only: each copy's start and end, for a profiled launch's timeline (D124).
+    #[cfg(not(target_os = "none"))]
+    pub copy: Option<CopyFn>,
 }
 
 static SERVICES: Global<HostServices> = Global::new(HostServices {
@@ -45,6 +48,8 @@ static SERVICES: Global<HostServices> = Global::new(HostServices {
     window: None,
     #[cfg(not(target_os = "none"))]
     kernel_stack: None,
+    #[cfg(not(target_os = "none"))]
+    copy: None,
 });
 
 /// Ends the kernel with a device fault: the host's fault service reports `msg` and stops
@@ -99,6 +104,8 @@ pub unsafe fn resolve(resolve: unsafe extern "C" fn(*const c_char) -> *mut c_voi
             window: cast::<WindowFn>(get(b"neuron_host_window\0")),
             #[cfg(not(target_os = "none"))]
             kernel_stack: cast::<KernelStackFn>(get(b"neuron_host_kernel_stack\0")),
+            #[cfg(not(target_os = "none"))]
+            copy: cast::<CopyFn>(get(b"neuron_host_copy\0")),
         }
     };
     install(s);

@@ -348,6 +348,72 @@ pub struct CoreProfile {
     /// Loads and stores the kernel made to its stack where that stack was in HBM (Xtensa
     /// cores whose profile plugin counts them: D121; 0 on a local stack).
     pub hbm_stack_accesses: Option<u64>,
+    /// Where the kernel's time went on this machine (host cores: D124).
+    pub measured: Option<MeasuredTimeline>,
+}
+
+/// A host core's kernel as measured on this machine (D124): its call stack sampled at a
+/// fixed interval, and each run of like copies with when it began and ended. Times are ns
+/// since the kernel began.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MeasuredTimeline {
+    /// Time between samples at the kernel's end (it doubles each time the samples fill).
+    pub interval_ns: u64,
+    /// The sampled stacks in time order: when, and the functions outermost first (the
+    /// kernel's own first; a frame outside the op library is [`OUTSIDE_FRAME`]).
+    pub samples: Vec<(u64, Vec<String>)>,
+    pub copies: Vec<MeasuredCopy>,
+    /// Copies made after the log filled (counted, not timed).
+    pub unlogged: u32,
+}
+
+/// A sampled frame outside the op library (a system library's or the core runner's code).
+pub const OUTSIDE_FRAME: &str = "(outside the op library)";
+
+/// One run of like copies as a host core measured it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MeasuredCopy {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub out: bool,
+    pub bytes: u32,
+    pub copies: u32,
+}
+
+impl MeasuredTimeline {
+    /// The sampled stacks folded: each distinct stack (outermost first) with the time its
+    /// samples stood for (ns), in the order first seen.
+    pub fn folded(&self) -> Vec<(&[String], u64)> {
+        let mut out: Vec<(&[String], u64)> = Vec::new();
+        let mut at: std::collections::HashMap<&[String], usize> = Default::default();
+        for (_, stack) in &self.samples {
+            match at.get(stack.as_slice()) {
+                Some(&i) => out[i].1 += self.interval_ns,
+                None => {
+                    at.insert(stack, out.len());
+                    out.push((stack, self.interval_ns));
+                }
+            }
+        }
+        out
+    }
+
+    /// Sampled time by innermost function (ns: samples times the interval each stood
+    /// for), most first.
+    pub fn by_function(&self) -> Vec<(String, u64)> {
+        let mut sum: Vec<(String, u64)> = Vec::new();
+        for (_, stack) in &self.samples {
+            let Some(f) = stack.last() else { continue };
+            match sum.iter_mut().find(|(g, _)| g == f) {
+                Some(e) => e.1 += 1,
+                None => sum.push((f.clone(), 1)),
+            }
+        }
+        sum.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        sum.into_iter()
+            .map(|(f, n)| (f, n * self.interval_ns))
+            .collect()
+    }
 }
 
 /// A core's copies in the order it made them, each run of like copies with the

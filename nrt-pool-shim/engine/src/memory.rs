@@ -22,8 +22,10 @@ pub const SCRATCH_BYTES: u64 = 64 << 10;
 /// HBM stacks): 6 MiB, the most eight slices can have beside the eight 2 MiB op images in
 /// the pinned 64 MiB hbm_scratch window (D74; the record gives no size).
 pub const HBM_SCRATCH_BYTES: u64 = 6 << 20;
-/// The shared status page: per-core completion and faults, and the stdio ring.
-pub const STATUS_BYTES: u64 = 512 << 10;
+/// The shared status block: per-core completion and faults, the stdio ring, and host
+/// cores' measured timelines (untouched pages of it cost nothing).
+pub const STATUS_BYTES: u64 =
+    (customop_abi::control::TIMELINE_OFFSET + CORES * customop_abi::control::TIMELINE_BYTES) as u64;
 pub use customop_abi::CORES;
 pub const PAGE: u64 = 4096;
 /// A translation window spans 16 MiB (dynamic) or 64 MiB (pinned): mapped regions are

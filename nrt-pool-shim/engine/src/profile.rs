@@ -3,7 +3,10 @@
 //! where it can count them (Xtensa cores: a QEMU TCG plugin counts each translated block's
 //! executions; host cores: perf counts the thread's instructions, without functions).
 
-pub use crate::backend::{AccessCounts, CopyStep, CopyTimeline, CoreProfile};
+pub use crate::backend::{
+    AccessCounts, CopyStep, CopyTimeline, CoreProfile, MeasuredCopy, MeasuredTimeline,
+    OUTSIDE_FRAME,
+};
 
 /// A profiled launch: its backend and each core's part.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -43,11 +46,19 @@ impl Profile {
     }
 
     /// Folded stacks for flame-graph tools (`flamegraph.pl`, speedscope, inferno): one line
-    /// per core and function, `core N;FUNCTION COUNT` (instructions); a core without
-    /// functions gives `core N COUNT` (its instruction count, or its wall time in ns).
+    /// per core and function, `core N;FUNCTION COUNT` (instructions); a host core's sampled
+    /// stacks, `core N;OUTER;...;INNER NS` (D124); a core with neither gives `core N COUNT`
+    /// (its instruction count, or its wall time in ns).
     pub fn folded(&self) -> String {
         let mut out = String::new();
         for c in &self.cores {
+            if let Some(m) = c.measured.as_ref().filter(|m| !m.samples.is_empty()) {
+                for (stack, ns) in m.folded() {
+                    let path: Vec<String> = stack.iter().map(|f| f.replace(';', ":")).collect();
+                    out.push_str(&format!("core {};{} {ns}\n", c.core, path.join(";")));
+                }
+                continue;
+            }
             if c.functions.is_empty() {
                 let n = c
                     .instructions
@@ -84,6 +95,7 @@ impl Profile {
                 out.push_str(&format!("  ({} more functions)\n", top.len() - n));
             }
         }
+        out.push_str(&self.sampled_report(n));
         for c in &self.cores {
             out.push_str(&format!("  core {}:", c.core));
             if let Some(w) = c.wall {
@@ -107,6 +119,63 @@ impl Profile {
                 "  (no device-time estimate: the image's runtime keeps no access counts; \
                  rebuild it)\n",
             ),
+        }
+        out
+    }
+
+    /// Every function the profile names: counted ones and sampled stacks' frames, each
+    /// once.
+    pub fn function_names(&self) -> Vec<&str> {
+        let mut seen = std::collections::HashSet::new();
+        let counted = self
+            .cores
+            .iter()
+            .flat_map(|c| c.functions.iter().map(|f| f.0.as_str()));
+        let sampled = self
+            .cores
+            .iter()
+            .filter_map(|c| c.measured.as_ref())
+            .flat_map(|m| {
+                m.samples
+                    .iter()
+                    .flat_map(|(_, s)| s.iter().map(String::as_str))
+            });
+        counted.chain(sampled).filter(|n| seen.insert(*n)).collect()
+    }
+
+    /// Host cores: the sampled time by innermost function over all cores, the top `n` (D124).
+    fn sampled_report(&self, n: usize) -> String {
+        let mut sum: Vec<(String, u64)> = Vec::new();
+        let mut samples = 0usize;
+        let mut interval = 0u64;
+        for m in self.cores.iter().filter_map(|c| c.measured.as_ref()) {
+            samples += m.samples.len();
+            interval = interval.max(m.interval_ns);
+            for (f, ns) in m.by_function() {
+                match sum.iter_mut().find(|(g, _)| *g == f) {
+                    Some(e) => e.1 += ns,
+                    None => sum.push((f, ns)),
+                }
+            }
+        }
+        if samples == 0 {
+            return String::new();
+        }
+        sum.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let total: u64 = sum.iter().map(|e| e.1).sum::<u64>().max(1);
+        let mut out = format!(
+            "  {samples} call stacks sampled every {} us (this machine's time), by function:\n",
+            interval / 1000
+        );
+        for (f, ns) in sum.iter().take(n) {
+            let share = *ns as f64 / total as f64 * 100.0;
+            out.push_str(&format!(
+                "  {share:>6.2}%  {:>9.3} ms  {f}\n",
+                *ns as f64 / 1e6
+            ));
+        }
+        if sum.len() > n {
+            out.push_str(&format!("  ({} more functions)\n", sum.len() - n));
         }
         out
     }
@@ -144,6 +213,7 @@ mod tests {
                     accesses: None,
                     copies: None,
                     hbm_stack_accesses: None,
+                    measured: None,
                 },
                 CoreProfile {
                     core: 1,
@@ -153,6 +223,7 @@ mod tests {
                     accesses: None,
                     copies: None,
                     hbm_stack_accesses: None,
+                    measured: None,
                 },
             ],
         }
@@ -193,6 +264,7 @@ mod tests {
                 accesses: None,
                 copies: None,
                 hbm_stack_accesses: None,
+                measured: None,
             }],
         };
         assert_eq!(host.folded(), "core 2 5000\n");

@@ -13,11 +13,12 @@ pub use customop_abi::control::*;
 
 /// Bytes of the schema area (up to the doorbells).
 pub const SCHEMA_BYTES: usize = DOORBELL_OFFSET - SCHEMA_OFFSET;
-/// The launch doorbells, at the block's end: the host's, then one per core.
-pub const DOORBELL_OFFSET: usize = STATUS_BYTES as usize - DOORBELL_BYTES;
+/// The launch doorbells, before the timelines: the host's, then one per core.
+pub const DOORBELL_OFFSET: usize = TIMELINE_OFFSET - DOORBELL_BYTES;
 pub const DOORBELL_BYTES: usize = 64 + CORES * std::mem::size_of::<Doorbell>();
 const _: () = assert!(SCHEMA_OFFSET < DOORBELL_OFFSET);
 const _: () = assert!(DOORBELL_OFFSET & 63 == 0);
+const _: () = assert!(TIMELINE_OFFSET + CORES * TIMELINE_BYTES == STATUS_BYTES as usize);
 
 /// A view of the control block at a host address inside the device mapping.
 #[derive(Clone, Copy)]
@@ -352,6 +353,63 @@ impl ControlBlock {
     /// Core side: whether to measure the kernel.
     pub fn profiling(&self) -> bool {
         self.header().profile.load(Ordering::Acquire) != 0
+    }
+
+    /// Core `core`'s timeline area.
+    fn timeline_area(&self, core: usize) -> *mut u8 {
+        assert!(core < CORES);
+        // SAFETY: the areas lie inside the region (const assert above).
+        unsafe { self.base.add(TIMELINE_OFFSET + core * TIMELINE_BYTES) }
+    }
+
+    /// Core side: a profiled kernel's measured timeline (D124); at most the area's
+    /// capacity of each is kept.
+    pub fn set_timeline(
+        &self,
+        core: usize,
+        head: &TimelineHeader,
+        copies: &[CopyStamp],
+        samples: &[Sample],
+    ) {
+        let copies = &copies[..copies.len().min(TIMELINE_COPIES)];
+        let samples = &samples[..samples.len().min(TIMELINE_SAMPLES)];
+        let mut head = *head;
+        head.runs = copies.len() as u32;
+        head.samples = samples.len() as u32;
+        let at = self.timeline_area(core);
+        // SAFETY: the header, copies and samples fit the core's area (the lengths are
+        // capped; const asserts in the ABI); only this core's process writes it; the
+        // types are plain data of the same layout in every data model.
+        unsafe {
+            let copies_at = at.add(TIMELINE_HEADER_BYTES).cast::<CopyStamp>();
+            let samples_at = at
+                .add(TIMELINE_HEADER_BYTES + TIMELINE_COPIES * COPY_STAMP_BYTES)
+                .cast::<Sample>();
+            std::ptr::copy_nonoverlapping(copies.as_ptr(), copies_at, copies.len());
+            std::ptr::copy_nonoverlapping(samples.as_ptr(), samples_at, samples.len());
+            at.cast::<TimelineHeader>().write_unaligned(head);
+        }
+    }
+
+    /// Host side: what a core's last profiled kernel wrote of its timeline.
+    pub fn timeline(&self, core: usize) -> (TimelineHeader, Vec<CopyStamp>, Vec<Sample>) {
+        let at = self.timeline_area(core);
+        // SAFETY: as in set_timeline, read after the core completed; counts are capped to
+        // the area's capacity, so a damaged header reads no further than the area.
+        unsafe {
+            let head = at.cast::<TimelineHeader>().read_unaligned();
+            let runs = (head.runs as usize).min(TIMELINE_COPIES);
+            let n = (head.samples as usize).min(TIMELINE_SAMPLES);
+            let copies_at = at.add(TIMELINE_HEADER_BYTES).cast::<CopyStamp>();
+            let samples_at = at
+                .add(TIMELINE_HEADER_BYTES + TIMELINE_COPIES * COPY_STAMP_BYTES)
+                .cast::<Sample>();
+            let copies = (0..runs)
+                .map(|i| copies_at.add(i).read_unaligned())
+                .collect();
+            let samples = (0..n).map(|i| samples_at.add(i).read_unaligned()).collect();
+            (head, copies, samples)
+        }
     }
 
     /// Core side: whether this core's stdio enters the ring (core 0's always does).

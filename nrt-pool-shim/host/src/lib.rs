@@ -10,6 +10,7 @@ pub mod core;
 pub mod doorbell;
 mod gdbserver;
 pub mod pool;
+mod timeline;
 
 /// The variable naming the 32-bit core runner (device-model libraries' cores).
 pub use self::core::runner::CORE_RUNNER_ENV;
@@ -241,18 +242,23 @@ impl IsaBackend for HostBackend {
             })
             .collect();
         let profiles = if team.profile {
+            // The library's file names the sampled frames (D124).
+            let image = std::fs::read(library.file()).ok();
+            let mut names = timeline::FrameNames::new(image.as_deref());
             run.iter()
                 .zip(&cores)
                 .filter(|(_, end): &(&usize, &CoreEnd)| matches!(end.outcome, Outcome::Done(_)))
                 .map(|(&c, _)| {
                     let r = ctl.core(c);
                     let n = r.instructions.load(Ordering::Acquire);
+                    let (head, copies, samples) = ctl.timeline(c);
                     CoreProfile {
                         core: c,
                         wall: Some(std::time::Duration::from_nanos(
                             r.wall_ns.load(Ordering::Acquire),
                         )),
                         instructions: (n > 0).then_some(n),
+                        measured: Some(timeline::measured(&head, &copies, &samples, &mut names)),
                         ..CoreProfile::default()
                     }
                 })

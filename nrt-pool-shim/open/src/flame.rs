@@ -1,8 +1,9 @@
 //! A profiled launch as an SVG flame graph (`nrt-pool run --profile=FILE.svg`), drawn by
 //! `inferno`: all cores folded together on the left, each core on the right; each function
 //! labelled with the source line it is defined at where the library's debug information
-//! says. Widths are instructions on Xtensa cores; on host cores, which count no functions,
-//! each core's instructions (or wall time) as one frame.
+//! says. Widths are instructions on Xtensa cores; on host cores, time: the sampled call
+//! stacks (D124), each sample the interval it stands for, or a core's wall time as one
+//! frame when no sample was taken.
 
 use std::collections::HashMap;
 
@@ -37,11 +38,25 @@ impl FlameGraph<'_> {
         let mut out = Vec::new();
         let kernel = format!("kernel {}", self.profile.kernel);
         for c in &self.profile.cores {
+            if let Some(m) = c.measured.as_ref().filter(|m| !m.samples.is_empty()) {
+                for (stack, ns) in m.folded() {
+                    let labels: Vec<String> = stack.iter().map(|f| self.label(f)).collect();
+                    let path = labels.join(";");
+                    out.push(format!("all cores;{kernel};{path} {ns}"));
+                    out.push(format!("core {};{kernel};{path} {ns}", c.core));
+                }
+                continue;
+            }
             if c.functions.is_empty() {
-                let n = c
-                    .instructions
-                    .or_else(|| c.wall.map(|w| w.as_nanos() as u64))
-                    .unwrap_or(0);
+                let wall = c.wall.map(|w| w.as_nanos() as u64);
+                // Host cores' widths are time (their samples'), so a core without samples
+                // is its wall time too.
+                let n = if c.measured.is_some() {
+                    wall
+                } else {
+                    c.instructions.or(wall)
+                }
+                .unwrap_or(0);
                 out.push(format!("all cores;{kernel} {n}"));
                 out.push(format!("core {};{kernel} {n}", c.core));
             }
@@ -61,7 +76,7 @@ impl FlameGraph<'_> {
         let counted = p
             .cores
             .iter()
-            .any(|c| !c.functions.is_empty() || c.instructions.is_some());
+            .any(|c| !c.functions.is_empty() || (c.measured.is_none() && c.instructions.is_some()));
         let mut o = inferno::flamegraph::Options::default();
         o.title = format!(
             "kernel '{}' on {} {} core(s): all cores, then each",

@@ -5,15 +5,17 @@
 //! runtime logs the first copies, the profile plugin stamps them: D120), and between copies
 //! a "compute" span holding its functions, longest first (the profile counts instructions
 //! per function, not when each ran). An image whose runtime logs no copies gets its
-//! functions longest first and its copies as one span. On host cores the kernel is one
-//! span of the core's measured wall time. Faults and checking-mode findings are instant
+//! functions longest first and its copies as one span. On host cores the kernel is a
+//! span of the core's measured wall time holding what was measured in it (D124): each
+//! copy where it ran and, between copies, the functions the core's sampled call stacks
+//! found, nested as they called each other. Faults and checking-mode findings are instant
 //! events with their source line.
 
 use nrt_pool_engine::check::CheckReport;
 use nrt_pool_engine::estimate::{
     CoreEstimate, Estimate, Step, COPY_ENTRY, ELEMENT_ENTRY, HBM_STACK_ENTRY,
 };
-use nrt_pool_engine::profile::Profile;
+use nrt_pool_engine::profile::{MeasuredTimeline, Profile, OUTSIDE_FRAME};
 use nrt_pool_engine::DeviceFault;
 use serde_json::{json, Value};
 
@@ -149,13 +151,120 @@ impl LaunchTrace {
         }
     }
 
-    /// Host cores: each core's kernel span of its measured wall time.
+    /// Host cores: each core's kernel span of its measured wall time and, inside it, its
+    /// measured timeline (D124): each copy where it ran, and between copies a compute span
+    /// holding the functions its samples found, nested by their call stacks.
     fn measured_spans(&mut self, p: &Profile) {
         for c in &p.cores {
             let us = c.wall.map_or(0.0, |w| w.as_secs_f64() * 1e6);
-            let args = json!({"instructions": c.instructions});
+            let mut args = json!({"instructions": c.instructions});
+            if let Some(m) = &c.measured {
+                args["sample_interval_us"] = json_number(m.interval_ns as f64 / 1e3);
+                args["samples"] = Value::from(m.samples.len());
+                if m.unlogged > 0 {
+                    args["copies_not_timed"] = Value::from(m.unlogged);
+                }
+            }
             self.span(c.core, &p.kernel, "kernel", 0.0, us, Some(args));
+            if let Some(m) = &c.measured {
+                self.measured_timeline(c.core, m, us * 1e3);
+            }
             self.end_us = self.end_us.max(us);
+        }
+    }
+
+    /// One host core's copies and sampled functions, inside its kernel span of `wall_ns`.
+    fn measured_timeline(&mut self, core: usize, m: &MeasuredTimeline, wall_ns: f64) {
+        let mut at = 0.0f64;
+        let mut copy = 0u32;
+        for cp in &m.copies {
+            let start = (cp.start_ns as f64).clamp(at, wall_ns);
+            let end = (cp.end_ns as f64).clamp(start, wall_ns);
+            self.compute(core, m, at, start);
+            let direction = if cp.out { "out" } else { "in" };
+            let name = match cp.copies {
+                1 => format!("copy {direction}: {} B", cp.bytes),
+                n => format!("{n} copies {direction}: {} B each", cp.bytes),
+            };
+            let args = json!({
+                "copy": copy, "direction": direction, "bytes": cp.bytes, "copies": cp.copies,
+            });
+            self.span(
+                core,
+                &name,
+                "copy",
+                start / 1e3,
+                (end - start) / 1e3,
+                Some(args),
+            );
+            copy = copy.saturating_add(cp.copies);
+            at = end;
+        }
+        self.compute(core, m, at, wall_ns);
+    }
+
+    /// A compute span `[from, to)` (ns) and the sampled functions inside it: each sample
+    /// stands for the interval before it; consecutive samples sharing a stack's first
+    /// frames make one span per shared frame, so spans nest as the calls did.
+    fn compute(&mut self, core: usize, m: &MeasuredTimeline, from: f64, to: f64) {
+        if to <= from {
+            return;
+        }
+        self.span(
+            core,
+            "compute",
+            "compute",
+            from / 1e3,
+            (to - from) / 1e3,
+            None,
+        );
+        let step = m.interval_ns as f64;
+        // Open spans, outermost first: (function, start ns, end ns).
+        let mut open: Vec<(&str, f64, f64)> = Vec::new();
+        let mut last_at = f64::NEG_INFINITY;
+        let inside = m
+            .samples
+            .iter()
+            .filter(|(t, _)| (*t as f64) > from && (*t as f64) <= to);
+        for (t, stack) in inside {
+            let t = *t as f64;
+            // A gap (a copy's samples left out, a thinning) ends every open span.
+            let joined = t - last_at <= step * 1.5;
+            let start = if joined {
+                last_at
+            } else {
+                (t - step).max(from)
+            };
+            let keep = if joined {
+                open.iter()
+                    .zip(stack)
+                    .take_while(|((f, _, _), g)| *f == g.as_str())
+                    .count()
+            } else {
+                0
+            };
+            self.close(core, &mut open, keep);
+            for o in &mut open {
+                o.2 = t;
+            }
+            for f in &stack[keep..] {
+                open.push((f.as_str(), start, t));
+            }
+            last_at = t;
+        }
+        self.close(core, &mut open, 0);
+    }
+
+    /// Draws the open spans beyond the first `keep`, innermost last.
+    fn close(&mut self, core: usize, open: &mut Vec<(&str, f64, f64)>, keep: usize) {
+        while open.len() > keep {
+            let Some((f, s, e)) = open.pop() else { break };
+            let cat = if f == OUTSIDE_FRAME {
+                "outside"
+            } else {
+                "function"
+            };
+            self.span(core, f, cat, s / 1e3, (e - s) / 1e3, None);
         }
     }
 
@@ -345,6 +454,98 @@ mod tests {
         assert!(
             (end(spans[6]) - end(spans[0])).abs() < 1e-6,
             "the steps fill the kernel"
+        );
+    }
+
+    #[test]
+    fn a_host_core_draws_its_measured_copies_and_its_samples_nested_as_they_called() {
+        use nrt_pool_engine::profile::{MeasuredCopy, MeasuredTimeline};
+        let st = |fs: &[&str]| fs.iter().map(|f| f.to_string()).collect::<Vec<_>>();
+        // 10 µs between samples; a copy from 30 to 35 µs; a gap from 60 to 100 µs.
+        let m = MeasuredTimeline {
+            interval_ns: 10_000,
+            samples: vec![
+                (10_000, st(&["k", "tile"])),
+                (20_000, st(&["k", "tile", "clamp"])),
+                (30_000, st(&["k", "tile"])),
+                (40_000, st(&["k", "tile"])),
+                (50_000, st(&["k"])),
+                (100_000, st(&["k"])),
+            ],
+            copies: vec![MeasuredCopy {
+                start_ns: 30_000,
+                end_ns: 35_000,
+                out: true,
+                bytes: 2048,
+                copies: 1,
+            }],
+            unlogged: 2,
+        };
+        let p = Profile {
+            isa: "host".into(),
+            sbuf_tensors: 0,
+            kernel: "relu".into(),
+            cores: vec![CoreProfile {
+                core: 3,
+                wall: Some(std::time::Duration::from_micros(110)),
+                measured: Some(m),
+                ..CoreProfile::default()
+            }],
+        };
+        let v: Value = serde_json::from_str(&LaunchTrace::of_profile(&p).to_json()).unwrap();
+        let spans: Vec<(String, String, f64, f64)> = v["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X")
+            .map(|e| {
+                assert_eq!(e["tid"], 3);
+                (
+                    e["name"].as_str().unwrap().to_string(),
+                    e["cat"].as_str().unwrap().to_string(),
+                    e["ts"].as_f64().unwrap(),
+                    e["dur"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        let find = |name: &str, at: f64| {
+            spans
+                .iter()
+                .find(|s| s.0 == name && (s.2 - at).abs() < 1e-9)
+                .unwrap_or_else(|| panic!("{name} at {at}: {spans:?}"))
+                .3
+        };
+        // The kernel holds the counts; the copy lies where it ran.
+        let kernel = &v["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["cat"] == "kernel")
+            .unwrap()["args"];
+        assert_eq!(
+            (
+                kernel["samples"].as_u64(),
+                kernel["copies_not_timed"].as_u64()
+            ),
+            (Some(6), Some(2))
+        );
+        assert_eq!(find("copy out: 2048 B", 30.0), 5.0);
+        assert_eq!((find("compute", 0.0), find("compute", 35.0)), (30.0, 75.0));
+        // Before the copy: k and tile over the three samples, clamp inside tile.
+        assert_eq!(
+            (find("k", 0.0), find("tile", 0.0), find("clamp", 10.0)),
+            (30.0, 30.0, 10.0)
+        );
+        // After it: tile again; the gap (60-100 µs) ends k, which begins again.
+        assert_eq!(
+            (find("k", 35.0), find("tile", 35.0), find("k", 90.0)),
+            (15.0, 5.0, 10.0)
+        );
+        assert!(
+            !spans
+                .iter()
+                .any(|s| s.1 == "function" && s.2 < 35.0 && s.2 + s.3 > 30.0 + 1e-9),
+            "no function span crosses the copy: {spans:?}"
         );
     }
 }

@@ -53,13 +53,9 @@ impl LaunchViews {
             return Ok(());
         };
         let bytes = if file.extension().is_some_and(|x| x == "svg") {
-            let names = p
-                .cores
-                .iter()
-                .flat_map(|c| c.functions.iter().map(|f| f.0.as_str()));
             let graph = FlameGraph {
                 profile: p,
-                lines: pool.function_lines(names),
+                lines: pool.function_lines(p.function_names()),
             };
             graph.svg().map_err(|source| ViewError {
                 view: "profile",

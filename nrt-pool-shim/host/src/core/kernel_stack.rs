@@ -95,7 +95,7 @@ pub(super) fn note_library(base: usize) {
 }
 
 /// Whether `pc` lies in the op library (code the device build runs too).
-fn in_library(pc: u64) -> bool {
+pub(super) fn in_library(pc: u64) -> bool {
     let (lo, hi) = (
         LIBRARY[0].load(Ordering::Relaxed),
         LIBRARY[1].load(Ordering::Relaxed),

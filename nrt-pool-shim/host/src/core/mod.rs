@@ -26,6 +26,7 @@ mod registration;
 pub mod runner;
 mod services;
 mod signals;
+mod timeline;
 mod watch;
 
 pub use nrt_pool_engine::signal::{signal_cause, signal_name};
@@ -60,6 +61,9 @@ static PROBE: AtomicBool = AtomicBool::new(false);
 static EARLY_FD: AtomicI32 = AtomicI32::new(-1);
 /// The op library's load base in this process (0 until loaded).
 static MODULE_BASE: AtomicU64 = AtomicU64::new(0);
+/// A fault is being reported (its call stack is being unwound): a profiled kernel's sample
+/// timer takes no more samples (D124).
+static REPORTING: AtomicBool = AtomicBool::new(false);
 /// Where the engine maps device memory when this core maps it elsewhere (a 32-bit core
 /// runner, D97); 0: at the same place (a forked core).
 static ENGINE_BASE: AtomicU64 = AtomicU64::new(0);
@@ -627,11 +631,15 @@ pub(super) fn serve(core: usize, p: &Program<'_>, seen: u32, stderr: i32) -> ! {
                 update_guards(&mut protected, &guards);
                 watch::begin(&ctl);
                 let measure = ctl.profiling().then(KernelMeter::start);
+                if measure.is_some() {
+                    timeline::start();
+                }
                 // SAFETY: a launcher the library registered under the kernel's name.
                 let code = unsafe { f() };
                 watch::finish(&ctl);
                 if let Some(m) = measure {
                     let (wall, instructions) = m.stop();
+                    timeline::finish(wall);
                     r.wall_ns.store(wall, Ordering::Release);
                     r.instructions.store(instructions, Ordering::Release);
                 }

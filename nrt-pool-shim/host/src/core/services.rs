@@ -247,6 +247,7 @@ pub(super) unsafe extern "C" fn get_libc_fn(name: *const c_char) -> *mut c_void 
         Some(Service::Write) => svc_write as *mut c_void,
         Some(Service::Window) => svc_window as *mut c_void,
         Some(Service::KernelStack) => super::kernel_stack::svc_kernel_stack as *mut c_void,
+        Some(Service::Copy) => super::timeline::svc_copy as *mut c_void,
         Some(Service::Stack) | None => std::ptr::null_mut(),
     }
 }

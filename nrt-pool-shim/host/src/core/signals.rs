@@ -159,6 +159,8 @@ const _: () = assert!(
 /// (0 when no signal says it), then its callers' return addresses, as glibc's unwinder
 /// finds them through the signal frame. The host keeps those inside the op library.
 pub(super) fn record_frames(pc: u64) {
+    // The kernel ends here: no sample interrupts the unwinder (D124).
+    super::REPORTING.store(true, Ordering::Relaxed);
     const ROOM: usize = MAX_FRAMES + 8;
     let mut buf = [std::ptr::null_mut::<c_void>(); ROOM];
     // SAFETY: backtrace writes at most ROOM entries into buf. Its unwinder was loaded at
@@ -221,6 +223,8 @@ fn install_handlers() {
             on_signal as extern "C" fn(i32, *mut libc::siginfo_t, *mut c_void) as usize;
         sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_RESETHAND;
         libc::sigemptyset(&mut sa.sa_mask);
+        // A profiled kernel's sample timer waits while a fault is reported (D124).
+        libc::sigaddset(&mut sa.sa_mask, libc::SIGPROF);
         for s in [
             libc::SIGSEGV,
             libc::SIGBUS,
