@@ -190,9 +190,10 @@ PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 ## unless torch is installed: make test-torch).
 test-python: python-package customop-archives
 	$(MAKE) --no-print-directory python-suite
-## The suite alone, over what is already built and installed (make test builds it first).
+## The suite alone, over what is already built and installed (make test builds it first);
+## the slowest tests are listed at its end.
 python-suite:
-	cd tests/python && ../../$(PYTHON) -m pytest -q -rs -n $(PYTEST_WORKERS) --dist loadfile
+	cd tests/python && ../../$(PYTHON) -m pytest -q -rs -n $(PYTEST_WORKERS) --dist loadfile --durations=25
 
 ## make parity: the parity corpus (tests/parity/corpus.py) and the examples on host and
 ## Xtensa cores in one, three and eight cores, each compared and checked with

@@ -167,6 +167,18 @@ torch::Tensor u16_in_small_array(const torch::Tensor &x) {
     return torch::full({1}, (float)*(uint16_t *)(b + 1), torch::kFloat);
 }
 
+// Words at a fixed odd offset in a loop (the parity corpus's misaligned_loop_known): GCC
+// for Xtensa follows the offset and reads halfwords; host cores judge by what the device
+// build reads on the line (D125).
+torch::Tensor words_in_a_loop(const torch::Tensor &x) {
+    auto in = x.accessor<float, 1>();
+    unsigned char b[40];
+    for (int i = 0; i < 40; i++) b[i] = (unsigned char)in[i % 16];
+    unsigned s = 0;
+    for (int i = 0; i < 4; i++) s += *(uint32_t *)(b + 4 * i + 2);
+    return torch::full({1}, (float)(s & 0xffff), torch::kFloat);
+}
+
 struct Pixel { unsigned char r, g, b, a; };
 torch::Tensor u16_in_pixels(const torch::Tensor &x) {
     auto in = x.accessor<float, 1>();
@@ -186,6 +198,7 @@ NEURON_LIBRARY(seen_ops, m) {
     m.def("float_at_2", &one, "float_at_2");
     m.def("u16_in_small_array", &one, "u16_in_small_array");
     m.def("u16_in_pixels", &one, "u16_in_pixels");
+    m.def("words_in_a_loop", &one, "words_in_a_loop");
 }
 """
 
@@ -209,6 +222,8 @@ ONE_TO_16 = np.arange(1, 17, dtype=np.float32)
     ("float_at_2", float(np.frombuffer(bytes([3, 4, 5, 6]), "<f4")[0])),
     ("u16_in_small_array", 2 + 3 * 256),
     ("u16_in_pixels", 2 + 3 * 256),
+    ("words_in_a_loop", sum(int.from_bytes(bytes((k % 16) + 1 for k in range(o, o + 4)), "little")
+                            for o in (2, 6, 10, 14)) & 0xFFFF),
 ])
 def test_misalignment_the_compiler_sees_gives_the_device_builds_bytes(seen, op, expected):
     np.testing.assert_array_equal(seen.ops[op](ONE_TO_16), np.array([expected], np.float32))

@@ -43,6 +43,11 @@ def test_every_class_is_covered_and_the_rate_is_printed(rows, capsys):
     for case in ("float_to_u8", "nan_to_int"):
         r = next(r for r in rows if r["case"] == case)
         assert r["verdict"] == "equal", r
+    # ...and alignment as the device build has it: where GCC for Xtensa moved a value in
+    # pieces host cores give its bytes, where it faults they fault (D105, D125)...
+    for r in rows:
+        if r["class"] == "alignment":
+            assert r["verdict"] == "equal", r
     # ...and what the machines' instructions still decide is named by the check, with
     # the element.
     flagged = [r for r in rows if r["class"] == "arithmetic" and r["verdict"] == "flagged"]

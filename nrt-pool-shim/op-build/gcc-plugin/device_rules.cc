@@ -25,11 +25,13 @@
 //  - an alignment check of a constant address (a variable's address plus a constant, as
 //    the source and the early optimisers leave it) that is misaligned for the access is
 //    removed: the device build moves that value piecewise (x86 reads the same bytes).
-//    Every other check stays and faults as the device does. What the device compiler
-//    learns later (after unrolling, inlining, induction variables) depends on its own
-//    optimisation level and target: the device build at -Os and the host's at -O3 part
-//    ways there, so the plugin does not guess; a difference left is a fault on host cores
-//    only, which the parity check names (never bytes where the device faults).
+//    What the device compiler learns later (after unrolling, inlining, induction
+//    variables) depends on its own optimisation level and target: the device build at
+//    -Os and the host's at -O3 part ways there, so the plugin does not guess from its
+//    own compiler; where the device build was compiled first (the frames table), a check
+//    is also removed at a source location where that build's widest load or store is
+//    narrower than the check's alignment: GCC for Xtensa moved that value in pieces it
+//    knew aligned (D125). Every other check stays and faults as the device does.
 //
 // The stack (D118): a Pool core's stack is small (a kernel has about 7.9 KiB of local
 // stack, or STACK_SIZE bytes of HBM), and its frames are not x86's: the same recursion
@@ -49,6 +51,7 @@
 #define INCLUDE_MAP
 #define INCLUDE_SET
 #define INCLUDE_STRING
+#include <tuple>
 #include "gcc-plugin.h"
 #include "plugin-version.h"
 #include "tree.h"
@@ -124,6 +127,48 @@ bool known_misaligned(gimple *stmt)
     return known < need_bits;
 }
 
+// The device build's widest load or store at each source location (`W WIDTH LINE COLUMN
+// FILE` in the frames table, D125), by the file's canonical path.
+std::map<std::tuple<std::string, long, long>, long> device_widest;
+
+// `file` made canonical as op-build names the table's files (the compilers share a
+// folder), each looked up once.
+const std::string &canonical_path(const char *file)
+{
+    static std::map<std::string, std::string> known;
+    auto it = known.find(file);
+    if (it != known.end())
+        return it->second;
+    char *real = lrealpath(file);
+    std::string path = real ? real : file;
+    free(real);
+    return known.emplace(file, path).first->second;
+}
+
+// True when the device build's widest access at the check's location (file, line and
+// column: the access's own expression) is narrower than the alignment the check asks
+// (capped at the word a Pool core checks: wider values move as words): GCC for Xtensa
+// moved the value in pieces it knew aligned, so the device build runs where this check
+// would fault. A location the device build made no access at keeps its check.
+bool device_narrower(gimple *stmt)
+{
+    if (device_widest.empty())
+        return false;
+    tree need = gimple_call_arg(stmt, 2);
+    if (!tree_fits_uhwi_p(need))
+        return false;
+    unsigned HOST_WIDE_INT bytes = tree_to_uhwi(need);
+    if (bytes <= 1)
+        return false;
+    if (bytes > 4)
+        bytes = 4;
+    expanded_location at = expand_location(gimple_location(stmt));
+    if (!at.file)
+        return false;
+    auto it = device_widest.find({canonical_path(at.file), (long)at.line, (long)at.column});
+    return it != device_widest.end() && (unsigned HOST_WIDE_INT)it->second < bytes;
+}
+
 const pass_data device_alignment_data = {
     GIMPLE_PASS,
     "device_alignment",
@@ -152,7 +197,8 @@ public:
         {
             for (gimple_stmt_iterator gsi = gsi_start_bb(bb); !gsi_end_p(gsi);) {
                 gimple *stmt = gsi_stmt(gsi);
-                if (gimple_call_internal_p(stmt, IFN_UBSAN_NULL) && known_misaligned(stmt)) {
+                if (gimple_call_internal_p(stmt, IFN_UBSAN_NULL) &&
+                    (known_misaligned(stmt) || device_narrower(stmt))) {
                     // As sanopt drops a check it proves redundant.
                     unlink_stmt_vdef(stmt);
                     gsi_remove(&gsi, true);
@@ -317,8 +363,8 @@ long touch_of(const std::string &name)
     return it == device_touch.end() ? 0 : it->second;
 }
 
-// Reads the table op-build writes: `F NAME BYTES TOUCH`, `C CALLER CALLEE`, and the
-// runtime's `D NAME BYTES` and `R NAME BYTES` lines.
+// Reads the table op-build writes: `F NAME BYTES TOUCH`, `C CALLER CALLEE`, `W WIDTH LINE
+// COLUMN FILE`, and the runtime's `D NAME BYTES` and `R NAME BYTES` lines.
 bool read_frames(const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -329,6 +375,14 @@ bool read_frames(const char *path)
         char kind = line[0];
         char *rest = line + 1;
         rest[strcspn(rest, "\n")] = 0;
+        if (kind == 'W') {
+            long width, row, column;
+            int at = 0;
+            if (sscanf(rest, " %ld %ld %ld %n", &width, &row, &column, &at) == 3 && at > 0 &&
+                rest[at])
+                device_widest[{std::string(rest + at), row, column}] = width;
+            continue;
+        }
         char *a = strtok(rest, " ");
         char *b = strtok(nullptr, " ");
         char *c = strtok(nullptr, " ");

@@ -17,6 +17,7 @@ use std::process::Command;
 
 use nrt_pool_schema::{self as schema, demangle, DType, KernelSig, ParamKind};
 
+pub mod device_accesses;
 pub mod device_frames;
 pub mod device_image;
 pub mod device_model;

@@ -13,6 +13,7 @@ use std::sync::Mutex;
 
 use nrt_pool_schema::{KernelSig, NeuronLibrary};
 
+use crate::device_accesses::DeviceAccesses;
 use crate::device_frames::DeviceFrames;
 use crate::neuron_ops::{self, Kernel};
 use crate::{
@@ -434,6 +435,8 @@ impl DeviceFrameTables<'_> {
                 let table = dir.join(format!("{stem}.frames"));
                 let mut frames = DeviceFrames::from_assembly(&text).to_plugin_text();
                 frames.push_str(&self.runtime);
+                // And its widest access by line: alignment as the device build has it (D125).
+                frames.push_str(&DeviceAccesses::from_assembly(&text).to_plugin_text());
                 std::fs::write(&table, frames).map_err(io(&table))?;
                 Ok(table)
             });

@@ -64,6 +64,20 @@ impl XtensaTools {
             .output()
             .is_ok_and(|r| r.status.success())
     }
+
+    /// Tests: PATH's tools, or None after saying loudly that the test cannot run here.
+    #[cfg(test)]
+    pub(crate) fn on_path_for_test() -> Option<XtensaTools> {
+        let tools = XtensaTools::on_path();
+        if tools.installed() {
+            return Some(tools);
+        }
+        eprintln!(
+            "UNSUPPORTED here: {} is not installed (make tools)",
+            Self::CXX
+        );
+        None
+    }
 }
 
 #[cfg(test)]
