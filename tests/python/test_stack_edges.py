@@ -215,6 +215,8 @@ PRINT_INT(4000)
 PRINT_INT(5800)
 PRINT_INT(6200)
 PRINT_FLOAT(4000)
+PRINT_FLOAT(4480)
+PRINT_FLOAT(4484)
 PRINT_FLOAT(4600)
 
 // A variable-length array as long as x has elements, every byte written, and a small
@@ -223,6 +225,14 @@ static __attribute__((noinline)) int vla_helper(volatile char *b, int n) {
     volatile int t[4];
     t[0] = n;
     return b[n] + t[0];
+}
+// The same array, then printf's float conversion: its charged path at the stack's edge.
+torch::Tensor vla_float(const torch::Tensor &x) {
+    int n = (int)x.numel();
+    volatile char buf[n];
+    for (int i = 0; i < n; i++) buf[i] = (char)(i + n);
+    printf("%f\n", (double)buf[n - 1] / 3);
+    return torch::full({1}, (float)buf[0], torch::kFloat);
 }
 torch::Tensor vla(const torch::Tensor &x) {
     int n = (int)x.numel();
@@ -234,7 +244,8 @@ torch::Tensor vla(const torch::Tensor &x) {
     return y;
 }
 """
-PRINT_OPS = ["print_int_4000", "print_int_5800", "print_int_6200", "print_float_4000", "print_float_4600", "vla"]
+PRINT_OPS = ["print_int_4000", "print_int_5800", "print_int_6200", "print_float_4000", "print_float_4480",
+             "print_float_4484", "print_float_4600", "vla", "vla_float"]
 
 
 def build_prints(tmp, flags=()):
@@ -269,6 +280,33 @@ def test_printf_is_charged_by_the_path_it_takes(print_pair):
     assert got["print_int_6200"]["host"] == "stack overflow"
     assert got["print_float_4000"]["host"] != "stack overflow"
     assert got["print_float_4600"]["host"] == "stack overflow"
+
+
+def test_printf_floats_edge_never_lets_host_cores_run_what_the_device_overflows(print_pair):
+    """The float conversion's charged path (D122) at the edge: the longest variable-length
+    array before a printf("%f") that still runs, found by bisection on each backend. Host
+    cores never run further than the device (with fixed locals they did, by 16 bytes:
+    CHARGED_PATH_UNSEEN; 4480 and 4484 bytes above sit on that edge), and stop at most
+    32 bytes earlier (measured: 4480 against 4512; a variable-length array's frame is
+    judged as D123 says)."""
+    def runs(isa, n):
+        try:
+            print_pair[isa].ops["vla_float"](np.zeros(n, np.float32))
+            return True
+        except DeviceFault as e:
+            assert "stack overflow" in str(e), str(e)
+            return False
+
+    def edge(isa):
+        lo, hi = 1000, 8000
+        assert runs(isa, lo) and not runs(isa, hi), isa
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if runs(isa, mid) else (lo, mid)
+        return lo
+
+    host, device = edge("host"), edge("xtensa")
+    assert device - 32 <= host <= device, (host, device)
 
 
 def test_a_variable_length_array_overflows_at_the_same_size_on_both_backends(print_pair):

@@ -37,6 +37,14 @@ pub struct DeviceFrames {
 /// Matched within Rust's symbol names.
 pub const RUNTIME_CHARGED: &[&str] = &["14neuroncustomop4libc6printf5float"];
 
+/// Bytes a charged path reaches on Xtensa cores beyond what its frames add up to:
+/// measured, not derived (2026-12-07): with `printf("%f")` after N bytes of locals, Xtensa
+/// cores overflow from N = 4484 while the frames' sum let host cores run to 4496; the
+/// cause is not found (a call the table cannot follow, through a function pointer, is the
+/// likeliest). Charged so that host cores never run what the device overflows; the test
+/// of the edge (`test_stack_edges.py`) fails if the runtime's path moves past it.
+pub const CHARGED_PATH_UNSEEN: u32 = 16;
+
 fn is_charged(name: &str) -> bool {
     RUNTIME_CHARGED.iter().any(|c| name.contains(c))
 }
@@ -331,6 +339,7 @@ impl DeviceFrames {
                 s.push_str(&format!("D {name} {n}\n"));
             }
             if let Some(n) = charged.get(name) {
+                let n = n.saturating_add(CHARGED_PATH_UNSEEN);
                 s.push_str(&format!("R {name} {n}\n"));
             }
         }
@@ -564,9 +573,14 @@ data:
         let charged = f.charged();
         assert_eq!(charged["printf"], 32 + 336 + 848 + 64);
         assert!(!charged.contains_key("puts") && !charged.contains_key("digits"));
+        // The table carries the measured extra (CHARGED_PATH_UNSEEN) on top.
         assert_eq!(
             f.to_runtime_text(),
-            format!("D printf {}\nR printf {}\nD puts 48\n", 432, 1280)
+            format!(
+                "D printf {}\nR printf {}\nD puts 48\n",
+                432,
+                1280 + CHARGED_PATH_UNSEEN
+            )
         );
     }
 
