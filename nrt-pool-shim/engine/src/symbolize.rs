@@ -348,6 +348,20 @@ fn section<'a>(file: &object::File<'a>, name: &str) -> &'a [u8] {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_function_names_identifier_is_its_last_segment_without_template_arguments() {
+        use super::identifier;
+        let check = "void torch::TensorTcmAccessor<false>::check<float>(char const*) const";
+        assert_eq!(identifier(check), Some("check"));
+        assert_eq!(
+            identifier("relu_forward(torch::Tensor const&)"),
+            Some("relu_forward")
+        );
+        assert_eq!(identifier("tile_relu"), Some("tile_relu"));
+        assert_eq!(identifier("ns::Pair<a::B<c>, d>::get"), Some("get"));
+        assert_eq!(identifier("(anonymous)"), None);
+    }
+
     use super::*;
 
     fn frame(file: &str) -> SourceFrame {
@@ -413,6 +427,34 @@ pub fn function_body<'a>(bytes: &'a [u8], name: &str) -> Option<FunctionBody<'a>
 
 /// Whether a symbol's demangled name `d` is function `name`: the same, or `name` with
 /// its parameter list.
+/// The identifier a demangled function name ends in: `check` of
+/// `void torch::TensorTcmAccessor<false>::check<float>(char const*) const`; None where it
+/// has none to search for.
+fn identifier(name: &str) -> Option<&str> {
+    let head = name.split('(').next()?;
+    let mut depth = 0i32;
+    let mut end = head.len();
+    // The last path segment, template arguments left out (read from the end).
+    for (i, c) in head.char_indices().rev() {
+        match c {
+            '>' => depth += 1,
+            '<' => {
+                depth -= 1;
+                if depth == 0 {
+                    end = i;
+                }
+            }
+            ':' | ' ' if depth == 0 => {
+                let id = &head[i + 1..end];
+                return (!id.is_empty()).then_some(id);
+            }
+            _ => {}
+        }
+    }
+    let id = &head[..end];
+    (!id.is_empty()).then_some(id)
+}
+
 fn names_function(d: &str, name: &str) -> bool {
     d == name
         || d.strip_prefix(name)
@@ -423,8 +465,10 @@ fn names_function(d: &str, name: &str) -> bool {
 /// subprograms' declaration lines, each read once for any number of lookups.
 pub struct FunctionLines<'a> {
     named: Symbolizer<'a>,
-    /// Each text symbol's demangled name and start address.
-    symbols: Vec<(String, u64)>,
+    /// Each text symbol's name as the image spells it (mangled) and start address:
+    /// demangled only where a lookup may match (thousands in an op library with the
+    /// runtime: demangling all took longer than the rest of a flame graph).
+    symbols: Vec<(&'a [u8], u64)>,
     /// `DW_AT_decl_line` by the start address of the subprogram's code.
     declared: HashMap<u64, u32>,
 }
@@ -437,7 +481,7 @@ impl<'a> FunctionLines<'a> {
             .file
             .symbols()
             .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0)
-            .map(|s| (demangle(s.name_bytes().unwrap_or_default()), s.address()))
+            .map(|s| (s.name_bytes().unwrap_or_default(), s.address()))
             .collect();
         let declared = declared_lines(&named.file);
         Some(FunctionLines {
@@ -451,11 +495,18 @@ impl<'a> FunctionLines<'a> {
     /// file of its first instruction, and the line its debug information declares it at
     /// (`DW_AT_decl_line`), else its first instruction's line.
     pub fn line(&self, name: &str) -> Option<(String, u32)> {
-        let start = self
-            .symbols
-            .iter()
-            .find(|(d, _)| names_function(d, name))?
-            .1;
+        // A mangled name holds its function's identifier as written: only those are
+        // demangled; an operator's is encoded (`clEv`), so for one every symbol is.
+        let ident = identifier(name)?.as_bytes();
+        let matching = |filtered: bool| {
+            self.symbols
+                .iter()
+                .filter(|(raw, _)| !filtered || raw.windows(ident.len()).any(|w| w == ident))
+                .find(|(raw, _)| names_function(&demangle(raw), name))
+                .map(|s| s.1)
+        };
+        let operator = ident.starts_with(b"operator");
+        let start = matching(!operator)?;
         let frames = self.named.frames(StackAddr {
             addr: start,
             exact: true,

@@ -24,15 +24,36 @@ fn json_number(v: f64) -> Value {
     serde_json::Number::from_f64(v).map_or(Value::from(0), Value::Number)
 }
 
+/// `s` as a JSON string, appended to `out` (what serde_json writes, without a value).
+fn push_json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                use std::fmt::Write;
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
 /// The one process the tracks belong to.
 const PID: u32 = 1;
 
-/// A launch's trace events, gathered, each already written as a JSON object (a trace of a
-/// launch with many copies has thousands of spans: written directly, not through a tree
-/// of values).
+/// A launch's trace events, gathered, each already written as a JSON object into one text
+/// (a trace of a launch with many copies has thousands of spans: written directly, not
+/// through a tree of values).
 #[derive(Default)]
 pub struct LaunchTrace {
-    events: Vec<String>,
+    /// The events written so far, comma-separated.
+    events: String,
     /// Where the last span ends (µs): instants without a time of their own go there.
     end_us: f64,
 }
@@ -186,17 +207,11 @@ impl LaunchTrace {
                 1 => format!("copy {direction}: {} B", cp.bytes),
                 n => format!("{n} copies {direction}: {} B each", cp.bytes),
             };
-            let args = json!({
-                "copy": copy, "direction": direction, "bytes": cp.bytes, "copies": cp.copies,
-            });
-            self.span(
-                core,
-                &name,
-                "copy",
-                start / 1e3,
-                (end - start) / 1e3,
-                Some(args),
+            let args = format!(
+                r#"{{"copy":{copy},"direction":"{direction}","bytes":{},"copies":{}}}"#,
+                cp.bytes, cp.copies
             );
+            self.span_with(core, &name, "copy", start / 1e3, (end - start) / 1e3, &args);
             copy = copy.saturating_add(cp.copies);
             at = end;
         }
@@ -222,10 +237,10 @@ impl LaunchTrace {
         // Open spans, outermost first: (function, start ns, end ns).
         let mut open: Vec<(&str, f64, f64)> = Vec::new();
         let mut last_at = f64::NEG_INFINITY;
-        let inside = m
-            .samples
-            .iter()
-            .filter(|(t, _)| (*t as f64) > from && (*t as f64) <= to);
+        // The samples are in time order: the interval's are one run of them.
+        let first = m.samples.partition_point(|(t, _)| (*t as f64) <= from);
+        let last = m.samples.partition_point(|(t, _)| (*t as f64) <= to);
+        let inside = m.samples.get(first..last.max(first)).unwrap_or_default();
         for (t, stack) in inside {
             let t = *t as f64;
             // A gap (a copy's samples left out, a thinning) ends every open span.
@@ -269,19 +284,41 @@ impl LaunchTrace {
     }
 
     fn push(&mut self, event: Value) {
-        self.events.push(event.to_string());
+        self.separate();
+        self.events.push_str(&event.to_string());
     }
 
     /// A complete event ("X"), written directly: the common case, thousands of times.
     fn span(&mut self, core: usize, name: &str, cat: &str, ts: f64, dur: f64, args: Option<Value>) {
         let args = args.map_or_else(|| "{}".to_string(), |a| a.to_string());
-        self.events.push(format!(
-            r#"{{"ph":"X","pid":{PID},"tid":{core},"name":{},"cat":{},"ts":{},"dur":{},"args":{args}}}"#,
-            Value::from(name),
-            Value::from(cat),
-            json_number(ts),
-            json_number(dur),
-        ));
+        self.span_with(core, name, cat, ts, dur, &args);
+    }
+
+    /// [`LaunchTrace::span`] with its arguments already written as a JSON object.
+    fn span_with(&mut self, core: usize, name: &str, cat: &str, ts: f64, dur: f64, args: &str) {
+        use std::fmt::Write;
+        self.separate();
+        let e = &mut self.events;
+        let _ = write!(e, r#"{{"ph":"X","pid":{PID},"tid":{core},"name":"#);
+        push_json_str(e, name);
+        e.push_str(r#","cat":"#);
+        push_json_str(e, cat);
+        let mut number = zmij::Buffer::new();
+        let finite = |v: f64| if v.is_finite() { v } else { 0.0 };
+        e.push_str(r#","ts":"#);
+        e.push_str(number.format_finite(finite(ts)));
+        e.push_str(r#","dur":"#);
+        e.push_str(number.format_finite(finite(dur)));
+        e.push_str(r#","args":"#);
+        e.push_str(args);
+        e.push('}');
+    }
+
+    /// A comma before every event but the first.
+    fn separate(&mut self) {
+        if !self.events.is_empty() {
+            self.events.push(',');
+        }
     }
 
     fn instant(&mut self, core: usize, name: String, args: Value) {
@@ -318,15 +355,9 @@ impl LaunchTrace {
 
     /// The trace as JSON text (the Trace Event format's object form).
     pub fn to_json(&self) -> String {
-        let mut out =
-            String::with_capacity(self.events.iter().map(|e| e.len() + 1).sum::<usize>() + 64);
+        let mut out = String::with_capacity(self.events.len() + 64);
         out.push_str(r#"{"traceEvents":["#);
-        for (i, e) in self.events.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            out.push_str(e);
-        }
+        out.push_str(&self.events);
         out.push_str(r#"],"displayTimeUnit":"ms"}"#);
         out
     }
