@@ -29,22 +29,47 @@ pub const SAMPLE_INTERVAL_NS: u32 = 50_000;
 /// The signal the sampling timer sends.
 const SAMPLE_SIGNAL: i32 = libc::SIGPROF;
 
-/// The buffers, touched by the core's one thread only (module doc).
-struct Buffers {
-    samples: Vec<Sample>,
-    log: CopyLog,
-    stamps: Vec<(u64, u64)>,
-    /// Whether the last copy begun is in the log (its end is stamped).
-    last_logged: bool,
+/// The sample handler's part: touched by the handler while [`ON`], by `start`/`finish`
+/// otherwise.
+struct Samples {
+    taken: Vec<Sample>,
     interval_ns: u32,
     thinned: u32,
     timer: Option<libc::timer_t>,
 }
 
-struct Cell(UnsafeCell<Option<Box<Buffers>>>);
-// SAFETY: one thread per core process uses it (module doc).
-unsafe impl Sync for Cell {}
-static BUFFERS: Cell = Cell(UnsafeCell::new(None));
+/// The copy service's part: touched by the service while [`ON`], by `start`/`finish`
+/// otherwise (the handler never touches it).
+struct Copies {
+    log: CopyLog,
+    stamps: Vec<(u64, u64)>,
+    /// Whether the last copy begun is in the log (its end is stamped).
+    last_logged: bool,
+}
+
+/// A value one thread of the core's process uses (module doc).
+struct Cell<T>(UnsafeCell<Option<Box<T>>>);
+// SAFETY: one thread per core process uses each cell, and never two borrows at once: the
+// handler and the service each use their own cell only while `ON`, and `start`/`finish`
+// take theirs only while `ON` is false (module doc).
+unsafe impl<T> Sync for Cell<T> {}
+
+impl<T> Cell<T> {
+    /// The value, made by `make` on first use (before `ON` is first set: never in the
+    /// handler).
+    ///
+    /// # Safety
+    /// No other borrow of this cell is live (the rules above).
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn get(&self, make: impl FnOnce() -> T) -> &mut T {
+        // SAFETY: the caller's contract.
+        let slot = unsafe { &mut *self.0.get() };
+        slot.get_or_insert_with(|| Box::new(make()))
+    }
+}
+
+static SAMPLES: Cell<Samples> = Cell(UnsafeCell::new(None));
+static COPIES: Cell<Copies> = Cell(UnsafeCell::new(None));
 
 /// Whether a kernel is being measured now: the sample handler and the copy service do
 /// nothing otherwise.
@@ -52,22 +77,31 @@ static ON: AtomicBool = AtomicBool::new(false);
 /// CLOCK_MONOTONIC at the kernel's start (ns).
 static START_NS: AtomicU64 = AtomicU64::new(0);
 
-fn buffers() -> &'static mut Buffers {
-    // SAFETY: one thread (module doc); the handler and the copy service run on it, each
-    // touching its own fields while `ON` (the handler never interrupts itself: the signal
-    // is blocked while it runs), and `start`/`finish` run with `ON` false.
-    let slot = unsafe { &mut *BUFFERS.0.get() };
-    slot.get_or_insert_with(|| {
-        Box::new(Buffers {
-            samples: Vec::with_capacity(TIMELINE_SAMPLES),
-            log: CopyLog::EMPTY,
-            stamps: vec![(0, 0); TIMELINE_COPIES],
-            last_logged: false,
+/// # Safety
+/// As [`Cell::get`].
+unsafe fn samples() -> &'static mut Samples {
+    // SAFETY: the caller's contract.
+    unsafe {
+        SAMPLES.get(|| Samples {
+            taken: Vec::with_capacity(TIMELINE_SAMPLES),
             interval_ns: SAMPLE_INTERVAL_NS,
             thinned: 0,
             timer: None,
         })
-    })
+    }
+}
+
+/// # Safety
+/// As [`Cell::get`].
+unsafe fn copies() -> &'static mut Copies {
+    // SAFETY: the caller's contract.
+    unsafe {
+        COPIES.get(|| Copies {
+            log: CopyLog::EMPTY,
+            stamps: vec![(0, 0); TIMELINE_COPIES],
+            last_logged: false,
+        })
+    }
 }
 
 /// CLOCK_MONOTONIC in ns (async-signal-safe).
@@ -88,7 +122,7 @@ fn since_start() -> u64 {
 }
 
 /// Arms the timer (interval `ns`) on this thread; false where the host refuses one.
-fn arm(b: &mut Buffers, ns: u32) -> bool {
+fn arm(b: &Samples, ns: u32) -> bool {
     let Some(t) = b.timer else {
         return false;
     };
@@ -105,7 +139,7 @@ fn arm(b: &mut Buffers, ns: u32) -> bool {
 }
 
 /// Makes the timer and installs the sample handler, once per process.
-fn prepare(b: &mut Buffers) {
+fn prepare(b: &mut Samples) {
     if b.timer.is_some() {
         return;
     }
@@ -131,24 +165,31 @@ fn prepare(b: &mut Buffers) {
 
 /// A profiled kernel begins: clears the buffers and starts sampling.
 pub(super) fn start() {
-    let b = buffers();
-    prepare(b);
-    b.samples.clear();
-    b.log.copies = 0;
-    b.log.used = 0;
-    b.last_logged = false;
-    b.interval_ns = SAMPLE_INTERVAL_NS;
-    b.thinned = 0;
+    // SAFETY: `ON` is false (the last kernel's `finish` cleared it): the handler and the
+    // service leave the cells alone, and these borrows end before it is set.
+    let (s, c) = unsafe { (samples(), copies()) };
+    prepare(s);
+    s.taken.clear();
+    s.interval_ns = SAMPLE_INTERVAL_NS;
+    s.thinned = 0;
+    c.log.copies = 0;
+    c.log.used = 0;
+    c.last_logged = false;
     START_NS.store(now_ns(), Ordering::Relaxed);
+    // Armed first: a sample due before `ON` is set finds it false and takes nothing.
+    arm(s, SAMPLE_INTERVAL_NS);
     std::sync::atomic::compiler_fence(Ordering::SeqCst);
     ON.store(true, Ordering::Relaxed);
-    arm(b, SAMPLE_INTERVAL_NS);
 }
 
 /// The kernel returned: stops sampling and writes the timeline to the core's area.
 pub(super) fn finish(wall_ns: u64) {
-    let b = buffers();
-    if let Some(t) = b.timer {
+    // First: a sample still due finds `ON` false and takes nothing.
+    ON.store(false, Ordering::Relaxed);
+    std::sync::atomic::compiler_fence(Ordering::SeqCst);
+    // SAFETY: `ON` is false: the handler and the service leave the cells alone.
+    let (s, c) = unsafe { (samples(), copies()) };
+    if let Some(t) = s.timer {
         let zero = libc::itimerspec {
             it_interval: libc::timespec {
                 tv_sec: 0,
@@ -162,13 +203,11 @@ pub(super) fn finish(wall_ns: u64) {
         // SAFETY: disarms our own timer.
         unsafe { libc::timer_settime(t, 0, &zero, std::ptr::null_mut()) };
     }
-    ON.store(false, Ordering::Relaxed);
-    std::sync::atomic::compiler_fence(Ordering::SeqCst);
-    let copies: Vec<CopyStamp> = b
+    let stamped: Vec<CopyStamp> = c
         .log
         .logged()
         .iter()
-        .zip(&b.stamps)
+        .zip(&c.stamps)
         .map(|(e, &(start_ns, end_ns))| CopyStamp {
             start_ns,
             end_ns: end_ns.max(start_ns),
@@ -179,13 +218,13 @@ pub(super) fn finish(wall_ns: u64) {
         })
         .collect();
     let head = TimelineHeader {
-        interval_ns: b.interval_ns,
-        copies: b.log.copies,
+        interval_ns: s.interval_ns,
+        copies: c.log.copies,
         wall_ns,
-        thinned: b.thinned,
+        thinned: s.thinned,
         ..TimelineHeader::default()
     };
-    control().set_timeline(core(), &head, &copies, &b.samples);
+    control().set_timeline(core(), &head, &stamped, &s.taken);
 }
 
 /// `neuron_host_copy(bytes, flags, elements_before)`: the runtime is about to make a copy
@@ -194,7 +233,8 @@ pub(super) unsafe extern "C" fn svc_copy(bytes: u32, flags: u32, elements_before
     if !ON.load(Ordering::Relaxed) {
         return;
     }
-    let b = buffers();
+    // SAFETY: `ON`: only this service uses the copies' cell now (the handler never does).
+    let b = unsafe { copies() };
     let at = since_start();
     if flags & COPY_DONE != 0 {
         if b.last_logged {
@@ -267,23 +307,25 @@ extern "C" fn on_sample(_sig: i32, _info: *mut libc::siginfo_t, uctx: *mut c_voi
         Some(i) => found[i..].iter().for_each(|&a| push(a as u64)),
         None => push(pc),
     }
-    let b = buffers();
-    if b.samples.len() == TIMELINE_SAMPLES {
+    // SAFETY: `ON`: only this handler uses the samples' cell now (it does not interrupt
+    // itself: the signal is blocked while it runs).
+    let b = unsafe { samples() };
+    if b.taken.len() == TIMELINE_SAMPLES {
         thin(b);
     }
     // Within capacity: never allocates.
-    b.samples.push(s);
+    b.taken.push(s);
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = errno };
 }
 
 /// The samples are all taken: keeps every other one and samples half as often.
-fn thin(b: &mut Buffers) {
-    let kept = b.samples.len() / 2;
+fn thin(b: &mut Samples) {
+    let kept = b.taken.len() / 2;
     for i in 0..kept {
-        b.samples[i] = b.samples[2 * i + 1];
+        b.taken[i] = b.taken[2 * i + 1];
     }
-    b.samples.truncate(kept);
+    b.taken.truncate(kept);
     b.interval_ns = b.interval_ns.saturating_mul(2).min(500_000_000);
     b.thinned += 1;
     arm(b, b.interval_ns);
