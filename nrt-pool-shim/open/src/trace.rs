@@ -114,17 +114,9 @@ impl LaunchTrace {
                 Step::Copy {
                     out, bytes, copies, ..
                 } => {
-                    let direction = if *out { "out" } else { "in" };
                     // A run of like copies is one span; what ran between them is in the
                     // next compute span (D120).
-                    let name = match copies {
-                        1 => format!("copy {direction}: {bytes} B"),
-                        n => format!("{n} copies {direction}: {bytes} B each"),
-                    };
-                    let args = json!({
-                        "copy": copy, "direction": direction, "bytes": bytes, "copies": copies,
-                    });
-                    self.span(core, &name, "copy", at, dur, Some(args));
+                    self.copy_span(core, copy, *out, *bytes, *copies, at, dur);
                     copy += copies;
                 }
                 Step::Unlogged { copies, bytes, .. } => {
@@ -202,16 +194,8 @@ impl LaunchTrace {
             let start = (cp.start_ns as f64).clamp(at, wall_ns);
             let end = (cp.end_ns as f64).clamp(start, wall_ns);
             self.compute(core, m, at, start);
-            let direction = if cp.out { "out" } else { "in" };
-            let name = match cp.copies {
-                1 => format!("copy {direction}: {} B", cp.bytes),
-                n => format!("{n} copies {direction}: {} B each", cp.bytes),
-            };
-            let args = format!(
-                r#"{{"copy":{copy},"direction":"{direction}","bytes":{},"copies":{}}}"#,
-                cp.bytes, cp.copies
-            );
-            self.span_with(core, &name, "copy", start / 1e3, (end - start) / 1e3, &args);
+            let (ts, dur) = (start / 1e3, (end - start) / 1e3);
+            self.copy_span(core, copy, cp.out, cp.bytes, cp.copies, ts, dur);
             copy = copy.saturating_add(cp.copies);
             at = end;
         }
@@ -312,6 +296,30 @@ impl LaunchTrace {
         e.push_str(r#","args":"#);
         e.push_str(args);
         e.push('}');
+    }
+
+    /// A run of `copies` like copies of `bytes` each, the `first`-th copy of its core on,
+    /// at `ts` for `dur` (µs): on both backends' timelines.
+    #[allow(clippy::too_many_arguments)]
+    fn copy_span(
+        &mut self,
+        core: usize,
+        first: u32,
+        out: bool,
+        bytes: u32,
+        copies: u32,
+        ts: f64,
+        dur: f64,
+    ) {
+        let direction = if out { "out" } else { "in" };
+        let name = match copies {
+            1 => format!("copy {direction}: {bytes} B"),
+            n => format!("{n} copies {direction}: {bytes} B each"),
+        };
+        let args = format!(
+            r#"{{"copy":{first},"direction":"{direction}","bytes":{bytes},"copies":{copies}}}"#
+        );
+        self.span_with(core, &name, "copy", ts, dur, &args);
     }
 
     /// A comma before every event but the first.

@@ -121,7 +121,8 @@ fn since_start() -> u64 {
     now_ns().saturating_sub(START_NS.load(Ordering::Relaxed))
 }
 
-/// Arms the timer (interval `ns`) on this thread; false where the host refuses one.
+/// Arms the timer (interval `ns`; 0 disarms it) on this thread; false where the host
+/// refuses one.
 fn arm(b: &Samples, ns: u32) -> bool {
     let Some(t) = b.timer else {
         return false;
@@ -189,20 +190,8 @@ pub(super) fn finish(wall_ns: u64) {
     std::sync::atomic::compiler_fence(Ordering::SeqCst);
     // SAFETY: `ON` is false: the handler and the service leave the cells alone.
     let (s, c) = unsafe { (samples(), copies()) };
-    if let Some(t) = s.timer {
-        let zero = libc::itimerspec {
-            it_interval: libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            },
-            it_value: libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            },
-        };
-        // SAFETY: disarms our own timer.
-        unsafe { libc::timer_settime(t, 0, &zero, std::ptr::null_mut()) };
-    }
+    // An interval of 0 disarms the timer.
+    arm(s, 0);
     let stamped: Vec<CopyStamp> = c
         .log
         .logged()
