@@ -315,7 +315,13 @@ pub struct Launched {
     /// What each core started read and wrote ([`Team::trace`]), in [`Team::cores`] order
     /// (empty without a trace; None: the core did not complete).
     pub accesses: Vec<Option<crate::accesses::CoreAccesses>>,
+    /// Where the profiled functions are defined, when the backend looked every one up
+    /// while it named them ([`crate::profile::Profile::lines`]); None: it did not.
+    pub lines: Option<DefinitionLines>,
 }
+
+/// Where functions are defined: demangled name -> (source file, line).
+pub type DefinitionLines = std::collections::HashMap<String, (String, u32)>;
 
 /// A shape function's result: core 0's end and, when it completed with a nonzero status,
 /// why it refused the arguments.

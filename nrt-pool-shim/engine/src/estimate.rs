@@ -526,6 +526,7 @@ mod tests {
         Profile {
             isa: "xtensa".into(),
             sbuf_tensors: 0,
+            lines: None,
             kernel: "k".into(),
             cores,
         }

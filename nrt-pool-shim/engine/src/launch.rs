@@ -341,17 +341,12 @@ impl<'a> Launch<'a> {
         let launched = launched.map_err(EmuError::Spawn)?;
         if team.profile {
             let args = &blob.args[..(blob.num_args as usize).min(blob.args.len())];
-            let sbuf_tensors = args
-                .iter()
-                .chain([&blob.output])
-                .filter(|t| t.location == customop_abi::descriptor::LOCATION_SBUF)
-                .count();
-            e.last_profile = Some(profile::Profile {
-                isa: e.backend.name().to_string(),
-                kernel: kernel.to_string(),
-                cores: launched.profiles.clone(),
-                sbuf_tensors,
-            });
+            let sbuf = |t: &&customop_abi::descriptor::ArgTensor| {
+                t.location == customop_abi::descriptor::LOCATION_SBUF
+            };
+            let sbuf_tensors = args.iter().chain([&blob.output]).filter(sbuf).count();
+            let p = profile::Profile::of_launch(e.backend.name(), kernel, &launched, sbuf_tensors);
+            e.last_profile = Some(p);
         }
         let mut stdio = e.take_output(launched.stdio);
         if deadline.interrupted() {

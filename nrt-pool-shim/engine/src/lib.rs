@@ -269,6 +269,10 @@ impl PoolEngine {
         names: impl IntoIterator<Item = &'n str>,
     ) -> std::collections::HashMap<String, check::SourceLine> {
         let mut lines = std::collections::HashMap::new();
+        let mut names = names.into_iter().peekable();
+        if names.peek().is_none() {
+            return lines;
+        }
         let Some(image) = self
             .loaded
             .library()

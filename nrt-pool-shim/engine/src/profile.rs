@@ -4,8 +4,8 @@
 //! executions; host cores: perf counts the thread's instructions, without functions).
 
 pub use crate::backend::{
-    AccessCounts, CopyStep, CopyTimeline, CoreProfile, MeasuredCopy, MeasuredTimeline,
-    OUTSIDE_FRAME,
+    AccessCounts, CopyStep, CopyTimeline, CoreProfile, DefinitionLines, MeasuredCopy,
+    MeasuredTimeline, OUTSIDE_FRAME,
 };
 
 /// A profiled launch: its backend and each core's part.
@@ -16,9 +16,30 @@ pub struct Profile {
     pub cores: Vec<CoreProfile>,
     /// How many of the launch's tensors (arguments and output) were in SBUF.
     pub sbuf_tensors: usize,
+    /// Where its functions are defined, when the backend looked them all up as it named
+    /// them (host cores: the op library is read once a launch, D124); None: a view that
+    /// wants them looks them up ([`crate::PoolEngine::function_lines`]).
+    pub lines: Option<DefinitionLines>,
 }
 
 impl Profile {
+    /// The profile of a launch of `kernel` on backend `isa` that ended as `launched`, with
+    /// `sbuf_tensors` of its tensors in SBUF.
+    pub fn of_launch(
+        isa: &str,
+        kernel: &str,
+        launched: &crate::backend::Launched,
+        sbuf_tensors: usize,
+    ) -> Profile {
+        Profile {
+            isa: isa.to_string(),
+            kernel: kernel.to_string(),
+            cores: launched.profiles.clone(),
+            sbuf_tensors,
+            lines: launched.lines.clone(),
+        }
+    }
+
     /// Instructions by function over all cores, most first, with each one's share of the
     /// total.
     pub fn top(&self) -> Vec<(String, u64, f64)> {
@@ -200,6 +221,7 @@ mod tests {
         Profile {
             isa: "xtensa".into(),
             sbuf_tensors: 0,
+            lines: None,
             kernel: "relu".into(),
             cores: vec![
                 CoreProfile {
@@ -255,6 +277,7 @@ mod tests {
         let host = Profile {
             isa: "host".into(),
             sbuf_tensors: 0,
+            lines: None,
             kernel: "k".into(),
             cores: vec![CoreProfile {
                 core: 2,

@@ -4,7 +4,6 @@
 //! library, with its load base); the host reads the image (never loading it) and names them.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::path::Path;
 
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionFlags, SymbolKind};
@@ -235,6 +234,38 @@ impl<'a> Symbolizer<'a> {
             })
             .into_iter()
             .collect()
+    }
+
+    /// The line the debug information declares the function whose code starts at `start`
+    /// at (`DW_AT_decl_line` of its subprogram, or of the declaration or abstract instance
+    /// it refers to): read for this one function, not by walking every unit.
+    pub fn declared_line(&self, start: u64) -> Option<u32> {
+        let ctx = self.dwarf.as_ref()?;
+        let unit = ctx.find_dwarf_and_unit(start).skip_all_loads()?;
+        // The subprogram holding `start` is the outermost of the frames there.
+        let mut frames = ctx.find_frames(start).skip_all_loads().ok()?;
+        let mut subprogram = None;
+        while let Ok(Some(f)) = frames.next() {
+            subprogram = f.dw_die_offset;
+        }
+        let line = |e: &gimli::DebuggingInformationEntry<Reader<'a>>| {
+            e.attr_value(gimli::DW_AT_decl_line)
+                .ok()
+                .flatten()
+                .and_then(|v| v.udata_value())
+                .and_then(|l| u32::try_from(l).ok())
+        };
+        let entry = unit.entry(subprogram?).ok()?;
+        line(&entry).or_else(|| {
+            [gimli::DW_AT_specification, gimli::DW_AT_abstract_origin]
+                .into_iter()
+                .find_map(|via| match entry.attr_value(via) {
+                    Ok(Some(gimli::AttributeValue::UnitRef(o))) => {
+                        unit.entry(o).ok().as_ref().and_then(line)
+                    }
+                    _ => None,
+                })
+        })
     }
 
     /// Every frame of a call stack, innermost first.
@@ -469,8 +500,6 @@ pub struct FunctionLines<'a> {
     /// demangled only where a lookup may match (thousands in an op library with the
     /// runtime: demangling all took longer than the rest of a flame graph).
     symbols: Vec<(&'a [u8], u64)>,
-    /// `DW_AT_decl_line` by the start address of the subprogram's code.
-    declared: HashMap<u64, u32>,
 }
 
 impl<'a> FunctionLines<'a> {
@@ -483,12 +512,12 @@ impl<'a> FunctionLines<'a> {
             .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0)
             .map(|s| (s.name_bytes().unwrap_or_default(), s.address()))
             .collect();
-        let declared = declared_lines(&named.file);
-        Some(FunctionLines {
-            named,
-            symbols,
-            declared,
-        })
+        Some(FunctionLines { named, symbols })
+    }
+
+    /// The image's names for addresses, as parsed for these lookups.
+    pub fn symbolizer(&self) -> &Symbolizer<'a> {
+        &self.named
     }
 
     /// The source line function `name` (as [`function_body`] names it) is defined at: the
@@ -498,10 +527,11 @@ impl<'a> FunctionLines<'a> {
         // A mangled name holds its function's identifier as written: only those are
         // demangled; an operator's is encoded (`clEv`), so for one every symbol is.
         let ident = identifier(name)?.as_bytes();
+        let finder = memchr::memmem::Finder::new(ident);
         let matching = |filtered: bool| {
             self.symbols
                 .iter()
-                .filter(|(raw, _)| !filtered || raw.windows(ident.len()).any(|w| w == ident))
+                .filter(|(raw, _)| !filtered || finder.find(raw).is_some())
                 .find(|(raw, _)| names_function(&demangle(raw), name))
                 .map(|s| s.1)
         };
@@ -512,64 +542,9 @@ impl<'a> FunctionLines<'a> {
             exact: true,
         });
         let outer = frames.last()?;
-        let line = self.declared.get(&start).copied().or(outer.line)?;
+        let line = self.named.declared_line(start).or(outer.line)?;
         Some((outer.file.clone()?, line))
     }
-}
-
-/// The `DW_AT_decl_line` of every subprogram with code, by its start address (followed
-/// through `DW_AT_specification` or `DW_AT_abstract_origin` in its unit where it has none
-/// itself).
-fn declared_lines(file: &object::File<'_>) -> HashMap<u64, u32> {
-    let mut lines = HashMap::new();
-    let endian = if file.is_little_endian() {
-        gimli::RunTimeEndian::Little
-    } else {
-        gimli::RunTimeEndian::Big
-    };
-    let load = |id: gimli::SectionId| -> Result<Reader<'_>, gimli::Error> {
-        Ok(gimli::EndianSlice::new(section(file, id.name()), endian))
-    };
-    let Ok(dwarf) = gimli::Dwarf::load(load) else {
-        return lines;
-    };
-    let line = |e: &gimli::DebuggingInformationEntry<Reader<'_>>| {
-        e.attr_value(gimli::DW_AT_decl_line)
-            .ok()
-            .flatten()
-            .and_then(|v| v.udata_value())
-            .and_then(|l| u32::try_from(l).ok())
-    };
-    let mut units = dwarf.units();
-    while let Ok(Some(header)) = units.next() {
-        let Ok(unit) = dwarf.unit(header) else {
-            continue;
-        };
-        let mut entries = unit.entries();
-        while let Ok(Some((_, e))) = entries.next_dfs() {
-            if e.tag() != gimli::DW_TAG_subprogram {
-                continue;
-            }
-            let Ok(Some(gimli::AttributeValue::Addr(low))) = e.attr_value(gimli::DW_AT_low_pc)
-            else {
-                continue;
-            };
-            let declared = line(e).or_else(|| {
-                [gimli::DW_AT_specification, gimli::DW_AT_abstract_origin]
-                    .into_iter()
-                    .find_map(|via| match e.attr_value(via) {
-                        Ok(Some(gimli::AttributeValue::UnitRef(o))) => {
-                            unit.entry(o).ok().as_ref().and_then(line)
-                        }
-                        _ => None,
-                    })
-            });
-            if let Some(l) = declared {
-                lines.entry(low).or_insert(l);
-            }
-        }
-    }
-    lines
 }
 
 /// A function's place in an image ([`function_body`]).

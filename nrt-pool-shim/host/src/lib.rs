@@ -241,10 +241,13 @@ impl IsaBackend for HostBackend {
                 stderr,
             })
             .collect();
-        let profiles = if team.profile {
-            // The library's file names the sampled frames (D124).
-            let image = std::fs::read(library.file()).ok();
-            let mut names = timeline::FrameNames::new(image.as_deref());
+        // The library's file names the sampled frames and places their functions (D124).
+        let image = team
+            .profile
+            .then(|| std::fs::read(library.file()).ok())
+            .flatten();
+        let mut names = timeline::FrameNames::new(image.as_deref());
+        let profiles: Vec<CoreProfile> = if team.profile {
             run.iter()
                 .zip(&cores)
                 .filter(|(_, end): &(&usize, &CoreEnd)| matches!(end.outcome, Outcome::Done(_)))
@@ -266,6 +269,17 @@ impl IsaBackend for HostBackend {
         } else {
             Vec::new()
         };
+        let lines = team.profile.then(|| {
+            let sampled = profiles.iter().filter_map(|p| p.measured.as_ref());
+            let functions: std::collections::BTreeSet<&str> = sampled
+                .flat_map(|m| {
+                    m.samples
+                        .iter()
+                        .flat_map(|(_, s)| s.iter().map(String::as_str))
+                })
+                .collect();
+            names.lines(functions)
+        });
         // What each core touched of a watched range (only a core that completed reports).
         let done = |end: &CoreEnd| matches!(end.outcome, Outcome::Done(_));
         let watched = run.iter().zip(&cores).filter(|_| team.watch.is_some());
@@ -279,6 +293,7 @@ impl IsaBackend for HostBackend {
             touched,
             // Host cores run native code: no access is seen one by one (D101).
             accesses: Vec::new(),
+            lines,
         })
     }
 

@@ -6,12 +6,13 @@ use std::collections::HashMap;
 
 use customop_abi::access::COPY_OUT;
 use customop_abi::control::{CopyStamp, Sample, TimelineHeader, FRAME_OUTSIDE};
-use nrt_pool_engine::profile::{MeasuredCopy, MeasuredTimeline, OUTSIDE_FRAME};
-use nrt_pool_engine::symbolize::{SourceFrame, StackAddr, Symbolizer};
+use nrt_pool_engine::profile::{DefinitionLines, MeasuredCopy, MeasuredTimeline, OUTSIDE_FRAME};
+use nrt_pool_engine::symbolize::{FunctionLines, SourceFrame, StackAddr};
 
-/// Names for sampled frames, each address looked up once.
+/// Names for sampled frames, each address looked up once, and where the functions they
+/// name are defined (the library's debug information parsed once for both).
 pub struct FrameNames<'a> {
-    symbols: Option<Symbolizer<'a>>,
+    known: Option<FunctionLines<'a>>,
     cache: HashMap<(u32, bool), Option<Vec<SourceFrame>>>,
 }
 
@@ -20,20 +21,32 @@ impl<'a> FrameNames<'a> {
     /// are named by their offsets).
     pub fn new(library: Option<&'a [u8]>) -> FrameNames<'a> {
         FrameNames {
-            symbols: library.and_then(Symbolizer::new),
+            known: library.and_then(FunctionLines::new),
             cache: HashMap::new(),
         }
+    }
+
+    /// Where each of `functions` (names [`FrameNames::stack`] gave) is defined, for those
+    /// the library's debug information places.
+    pub fn lines<'n>(&self, functions: impl IntoIterator<Item = &'n str>) -> DefinitionLines {
+        let Some(known) = &self.known else {
+            return DefinitionLines::new();
+        };
+        functions
+            .into_iter()
+            .filter_map(|f| Some((f.to_string(), known.line(f)?)))
+            .collect()
     }
 
     /// The frames at library offset `offset` (the interrupted instruction when `exact`,
     /// else a return address), innermost first; None where the library's segments do not
     /// hold it (another object loaded above the library).
     fn at(&mut self, offset: u32, exact: bool) -> Option<&[SourceFrame]> {
-        let symbols = &self.symbols;
+        let known = &self.known;
         self.cache
             .entry((offset, exact))
             .or_insert_with(|| {
-                let Some(s) = symbols else {
+                let Some(s) = known.as_ref().map(FunctionLines::symbolizer) else {
                     return Some(Vec::new());
                 };
                 s.maps(u64::from(offset)).then(|| {

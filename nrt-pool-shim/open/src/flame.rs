@@ -109,6 +109,7 @@ mod tests {
         let p = Profile {
             isa: "xtensa".into(),
             sbuf_tensors: 0,
+            lines: None,
             kernel: "relu".into(),
             cores: vec![core(0, 100), core(1, 50)],
         };

@@ -395,6 +395,7 @@ mod tests {
         let p = Profile {
             isa: "xtensa".into(),
             sbuf_tensors: 0,
+            lines: None,
             kernel: "relu".into(),
             cores: (0..8).map(core).collect(),
         };
@@ -460,6 +461,7 @@ mod tests {
         let p = Profile {
             isa: "xtensa".into(),
             sbuf_tensors: 0,
+            lines: None,
             kernel: "relu".into(),
             cores: vec![core],
         };
@@ -523,6 +525,7 @@ mod tests {
         let p = Profile {
             isa: "host".into(),
             sbuf_tensors: 0,
+            lines: None,
             kernel: "relu".into(),
             cores: vec![CoreProfile {
                 core: 3,

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use nrt_pool_engine::check::CheckReport;
+use nrt_pool_engine::check::{CheckReport, SourceLine};
 use nrt_pool_engine::profile::Profile;
 use nrt_pool_engine::DeviceFault;
 
@@ -55,7 +55,19 @@ impl LaunchViews {
         let bytes = if file.extension().is_some_and(|x| x == "svg") {
             let graph = FlameGraph {
                 profile: p,
-                lines: pool.function_lines(p.function_names()),
+                lines: match &p.lines {
+                    Some(known) => known
+                        .iter()
+                        .map(|(f, (file, line))| {
+                            let at = SourceLine {
+                                file: file.clone(),
+                                line: *line,
+                            };
+                            (f.clone(), at)
+                        })
+                        .collect(),
+                    None => pool.function_lines(p.function_names()),
+                },
             };
             graph.svg().map_err(|source| ViewError {
                 view: "profile",

@@ -589,6 +589,7 @@ impl IsaBackend for XtensaBackend {
             stdio,
             // QEMU's cores report no watch: a check compares the whole range.
             touched: Vec::new(),
+            lines: None,
         })
     }
 
