@@ -187,8 +187,11 @@ extern uint32_t dma_queue_s2m_offset;
 /// A kernel's launcher (what the build generates for each kernel): on a 32-bit Pool core,
 /// switch_stack_or_call_wrapper with this translation unit's STACK_SIZE, as the vendor's
 /// generated launchers call it; on a 64-bit host, customop_call_wrapper_on_stack with the
-/// same STACK_SIZE (host cores give the kernel the stack the device would, D94).
-static inline int customop_launch(void (*wrapper)(void)) {
+/// same STACK_SIZE (host cores give the kernel the stack the device would, D94). Always
+/// inlined, as the vendor's launchers call the switch themselves: a launcher's frames above
+/// the kernel are then the same in every library, whatever GCC's size heuristics would
+/// choose for a library with many kernels (D126).
+static inline __attribute__((always_inline)) int customop_launch(void (*wrapper)(void)) {
 #if __SIZEOF_POINTER__ == 4
     return switch_stack_or_call_wrapper((unsigned)(uintptr_t)wrapper, STACK_SIZE);
 #else

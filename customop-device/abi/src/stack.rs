@@ -7,13 +7,11 @@
 pub const LOCAL_ROOM: u32 = 7936;
 
 /// How deep the kernel's wrapper and everything below it may touch the local stack, in
-/// bytes of device frames below the runtime's stack switch (D118). Measured on Xtensa
-/// cores with a recursion whose every frame is touched at its stack pointer: a wrapper
-/// (416 bytes), a kernel (224) and 151 frames of 48 bytes (7888 in all) run, one more
-/// frame overflows; with 288 bytes of kernel, 150 frames (7904) overflow. (Kernels whose
-/// deepest code is the runtime's run 16 bytes deeper on Xtensa cores: the edge kept here
-/// is the lower one, so what runs on host cores runs on the device.)
-pub const LOCAL_DEPTH: u32 = 7888;
+/// bytes of device frames below the runtime's stack switch (D118, D126). Measured on Xtensa
+/// cores by bisection, with every launcher calling the switch directly (`customop_launch`
+/// always inlined): the longest variable-length array a kernel takes before a helper, and a
+/// recursion of 48-byte frames, end at the same size on both backends with this limit.
+pub const LOCAL_DEPTH: u32 = 7904;
 
 /// Set in the STACK_SIZE a host core's runtime asks its kernel stack for when the op
 /// library's code judges the stack by the device build's frames: the host core then gives

@@ -515,25 +515,83 @@ void stack_decls()
     stack_check_fn = check;
 }
 
-// `lhs = __builtin_stack_save ()`: the stack pointer now.
-gimple *stack_pointer_into(tree lhs)
+// `value + dynamic`, inserted before `at`: a depth with the bytes the function's
+// variable-length arrays hold now added.
+tree plus_dynamic(gimple_stmt_iterator *at, tree value, tree dynamic)
 {
-    gcall *save = gimple_build_call(builtin_decl_explicit(BUILT_IN_STACK_SAVE), 0);
-    gimple_call_set_lhs(save, lhs);
-    return save;
+    tree now = make_ssa_name(integer_type_node);
+    gsi_insert_before(at, gimple_build_assign(now, dynamic), GSI_SAME_STMT);
+    tree sum = make_ssa_name(integer_type_node);
+    gsi_insert_before(at, gimple_build_assign(sum, PLUS_EXPR, value, now), GSI_SAME_STMT);
+    return sum;
 }
 
-// `value + (int)(above - below)`, inserted before `at`: a depth with the bytes of stack
-// between two pointers into it added.
-tree plus_bytes_below(gimple_stmt_iterator *at, tree value, tree above, tree below)
+// The largest alloca a depth counts in full: anything larger overflows any stack, and the
+// sum stays inside an int.
+const unsigned long DYNAMIC_CAP = 1ul << 30;
+
+// `dynamic += bytes alloca `a` takes on the device`, inserted before `at`. GCC for Xtensa
+// moves the stack pointer down by the size plus what an alignment above the stack's 16
+// bytes needs, rounded up to 16 bytes (its `movsp`; D126).
+void count_alloca(gimple_stmt_iterator *at, gimple *a, tree dynamic)
 {
-    tree diff = make_ssa_name(ptrdiff_type_node);
-    gsi_insert_before(at, gimple_build_assign(diff, POINTER_DIFF_EXPR, above, below), GSI_SAME_STMT);
+    tree size = gimple_call_arg(a, 0);
+    unsigned long extra = 15;
+    tree fn = gimple_call_fndecl(a);
+    if (gimple_call_num_args(a) > 1 && fn &&
+        DECL_FUNCTION_CODE(fn) != BUILT_IN_ALLOCA && tree_fits_uhwi_p(gimple_call_arg(a, 1))) {
+        unsigned long align = tree_to_uhwi(gimple_call_arg(a, 1)) / BITS_PER_UNIT;
+        if (align > 16)
+            extra += align - 16;
+    }
+    tree capped = make_ssa_name(TREE_TYPE(size));
+    gsi_insert_before(at,
+                      gimple_build_assign(capped, MIN_EXPR, size,
+                                          build_int_cst(TREE_TYPE(size), DYNAMIC_CAP)),
+                      GSI_SAME_STMT);
     tree bytes = make_ssa_name(integer_type_node);
-    gsi_insert_before(at, gimple_build_assign(bytes, NOP_EXPR, diff), GSI_SAME_STMT);
-    tree sum = make_ssa_name(integer_type_node);
-    gsi_insert_before(at, gimple_build_assign(sum, PLUS_EXPR, value, bytes), GSI_SAME_STMT);
-    return sum;
+    gsi_insert_before(at, gimple_build_assign(bytes, NOP_EXPR, capped), GSI_SAME_STMT);
+    tree padded = make_ssa_name(integer_type_node);
+    gsi_insert_before(at,
+                      gimple_build_assign(padded, PLUS_EXPR, bytes,
+                                          build_int_cst(integer_type_node, extra)),
+                      GSI_SAME_STMT);
+    tree rounded = make_ssa_name(integer_type_node);
+    gsi_insert_before(at,
+                      gimple_build_assign(rounded, BIT_AND_EXPR, padded,
+                                          build_int_cst(integer_type_node, -16)),
+                      GSI_SAME_STMT);
+    tree total = plus_dynamic(at, rounded, dynamic);
+    gsi_insert_before(at, gimple_build_assign(dynamic, total), GSI_SAME_STMT);
+}
+
+// Each `p = __builtin_stack_save ()` keeps the bytes held then (in a variable of its own);
+// each `__builtin_stack_restore (p)` of such a `p` gives them back. A restore of a
+// pointer that comes from elsewhere (merged from several saves) leaves the count as it
+// is: what the function's later calls are charged may then be too deep, never too shallow.
+void pair_saves_and_restores(vec<gimple *> &saves, vec<gimple *> &restores, tree dynamic)
+{
+    std::map<tree, tree> kept;
+    for (gimple *s : saves) {
+        tree held = create_tmp_var(integer_type_node, "device_dynamic_saved");
+        TREE_ADDRESSABLE(held) = 1;
+        gimple_stmt_iterator at = gsi_for_stmt(s);
+        gsi_next(&at);
+        tree now = make_ssa_name(integer_type_node);
+        gsi_insert_before(&at, gimple_build_assign(now, dynamic), GSI_SAME_STMT);
+        gsi_insert_before(&at, gimple_build_assign(held, now), GSI_SAME_STMT);
+        kept[gimple_call_lhs(s)] = held;
+    }
+    for (gimple *r : restores) {
+        auto k = kept.find(gimple_call_arg(r, 0));
+        if (k == kept.end())
+            continue;
+        gimple_stmt_iterator at = gsi_for_stmt(r);
+        gsi_next(&at);
+        tree then = make_ssa_name(integer_type_node);
+        gsi_insert_before(&at, gimple_build_assign(then, k->second), GSI_SAME_STMT);
+        gsi_insert_before(&at, gimple_build_assign(dynamic, then), GSI_SAME_STMT);
+    }
 }
 
 const pass_data device_stack_data = {
@@ -566,6 +624,9 @@ public:
         // too (its `movsp`), so the depth adds what they took, measured here as the
         // stack pointer's distance from where the function began.
         auto_vec<gimple *> allocas;
+        // Where the function saves the stack pointer and restores it (a variable-length
+        // array's scope, left each time round a loop).
+        auto_vec<gimple *> saves, restores;
         auto_vec<std::pair<basic_block, long>> deeper;
         bool moves = false;
         basic_block bb;
@@ -591,6 +652,15 @@ public:
                     ALLOCA_FUNCTION_CODE_P(DECL_FUNCTION_CODE(builtin))) {
                     if (gimple_call_lhs(stmt))
                         allocas.safe_push(stmt);
+                    continue;
+                }
+                if (builtin && fndecl_built_in_p(builtin, BUILT_IN_STACK_SAVE)) {
+                    if (gimple_call_lhs(stmt))
+                        saves.safe_push(stmt);
+                    continue;
+                }
+                if (builtin && fndecl_built_in_p(builtin, BUILT_IN_STACK_RESTORE)) {
+                    restores.safe_push(stmt);
                     continue;
                 }
                 tree callee = gimple_call_fndecl(stmt);
@@ -644,10 +714,14 @@ public:
         gimple_stmt_iterator gsi = gsi_start_bb(entry);
         tree saved = make_ssa_name(integer_type_node);
         gsi_insert_after(&gsi, gimple_build_assign(saved, stack_depth_var), GSI_NEW_STMT);
-        tree entry_sp = NULL_TREE;
+        // The bytes the function's variable-length arrays and alloca hold on the device
+        // now (D126): counted by the device compiler's rule, not measured from the host's
+        // stack pointer (x86 moves it for its own reasons too).
+        tree dynamic = NULL_TREE;
         if (!allocas.is_empty()) {
-            entry_sp = make_ssa_name(ptr_type_node);
-            gsi_insert_after(&gsi, stack_pointer_into(entry_sp), GSI_NEW_STMT);
+            dynamic = create_tmp_var(integer_type_node, "device_dynamic");
+            TREE_ADDRESSABLE(dynamic) = 1;
+            gsi_insert_after(&gsi, gimple_build_assign(dynamic, integer_zero_node), GSI_NEW_STMT);
         }
         tree need = make_ssa_name(integer_type_node);
         gsi_insert_after(&gsi,
@@ -688,12 +762,9 @@ public:
                                                       build_int_cst(integer_type_node, c.second)),
                                   GSI_SAME_STMT);
             }
-            if (entry_sp) {
+            if (dynamic)
                 // Below what the function's variable-length arrays took.
-                tree now = make_ssa_name(ptr_type_node);
-                gsi_insert_before(&at, stack_pointer_into(now), GSI_SAME_STMT);
-                value = plus_bytes_below(&at, value, entry_sp, now);
-            }
+                value = plus_dynamic(&at, value, dynamic);
             gsi_insert_before(&at, gimple_build_assign(stack_depth_var, value), GSI_SAME_STMT);
             // A runtime call that can take a path the runtime charges when taken (printf's
             // float conversion): how deep that path would reach, for the runtime to check
@@ -719,24 +790,25 @@ public:
             gimple_stmt_iterator at = gsi_for_stmt(ret);
             gsi_insert_before(&at, gimple_build_assign(stack_depth_var, saved), GSI_SAME_STMT);
         }
-        // After each variable-length array or alloca: the function's deepest below what
-        // they took, checked.
+        // After each variable-length array or alloca: its device bytes counted, and the
+        // function's deepest below them checked.
         for (gimple *a : allocas) {
             gimple_stmt_iterator at = gsi_for_stmt(a);
             gsi_next(&at);
-            tree block = make_ssa_name(ptr_type_node);
-            gsi_insert_before(&at, gimple_build_assign(block, NOP_EXPR, gimple_call_lhs(a)),
-                              GSI_SAME_STMT);
+            count_alloca(&at, a, dynamic);
             tree base = make_ssa_name(integer_type_node);
             gsi_insert_before(&at,
                               gimple_build_assign(base, PLUS_EXPR, saved,
                                                   build_int_cst(integer_type_node, deepest)),
                               GSI_SAME_STMT);
-            tree need = plus_bytes_below(&at, base, entry_sp, block);
+            tree need = plus_dynamic(&at, base, dynamic);
             gcall *check = gimple_build_call(stack_check_fn, 1, need);
             gimple_set_location(check, gimple_location(a));
             gsi_insert_before(&at, check, GSI_SAME_STMT);
         }
+        // A saved stack pointer keeps the bytes held then; its restore gives them back.
+        if (dynamic)
+            pair_saves_and_restores(saves, restores, dynamic);
         // Blocks that go deeper: __customop_device_stack_check (saved + their deepest).
         for (auto &d : deeper) {
             gimple_stmt_iterator at = gsi_after_labels(d.first);
@@ -745,11 +817,8 @@ public:
                               gimple_build_assign(need, PLUS_EXPR, saved,
                                                   build_int_cst(integer_type_node, d.second)),
                               GSI_SAME_STMT);
-            if (entry_sp) {
-                tree now = make_ssa_name(ptr_type_node);
-                gsi_insert_before(&at, stack_pointer_into(now), GSI_SAME_STMT);
-                need = plus_bytes_below(&at, need, entry_sp, now);
-            }
+            if (dynamic)
+                need = plus_dynamic(&at, need, dynamic);
             gcall *check = gimple_build_call(stack_check_fn, 1, need);
             gimple_set_location(check, gimple_location(gsi_stmt(at)));
             gsi_insert_before(&at, check, GSI_SAME_STMT);
