@@ -125,6 +125,8 @@ pub fn build_or_reuse(o: &OpBuildOptions) -> Result<OpBuild, BuildError> {
     let mut read = reuse::dependencies(work.path());
     read.extend(o.compute.iter().chain(&o.shape).cloned());
     read.extend(reuse::files_under(&o.setup.include));
+    let precompiled = crate::op_api_pch::root(&crate::cache_dir());
+    read.retain(|p| !p.starts_with(&precompiled));
     let made: Vec<PathBuf> = std::iter::once(report.library.clone())
         .chain(report.device_image.clone())
         .chain(report.device.clone().unwrap_or_default())

@@ -124,10 +124,20 @@ pub(crate) fn include_args(
         probe.get_args().collect::<Vec<_>>(),
     )
         .hash(&mut key);
-    let root = cache.join("pch");
+    let root = root(cache);
     let dir = root.join(format!("{:016x}", key.finish()));
     static BUILDING: Mutex<()> = Mutex::new(());
     let _one_at_a_time = BUILDING.lock().unwrap_or_else(|p| p.into_inner());
+    if current(&dir) {
+        mark_used(&dir);
+        return Some(["-include".into(), dir.join("op_api.h").into()]);
+    }
+    // One process builds an entry; the others wait and take it. Without this, a second
+    // process built the same entry and replaced the first's, and a build that was reading
+    // the first's header in that moment found it gone and left its library unrecorded
+    // (the next load built it again: seen as five builds of four folders in
+    // test_build_sharing.py).
+    let _lock = lock_entry(&root, &dir);
     if !current(&dir) {
         // (Nothing cached for this command yet is no entry to distrust.)
         let distrusted = dir.exists().then(|| trusted(&dir).err()).flatten();
@@ -141,7 +151,24 @@ pub(crate) fn include_args(
         // (An entry this process cannot replace, another user's, stays untrusted.)
         trusted(&dir).ok()?;
     }
+    mark_used(&dir);
     Some(["-include".into(), dir.join("op_api.h").into()])
+}
+
+/// The cache's lock for entry `dir` (a file beside it, held until dropped or the process
+/// ends); None where it cannot be taken (a read-only cache: the entry is then built
+/// unlocked, as before).
+fn lock_entry(root: &Path, dir: &Path) -> Option<std::fs::File> {
+    std::fs::create_dir_all(root).ok()?;
+    let name = dir.file_name()?.to_string_lossy();
+    let file = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(root.join(format!(".{name}.lock")))
+        .ok()?;
+    file.lock().ok()?;
+    Some(file)
 }
 
 /// Whether `dir` holds a whole precompiled header (see [`trusted`]) whose every input is
@@ -267,7 +294,34 @@ fn manifest(deps: &str) -> String {
     out
 }
 
-/// Removes all but the newest [`KEEP`] entries under `root`.
+/// The folder of the precompiled entries in cache folder `cache` (a build's record leaves
+/// what lies in it out: an entry is checked as a cache entry of its own, and another
+/// process may evict it).
+pub(crate) fn root(cache: &Path) -> PathBuf {
+    cache.join("pch")
+}
+
+/// An entry used within this long is never evicted: a build may be compiling with it.
+const IN_USE: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+/// Stamps entry `dir` as used now (its manifest's modification time), for [`evict`].
+fn mark_used(dir: &Path) {
+    if let Ok(f) = std::fs::File::options()
+        .append(true)
+        .open(dir.join("inputs"))
+    {
+        let _ = f.set_modified(std::time::SystemTime::now());
+    }
+}
+
+/// When entry `dir` was last used (or built).
+fn last_used(dir: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(dir.join("inputs")).ok()?.modified().ok()
+}
+
+/// Removes all but the [`KEEP`] entries under `root` used last, sparing any used within
+/// [`IN_USE`] (before, an entry another process was compiling with could go, and that
+/// build failed or left its library unrecorded).
 fn evict(root: &Path) {
     let Ok(entries) = std::fs::read_dir(root) else {
         return;
@@ -275,11 +329,19 @@ fn evict(root: &Path) {
     let mut dirs: Vec<(std::time::SystemTime, PathBuf)> = entries
         .flatten()
         .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .filter_map(|e| {
+            Some((
+                last_used(&e.path()).or(e.metadata().ok()?.modified().ok())?,
+                e.path(),
+            ))
+        })
         .collect();
     dirs.sort_by_key(|d| std::cmp::Reverse(d.0));
-    for (_, d) in dirs.into_iter().skip(KEEP) {
-        let _ = std::fs::remove_dir_all(d);
+    let now = std::time::SystemTime::now();
+    for (used, d) in dirs.into_iter().skip(KEEP) {
+        if now.duration_since(used).is_ok_and(|age| age >= IN_USE) {
+            let _ = std::fs::remove_dir_all(d);
+        }
     }
 }
 
@@ -421,5 +483,48 @@ mod tests {
         assert!(!opens(b"int x;\n#include <torch/torch.h>\n"));
         assert!(!opens(b"#include \"neuron_customop.hpp\"\n"));
         assert!(!opens(b""));
+    }
+
+    #[test]
+    fn eviction_keeps_the_entries_used_last_and_spares_those_in_use() {
+        let root = tempfile::tempdir().unwrap();
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        let entry = |i: usize, used: std::time::SystemTime| {
+            let d = root.path().join(format!("{i:016x}"));
+            std::fs::create_dir(&d).unwrap();
+            let f = std::fs::File::create(d.join("inputs")).unwrap();
+            f.set_modified(used - std::time::Duration::from_secs(i as u64))
+                .unwrap();
+        };
+        // Twelve entries: ten unused for an hour, two in use now.
+        for i in 0..10 {
+            entry(i, hour_ago);
+        }
+        entry(10, std::time::SystemTime::now());
+        entry(11, std::time::SystemTime::now());
+        // A lock file is not an entry.
+        std::fs::write(root.path().join(".0000000000000000.lock"), "").unwrap();
+        evict(root.path());
+        let mut left: Vec<String> = std::fs::read_dir(root.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        // The two in use and the six used last of the rest stay (KEEP = 8); the four
+        // used longest ago go.
+        let mut want: Vec<String> = (0..6)
+            .chain([10, 11])
+            .map(|i| format!("{i:016x}"))
+            .collect();
+        want.push(".0000000000000000.lock".into());
+        want.sort();
+        assert_eq!(left, want);
+        // Used now, an old entry is spared even beyond KEEP.
+        mark_used(&root.path().join(format!("{:016x}", 5)));
+        for i in 12..20 {
+            entry(i, std::time::SystemTime::now());
+        }
+        evict(root.path());
+        assert!(root.path().join(format!("{:016x}", 5)).exists());
     }
 }
