@@ -387,6 +387,13 @@ pub struct MeasuredCopy {
 }
 
 impl MeasuredTimeline {
+    /// Every function its samples name, in sample order (repeats kept).
+    pub fn functions(&self) -> impl Iterator<Item = &str> {
+        self.samples
+            .iter()
+            .flat_map(|(_, s)| s.iter().map(String::as_str))
+    }
+
     /// The sampled stacks folded: each distinct stack (outermost first) with the time its
     /// samples stood for (ns), in the order first seen.
     pub fn folded(&self) -> Vec<(&[String], u64)> {

@@ -156,11 +156,7 @@ impl Profile {
             .cores
             .iter()
             .filter_map(|c| c.measured.as_ref())
-            .flat_map(|m| {
-                m.samples
-                    .iter()
-                    .flat_map(|(_, s)| s.iter().map(String::as_str))
-            });
+            .flat_map(MeasuredTimeline::functions);
         counted.chain(sampled).filter(|n| seen.insert(*n)).collect()
     }
 

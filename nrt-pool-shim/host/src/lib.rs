@@ -272,11 +272,7 @@ impl IsaBackend for HostBackend {
         let lines = team.profile.then(|| {
             let sampled = profiles.iter().filter_map(|p| p.measured.as_ref());
             let functions: std::collections::BTreeSet<&str> = sampled
-                .flat_map(|m| {
-                    m.samples
-                        .iter()
-                        .flat_map(|(_, s)| s.iter().map(String::as_str))
-                })
+                .flat_map(nrt_pool_engine::profile::MeasuredTimeline::functions)
                 .collect();
             names.lines(functions)
         });
