@@ -340,7 +340,14 @@ def test_the_cli_profiles_a_launch_and_writes_folded_stacks(lib, tmp_path):
             assert all(int(l.rsplit(" ", 1)[1]) > 0 for l in mine), lines
     else:
         assert re.search(r"^  core 0: \d+\.\d{3} ms", p.stderr, re.M), p.stderr
-        assert [l.split(" ")[:2] for l in lines] == [["core", "0"], ["core", "1"]], lines
+        # A kernel this short is usually over before the first sample (each core's line is
+        # then its wall time); on a loaded machine a core may be sampled once or more, each
+        # stack a line of its own. Either way: both cores, in order, each weight positive.
+        cores = [re.match(r"core (\d+)[ ;]", l) for l in lines]
+        assert all(cores), lines
+        assert sorted(set(int(m.group(1)) for m in cores)) == [0, 1], lines
+        assert [int(m.group(1)) for m in cores] == sorted(int(m.group(1)) for m in cores), lines
+        assert all(int(l.rsplit(" ", 1)[1]) > 0 for l in lines), lines
 
 
 def test_python_profile_returns_the_counts_and_they_follow_the_work(lib):
