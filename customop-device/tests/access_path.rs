@@ -74,4 +74,15 @@ fn the_frames_table_charges_printfs_float_path_apart() {
         );
     }
     assert_eq!(reach("R", "puts"), None, "puts formats no float");
+    // A copy reaches checking mode's note writer only in a checked launch (D128): its
+    // plain path leaves the note out, its charged path has it.
+    for entry in ["_Z13neuron_memcpyyPvj", "_Z13neuron_memcpyPvyj"] {
+        let (Some(plain), Some(noted)) = (reach("D", entry), reach("R", entry)) else {
+            panic!("{entry}: no D and R lines in {}", path.display());
+        };
+        assert!(
+            noted > plain,
+            "{entry}: {plain} without the note, {noted} with it"
+        );
+    }
 }

@@ -214,7 +214,6 @@ PRINTS = r"""
 PRINT_INT(5800)
 PRINT_INT(6200)
 PRINT_FLOAT(4480)
-PRINT_FLOAT(4484)
 PRINT_FLOAT(4600)
 
 // A variable-length array as long as x has elements, every byte written, and a small
@@ -231,6 +230,23 @@ torch::Tensor vla_float(const torch::Tensor &x) {
     for (int i = 0; i < n; i++) buf[i] = (char)(i + n);
     printf("%f\n", (double)buf[n - 1] / 3);
     return torch::full({1}, (float)buf[0], torch::kFloat);
+}
+// Then an integer conversion: its digits divide through a routine whose address rustc
+// spilled to the stack and reloads before each call (the frames table follows it, D128).
+torch::Tensor vla_int(const torch::Tensor &x) {
+    int n = (int)x.numel();
+    volatile char buf[n];
+    for (int i = 0; i < n; i++) buf[i] = (char)(i + n);
+    printf("%d\n", (int)buf[n - 1]);
+    return torch::empty({1}, torch::kFloat);
+}
+// Then torch::full as the deepest code: its fill copies through neuron_memcpy, whose
+// checking-mode note a launch with checks off never takes (D128).
+torch::Tensor vla_full(const torch::Tensor &x) {
+    int n = (int)x.numel();
+    volatile char buf[n];
+    for (int i = 0; i < n; i++) buf[i] = (char)(i + n);
+    return torch::full({1}, (float)buf[n / 2], torch::kFloat);
 }
 torch::Tensor vla(const torch::Tensor &x) {
     int n = (int)x.numel();
@@ -267,8 +283,8 @@ torch::Tensor vla_scopes(const torch::Tensor &x) {
     return y;
 }
 """
-PRINT_OPS = ["print_int_5800", "print_int_6200", "print_float_4480", "print_float_4484", "print_float_4600",
-             "vla", "vla_float", "vla_aligned", "vla_scopes"]
+PRINT_OPS = ["print_int_5800", "print_int_6200", "print_float_4480", "print_float_4600",
+             "vla", "vla_float", "vla_int", "vla_full", "vla_aligned", "vla_scopes"]
 
 
 def build_prints(tmp, flags=()):
@@ -305,15 +321,16 @@ def test_printf_is_charged_by_the_path_it_takes(print_pair):
     assert got["print_float_4600"]["host"] == "stack overflow"
 
 
-def test_printf_floats_edge_never_lets_host_cores_run_what_the_device_overflows(print_pair):
-    """The float conversion's charged path (D122) at the edge: the longest variable-length
-    array before a printf("%f") that still runs, found by bisection on each backend. Host
-    cores never run further than the device (with fixed locals they did, by 16 bytes:
-    CHARGED_PATH_UNSEEN; 4480 and 4484 bytes above sit on that edge), and stop at most
-    32 bytes earlier (measured: 4480 against 4512; a variable-length array's frame is
-    judged as D123 says)."""
-    host, device = edge(print_pair, "host", "vla_float"), edge(print_pair, "xtensa", "vla_float")
-    assert device - 32 <= host <= device, (host, device)
+def test_the_runtimes_paths_meet_the_stacks_edge_where_the_device_does(print_pair):
+    """A kernel whose deepest point is inside the runtime, at the stack's edge: the longest
+    variable-length array before printf("%f") (its charged float path, D122), printf("%d")
+    (digits divided through a spilled routine address) and torch::full (a copy whose
+    checking-mode note is charged only when taken), found by bisection on each backend, is
+    the same byte count on both (D128; before, host cores stopped 16 and 64 bytes early on
+    the first and last, and ran 48 bytes further than the device on the second)."""
+    ops = ("vla_float", "vla_int", "vla_full")
+    edges = {isa: {op: edge(print_pair, isa, op) for op in ops} for isa in ("host", "xtensa")}
+    assert edges["host"] == edges["xtensa"], edges
 
 
 def edge(pair, isa, op):
@@ -369,3 +386,43 @@ def test_a_variable_length_array_at_o0_runs_on_xtensa_cores_as_on_the_device(tmp
         assert got["host"] == got["xtensa"], f"{n} bytes at -O0: {got}"
     assert results[4000]["xtensa"] != "stack overflow"
     assert results[9000]["xtensa"] == "stack overflow"
+
+
+STALE = r"""
+#include <torch/torch.h>
+#include <stdio.h>
+// 5000 bytes of locals: printf("%d") runs here, its float path would not; then a
+// `__builtin_clz(0)`, whose rule check reaches the runtime's note writer by a call the
+// build sets no charged depth for.
+torch::Tensor stale(const torch::Tensor &x) {
+    volatile char buf[5000];
+    int n = (int)x.numel();
+    for (int i = 0; i < 5000; i++) buf[i] = (char)(i + n);
+    printf("%d\n", (int)buf[n]);
+    volatile unsigned z = (unsigned)n - 4;
+    return torch::full({1}, (float)__builtin_clz(z), torch::kFloat);
+}
+"""
+
+
+def test_a_charged_depth_is_not_left_pending_after_its_call_returns(tmp_path):
+    """The depth a charged call would reach (printf's float path here) is set before the call
+    and cleared when it returns (D128): a later charged function reached without one (the
+    note writer, from a rule check) must not meet it. Before, host cores reported a stack
+    overflow here that the device does not have, checks on or off."""
+    (tmp_path / "k.cpp").write_text(STALE)
+    (tmp_path / "s.cpp").write_text(
+        '#include <torch/torch.h>\n#include "torchneuron/register.h"\n'
+        "torch::Tensor one(torch::Tensor x) { return torch::empty({1}, torch::kFloat); }\n"
+        'NEURON_LIBRARY(stale_ops, m) { m.def("stale", &one, "stale"); }\n')
+    out = tmp_path / "out"
+    custom_op.load("stale_ops", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"], build_directory=out, isa="xtensa")
+    host = custom_op.load_library(out / "libstale_ops.so")
+    device = custom_op.load_library(out / "libstale_ops.pool")
+    x = np.zeros(4, np.float32)
+    np.testing.assert_array_equal(host.ops["stale"](x), device.ops["stale"](x))
+    from gpsimd_open import CheckError
+    with pytest.raises(CheckError) as e:
+        host.ops["stale"](x, check=True)
+    assert [f["check"] for f in e.value.findings] == ["rules"], e.value.findings
+    assert "__builtin_clz(0)" in e.value.findings[0]["message"]

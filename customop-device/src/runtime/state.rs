@@ -389,8 +389,13 @@ pub fn hbm_allocate(size: u32, align: u32) -> Result<u64, HeapError> {
 }
 
 /// Checking mode: writes a note into this core's check log (nothing outside checked
-/// launches; a full log counts what it drops).
+/// launches; a full log counts what it drops). Its callers (a copy's use-after-free check,
+/// the heaps' checks) reach it only in checking mode, so host builds charge its stack when
+/// it is taken, not at every call that could take it (D128); never inlined: the device
+/// frames table finds it by its name.
+#[inline(never)]
 pub fn check_note(kind: NoteKind, count: u32, a: u64, b: u64) {
+    crate::runtime::stack::charged_path();
     let (fill, data) = STATE.with(|s| (s.check_fill, s.data_scratch));
     if fill == 0 || data == 0 {
         return;

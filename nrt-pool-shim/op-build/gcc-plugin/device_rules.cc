@@ -781,6 +781,17 @@ public:
                                   GSI_SAME_STMT);
                 gsi_insert_before(&at, gimple_build_assign(stack_charged_var, deep),
                                   GSI_SAME_STMT);
+                // And none pending once it returns: a charged function reached later by
+                // a call that sets none (a checking-mode note from a sanitizer's handler,
+                // D128) must not meet this call's depth.
+                if (!stmt_ends_bb_p(stmt)) {
+                    gimple_stmt_iterator after = gsi_for_stmt(stmt);
+                    gsi_insert_after(&after,
+                                     gimple_build_assign(stack_charged_var,
+                                                         build_int_cst(integer_type_node,
+                                                                       INT_MIN)),
+                                     GSI_NEW_STMT);
+                }
             }
             if (is_a<gcall *>(stmt))
                 gimple_call_set_tail(as_a<gcall *>(stmt), false);

@@ -31,19 +31,16 @@ pub struct DeviceFrames {
 }
 
 /// The runtime's functions whose stack a host build charges when a call takes them, not
-/// at every call that could (D122): each is a deep path most calls do not take (printf's
-/// float conversion, about 2 KiB of a Pool core's stack below `printf`'s 700 bytes). The
-/// runtime checks `__customop_stack_charged` on entry to each (`stack::charged_path`).
-/// Matched within Rust's symbol names.
-pub const RUNTIME_CHARGED: &[&str] = &["14neuroncustomop4libc6printf5float"];
-
-/// Bytes a charged path reaches on Xtensa cores beyond what its frames add up to:
-/// measured, not derived (2026-12-07): with `printf("%f")` after N bytes of locals, Xtensa
-/// cores overflow from N = 4484 while the frames' sum let host cores run to 4496; the
-/// cause is not found (a call the table cannot follow, through a function pointer, is the
-/// likeliest). Charged so that host cores never run what the device overflows; the test
-/// of the edge (`test_stack_edges.py`) fails if the runtime's path moves past it.
-pub const CHARGED_PATH_UNSEEN: u32 = 16;
+/// at every call that could (D122): each is a deep path most calls do not take: printf's
+/// float conversion (about 2 KiB of a Pool core's stack below `printf`'s 700 bytes), and
+/// checking mode's note writer (D128: every copy's use-after-free check can reach it, 60
+/// bytes below the copy's own path, but only a checked launch takes it). The runtime
+/// checks `__customop_stack_charged` on entry to each (`stack::charged_path`). Matched
+/// within Rust's symbol names.
+pub const RUNTIME_CHARGED: &[&str] = &[
+    "14neuroncustomop4libc6printf5float",
+    "14neuroncustomop7runtime5state10check_note",
+];
 
 fn is_charged(name: &str) -> bool {
     RUNTIME_CHARGED.iter().any(|c| name.contains(c))
@@ -97,6 +94,11 @@ impl DeviceFrames {
         // through them: `l32r a8, .LCPI0_1` then `callx8 a8`).
         let mut symbols: HashMap<&str, &str> = HashMap::new();
         let mut loaded: HashMap<&str, &str> = HashMap::new();
+        // Stack slots of the current function holding such a symbol: where registers run
+        // short, rustc spills the address once and reloads it before each call
+        // (`s32i a8, a1, 4` ... `l32i a8, a1, 4`, `callx8 a8`: printf's digit loop
+        // calling `__udivdi3`, D128).
+        let mut spilled: HashMap<&str, &str> = HashMap::new();
         let mut functions: BTreeSet<&str> = BTreeSet::new();
         let mut current: Option<&str> = None;
         // The current function's prologue while it may still be moving the stack pointer.
@@ -144,6 +146,7 @@ impl DeviceFrames {
                     current = Some(label);
                     prologue = None;
                     loaded.clear();
+                    spilled.clear();
                 }
                 continue;
             }
@@ -178,20 +181,7 @@ impl DeviceFrames {
             if let Some(callee) = direct_callee(op, &args, &loaded) {
                 out.calls.insert((function.to_string(), callee.to_string()));
             }
-            match (op, args.as_slice()) {
-                ("l32r", [r, lit]) => match symbols.get(lit) {
-                    Some(sym) => {
-                        loaded.insert(*r, *sym);
-                    }
-                    None => {
-                        loaded.remove(r);
-                    }
-                },
-                (_, [r, ..]) => {
-                    loaded.remove(r);
-                }
-                _ => {}
-            }
+            follow_symbols(op, &args, &symbols, &mut loaded, &mut spilled);
             prologue = prologue.and_then(|p| {
                 p.step(op, &args, &literals, |n| {
                     out.frames.insert(function.to_string(), n);
@@ -339,7 +329,6 @@ impl DeviceFrames {
                 s.push_str(&format!("D {name} {n}\n"));
             }
             if let Some(n) = charged.get(name) {
-                let n = n.saturating_add(CHARGED_PATH_UNSEEN);
                 s.push_str(&format!("R {name} {n}\n"));
             }
         }
@@ -377,6 +366,47 @@ fn frame_offset(op: &str, args: &[&str]) -> Option<u32> {
 
 /// The function a call instruction names: `callN f`, or `callxN aR` where `aR` was last
 /// loaded from a literal naming `f` (`loaded`).
+/// Follows one instruction's effect on which registers (`loaded`) and stack slots
+/// (`spilled`, by offset from the stack pointer) hold a literal's symbol: a load of the
+/// literal, a register copy, a spill and its reload; anything else written forgets it.
+fn follow_symbols<'a>(
+    op: &str,
+    args: &[&'a str],
+    symbols: &HashMap<&str, &'a str>,
+    loaded: &mut HashMap<&'a str, &'a str>,
+    spilled: &mut HashMap<&'a str, &'a str>,
+) {
+    let held = |loaded: &HashMap<&'a str, &'a str>, r: &str| loaded.get(r).copied();
+    let value = match (op, args) {
+        ("l32r", [_, lit]) => symbols.get(lit).copied(),
+        ("mov" | "mov.n", [_, r]) => held(loaded, r),
+        ("or", [_, r, q]) if r == q => held(loaded, r),
+        ("l32i" | "l32i.n", [_, sp, off]) if is_sp(sp) => spilled.get(off).copied(),
+        ("s32i" | "s32i.n", [r, sp, off]) if is_sp(sp) => {
+            match held(loaded, r) {
+                Some(sym) => spilled.insert(off, sym),
+                None => spilled.remove(off),
+            };
+            return;
+        }
+        // Other stores write no register.
+        (o, _)
+            if o.starts_with('s')
+                && o.len() > 1
+                && o[1..].starts_with(|c: char| c.is_ascii_digit()) =>
+        {
+            return
+        }
+        _ => None,
+    };
+    if let Some(dest) = args.first() {
+        match value {
+            Some(sym) => loaded.insert(dest, sym),
+            None => loaded.remove(dest),
+        };
+    }
+}
+
 fn direct_callee<'a>(
     op: &str,
     args: &[&'a str],
@@ -552,6 +582,21 @@ data:
     }
 
     #[test]
+    fn a_callee_whose_address_was_spilled_and_reloaded_is_followed() {
+        // rustc's digit loop: the divide routine's address spilled once (through a copy),
+        // reloaded before each call; a slot overwritten by another value names nothing.
+        let asm = "\t.literal .LCPI9_4, __udivdi3\n\t.literal .LCPI9_5, __muldi3\n\
+                   \t.type digits,@function\ndigits:\n\tentry a1, 80\n\
+                   \tl32r a8, .LCPI9_4\n\tor a9, a8, a8\n\ts32i a9, a1, 4\n\
+                   \tl32r a8, .LCPI9_5\n\ts32i a8, a1, 0\n\tmovi a8, 3\n\ts32i a8, a1, 0\n\
+                   .LBB9_4:\n\tl32i a8, a1, 4\n\tcallx8 a8\n\tl32i a8, a1, 0\n\tcallx8 a8\n\
+                   \tretw.n\n";
+        let f = DeviceFrames::from_assembly(asm);
+        let callees: Vec<&str> = f.calls.iter().map(|(_, b)| b.as_str()).collect();
+        assert_eq!(callees, ["__udivdi3"], "{:?}", f.calls);
+    }
+
+    #[test]
     fn a_charged_path_is_left_out_of_the_reach_and_given_its_own_depth() {
         let float = "_RNvNtNtCs1_14neuroncustomop4libc6printf5float";
         let f = DeviceFrames::from_assembly(&format!(
@@ -573,14 +618,9 @@ data:
         let charged = f.charged();
         assert_eq!(charged["printf"], 32 + 336 + 848 + 64);
         assert!(!charged.contains_key("puts") && !charged.contains_key("digits"));
-        // The table carries the measured extra (CHARGED_PATH_UNSEEN) on top.
         assert_eq!(
             f.to_runtime_text(),
-            format!(
-                "D printf {}\nR printf {}\nD puts 48\n",
-                432,
-                1280 + CHARGED_PATH_UNSEEN
-            )
+            "D printf 432\nR printf 1280\nD puts 48\n"
         );
     }
 
