@@ -284,8 +284,8 @@ impl PoolEngine {
             return lines;
         };
         for name in names {
-            if let Some((file, line)) = known.line(name) {
-                lines.insert(name.to_string(), check::SourceLine { file, line });
+            if let Some(at) = known.line(name) {
+                lines.insert(name.to_string(), at.into());
             }
         }
         lines

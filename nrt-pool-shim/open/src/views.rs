@@ -58,13 +58,7 @@ impl LaunchViews {
                 lines: match &p.lines {
                     Some(known) => known
                         .iter()
-                        .map(|(f, (file, line))| {
-                            let at = SourceLine {
-                                file: file.clone(),
-                                line: *line,
-                            };
-                            (f.clone(), at)
-                        })
+                        .map(|(f, at)| (f.clone(), SourceLine::from(at.clone())))
                         .collect(),
                     None => pool.function_lines(p.function_names()),
                 },

@@ -38,6 +38,13 @@ pub struct SourceLine {
     pub line: u32,
 }
 
+/// A (file, line) pair as the debug information's readers give it.
+impl From<(String, u32)> for SourceLine {
+    fn from((file, line): (String, u32)) -> SourceLine {
+        SourceLine { file, line }
+    }
+}
+
 impl SourceLine {
     /// The source line a place text starts with: `FILE:LINE`, `FILE:LINE:COLUMN`, or
     /// either followed by ` in FUNCTION` (as fault reports and check notes write them).
