@@ -74,6 +74,18 @@ fn the_frames_table_charges_printfs_float_path_apart() {
         );
     }
     assert_eq!(reach("R", "puts"), None, "puts formats no float");
+    // libm's large reduction by pi/2 is charged only for the arguments that take it (D129).
+    for entry in [
+        "sinf", "cosf", "tanf", "sincosf", "sin", "cos", "tan", "sincos",
+    ] {
+        let (Some(plain), Some(large)) = (reach("D", entry), reach("R", entry)) else {
+            panic!("{entry}: no D and R lines in {}", path.display());
+        };
+        assert!(
+            large > plain + 400,
+            "{entry}: {plain} without the large reduction, {large} with it"
+        );
+    }
     // A copy reaches checking mode's note writer only in a checked launch (D128): its
     // plain path leaves the note out, its charged path has it.
     for entry in ["_Z13neuron_memcpyyPvj", "_Z13neuron_memcpyPvyj"] {

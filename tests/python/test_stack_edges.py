@@ -287,19 +287,25 @@ PRINT_OPS = ["print_int_5800", "print_int_6200", "print_float_4480", "print_floa
              "vla", "vla_float", "vla_int", "vla_full", "vla_aligned", "vla_scopes"]
 
 
-def build_prints(tmp, flags=()):
-    """PRINTS built both ways (with `flags`): the host library and the Pool image."""
-    (tmp / "k.cpp").write_text(PRINTS)
+def build_pair(tmp, name, source, ops, flags=()):
+    """`source`'s kernels `ops` (each registered with a one-float output) built both ways
+    (with `flags`): the host library and the Pool image."""
+    (tmp / "k.cpp").write_text(source)
     (tmp / "s.cpp").write_text(
         '#include <torch/torch.h>\n#include "torchneuron/register.h"\n'
         "torch::Tensor one(torch::Tensor x) { return torch::empty({1}, torch::kFloat); }\n"
-        "NEURON_LIBRARY(stack_prints, m) {\n"
-        + "".join(f'    m.def("{op}", &one, "{op}");\n' for op in PRINT_OPS) + "}\n")
+        f"NEURON_LIBRARY({name}, m) {{\n"
+        + "".join(f'    m.def("{op}", &one, "{op}");\n' for op in ops) + "}\n")
     out = tmp / "out"
-    custom_op.load("stack_prints", [tmp / "k.cpp"], [tmp / "s.cpp"], build_directory=out, isa="xtensa",
+    custom_op.load(name, [tmp / "k.cpp"], [tmp / "s.cpp"], build_directory=out, isa="xtensa",
                    extra_cflags=list(flags))
-    return {"host": custom_op.load_library(out / "libstack_prints.so"),
-            "xtensa": custom_op.load_library(out / "libstack_prints.pool")}
+    return {"host": custom_op.load_library(out / f"lib{name}.so"),
+            "xtensa": custom_op.load_library(out / f"lib{name}.pool")}
+
+
+def build_prints(tmp, flags=()):
+    """PRINTS built both ways (with `flags`)."""
+    return build_pair(tmp, "stack_prints", PRINTS, PRINT_OPS, flags)
 
 
 @pytest.fixture(scope="module")
@@ -410,15 +416,8 @@ def test_a_charged_depth_is_not_left_pending_after_its_call_returns(tmp_path):
     and cleared when it returns (D128): a later charged function reached without one (the
     note writer, from a rule check) must not meet it. Before, host cores reported a stack
     overflow here that the device does not have, checks on or off."""
-    (tmp_path / "k.cpp").write_text(STALE)
-    (tmp_path / "s.cpp").write_text(
-        '#include <torch/torch.h>\n#include "torchneuron/register.h"\n'
-        "torch::Tensor one(torch::Tensor x) { return torch::empty({1}, torch::kFloat); }\n"
-        'NEURON_LIBRARY(stale_ops, m) { m.def("stale", &one, "stale"); }\n')
-    out = tmp_path / "out"
-    custom_op.load("stale_ops", [tmp_path / "k.cpp"], [tmp_path / "s.cpp"], build_directory=out, isa="xtensa")
-    host = custom_op.load_library(out / "libstale_ops.so")
-    device = custom_op.load_library(out / "libstale_ops.pool")
+    pair = build_pair(tmp_path, "stale_ops", STALE, ["stale"])
+    host, device = pair["host"], pair["xtensa"]
     x = np.zeros(4, np.float32)
     np.testing.assert_array_equal(host.ops["stale"](x), device.ops["stale"](x))
     from gpsimd_open import CheckError
@@ -426,3 +425,46 @@ def test_a_charged_depth_is_not_left_pending_after_its_call_returns(tmp_path):
         host.ops["stale"](x, check=True)
     assert [f["check"] for f in e.value.findings] == ["rules"], e.value.findings
     assert "__builtin_clz(0)" in e.value.findings[0]["message"]
+
+
+TRIG = r"""
+#include <torch/torch.h>
+#include <math.h>
+// A variable-length array as long as x has elements, then a trigonometric function: of a
+// small argument (no reduction by pi/2), or of one so large that libm reduces it by its
+// large path (about 860 bytes of a Pool core's stack), float, double, and sinf with cosf
+// of one argument (which GCC makes one sincosf).
+#define VLA                                                                   \
+    int n = (int)x.numel();                                                   \
+    volatile char buf[n];                                                     \
+    for (int i = 0; i < n; i++) buf[i] = (char)(i + n);
+#define KEEP(v)                                                               \
+    volatile float keep = (float)(v);                                         \
+    (void)keep;                                                               \
+    return torch::empty({1}, torch::kFloat);
+torch::Tensor sin_small(const torch::Tensor &x) { VLA KEEP(sinf(0.01f * buf[n / 2])) }
+torch::Tensor sin_large(const torch::Tensor &x) { VLA KEEP(sinf(3.0e9f + buf[n / 2])) }
+torch::Tensor sin_large_d(const torch::Tensor &x) { VLA KEEP(sin(1.0e7 + buf[n / 2])) }
+torch::Tensor sincos_large(const torch::Tensor &x) {
+    VLA
+    float a = 3.0e9f + buf[n / 2];
+    KEEP(sinf(a) + cosf(a))
+}
+"""
+TRIG_OPS = ["sin_small", "sin_large", "sin_large_d", "sincos_large"]
+
+
+def test_libms_large_reduction_is_charged_when_taken(tmp_path):
+    """sinf, sin and sincosf reduce a huge argument by pi/2 through libm's large path, about
+    860 bytes deeper than any other: host builds charge it when the argument takes it
+    (D129), so the longest array before such a call is the same on both backends, and a
+    small argument is not charged it (before, every call was: 600 bytes early). A small
+    argument's path is judged by libm's medium reduction, the deepest it could take: host
+    cores stop at most 16 bytes early there, never later."""
+    pair = build_pair(tmp_path, "trig_edges", TRIG, TRIG_OPS)
+    edges = {isa: {op: edge(pair, isa, op) for op in TRIG_OPS} for isa in ("host", "xtensa")}
+    host, device = edges["host"], edges["xtensa"]
+    for op in ("sin_large", "sin_large_d", "sincos_large"):
+        assert host[op] == device[op], edges
+    assert device["sin_small"] - 16 <= host["sin_small"] <= device["sin_small"], edges
+    assert host["sin_small"] > host["sin_large"] + 400, edges

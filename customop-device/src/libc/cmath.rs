@@ -22,12 +22,44 @@ macro_rules! binary {
     )*};
 }
 
+/// Whether libm's reduction of `x` by pi/2 takes its large path (`rem_pio2_large`, about
+/// 860 bytes of a Pool core's stack below the call; sinf's other paths stay within 200):
+/// |x| from 2^28 * pi/2 up, not infinite or NaN, as `rem_pio2f` decides. Host builds charge
+/// that path only when it is taken (D129).
+fn reduces_large_f32(x: f32) -> bool {
+    (0x4dc9_0fdb..0x7f80_0000).contains(&(x.to_bits() & 0x7fff_ffff))
+}
+
+/// As [`reduces_large_f32`] for double: |x| from 2^20 * pi/2 up (`rem_pio2`).
+fn reduces_large_f64(x: f64) -> bool {
+    let high = (x.to_bits() >> 32) as u32 & 0x7fff_ffff;
+    (0x4139_21fb..0x7ff0_0000).contains(&high)
+}
+
+/// The trigonometric functions: as `unary!`, with the large reduction charged when taken.
+macro_rules! reducing {
+    ($($name:ident: $t:ty, $large:ident),* $(,)?) => {$(
+        #[no_mangle]
+        pub extern "C" fn $name(x: $t) -> $t {
+            if $large(x) {
+                crate::runtime::stack::charged_path();
+            }
+            libm::$name(x)
+        }
+    )*};
+}
+
+reducing!(
+    sinf: f32, reduces_large_f32, cosf: f32, reduces_large_f32, tanf: f32, reduces_large_f32,
+    sin: f64, reduces_large_f64, cos: f64, reduces_large_f64, tan: f64, reduces_large_f64,
+);
+
 unary!(
-    sinf: f32, cosf: f32, tanf: f32, asinf: f32, acosf: f32, atanf: f32,
+    asinf: f32, acosf: f32, atanf: f32,
     sinhf: f32, coshf: f32, tanhf: f32, expf: f32, exp2f: f32, expm1f: f32,
     logf: f32, log2f: f32, log10f: f32, log1pf: f32, sqrtf: f32, cbrtf: f32,
     fabsf: f32, ceilf: f32, floorf: f32, roundf: f32, truncf: f32, erff: f32,
-    sin: f64, cos: f64, tan: f64, asin: f64, acos: f64, atan: f64,
+    asin: f64, acos: f64, atan: f64,
     sinh: f64, cosh: f64, tanh: f64, exp: f64, exp2: f64, expm1: f64,
     log: f64, log2: f64, log10: f64, log1p: f64, sqrt: f64, cbrt: f64,
     fabs: f64, ceil: f64, floor: f64, round: f64, trunc: f64, erf: f64,
@@ -195,6 +227,9 @@ with_out_pointer! {
 /// `s` and `c` are valid for writes (the C contract).
 #[no_mangle]
 pub unsafe extern "C" fn sincosf(x: f32, s: *mut f32, c: *mut f32) {
+    if reduces_large_f32(x) {
+        crate::runtime::stack::charged_path();
+    }
     let (sv, cv) = libm::sincosf(x);
     // SAFETY: the caller's valid out pointers.
     unsafe {
@@ -209,6 +244,9 @@ pub unsafe extern "C" fn sincosf(x: f32, s: *mut f32, c: *mut f32) {
 /// `s` and `c` are valid for writes (the C contract).
 #[no_mangle]
 pub unsafe extern "C" fn sincos(x: f64, s: *mut f64, c: *mut f64) {
+    if reduces_large_f64(x) {
+        crate::runtime::stack::charged_path();
+    }
     let (sv, cv) = libm::sincos(x);
     // SAFETY: the caller's valid out pointers.
     unsafe {

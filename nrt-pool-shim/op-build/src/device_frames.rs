@@ -34,12 +34,15 @@ pub struct DeviceFrames {
 /// at every call that could (D122): each is a deep path most calls do not take: printf's
 /// float conversion (about 2 KiB of a Pool core's stack below `printf`'s 700 bytes), and
 /// checking mode's note writer (D128: every copy's use-after-free check can reach it, 60
-/// bytes below the copy's own path, but only a checked launch takes it). The runtime
-/// checks `__customop_stack_charged` on entry to each (`stack::charged_path`). Matched
-/// within Rust's symbol names.
+/// bytes below the copy's own path, but only a checked launch takes it), and libm's
+/// large reduction by pi/2 (D129: sinf's, cosf's and tanf's, and the doubles', for
+/// |x| >= 2^28 * pi/2, or 2^20 * pi/2). The runtime checks `__customop_stack_charged` on
+/// entry to each (`stack::charged_path`; for libm's, in the runtime's math function before
+/// it calls libm, under libm's own condition). Matched within Rust's symbol names.
 pub const RUNTIME_CHARGED: &[&str] = &[
     "14neuroncustomop4libc6printf5float",
     "14neuroncustomop7runtime5state10check_note",
+    "4libm4math14rem_pio2_large",
 ];
 
 fn is_charged(name: &str) -> bool {
