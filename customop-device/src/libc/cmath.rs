@@ -22,36 +22,42 @@ macro_rules! binary {
     )*};
 }
 
-/// Whether libm's reduction of `x` by pi/2 takes its large path (`rem_pio2_large`, about
-/// 860 bytes of a Pool core's stack below the call; sinf's other paths stay within 200):
+/// Charges libm's large reduction of `x` by pi/2 (`rem_pio2_large`, about 860 bytes of a
+/// Pool core's stack below the call; sinf's other paths stay within 200) when `x` takes it:
 /// |x| from 2^28 * pi/2 up, not infinite or NaN, as `rem_pio2f` decides. Host builds charge
 /// that path only when it is taken (D129).
-fn reduces_large_f32(x: f32) -> bool {
-    (0x4dc9_0fdb..0x7f80_0000).contains(&(x.to_bits() & 0x7fff_ffff))
+fn charge_large_reduction_f32(x: f32) {
+    if (0x4dc9_0fdb..0x7f80_0000).contains(&(x.to_bits() & 0x7fff_ffff)) {
+        crate::runtime::stack::charged_path();
+    }
 }
 
-/// As [`reduces_large_f32`] for double: |x| from 2^20 * pi/2 up (`rem_pio2`).
-fn reduces_large_f64(x: f64) -> bool {
+/// As [`charge_large_reduction_f32`] for double: |x| from 2^20 * pi/2 up (`rem_pio2`).
+fn charge_large_reduction_f64(x: f64) {
     let high = (x.to_bits() >> 32) as u32 & 0x7fff_ffff;
-    (0x4139_21fb..0x7ff0_0000).contains(&high)
+    if (0x4139_21fb..0x7ff0_0000).contains(&high) {
+        crate::runtime::stack::charged_path();
+    }
 }
 
 /// The trigonometric functions: as `unary!`, with the large reduction charged when taken.
 macro_rules! reducing {
-    ($($name:ident: $t:ty, $large:ident),* $(,)?) => {$(
+    ($($name:ident: $t:ty, $charge:ident),* $(,)?) => {$(
         #[no_mangle]
         pub extern "C" fn $name(x: $t) -> $t {
-            if $large(x) {
-                crate::runtime::stack::charged_path();
-            }
+            $charge(x);
             libm::$name(x)
         }
     )*};
 }
 
 reducing!(
-    sinf: f32, reduces_large_f32, cosf: f32, reduces_large_f32, tanf: f32, reduces_large_f32,
-    sin: f64, reduces_large_f64, cos: f64, reduces_large_f64, tan: f64, reduces_large_f64,
+    sinf: f32, charge_large_reduction_f32,
+    cosf: f32, charge_large_reduction_f32,
+    tanf: f32, charge_large_reduction_f32,
+    sin: f64, charge_large_reduction_f64,
+    cos: f64, charge_large_reduction_f64,
+    tan: f64, charge_large_reduction_f64,
 );
 
 unary!(
@@ -227,9 +233,7 @@ with_out_pointer! {
 /// `s` and `c` are valid for writes (the C contract).
 #[no_mangle]
 pub unsafe extern "C" fn sincosf(x: f32, s: *mut f32, c: *mut f32) {
-    if reduces_large_f32(x) {
-        crate::runtime::stack::charged_path();
-    }
+    charge_large_reduction_f32(x);
     let (sv, cv) = libm::sincosf(x);
     // SAFETY: the caller's valid out pointers.
     unsafe {
@@ -244,9 +248,7 @@ pub unsafe extern "C" fn sincosf(x: f32, s: *mut f32, c: *mut f32) {
 /// `s` and `c` are valid for writes (the C contract).
 #[no_mangle]
 pub unsafe extern "C" fn sincos(x: f64, s: *mut f64, c: *mut f64) {
-    if reduces_large_f64(x) {
-        crate::runtime::stack::charged_path();
-    }
+    charge_large_reduction_f64(x);
     let (sv, cv) = libm::sincos(x);
     // SAFETY: the caller's valid out pointers.
     unsafe {

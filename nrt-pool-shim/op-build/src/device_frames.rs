@@ -367,8 +367,6 @@ fn frame_offset(op: &str, args: &[&str]) -> Option<u32> {
     }
 }
 
-/// The function a call instruction names: `callN f`, or `callxN aR` where `aR` was last
-/// loaded from a literal naming `f` (`loaded`).
 /// Follows one instruction's effect on which registers (`loaded`) and stack slots
 /// (`spilled`, by offset from the stack pointer) hold a literal's symbol: a load of the
 /// literal, a register copy, a spill and its reload; anything else written forgets it.
@@ -393,13 +391,7 @@ fn follow_symbols<'a>(
             return;
         }
         // Other stores write no register.
-        (o, _)
-            if o.starts_with('s')
-                && o.len() > 1
-                && o[1..].starts_with(|c: char| c.is_ascii_digit()) =>
-        {
-            return
-        }
+        ("s8i" | "s16i" | "s32i" | "s32i.n", _) => return,
         _ => None,
     };
     if let Some(dest) = args.first() {
@@ -410,6 +402,8 @@ fn follow_symbols<'a>(
     }
 }
 
+/// The function a call instruction names: `callN f`, or `callxN aR` where `aR` was last
+/// loaded from a literal naming `f` (`loaded`).
 fn direct_callee<'a>(
     op: &str,
     args: &[&'a str],
