@@ -4,6 +4,7 @@ many launches with the process's resources counted, a core killed mid-launch, an
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -84,3 +85,43 @@ def test_twenty_nrt_pool_runs_at_once_each_get_their_own_device(isa, tmp_path):
     for i in range(20):
         x = np.load(tmp_path / f"x{i}.npy")
         np.testing.assert_array_equal(np.load(tmp_path / f"y{i}.npy"), x * np.float32(i) + np.float32(0.5))
+
+
+ENDS_ABRUPTLY = """
+import os, sys
+import numpy as np
+from gpsimd_open import custom_op
+lib = custom_op.load_library(sys.argv[1], isa="xtensa")
+x = np.arange(64, dtype=np.float32)
+np.testing.assert_array_equal(lib.ops["axpb"](x, 2.0, 1.0), x * 2 + 1)
+lib.ops["axpb"](x, 2.0, 1.0, profile=True)
+lib.ops["axpb"](x, 2.0, 1.0, check="race")
+os._exit(0)
+"""
+
+
+def test_a_process_that_ends_without_closing_its_library_leaves_nothing_behind(tmp_path):
+    """Python's exit does not drop a loaded library: the Xtensa cores' monitors are socket
+    pairs (no path), and the profile's and the race check's scratch folders left by an
+    ended process are removed by the next one that makes such a folder."""
+    run(NRT_POOL, "build", "--name", "mlp_ops", "--compute", soak.MLP / "relu.cpp", "--shape",
+        soak.MLP / "shape.cpp", "--build-directory", tmp_path, "--device-image")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = dict(os.environ, TMPDIR=str(scratch))
+    (tmp_path / "ends.py").write_text(ENDS_ABRUPTLY)
+
+    def one_process():
+        p = subprocess.run([sys.executable, str(tmp_path / "ends.py"), str(tmp_path / "libmlp_ops.pool")],
+                           env=env, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        left = sorted(e.name for e in scratch.iterdir())
+        assert all(n.startswith("nrt-pool-qemu.") for n in left), left
+        return p, left
+
+    _, first = one_process()
+    assert first, "the profile and the race check made no scratch folder"
+    _, second = one_process()
+    assert not set(first) & set(second), (first, second)
+    pids = {n.split(".")[2] for n in second}
+    assert len(pids) == 1, second

@@ -118,8 +118,8 @@ impl XtensaBackend {
         let profile = team.profile && !equip;
         if profile != self.profiling.is_some() || equip != self.tracing.is_some() {
             self.stop_cores();
-            self.profiling = profile.then(tempfile::tempdir).transpose()?;
-            self.tracing = equip.then(tempfile::tempdir).transpose()?;
+            self.profiling = profile.then(crate::scratch::folder).transpose()?;
+            self.tracing = equip.then(crate::scratch::folder).transpose()?;
         }
         if let Some(dir) = &self.tracing {
             for c in team.cores() {

@@ -4,6 +4,7 @@
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
@@ -155,6 +156,8 @@ pub struct Finished {
 
 /// The core's descriptor for the device memory file.
 const MEMORY_FD: i32 = 5;
+/// The core's descriptor for its end of the monitor's socket pair.
+const MONITOR_FD: i32 = 6;
 
 /// A running core.
 pub struct XtensaCore {
@@ -171,9 +174,10 @@ pub struct XtensaCore {
     start_output: Finished,
     /// The op image and the board, for naming fault addresses.
     images: [Vec<u8>; 2],
-    /// QEMU's monitor socket (human monitor protocol).
-    monitor: PathBuf,
-    _monitor_dir: tempfile::TempDir,
+    /// Our end of QEMU's monitor (human monitor protocol), a socket pair: no path in the
+    /// file system, so nothing is left behind when this process ends without dropping the
+    /// core (a Python interpreter's exit, a killed process).
+    monitor: UnixStream,
 }
 
 /// A pipe, both ends close-on-exec.
@@ -226,32 +230,37 @@ impl XtensaCore {
         let (cmd_r, cmd_w) = pipe().map_err(io)?;
         let (rsp_r, rsp_w) = pipe().map_err(io)?;
         let (err_r, err_w) = pipe().map_err(io)?;
-        // The monitor, asked for the PC when the core overstays its deadline.
-        let monitor_dir = tempfile::tempdir().map_err(io)?;
-        let monitor = monitor_dir.path().join("monitor");
-        let mut qemu = qemu_command(&platform, core, &monitor);
+        // The monitor, asked for the PC when the core overstays its deadline (both ends
+        // close-on-exec: the core's end is duplicated to its fd 6 below).
+        let (monitor, monitor_core) = UnixStream::pair().map_err(io)?;
+        let mut qemu = qemu_command(&platform, core);
         qemu.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(err_w));
-        let (cr, rw, mem) = (
+        let (cr, rw, mem, mon) = (
             cmd_r.as_raw_fd(),
             rsp_w.as_raw_fd(),
             memory.file().as_raw_fd(),
+            monitor_core.as_raw_fd(),
         );
         // SAFETY: only async-signal-safe calls between fork and exec: the channel's ends
-        // become the core's fds 3 and 4 and the memory file its fd 5 (moved above 10 first
-        // so none overwrites another; dup2 clears close-on-exec on the copies).
+        // become the core's fds 3 and 4, the memory file its fd 5 and the monitor's end its
+        // fd 6 (moved above 10 first so none overwrites another; dup2 clears close-on-exec
+        // on the copies).
         unsafe {
             qemu.pre_exec(move || {
                 let a = libc::fcntl(cr, libc::F_DUPFD_CLOEXEC, 10);
                 let b = libc::fcntl(rw, libc::F_DUPFD_CLOEXEC, 10);
                 let m = libc::fcntl(mem, libc::F_DUPFD_CLOEXEC, 10);
+                let n = libc::fcntl(mon, libc::F_DUPFD_CLOEXEC, 10);
                 if a < 0
                     || b < 0
                     || m < 0
+                    || n < 0
                     || libc::dup2(a, 3) < 0
                     || libc::dup2(b, 4) < 0
                     || libc::dup2(m, MEMORY_FD) < 0
+                    || libc::dup2(n, MONITOR_FD) < 0
                 {
                     return Err(std::io::Error::last_os_error());
                 }
@@ -265,7 +274,7 @@ impl XtensaCore {
             path: qemu_path.to_path_buf(),
             source,
         })?;
-        drop((cmd_r, rsp_w));
+        drop((cmd_r, rsp_w, monitor_core));
         let mut c = XtensaCore {
             core,
             child,
@@ -278,7 +287,6 @@ impl XtensaCore {
             start_output: Finished::default(),
             images: [bytes, board_bytes],
             monitor,
-            _monitor_dir: monitor_dir,
         };
         c.send(protocol::CMD_BOOT, &[&boot.encode()])?;
         c.ready(deadline)?;
@@ -495,12 +503,17 @@ impl XtensaCore {
     /// The core's PC, from the monitor's `info registers` ("PC=xxxxxxxx").
     fn pc(&self) -> Option<u32> {
         use std::io::Write;
-        let mut s = std::os::unix::net::UnixStream::connect(&self.monitor).ok()?;
+        let mut s = &self.monitor;
+        // What the monitor said before (its greeting, an earlier answer's tail) is not
+        // this answer: drained first.
+        s.set_nonblocking(true).ok()?;
+        let mut buf = [0u8; 4096];
+        while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
+        s.set_nonblocking(false).ok()?;
         s.set_read_timeout(Some(std::time::Duration::from_secs(2)))
             .ok()?;
         s.write_all(b"info registers\n").ok()?;
         let mut seen = Vec::new();
-        let mut buf = [0u8; 4096];
         while let Ok(n) = s.read(&mut buf) {
             if n == 0 {
                 break;
@@ -634,8 +647,9 @@ fn boot_record(
 }
 
 /// QEMU for one core (PRID = `core`) whose RAM is the engine's memory file, at the core's
-/// fd 5, its monitor at `monitor` (asked for the PC when the core overstays its deadline).
-fn qemu_command(platform: &Platform<'_>, core: usize, monitor: &Path) -> Command {
+/// fd 5, its monitor on the connected socket at fd 6 (asked for the PC when the core
+/// overstays its deadline).
+fn qemu_command(platform: &Platform<'_>, core: usize) -> Command {
     let (board, memory) = (platform.board, platform.memory);
     let mut qemu = Command::new(platform.qemu);
     qemu.arg("-M")
@@ -649,8 +663,9 @@ fn qemu_command(platform: &Platform<'_>, core: usize, monitor: &Path) -> Command
             "memory-backend-file,id=device,mem-path=/dev/fd/{MEMORY_FD},share=on,size={}",
             memory.file_len()
         ))
-        .args(["-semihosting", "-display", "none", "-monitor"])
-        .arg(format!("unix:{},server=on,wait=off", monitor.display()))
+        .args(["-semihosting", "-display", "none", "-chardev"])
+        .arg(format!("socket,id=monitor,fd={MONITOR_FD}"))
+        .args(["-mon", "chardev=monitor,mode=readline"])
         .args(["-serial", "none", "-nodefaults", "-kernel"])
         .arg(board);
     if let Some(port) = platform.gdb_port {

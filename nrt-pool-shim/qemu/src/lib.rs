@@ -21,6 +21,7 @@ pub mod fault;
 pub mod layout;
 mod profile;
 pub mod protocol;
+mod scratch;
 pub mod tools;
 
 pub use self::backend::XtensaBackend;
