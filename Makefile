@@ -9,6 +9,7 @@ CUSTOMOP_OUT := target/customop
 
 
 .PHONY: xtensa-tools
+.PHONY: test-full python-suite-full test-rust-full
 .PHONY: wheel wheel-test wheel-built test-wheel parity all build tools tools-build demo demo-parts demo-build test test-top test-rust python-package python-suite customop-host customop-device-model core-runner customop-device-model core-runner customop-riscv32 customop-xtensa pool-board pool-qemu pool-gdb lint headers fuzz fuzz-seeds bench clean customop-archives pyenv test-python test-torch soak install install-files uninstall deb
 
 ## make install PREFIX=/usr/local DESTDIR=: libraries, archives, headers, tools, pkg-config and
@@ -23,8 +24,9 @@ PYTHON := $(PYVENV)/bin/python
 
 all: build
 
+## (The Python module, a workspace member, is built by maturin only: make python-package.)
 build:
-	$(CARGO) build --release --workspace
+	$(CARGO) build --release --workspace --exclude gpsimd-open-py
 
 ## make tools: what the tests need beyond Rust (tools-build, then cmake, pkg-config, dpkg-deb
 ## and cargo-deb for the install and package tests). make tools-build: what building and
@@ -146,6 +148,16 @@ pool-gdb: pool-qemu
 	nrt-pool-shim/qemu/gdb/build-gdb.sh $(CUSTOMOP_OUT)/xtensa-q7-none-elf/xtensa-elf-gdb \
 		$(CUSTOMOP_OUT)/xtensa-q7-none-elf/qemu-build/src
 
+## make test-full: make test, then what it leaves out (D130): the Python tests marked full
+## (soaks, the parity corpus, many processes at once, the long edge and build checks) and
+## the Rust tests named full_tier. CI runs it (.ci/run).
+test-full: test
+	@$(MAKE) --no-print-directory -j$(PARALLEL) -Oline test-rust-full python-suite-full
+python-suite-full:
+	@$(MAKE) --no-print-directory python-suite PYTEST_TIER=full
+test-rust-full:
+	$(CARGO) test --release --workspace --exclude gpsimd-open-py --lib --tests full_tier
+
 ## make test: unit, C-API, ABI, loader (GNU ld oracle), device-archive and C-consumer tests,
 ## and the fuzz seed corpus (the ABI tests use the release build and the archives), the
 ## Python suite and the wheel. Two rounds of jobs side by side (PARALLEL at once): the
@@ -161,13 +173,13 @@ test: tools
 ## (--lib --tests: no crate has documentation tests, and the programs, `test = false`,
 ## have no unit tests: neither is built as a test program.)
 test-rust: build $(ARCHIVES)
-	$(CARGO) test --release --workspace --exclude gpsimd-open --lib --tests
+	$(CARGO) test --release --workspace --exclude gpsimd-open --exclude gpsimd-open-py --lib --tests -- --skip full_tier
 	$(CARGO) test --release -p customop-device --features exports --lib --tests
 
 ## The top-level crate's tests: layout rules, headers current, install, packages (over
 ## what make test built before them).
 test-top:
-	$(CARGO) test --release -p gpsimd-open --lib --tests
+	$(CARGO) test --release -p gpsimd-open --lib --tests -- --skip full_tier
 
 ## make python-package: the gpsimd_open package installed into target/venv (from
 ## nrt-pool-shim/python; pip rebuilds it from the sources each time).
@@ -191,9 +203,13 @@ PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test-python: python-package customop-archives
 	$(MAKE) --no-print-directory python-suite
 ## The suite alone, over what is already built and installed (make test builds it first);
-## the slowest tests are listed at its end.
+## the slowest tests are listed at its end. PYTEST_TIER picks the tests: "not full" (make
+## test: the long and exhaustive ones marked full are left out, D130), "full" (only those:
+## make test-full runs them after make test), or "" (every test).
+PYTEST_TIER ?= not full
 python-suite:
-	cd tests/python && ../../$(PYTHON) -m pytest -q -rs -n $(PYTEST_WORKERS) --dist loadfile --durations=25
+	cd tests/python && ../../$(PYTHON) -m pytest -q -rs -n $(PYTEST_WORKERS) --dist loadfile --durations=25 \
+		$(if $(PYTEST_TIER),-m "$(PYTEST_TIER)")
 
 ## make parity: the parity corpus (tests/parity/corpus.py) and the examples on host and
 ## Xtensa cores in one, three and eight cores, each compared and checked with
@@ -219,7 +235,7 @@ test-torch: pyenv
 ## make lint: formatting and clippy, warnings are errors.
 lint:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --exclude gpsimd-open-py --all-targets -- -D warnings
 	$(CARGO) clippy -p customop-device --all-targets --features exports -- -D warnings
 	RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=target/clippy-device $(CARGO) clippy -p customop-device \
 		--features archive --target riscv32imac-unknown-none-elf -- -D warnings
@@ -227,7 +243,7 @@ lint:
 		--features archive --target i686-unknown-linux-gnu -Zbuild-std=core -- -D warnings
 	CARGO_TARGET_DIR=target/core32 $(CARGO) clippy -p nrt-pool-host --bin nrt-pool-core \
 		--target i686-unknown-linux-gnu -- -D warnings
-	cd nrt-pool-shim/python && $(CARGO) fmt -- --check && $(CARGO) clippy --release -- -D warnings
+	$(CARGO) clippy -p gpsimd-open-py -- -D warnings
 
 ## make headers: regenerate include/*.h with cbindgen (then commit them).
 headers:

@@ -69,7 +69,7 @@ class Checked(type(pathlib.Path())):
     """An op library the tests run with checking mode on ($GPSIMD_OPEN_CHECK=1)."""
 
 
-@pytest.fixture(scope="session", params=["host", "xtensa", "host-checked"])
+@pytest.fixture(scope="session", params=["host", "xtensa", pytest.param("host-checked", marks=pytest.mark.full)])
 def api_lib(api_build, request):
     """The library every API test runs: the host build, the Pool image on QEMU Xtensa cores
     (`nrt-pool run` picks the backend by the file), and the host build with checks on,
@@ -82,6 +82,8 @@ def api_lib(api_build, request):
 def pytest_configure(config):
     config.addinivalue_line("markers", "breaks_check_rules: an API test whose op breaks a rule "
                             "the checks look for on purpose (not run with checks on)")
+    config.addinivalue_line("markers", "full: make test-full only (CI runs it): a long or exhaustive "
+                            "check whose shorter sibling make test runs (docs/decisions.md D130)")
 
 
 # The files that take longest, longest first (measured: pytest --durations=0, summed per

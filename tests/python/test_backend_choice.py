@@ -168,6 +168,7 @@ def test_the_runner_refuses_what_it_cannot_run(tmp_path):
     assert p.stderr.count(b"gpsimd_open.run: ") == 1 and b"(xtensa cores)" in p.stderr, p.stderr
 
 
+@pytest.mark.full
 def test_a_sample_style_training_script_trains_under_the_runner_on_both_backends(tmp_path):
     pytest.importorskip("torch")
     losses = {}
@@ -212,6 +213,7 @@ for device in ("xla", "xla:0", torch.device("xla")):
 """
 
 
+@pytest.mark.full
 def test_a_script_that_says_xla_runs_unedited_and_the_runner_names_the_build(tmp_path):
     """device = 'xla', 'xla:0' or torch.device('xla'): modules and tensors moved there, and
     tensors made there, land on the CPU; the runner says once which build

@@ -117,6 +117,7 @@ def test_run_time_mistakes(tmp_path):
         assert not y.exists()
 
 
+@pytest.mark.full
 def test_device_objects_are_xtensa_objects(tmp_path):
     """`--device-objects` writes the op's objects compiled for Xtensa, when the Xtensa g++
     is installed (make tools installs it). Every reference-guide function compiles for the
@@ -135,6 +136,7 @@ def test_device_objects_are_xtensa_objects(tmp_path):
         assert (elf[:4], elf[4], elf[5], elf[16], elf[18]) == (b"\x7fELF", 1, 1, 1, 94), obj
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("isa", ["host", "xtensa"])
 def test_an_op_double_is_rounded_once_by_every_front_end(tmp_path, isa):
     """D81: an op's double travels as f32 through one rule. The text below lies just under

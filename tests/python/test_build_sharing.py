@@ -47,6 +47,7 @@ def ranks(folders, isa, procs=16, env=None):
     return outs
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("isa,folders", [("host", 4), ("xtensa", 2)])
 def test_sixteen_loads_at_once_build_once_per_folder(tmp_path, isa, folders):
     """16 ranks over a few build folders (several ranks a folder): one build each. On host
@@ -62,6 +63,7 @@ def test_sixteen_loads_at_once_build_once_per_folder(tmp_path, isa, folders):
     assert (built, kept) == (len(folders), 16 - len(folders)), outs
 
 
+@pytest.mark.full
 def test_a_holder_killed_mid_build_does_not_block_the_others(tmp_path):
     lock = tmp_path / ".libmlp_ops.so.lock"
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
@@ -183,6 +185,7 @@ def test_a_load_killed_mid_build_leaves_nothing_trusted(tmp_path):
     assert "gpsimd_open: built" in out and "RESULT right" in out, out
 
 
+@pytest.mark.full
 def test_a_load_from_another_folder_sees_the_headers_that_changed(tmp_path, monkeypatch, capsys):
     """The record names files absolutely: a load from another working folder, with other
     spellings of the same sources, still sees a header that changed."""

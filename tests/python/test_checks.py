@@ -273,6 +273,7 @@ def test_writes_through_replaced_windows_are_seen_by_the_checks(tmp_path):
     np.testing.assert_array_equal(lib.ops["peek"](x, check=True), want)
 
 
+@pytest.mark.full
 def test_the_examples_check_clean(tmp_path):
     """The repository's examples pass every check: the multicore TCM-tile ReLU on 8 and 3
     cores, the MLP ops (stream accessors, one core)."""

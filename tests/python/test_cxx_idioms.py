@@ -26,6 +26,7 @@ def idioms(request, tmp_path_factory):
     return lib, request.param
 
 
+@pytest.mark.full
 def test_flags_reach_the_build_and_are_recorded(idioms):
     lib, _ = idioms
     x = np.zeros((2, 2), np.float32)
@@ -100,6 +101,7 @@ def mlp(request, tmp_path_factory):
     return custom_op.load("mlp_ops", [MLP / "relu.cpp"], [MLP / "shape.cpp"], build_directory=d, isa=request.param)
 
 
+@pytest.mark.full
 def test_the_examples_relu_takes_a_million_floats(mlp):
     x = RNG.standard_normal(1_000_000).astype(np.float32)
     np.testing.assert_array_equal(custom_op.ops.mlp_ops.relu_forward(x), np.maximum(x, 0))
@@ -177,6 +179,7 @@ def test_extra_cflags_take_a_list(tmp_path):
                        extra_cflags=["-o", "elsewhere"])
 
 
+@pytest.mark.full
 def test_the_cli_takes_defines_include_folders_and_flags(tmp_path):
     for isa in ["host", "xtensa"]:
         d = tmp_path / isa

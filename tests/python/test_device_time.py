@@ -291,6 +291,7 @@ torch::Tensor relu_forward(const torch::Tensor &t_in) {
 """
 
 
+@pytest.mark.full
 def test_a_stack_in_hbm_is_flagged_and_priced_by_its_accesses(tmp_path):
     """A kernel whose STACK_SIZE does not fit the local stack has its locals in HBM: the
     profile counts its loads and stores there (D121), the estimate prices each as an HBM
@@ -370,6 +371,7 @@ def test_each_copy_is_on_the_trace_where_it_began(builds, tmp_path):
 SMALL_CHUNKS = TCM.replace("const size_t chunk = 1024;", "const size_t chunk = 32;")
 
 
+@pytest.mark.full
 def test_copies_past_the_log_are_one_span_that_says_so(tmp_path):
     """4096 chunks of 32 floats make 8193 runs of copies: the log holds the first 1024
     (D120), the rest are one span at the end with their count and bytes."""

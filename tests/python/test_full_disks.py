@@ -48,6 +48,7 @@ LOAD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("disk", ["read-only", "full"])
 def test_a_cache_that_cannot_be_written_falls_back_to_a_private_one(tmp_path, disk):
     with tmpfs(tmp_path / "cache", read_only=disk == "read-only", fill=disk == "full") as cache:
@@ -60,6 +61,7 @@ def test_a_cache_that_cannot_be_written_falls_back_to_a_private_one(tmp_path, di
         assert "gpsimd-open-cache-" in err, err
 
 
+@pytest.mark.full
 def test_a_build_folder_on_a_full_disk_is_named_and_left_without_a_library(tmp_path):
     with tmpfs(tmp_path / "build", fill=True) as build:
         with pytest.raises(RuntimeError, match=f"{build}/libmlp_ops.so: No space left on device"):

@@ -87,6 +87,7 @@ def session(d, lib):
     return g.stdout
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("lib", ["libgdb_ops.so", "libgdb_ops.pool"])
 def test_a_helpers_arguments_print_as_on_host_cores(built, lib):
     d, build = built

@@ -256,6 +256,7 @@ def test_xtensa_pool_images_run_on_qemu_cores_like_the_host_build(tmp_path):
         custom_op.load("bad", [MLP / "relu.cpp"], [MLP / "shape.cpp"], build_directory=tmp_path, isa="arm")
 
 
+@pytest.mark.full
 def test_xtensa_device_arrays_and_faults(tmp_path):
     """On QEMU Xtensa cores: device arrays chain ops as on host cores, a store to no memory
     and a timeout are DeviceFaults, and the library keeps working."""

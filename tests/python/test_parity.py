@@ -253,6 +253,7 @@ NEURON_LIBRARY(unoptimised, m) { m.def("u16_at_3", &one, "u16_at_3"); }
 """
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("isa", ["host", "xtensa"])
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
 def test_a_pointer_the_compiler_follows_only_when_optimising(tmp_path, isa, opt):

@@ -11,6 +11,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "parity"))
 
 import run as parity  # noqa: E402
 
+# make test-full (and make parity, on more cores): a long run over the whole corpus.
+pytestmark = pytest.mark.full
+
 
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory):

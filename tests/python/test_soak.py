@@ -18,6 +18,7 @@ from gpsimd_open import DeviceFault, custom_op
 LAUNCHES = {"host": 3000, "xtensa": 300}
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("isa", ["host", "xtensa"])
 def test_a_bounded_soak_is_exact_and_leaks_nothing(isa, tmp_path):
     import gc
@@ -66,6 +67,7 @@ def test_a_core_killed_mid_launch_is_a_fault_and_the_next_launch_works(isa, tmp_
         assert killed[0] not in soak.children(), "the killed core was not reaped"
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("isa", ["host", "xtensa"])
 def test_twenty_nrt_pool_runs_at_once_each_get_their_own_device(isa, tmp_path):
     lib = tmp_path / ("libmlp_ops.so" if isa == "host" else "libmlp_ops.pool")

@@ -148,6 +148,7 @@ def test_host_cores_give_a_kernel_the_devices_stack(host):
     np.testing.assert_array_equal(host.ops["recurse"](np.zeros(10, np.float32)), [10])
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("isa", ["host", "xtensa"])
 def test_with_stack_size_32768_both_backends_run_what_fits_and_stop_what_does_not(tmp_path, isa):
     lib = build(tmp_path, isa, ["-DSTACK_SIZE=32768"])
@@ -192,6 +193,7 @@ NEURON_LIBRARY(edge_ops, m) {
     (None, ["s4000", "s5000"], ["s7000", "s9000"]),
     (32768, ["s9000", "s28000"], ["s36000"]),
 ])
+@pytest.mark.full
 def test_both_sides_of_the_stack_edge_agree_on_both_backends(tmp_path, isa, stack_size, runs, overflows):
     (tmp_path / "k.cpp").write_text(EDGE)
     (tmp_path / "s.cpp").write_text(EDGE_SHAPES)
@@ -251,6 +253,7 @@ def image_size(stdout):
     return total
 
 
+@pytest.mark.full
 def test_the_build_prints_each_core_images_loaded_size_and_warns_above_64_kib(tmp_path):
     from conftest import NRT_POOL, ROOT, run
 

@@ -159,6 +159,7 @@ def test_locals_and_a_helper_overflow_at_the_same_size_on_both_backends(pair):
     assert results[7100]["host"] == "stack overflow", "7100 bytes and a helper: past the device's edge"
 
 
+@pytest.mark.full
 def test_an_hbm_stack_overflows_at_the_same_depth_on_both_backends(hbm_pair):
     seen = set()
     for n in (500, 666, 667, 668, 669, 670, 900):

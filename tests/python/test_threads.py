@@ -51,6 +51,7 @@ def mlp(isa, tmp_path_factory):
     return custom_op.load("mlp_ops", [MLP / "relu.cpp"], [MLP / "shape.cpp"], build_directory=d, isa=isa)
 
 
+@pytest.mark.full
 def test_eight_threads_on_one_library(mlp):
     calls = 300
 
@@ -93,6 +94,7 @@ def test_device_arrays_and_drops_from_threads(mlp):
     assert errors == [None] * 8, errors
 
 
+@pytest.mark.full
 def test_loading_from_threads(isa, tmp_path):
     custom_op.load("mlp_ld", [MLP / "relu.cpp"], [MLP / "shape.cpp"], build_directory=tmp_path, isa=isa)
     path = tmp_path / ("libmlp_ld.so" if isa == "host" else "libmlp_ld.pool")

@@ -415,6 +415,7 @@ NEURON_LIBRARY(resig, m) {{ m.def("f", &s, "f"); }}
 """
 
 
+@pytest.mark.full
 def test_a_namespace_loaded_again_with_another_signature_keeps_torchs(tmp_path):
     """torch keeps an op's schema for the process: a later library whose op takes other
     arguments is said so, and torch.ops keeps serving the earlier one."""
