@@ -48,50 +48,87 @@ fn every_access_path_entry_names_a_function_of_the_xtensa_archive() {
     }
 }
 
-/// Host builds charge printf's float conversion only when a call takes it (D122): the
-/// frames table beside the Xtensa archive gives printf a reach without it (`D`) and one
-/// with it (`R`). A rename of the conversion (op-build's `RUNTIME_CHARGED` names it) loses
-/// the `R` lines and fails here.
+/// Host builds charge the runtime's deep paths only when a call takes them (D122, D128,
+/// D129, D132): the frames table beside the Xtensa archive gives each runtime function a
+/// reach without them (`D NAME BYTES`) and one per path it can take (`R NAME SLOT BYTES`).
+/// A rename of a function that begins a path (`customop_abi::stack::CHARGED_PATHS` names
+/// them) loses its `R` lines and fails here.
 #[test]
-fn the_frames_table_charges_printfs_float_path_apart() {
+fn the_frames_table_charges_each_deep_path_apart() {
+    use customop_abi::stack::{CHECK_NOTE, LARGE_REDUCTION, MEDIUM_REDUCTION, PRINTF_FLOAT};
     let (path, table) = built("libneuroncustomop.frames");
     let table = String::from_utf8(table).expect("a text table");
-    let reach = |kind: &str, name: &str| {
+    let plain = |name: &str| {
         table.lines().find_map(|l| {
             let mut f = l.split(' ');
-            (f.next() == Some(kind) && f.next() == Some(name))
+            (f.next() == Some("D") && f.next() == Some(name))
                 .then(|| f.next()?.parse::<u32>().ok())
                 .flatten()
         })
     };
+    let charged = |name: &str, slot: usize| {
+        table.lines().find_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f.len() == 4 && f[0] == "R" && f[1] == name && f[2] == slot.to_string())
+                .then(|| f[3].parse::<u32>().ok())
+                .flatten()
+        })
+    };
+    let both = |name: &str, slot: usize| match (plain(name), charged(name, slot)) {
+        (Some(p), Some(c)) => (p, c),
+        _ => panic!("{name}: no D and R {slot} lines in {}", path.display()),
+    };
     for entry in ["printf", "snprintf", "vsnprintf"] {
-        let (Some(plain), Some(float)) = (reach("D", entry), reach("R", entry)) else {
-            panic!("{entry}: no D and R lines in {}", path.display());
-        };
+        let (plain, float) = both(entry, PRINTF_FLOAT.slot);
         assert!(
             float > plain + 1024,
             "{entry}: {plain} without the float path, {float} with it"
         );
     }
-    assert_eq!(reach("R", "puts"), None, "puts formats no float");
-    // libm's large reduction by pi/2 is charged only for the arguments that take it (D129).
+    assert_eq!(
+        charged("puts", PRINTF_FLOAT.slot),
+        None,
+        "puts formats no float"
+    );
+    // libm's reductions by pi/2 are charged only for the arguments that take them: the
+    // medium one apart from a small argument's path (either may be deeper: tanf's inline
+    // path is), the large one below the medium one.
     for entry in [
         "sinf", "cosf", "tanf", "sincosf", "sin", "cos", "tan", "sincos",
     ] {
-        let (Some(plain), Some(large)) = (reach("D", entry), reach("R", entry)) else {
-            panic!("{entry}: no D and R lines in {}", path.display());
-        };
+        let (plain, medium) = both(entry, MEDIUM_REDUCTION.slot);
+        let (_, large) = both(entry, LARGE_REDUCTION.slot);
         assert!(
-            large > plain + 400,
-            "{entry}: {plain} without the large reduction, {large} with it"
+            plain.max(medium) + 400 < large,
+            "{entry}: {plain} reduced inline, {medium} by the medium reduction, {large} by the large"
+        );
+    }
+    // Only the functions whose runtime wrappers check libm's conditions may have them (the
+    // long double ones are their double ones): any other caller would run past the
+    // device's edge on host cores.
+    let reducing: Vec<&str> = table
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let slot = f.get(2)?.parse::<usize>().ok()?;
+            (f[0] == "R" && (slot == MEDIUM_REDUCTION.slot || slot == LARGE_REDUCTION.slot))
+                .then_some(f[1])
+        })
+        .collect();
+    for name in &reducing {
+        assert!(
+            [
+                "sinf", "cosf", "tanf", "sincosf", "sin", "cos", "tan", "sincos", "sinl", "cosl",
+                "tanl"
+            ]
+            .contains(name),
+            "{name} can take libm's reductions, but its runtime function does not charge them"
         );
     }
     // A copy reaches checking mode's note writer only in a checked launch (D128): its
     // plain path leaves the note out, its charged path has it.
     for entry in ["_Z13neuron_memcpyyPvj", "_Z13neuron_memcpyPvyj"] {
-        let (Some(plain), Some(noted)) = (reach("D", entry), reach("R", entry)) else {
-            panic!("{entry}: no D and R lines in {}", path.display());
-        };
+        let (plain, noted) = both(entry, CHECK_NOTE.slot);
         assert!(
             noted > plain,
             "{entry}: {plain} without the note, {noted} with it"

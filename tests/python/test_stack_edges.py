@@ -432,9 +432,10 @@ TRIG = r"""
 #include <torch/torch.h>
 #include <math.h>
 // A variable-length array as long as x has elements, then a trigonometric function: of a
-// small argument (no reduction by pi/2), or of one so large that libm reduces it by its
-// large path (about 860 bytes of a Pool core's stack), float, double, and sinf with cosf
-// of one argument (which GCC makes one sincosf).
+// small argument (reduced inline), of one libm reduces by its medium path (rem_pio2f past
+// 9*pi/4 for float, rem_pio2 past pi/4 for double), or of one so large that libm reduces
+// it by its large path (about 860 bytes of a Pool core's stack below the medium one);
+// float, double, and sinf with cosf of one argument (which GCC makes one sincosf).
 #define VLA                                                                   \
     int n = (int)x.numel();                                                   \
     volatile char buf[n];                                                     \
@@ -444,7 +445,10 @@ TRIG = r"""
     (void)keep;                                                               \
     return torch::empty({1}, torch::kFloat);
 torch::Tensor sin_small(const torch::Tensor &x) { VLA KEEP(sinf(0.01f * buf[n / 2])) }
+torch::Tensor sin_medium(const torch::Tensor &x) { VLA KEEP(sinf(100.0f + buf[n / 2])) }
 torch::Tensor sin_large(const torch::Tensor &x) { VLA KEEP(sinf(3.0e9f + buf[n / 2])) }
+torch::Tensor sin_small_d(const torch::Tensor &x) { VLA KEEP(sin(0.001 * buf[n / 2])) }
+torch::Tensor sin_medium_d(const torch::Tensor &x) { VLA KEEP(sin(100.0 + buf[n / 2])) }
 torch::Tensor sin_large_d(const torch::Tensor &x) { VLA KEEP(sin(1.0e7 + buf[n / 2])) }
 torch::Tensor sincos_large(const torch::Tensor &x) {
     VLA
@@ -452,20 +456,61 @@ torch::Tensor sincos_large(const torch::Tensor &x) {
     KEEP(sinf(a) + cosf(a))
 }
 """
-TRIG_OPS = ["sin_small", "sin_large", "sin_large_d", "sincos_large"]
+TRIG_OPS = ["sin_small", "sin_medium", "sin_large", "sin_small_d", "sin_medium_d", "sin_large_d", "sincos_large"]
 
 
-def test_libms_large_reduction_is_charged_when_taken(tmp_path):
-    """sinf, sin and sincosf reduce a huge argument by pi/2 through libm's large path, about
-    860 bytes deeper than any other: host builds charge it when the argument takes it
-    (D129), so the longest array before such a call is the same on both backends, and a
-    small argument is not charged it (before, every call was: 600 bytes early). A small
-    argument's path is judged by libm's medium reduction, the deepest it could take: host
-    cores stop at most 16 bytes early there, never later."""
+def test_libms_reductions_are_charged_when_taken(tmp_path):
+    """sinf and sin reduce an argument by pi/2 inline when it is small, through libm's
+    medium path past 9*pi/4 (float) or pi/4 (double), and a huge one through the large path
+    below it, about 860 bytes deeper than any other: host builds charge each path when the
+    argument takes it (D129, D132), so the longest array before such a call is the same on
+    both backends for every kind of argument (before D129 every call was charged the large
+    path: 600 bytes early; before D133 a small or medium angle stopped 16 bytes early, by
+    torch::empty's error messages counted as if formatted). Small and medium angles reach
+    no deeper than the kernel's torch::empty here, so their edges are that one's."""
     pair = build_pair(tmp_path, "trig_edges", TRIG, TRIG_OPS)
     edges = {isa: {op: edge(pair, isa, op) for op in TRIG_OPS} for isa in ("host", "xtensa")}
-    host, device = edges["host"], edges["xtensa"]
-    for op in ("sin_large", "sin_large_d", "sincos_large"):
-        assert host[op] == device[op], edges
-    assert device["sin_small"] - 16 <= host["sin_small"] <= device["sin_small"], edges
-    assert host["sin_small"] > host["sin_large"] + 400, edges
+    assert edges["host"] == edges["xtensa"], edges
+    host = edges["host"]
+    assert host["sin_small"] >= host["sin_medium"] > host["sin_large"] + 400, edges
+    assert host["sin_small_d"] >= host["sin_medium_d"] > host["sin_large_d"] + 400, edges
+
+
+def fixed_locals(tmp, sizes):
+    """Kernels with `volatile char buf[N]`, returning a new tensor (`empty_N`, for each N in
+    `sizes["empty"]`) or the output (`dst_N`), built both ways."""
+    tmp.mkdir(parents=True)
+    kernels = [(kind, n) for kind in ("empty", "dst") for n in sizes[kind]]
+    src = "#include <torch/torch.h>\n" + "".join(
+        f"torch::Tensor {kind}_{n}(const torch::Tensor &x) {{\n"
+        f"    volatile char buf[{n}];\n"
+        f"    for (int i = 0; i < {n}; i++) buf[i] = (char)i;\n"
+        + ("    return torch::empty({1}, torch::kFloat);\n}\n" if kind == "empty"
+           else "    torch::Tensor y = get_dst_tensor();\n    return y;\n}\n")
+        for kind, n in kernels)
+    return build_pair(tmp, "fixed", src, [f"{k}_{n}" for k, n in kernels])
+
+
+def test_fixed_locals_overflow_at_the_same_size_on_both_backends(tmp_path):
+    """Large fixed local arrays (the usual way to a deep stack) before the op API's
+    factories and get_dst_tensor(): at every size tried, down to 4-byte steps at the edge,
+    both backends run or both overflow. Before D133 host cores stopped 16 to 80 bytes early:
+    the API's error messages counted as if they were formatted on every call."""
+    lo = {"empty": 6000, "dst": 6000}
+    for step in (320, 64, 16, 4):
+        sizes = {k: [lo[k] + i * step for i in range(5)] for k in lo}
+        pair = fixed_locals(tmp_path / str(step), sizes)
+        for kind in lo:
+            outcomes = {}
+            for n in sizes[kind]:
+                for isa in ("host", "xtensa"):
+                    try:
+                        pair[isa].ops[f"{kind}_{n}"](np.zeros(4, np.float32))
+                        outcomes[(n, isa)] = True
+                    except DeviceFault as e:
+                        assert "stack overflow" in str(e), str(e)
+                        outcomes[(n, isa)] = False
+                assert outcomes[(n, "host")] == outcomes[(n, "xtensa")], (kind, n, outcomes)
+            runs = [n for n in sizes[kind] if outcomes[(n, "xtensa")]]
+            assert runs and len(runs) < len(sizes[kind]), (kind, step, outcomes)
+            lo[kind] = max(runs)

@@ -51,3 +51,63 @@ mod tests {
         assert_eq!(depth_limit(20001), 20016);
     }
 }
+
+/// A path through the device runtime that a host build charges against the stack only
+/// when a call takes it (D122): each has a slot of the runtime's
+/// `__customop_stack_charged`, where instrumented op code puts, before a call into the
+/// runtime, how deep the call reaches if it takes the path (the runtime's frames table
+/// gives each runtime function an `R NAME SLOT BYTES` line per path it can take), and the
+/// runtime checks that slot on entry to the path.
+#[derive(Clone, Copy, Debug)]
+pub struct ChargedPath {
+    /// The slot of `__customop_stack_charged`.
+    pub slot: usize,
+    /// The runtime functions that begin the path, by a part of their Rust symbol names.
+    pub symbols: &'static [&'static str],
+}
+
+/// printf's float conversion (about 2 KiB of a Pool core's stack below printf's 700 bytes).
+pub const PRINTF_FLOAT: ChargedPath = ChargedPath {
+    slot: 0,
+    symbols: &["14neuroncustomop4libc6printf5float"],
+};
+/// Checking mode's note writer: every copy's use-after-free check can reach it, only a
+/// checked launch does (D128).
+pub const CHECK_NOTE: ChargedPath = ChargedPath {
+    slot: 1,
+    symbols: &["14neuroncustomop7runtime5state10check_note"],
+};
+/// libm's large reduction by pi/2, about 860 bytes: |x| >= 2^28 * pi/2 for float, 2^20 *
+/// pi/2 for double (D129). It lies below the medium reduction, whose slot a call taking it
+/// has set as well.
+pub const LARGE_REDUCTION: ChargedPath = ChargedPath {
+    slot: 2,
+    symbols: &["4libm4math14rem_pio2_large"],
+};
+/// libm's reduction by pi/2 itself (`rem_pio2f`, `rem_pio2`): float arguments past 9*pi/4,
+/// double ones past pi/4 take it; smaller ones are reduced inline (D132).
+pub const MEDIUM_REDUCTION: ChargedPath = ChargedPath {
+    slot: 3,
+    symbols: &["4libm4math9rem_pio2f", "4libm4math8rem_pio2"],
+};
+
+/// Every charged path; their slots are 0..CHARGED_SLOTS.
+pub const CHARGED_PATHS: [ChargedPath; CHARGED_SLOTS] =
+    [PRINTF_FLOAT, CHECK_NOTE, LARGE_REDUCTION, MEDIUM_REDUCTION];
+/// The number of slots of `__customop_stack_charged` (an `int[4]` in C).
+pub const CHARGED_SLOTS: usize = 4;
+
+const _: () = {
+    let mut i = 0;
+    while i < CHARGED_SLOTS {
+        assert!(CHARGED_PATHS[i].slot == i);
+        i += 1;
+    }
+};
+
+/// The charged path a runtime function (its symbol name) begins, if any.
+pub fn charged_path_of(symbol: &str) -> Option<ChargedPath> {
+    CHARGED_PATHS
+        .into_iter()
+        .find(|p| p.symbols.iter().any(|s| symbol.contains(s)))
+}

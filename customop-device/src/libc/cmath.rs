@@ -22,25 +22,34 @@ macro_rules! binary {
     )*};
 }
 
-/// Charges libm's large reduction of `x` by pi/2 (`rem_pio2_large`, about 860 bytes of a
-/// Pool core's stack below the call; sinf's other paths stay within 200) when `x` takes it:
-/// |x| from 2^28 * pi/2 up, not infinite or NaN, as `rem_pio2f` decides. Host builds charge
-/// that path only when it is taken (D129).
-fn charge_large_reduction_f32(x: f32) {
-    if (0x4dc9_0fdb..0x7f80_0000).contains(&(x.to_bits() & 0x7fff_ffff)) {
-        crate::runtime::stack::charged_path();
+/// Charges libm's reductions of a float `x` by pi/2 where `x` takes them, as libm's
+/// sinf, cosf, tanf and sincosf decide (D129, D132): `rem_pio2f` past 9*pi/4 (smaller
+/// arguments are reduced inline), and below it the large reduction (`rem_pio2_large`,
+/// about 860 bytes of a Pool core's stack) from 2^28 * pi/2; neither for infinities and
+/// NaN. libm is not ours to change, so its conditions are checked here, before the call.
+fn charge_reductions_f32(x: f32) {
+    let ix = x.to_bits() & 0x7fff_ffff;
+    if (0x40e2_31d6..0x7f80_0000).contains(&ix) {
+        crate::runtime::stack::charged_path(customop_abi::stack::MEDIUM_REDUCTION);
+    }
+    if (0x4dc9_0fdb..0x7f80_0000).contains(&ix) {
+        crate::runtime::stack::charged_path(customop_abi::stack::LARGE_REDUCTION);
     }
 }
 
-/// As [`charge_large_reduction_f32`] for double: |x| from 2^20 * pi/2 up (`rem_pio2`).
-fn charge_large_reduction_f64(x: f64) {
+/// As [`charge_reductions_f32`] for a double, as sin, cos, tan and sincos decide:
+/// `rem_pio2` past pi/4, the large reduction from 2^20 * pi/2.
+fn charge_reductions_f64(x: f64) {
     let high = (x.to_bits() >> 32) as u32 & 0x7fff_ffff;
+    if (0x3fe9_21fc..0x7ff0_0000).contains(&high) {
+        crate::runtime::stack::charged_path(customop_abi::stack::MEDIUM_REDUCTION);
+    }
     if (0x4139_21fb..0x7ff0_0000).contains(&high) {
-        crate::runtime::stack::charged_path();
+        crate::runtime::stack::charged_path(customop_abi::stack::LARGE_REDUCTION);
     }
 }
 
-/// The trigonometric functions: as `unary!`, with the large reduction charged when taken.
+/// The trigonometric functions: as `unary!`, with libm's reductions charged when taken.
 macro_rules! reducing {
     ($($name:ident: $t:ty, $charge:ident),* $(,)?) => {$(
         #[no_mangle]
@@ -52,12 +61,12 @@ macro_rules! reducing {
 }
 
 reducing!(
-    sinf: f32, charge_large_reduction_f32,
-    cosf: f32, charge_large_reduction_f32,
-    tanf: f32, charge_large_reduction_f32,
-    sin: f64, charge_large_reduction_f64,
-    cos: f64, charge_large_reduction_f64,
-    tan: f64, charge_large_reduction_f64,
+    sinf: f32, charge_reductions_f32,
+    cosf: f32, charge_reductions_f32,
+    tanf: f32, charge_reductions_f32,
+    sin: f64, charge_reductions_f64,
+    cos: f64, charge_reductions_f64,
+    tan: f64, charge_reductions_f64,
 );
 
 unary!(
@@ -233,7 +242,7 @@ with_out_pointer! {
 /// `s` and `c` are valid for writes (the C contract).
 #[no_mangle]
 pub unsafe extern "C" fn sincosf(x: f32, s: *mut f32, c: *mut f32) {
-    charge_large_reduction_f32(x);
+    charge_reductions_f32(x);
     let (sv, cv) = libm::sincosf(x);
     // SAFETY: the caller's valid out pointers.
     unsafe {
@@ -248,7 +257,7 @@ pub unsafe extern "C" fn sincosf(x: f32, s: *mut f32, c: *mut f32) {
 /// `s` and `c` are valid for writes (the C contract).
 #[no_mangle]
 pub unsafe extern "C" fn sincos(x: f64, s: *mut f64, c: *mut f64) {
-    charge_large_reduction_f64(x);
+    charge_reductions_f64(x);
     let (sv, cv) = libm::sincos(x);
     // SAFETY: the caller's valid out pointers.
     unsafe {

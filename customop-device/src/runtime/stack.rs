@@ -9,6 +9,9 @@
 
 #[cfg(all(not(target_os = "none"), feature = "archive"))]
 use core::sync::atomic::{AtomicI32, Ordering};
+use customop_abi::stack::ChargedPath;
+#[cfg(all(not(target_os = "none"), feature = "archive"))]
+use customop_abi::stack::CHARGED_SLOTS;
 
 use crate::rule::fatal_with;
 use crate::runtime;
@@ -121,20 +124,20 @@ pub extern "C" fn __customop_device_stack_overflow() -> ! {
     platform::fault(customop_abi::stack::OVERFLOW_REPORT.as_bytes())
 }
 
-/// Host cores: the depth a call into the runtime reaches if it takes a path the runtime
-/// charges when taken (printf's float conversion: `RUNTIME_CHARGED` in op-build's
-/// device_frames.rs, D122), set by instrumented code before such a call; `i32::MIN` when
-/// none is pending.
+/// Host cores: per charged path ([`customop_abi::stack::CHARGED_PATHS`], D122, D132), the
+/// depth a call into the runtime reaches if it takes that path, set by instrumented code
+/// before such a call; `i32::MIN` when none is pending. An `int[4]` in C.
 #[cfg(all(not(target_os = "none"), feature = "archive"))]
 #[no_mangle]
-pub static __customop_stack_charged: AtomicI32 = AtomicI32::new(i32::MIN);
+pub static __customop_stack_charged: [AtomicI32; CHARGED_SLOTS] =
+    [const { AtomicI32::new(i32::MIN) }; CHARGED_SLOTS];
 
 /// On entry to a path the runtime charges when taken: the device's stack overflow when
-/// the depth the caller's call set passes the limit. The value is used once (a second
-/// conversion in the same call runs at the same depth).
+/// the depth the caller's call set for it passes the limit. The value is used once (a
+/// second conversion in the same call runs at the same depth).
 #[cfg(all(not(target_os = "none"), feature = "archive"))]
-pub fn charged_path() {
-    let need = __customop_stack_charged.swap(i32::MIN, Ordering::Relaxed);
+pub fn charged_path(path: ChargedPath) {
+    let need = __customop_stack_charged[path.slot].swap(i32::MIN, Ordering::Relaxed);
     if need > __customop_stack_limit.load(Ordering::Relaxed) {
         __customop_device_stack_overflow()
     }
@@ -143,7 +146,7 @@ pub fn charged_path() {
 /// Device builds keep no depth: the device's own stack decides.
 #[cfg(not(all(not(target_os = "none"), feature = "archive")))]
 #[inline(always)]
-pub fn charged_path() {}
+pub fn charged_path(_path: ChargedPath) {}
 
 /// A block of instrumented code that goes deeper than its function's entry checked (code
 /// inlined there) reaches `need` bytes: the device's stack overflow when past the limit.

@@ -395,7 +395,7 @@ pub fn hbm_allocate(size: u32, align: u32) -> Result<u64, HeapError> {
 /// frames table finds it by its name.
 #[inline(never)]
 pub fn check_note(kind: NoteKind, count: u32, a: u64, b: u64) {
-    crate::runtime::stack::charged_path();
+    crate::runtime::stack::charged_path(customop_abi::stack::CHECK_NOTE);
     let (fill, data) = STATE.with(|s| (s.check_fill, s.data_scratch));
     if fill == 0 || data == 0 {
         return;

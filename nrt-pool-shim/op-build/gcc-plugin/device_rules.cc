@@ -51,6 +51,7 @@
 #define INCLUDE_MAP
 #define INCLUDE_SET
 #define INCLUDE_STRING
+#define INCLUDE_VECTOR
 #include <tuple>
 #include "gcc-plugin.h"
 #include "plugin-version.h"
@@ -322,10 +323,13 @@ std::map<std::string, long> device_frames;
 std::map<std::string, long> device_touch;
 std::set<std::pair<std::string, std::string>> device_calls;
 // The device runtime's functions: how deep a call of each reaches (`D NAME BYTES`), and
-// for those that can take a path the runtime charges when taken, how deep that path goes
-// (`R NAME BYTES`, D122).
+// for each path the runtime charges when taken that a call of it can take, the path's slot
+// of `__customop_stack_charged` and how deep it goes (`R NAME SLOT BYTES`, D122, D132).
 std::map<std::string, long> runtime_reach;
-std::map<std::string, long> runtime_charged;
+std::map<std::string, std::vector<std::pair<long, long>>> runtime_charged;
+// The slots of the runtime's `int __customop_stack_charged[]`
+// (customop_abi::stack::CHARGED_SLOTS; op-build's tests keep the two equal).
+const long CHARGED_SLOTS = 4;
 
 // `name` without GCC's clone suffix (".isra.0" on i386, "$isra$0" on Xtensa), and with one
 // name for a constructor's or destructor's variants: the device build calls the complete
@@ -364,7 +368,7 @@ long touch_of(const std::string &name)
 }
 
 // Reads the table op-build writes: `F NAME BYTES TOUCH`, `C CALLER CALLEE`, `W WIDTH LINE
-// COLUMN FILE`, and the runtime's `D NAME BYTES` and `R NAME BYTES` lines.
+// COLUMN FILE`, and the runtime's `D NAME BYTES` and `R NAME SLOT BYTES` lines.
 bool read_frames(const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -399,8 +403,10 @@ bool read_frames(const char *path)
             device_calls.insert({base_name(a), base_name(b)});
         } else if (kind == 'D') {
             runtime_reach[a] = strtol(b, nullptr, 10);
-        } else if (kind == 'R') {
-            runtime_charged[a] = strtol(b, nullptr, 10);
+        } else if (kind == 'R' && c) {
+            long slot = strtol(b, nullptr, 10);
+            if (slot >= 0 && slot < CHARGED_SLOTS)
+                runtime_charged[a].push_back({slot, strtol(c, nullptr, 10)});
         }
     }
     fclose(f);
@@ -478,10 +484,11 @@ const struct ggc_root_tab stack_decls_root[] = {
     LAST_GGC_ROOT_TAB,
 };
 
-// The runtime's word `name` (defined in the op library: hidden, reached without the GOT).
-tree runtime_int(const char *name)
+// The runtime's variable `name` of `type` (defined in the op library: hidden, reached
+// without the GOT).
+tree runtime_var(const char *name, tree type)
 {
-    tree v = build_decl(BUILTINS_LOCATION, VAR_DECL, get_identifier(name), integer_type_node);
+    tree v = build_decl(BUILTINS_LOCATION, VAR_DECL, get_identifier(name), type);
     TREE_PUBLIC(v) = 1;
     DECL_EXTERNAL(v) = 1;
     TREE_STATIC(v) = 0;
@@ -492,13 +499,28 @@ tree runtime_int(const char *name)
     return v;
 }
 
+// The runtime's word `name`.
+tree runtime_int(const char *name)
+{
+    return runtime_var(name, integer_type_node);
+}
+
+// Slot `slot` of the runtime's `__customop_stack_charged`, as a place to store to (a new
+// tree each time: GIMPLE shares none).
+tree charged_slot(long slot)
+{
+    return build4(ARRAY_REF, integer_type_node, stack_charged_var,
+                  build_int_cst(integer_type_node, slot), NULL_TREE, NULL_TREE);
+}
+
 void stack_decls()
 {
     if (stack_depth_var)
         return;
     stack_depth_var = runtime_int("__customop_stack_depth");
     stack_limit_var = runtime_int("__customop_stack_limit");
-    stack_charged_var = runtime_int("__customop_stack_charged");
+    stack_charged_var = runtime_var("__customop_stack_charged",
+                                    build_array_type_nelts(integer_type_node, CHARGED_SLOTS));
     tree fn = build_fn_decl("__customop_device_stack_overflow",
                             build_function_type_list(void_type_node, NULL_TREE));
     TREE_THIS_VOLATILE(fn) = 1; // noreturn
@@ -766,31 +788,35 @@ public:
                 // Below what the function's variable-length arrays took.
                 value = plus_dynamic(&at, value, dynamic);
             gsi_insert_before(&at, gimple_build_assign(stack_depth_var, value), GSI_SAME_STMT);
-            // A runtime call that can take a path the runtime charges when taken (printf's
-            // float conversion): how deep that path would reach, for the runtime to check
-            // if it is taken (D122).
+            // A runtime call that can take paths the runtime charges when taken (printf's
+            // float conversion, libm's reductions): how deep each would reach, in its slot,
+            // for the runtime to check if it is taken (D122, D132).
             tree callee = gimple_call_fndecl(stmt);
             auto charged = callee ? runtime_charged.find(function_name(callee))
                                   : runtime_charged.end();
             if (charged != runtime_charged.end()) {
-                tree deep = make_ssa_name(integer_type_node);
-                gsi_insert_before(&at,
-                                  gimple_build_assign(deep, PLUS_EXPR, value,
-                                                      build_int_cst(integer_type_node,
-                                                                    charged->second)),
-                                  GSI_SAME_STMT);
-                gsi_insert_before(&at, gimple_build_assign(stack_charged_var, deep),
-                                  GSI_SAME_STMT);
+                for (const auto &path : charged->second) {
+                    tree deep = make_ssa_name(integer_type_node);
+                    gsi_insert_before(&at,
+                                      gimple_build_assign(deep, PLUS_EXPR, value,
+                                                          build_int_cst(integer_type_node,
+                                                                        path.second)),
+                                      GSI_SAME_STMT);
+                    gsi_insert_before(&at, gimple_build_assign(charged_slot(path.first), deep),
+                                      GSI_SAME_STMT);
+                }
                 // And none pending once it returns: a charged function reached later by
                 // a call that sets none (a checking-mode note from a sanitizer's handler,
                 // D128) must not meet this call's depth.
                 if (!stmt_ends_bb_p(stmt)) {
-                    gimple_stmt_iterator after = gsi_for_stmt(stmt);
-                    gsi_insert_after(&after,
-                                     gimple_build_assign(stack_charged_var,
-                                                         build_int_cst(integer_type_node,
-                                                                       INT_MIN)),
-                                     GSI_NEW_STMT);
+                    for (const auto &path : charged->second) {
+                        gimple_stmt_iterator after = gsi_for_stmt(stmt);
+                        gsi_insert_after(&after,
+                                         gimple_build_assign(charged_slot(path.first),
+                                                             build_int_cst(integer_type_node,
+                                                                           INT_MIN)),
+                                         GSI_NEW_STMT);
+                    }
                 }
             }
             if (is_a<gcall *>(stmt))

@@ -31,22 +31,17 @@ pub struct DeviceFrames {
 }
 
 /// The runtime's functions whose stack a host build charges when a call takes them, not
-/// at every call that could (D122): each is a deep path most calls do not take: printf's
-/// float conversion (about 2 KiB of a Pool core's stack below `printf`'s 700 bytes), and
-/// checking mode's note writer (D128: every copy's use-after-free check can reach it, 60
-/// bytes below the copy's own path, but only a checked launch takes it), and libm's
-/// large reduction by pi/2 (D129: sinf's, cosf's and tanf's, and the doubles', for
-/// |x| >= 2^28 * pi/2, or 2^20 * pi/2). The runtime checks `__customop_stack_charged` on
-/// entry to each (`stack::charged_path`; for libm's, in the runtime's math function before
-/// it calls libm, under libm's own condition). Matched within Rust's symbol names.
-pub const RUNTIME_CHARGED: &[&str] = &[
-    "14neuroncustomop4libc6printf5float",
-    "14neuroncustomop7runtime5state10check_note",
-    "4libm4math14rem_pio2_large",
-];
+/// at every call that could (D122): each begins a deep path most calls do not take
+/// ([`customop_abi::stack::CHARGED_PATHS`]: printf's float conversion, checking mode's note
+/// writer, libm's reductions by pi/2). The runtime checks the path's slot of
+/// `__customop_stack_charged` on entry to each (`stack::charged_path`; for libm's, in the
+/// runtime's math function before it calls libm, under libm's own conditions).
+fn charged_slot(name: &str) -> Option<usize> {
+    customop_abi::stack::charged_path_of(name).map(|p| p.slot)
+}
 
 fn is_charged(name: &str) -> bool {
-    RUNTIME_CHARGED.iter().any(|c| name.contains(c))
+    charged_slot(name).is_some()
 }
 
 /// Visits each function of `roots` and what it calls (`callees`), every one once, after
@@ -255,8 +250,9 @@ impl DeviceFrames {
     /// report, a panic) is not a path a running kernel takes: it does not count; nor does
     /// the runtime's rule check (`customop_abi::rule::require`), which touches its frame
     /// only to report a broken rule.
-    /// A call of a function the runtime charges when taken ([`RUNTIME_CHARGED`]) is left
-    /// out too: its depth is [`DeviceFrames::charged`]'s.
+    /// A call of a function that begins a path the runtime charges when taken
+    /// ([`customop_abi::stack::CHARGED_PATHS`]) is left out too: its depth is
+    /// [`DeviceFrames::charged`]'s.
     pub fn reach(&self) -> BTreeMap<String, u32> {
         let ends = |name: &str| {
             (self.frames.contains_key(name) && !self.returning.contains(name))
@@ -285,43 +281,52 @@ impl DeviceFrames {
     }
 
     /// How deep a call of each function reaches on the device when it takes a path the
-    /// runtime charges when taken ([`RUNTIME_CHARGED`]): the deepest path of frames down to
-    /// a call of such a function, and that function's reach. Functions no such path leaves
-    /// out (D122).
-    pub fn charged(&self) -> BTreeMap<String, u32> {
+    /// runtime charges when taken, per path ([`customop_abi::stack::CHARGED_PATHS`], by
+    /// slot): the deepest path of frames down to a call of a function that begins it, and
+    /// that function's reach. A path to one charged function may pass through another (the
+    /// large reduction lies below the medium one: a call taking it takes both). Functions
+    /// no such path leaves out (D122, D132).
+    pub fn charged(&self) -> BTreeMap<(String, usize), u32> {
         let reach = self.reach();
         let mut callees: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         for (a, b) in &self.calls {
             callees.entry(a.as_str()).or_default().push(b.as_str());
         }
-        let mut charged: BTreeMap<String, Option<u32>> = BTreeMap::new();
-        // A charged function ends a path: its own reach is what the path adds.
-        let followed: BTreeMap<&str, Vec<&str>> = callees
-            .iter()
-            .map(|(f, c)| (*f, c.iter().copied().filter(|g| !is_charged(g)).collect()))
-            .collect();
-        post_order(self.frames.keys(), &followed, |f| {
-            let own = self.frames.get(f).copied().unwrap_or(0);
-            let deepest = callees
-                .get(f)
-                .into_iter()
-                .flatten()
-                .filter_map(|g| match is_charged(g) {
-                    true => Some(reach.get(*g).copied().unwrap_or(0)),
-                    false => charged.get(*g).copied().flatten(),
-                })
-                .max();
-            charged.insert(f.to_string(), deepest.map(|d| own.saturating_add(d)));
-        });
-        charged
-            .into_iter()
-            .filter_map(|(f, d)| Some((f, d?)))
-            .collect()
+        let mut all = BTreeMap::new();
+        for slot in 0..customop_abi::stack::CHARGED_SLOTS {
+            let mut charged: BTreeMap<String, Option<u32>> = BTreeMap::new();
+            // A function that begins this path ends it: its own reach is what it adds.
+            let begins = |g: &str| charged_slot(g) == Some(slot);
+            let followed: BTreeMap<&str, Vec<&str>> = callees
+                .iter()
+                .map(|(f, c)| (*f, c.iter().copied().filter(|g| !begins(g)).collect()))
+                .collect();
+            post_order(self.frames.keys(), &followed, |f| {
+                let own = self.frames.get(f).copied().unwrap_or(0);
+                let deepest = callees
+                    .get(f)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|g| match begins(g) {
+                        true => Some(reach.get(*g).copied().unwrap_or(0)),
+                        false => charged.get(*g).copied().flatten(),
+                    })
+                    .max();
+                charged.insert(f.to_string(), deepest.map(|d| own.saturating_add(d)));
+            });
+            all.extend(
+                charged
+                    .into_iter()
+                    .filter_map(|(f, d)| Some(((f, slot), d?))),
+            );
+        }
+        all
     }
 
     /// A runtime's table for host builds: `D NAME BYTES`, how deep a call of each global
-    /// function reaches on the device, and `R NAME BYTES` where a call of it can take a
-    /// path the runtime charges when taken, how deep that path reaches (D122).
+    /// function reaches on the device, and `R NAME SLOT BYTES` for each path the runtime
+    /// charges when taken that a call of it can take, how deep that path reaches (D122,
+    /// D132).
     pub fn to_runtime_text(&self) -> String {
         let reach = self.reach();
         let charged = self.charged();
@@ -331,8 +336,10 @@ impl DeviceFrames {
             if let Some(n) = reach.get(name) {
                 s.push_str(&format!("D {name} {n}\n"));
             }
-            if let Some(n) = charged.get(name) {
-                s.push_str(&format!("R {name} {n}\n"));
+            for slot in 0..customop_abi::stack::CHARGED_SLOTS {
+                if let Some(n) = charged.get(&(name.clone(), slot)) {
+                    s.push_str(&format!("R {name} {slot} {n}\n"));
+                }
             }
         }
         s
@@ -613,11 +620,43 @@ data:
         assert_eq!(reach[float], 848 + 64);
         // Taking the float path: the frames down to its call, then its own reach.
         let charged = f.charged();
-        assert_eq!(charged["printf"], 32 + 336 + 848 + 64);
-        assert!(!charged.contains_key("puts") && !charged.contains_key("digits"));
+        let slot = customop_abi::stack::PRINTF_FLOAT.slot;
+        assert_eq!(charged[&("printf".into(), slot)], 32 + 336 + 848 + 64);
+        assert_eq!(charged.len(), 2, "printf and format: {charged:?}");
         assert_eq!(
             f.to_runtime_text(),
-            "D printf 432\nR printf 1280\nD puts 48\n"
+            format!("D printf 432\nR printf {slot} 1280\nD puts 48\n")
+        );
+    }
+
+    #[test]
+    fn a_charged_path_below_another_is_charged_through_it() {
+        // sinf reduces inline (k_sinf), through rem_pio2f (the medium reduction), and
+        // rem_pio2f through rem_pio2_large (the large one) for huge arguments.
+        let medium = "_RNvNtNtCs1_4libm4math9rem_pio2f9rem_pio2f";
+        let large = "_RNvNtNtCs1_4libm4math14rem_pio2_large14rem_pio2_large";
+        let f = DeviceFrames::from_assembly(&format!(
+            "\t.globl sinf\n\t.type sinf, @function\nsinf:\n\tentry sp, 48\n\
+             \ts32i a2, sp, 0\n\tcall8 k_sinf\n\tcall8 {medium}\n\tretw.n\n\
+             \t.type k_sinf, @function\nk_sinf:\n\tentry sp, 32\n\ts32i a2, sp, 0\n\tretw.n\n\
+             \t.type {medium}, @function\n{medium}:\n\tentry sp, 64\n\ts32i a2, sp, 0\n\
+             \tcall8 {large}\n\tretw.n\n\
+             \t.type {large}, @function\n{large}:\n\tentry sp, 800\n\ts32i a2, sp, 0\n\tretw.n\n"
+        ));
+        let (m, l) = (
+            customop_abi::stack::MEDIUM_REDUCTION.slot,
+            customop_abi::stack::LARGE_REDUCTION.slot,
+        );
+        // A small argument's path; the medium reduction's (without the large one below
+        // it); the large reduction's, through the medium one.
+        assert_eq!(
+            f.to_runtime_text(),
+            format!(
+                "D sinf {}\nR sinf {l} {}\nR sinf {m} {}\n",
+                48 + 32,
+                48 + 64 + 800,
+                48 + 64
+            )
         );
     }
 

@@ -189,6 +189,17 @@ fn build(cxx: &str, headers: &Path, dir: &Path, plugin: &Path) -> Result<(), Str
 mod tests {
     use super::*;
 
+    /// The plugin stores each charged path's depth in its slot of the runtime's
+    /// `__customop_stack_charged`, an array as long as customop_abi says (D132).
+    #[test]
+    fn the_plugin_knows_as_many_charged_slots_as_the_runtime_has() {
+        let line = format!(
+            "const long CHARGED_SLOTS = {};",
+            customop_abi::stack::CHARGED_SLOTS
+        );
+        assert!(SOURCE.contains(&line), "device_rules.cc lacks `{line}`");
+    }
+
     #[test]
     fn a_compiler_without_plugin_headers_is_told_what_to_install() {
         // `true` answers every question with nothing: no plugin folder.

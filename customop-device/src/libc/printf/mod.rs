@@ -471,7 +471,7 @@ fn digits(dec: &Decimal, from: usize, to: usize) -> &[u8] {
 /// table finds it by its name.
 #[inline(never)]
 fn float(s: &Spec, out: &mut Sink<'_>, v: f64) {
-    crate::runtime::stack::charged_path();
+    crate::runtime::stack::charged_path(customop_abi::stack::PRINTF_FLOAT);
     let upper = s.conv.is_ascii_uppercase();
     let sign = sign(s, v.is_sign_negative());
     if !v.is_finite() {
