@@ -81,8 +81,10 @@ demo:
 		--flame-graph target/demo-profile.svg
 
 ## What make demo runs, built side by side: the CLI and the provider (make test builds the
-## rest of the workspace), the host and Xtensa archives, the board, QEMU, the Cayman library.
-demo-parts: demo-build customop-host customop-device-model core-runner customop-xtensa pool-board pool-qemu $(XTENSA_OUT)/split.so
+## rest of the workspace), the archives of the device's data model (its ops run there: the
+## x86-64 one, for --data-model host, comes with make test) and of Xtensa cores, the board,
+## QEMU, the Cayman library.
+demo-parts: demo-build customop-device-model core-runner customop-xtensa pool-board pool-qemu $(XTENSA_OUT)/split.so
 demo-build: tools-build
 	$(CARGO) build --release -p nrt-pool-cli -p nrtucode-extisa
 
