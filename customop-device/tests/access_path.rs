@@ -55,7 +55,9 @@ fn every_access_path_entry_names_a_function_of_the_xtensa_archive() {
 /// them) loses its `R` lines and fails here.
 #[test]
 fn the_frames_table_charges_each_deep_path_apart() {
-    use customop_abi::stack::{CHECK_NOTE, LARGE_REDUCTION, MEDIUM_REDUCTION, PRINTF_FLOAT};
+    use customop_abi::stack::{
+        CHECK_NOTE, LARGE_REDUCTION, MEDIUM_REDUCTION, PARSE_SLOW, PRINTF_FLOAT,
+    };
     let (path, table) = built("libneuroncustomop.frames");
     let table = String::from_utf8(table).expect("a text table");
     let plain = |name: &str| {
@@ -124,6 +126,27 @@ fn the_frames_table_charges_each_deep_path_apart() {
             .contains(name),
             "{name} can take libm's reductions, but its runtime function does not charge them"
         );
+    }
+    // Rust's float parser takes its slow path only for text beyond its fast path (D134):
+    // strtod's wrapper decides, so only the parsing functions may have the line.
+    for entry in ["strtod", "strtof", "atof"] {
+        let (plain, slow) = both(entry, PARSE_SLOW.slot);
+        assert!(
+            plain + 800 < slow,
+            "{entry}: {plain} by the fast paths, {slow} by the slow one"
+        );
+    }
+    for l in table.lines() {
+        let f: Vec<&str> = l.split(' ').collect();
+        if f.len() == 4 && f[0] == "R" && f[2] == PARSE_SLOW.slot.to_string() {
+            // (std::stof and its kin parse through strtof.)
+            assert!(
+                ["strtod", "strtof", "strtold", "atof"].contains(&f[1])
+                    || f[1].starts_with("_ZNSt3__14sto"),
+                "{} can take the float parser's slow path, but does not charge it",
+                f[1]
+            );
+        }
     }
     // A copy reaches checking mode's note writer only in a checked launch (D128): its
     // plain path leaves the note out, its charged path has it.

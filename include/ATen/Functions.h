@@ -76,33 +76,33 @@ template <typename T, typename F> void map2(const Tensor &out, const Tensor &a, 
 
 inline void same_shape(const char *op, const Tensor &a, const Tensor &b) {
     if (!a.sizes().equals(b.sizes())) {
-        fail_with([&](Msg &m) {
-            m.s("customop: ").s(op).s(": shapes differ (").s(a.label()).s(": rank ").i(a.dim()).s(", ").i(a.numel()).s(" elements; ").s(b.label()).s(": rank ").i(b.dim()).s(", ").i(b.numel()).s(" elements); no broadcasting");
-        });
+        Msg m;
+        m.s("customop: ").s(op).s(": shapes differ (").s(a.label()).s(": rank ").i(a.dim()).s(", ").i(a.numel()).s(" elements; ").s(b.label()).s(": rank ").i(b.dim()).s(", ").i(b.numel()).s(" elements); no broadcasting");
+        fail(m);
     }
 }
 
 inline void same_dtype(const char *op, const Tensor &a, const Tensor &b) {
     if (a.scalar_type() != b.scalar_type()) {
-        fail_with([&](Msg &m) {
-            m.s("customop: ").s(op).s(": dtypes differ (").s(c10::toString(a.scalar_type())).s(" and ").s(c10::toString(b.scalar_type())).s("); no type promotion between tensors");
-        });
+        Msg m;
+        m.s("customop: ").s(op).s(": dtypes differ (").s(c10::toString(a.scalar_type())).s(" and ").s(c10::toString(b.scalar_type())).s("); no type promotion between tensors");
+        fail(m);
     }
 }
 
 inline void integral_only(const char *op, const Tensor &t) {
     if (!c10::isIntegralType(t.scalar_type())) {
-        fail_with([&](Msg &m) {
-            m.s("customop: ").s(op).s(": the input tensors must be of integral types, got ").s(c10::toString(t.scalar_type()));
-        });
+        Msg m;
+        m.s("customop: ").s(op).s(": the input tensors must be of integral types, got ").s(c10::toString(t.scalar_type()));
+        fail(m);
     }
 }
 
 inline void floating_result(const char *op, const Tensor &r) {
     if (!c10::isFloatingType(r.scalar_type())) {
-        fail_with([&](Msg &m) {
-            m.s("customop: ").s(op).s(": the result is floating point and cannot be stored in a tensor of ").s(c10::toString(r.scalar_type()));
-        });
+        Msg m;
+        m.s("customop: ").s(op).s(": the result is floating point and cannot be stored in a tensor of ").s(c10::toString(r.scalar_type()));
+        fail(m);
     }
 }
 
@@ -201,9 +201,9 @@ template <typename F> Tensor &tensor_scalar(const char *op, Tensor &result, cons
     same_shape(op, result, self);
     if (result.scalar_type() != self.scalar_type()) {
         if (result.scalar_type() != ScalarType::Float || !c10::isIntegralType(self.scalar_type())) {
-            fail_with([&](Msg &m) {
-                m.s("customop: ").s(op).s(": a ").s(c10::toString(self.scalar_type())).s(" tensor gives no ").s(c10::toString(result.scalar_type())).s(" result");
-            });
+            Msg m;
+            m.s("customop: ").s(op).s(": a ").s(c10::toString(self.scalar_type())).s(" tensor gives no ").s(c10::toString(result.scalar_type())).s(" result");
+            fail(m);
         }
         float sv = s.toFloat();
         dispatch(self.scalar_type(), [&](auto tag) {

@@ -166,9 +166,9 @@ template <> inline int64_t next_arg<int64_t>(int) {
 /// get_dst_tensor() (the runtime's return path checks dtype and size).
 inline void finish(const torch::Tensor &r) {
     if (!r.defined()) {
-        fail_with([&](Msg &m) {
-            m.s("customop: kernel '").s(current_kernel()).s("' returned an undefined tensor");
-        });
+        Msg m;
+        m.s("customop: kernel '").s(current_kernel()).s("' returned an undefined tensor");
+        fail(m);
     }
     // Checking mode: a multicore kernel should write its part of get_dst_tensor(); each
     // core's returned tensor is copied whole into the output instead.

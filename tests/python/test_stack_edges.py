@@ -463,43 +463,49 @@ def test_libms_reductions_are_charged_when_taken(tmp_path):
     """sinf and sin reduce an argument by pi/2 inline when it is small, through libm's
     medium path past 9*pi/4 (float) or pi/4 (double), and a huge one through the large path
     below it, about 860 bytes deeper than any other: host builds charge each path when the
-    argument takes it (D129, D132), so the longest array before such a call is the same on
-    both backends for every kind of argument (before D129 every call was charged the large
-    path: 600 bytes early; before D133 a small or medium angle stopped 16 bytes early, by
-    torch::empty's error messages counted as if formatted). Small and medium angles reach
-    no deeper than the kernel's torch::empty here, so their edges are that one's."""
+    argument takes it (D129, D132): the huge angles' edges are the same on both backends
+    (before D129 every call was charged the large path: 600 bytes early). Small and medium
+    angles reach no deeper than the kernel's torch::empty here, whose edge host cores meet
+    up to 16 bytes early (D133)."""
     pair = build_pair(tmp_path, "trig_edges", TRIG, TRIG_OPS)
     edges = {isa: {op: edge(pair, isa, op) for op in TRIG_OPS} for isa in ("host", "xtensa")}
-    assert edges["host"] == edges["xtensa"], edges
-    host = edges["host"]
+    host, device = edges["host"], edges["xtensa"]
+    for op in ("sin_large", "sin_large_d", "sincos_large"):
+        assert host[op] == device[op], edges
+    for op in ("sin_small", "sin_medium", "sin_small_d", "sin_medium_d"):
+        assert device[op] - 16 <= host[op] <= device[op], edges
     assert host["sin_small"] >= host["sin_medium"] > host["sin_large"] + 400, edges
     assert host["sin_small_d"] >= host["sin_medium_d"] > host["sin_large_d"] + 400, edges
 
 
-def fixed_locals(tmp, sizes):
-    """Kernels with `volatile char buf[N]`, returning a new tensor (`empty_N`, for each N in
-    `sizes["empty"]`) or the output (`dst_N`), built both ways."""
+RETURNS = {
+    "empty": "    return torch::empty({1}, torch::kFloat);\n",
+    "dst": "    torch::Tensor y = get_dst_tensor();\n    return y;\n",
+}
+
+
+def fixed_locals(tmp, sizes, bodies=RETURNS):
+    """Kernels with `volatile char buf[N]`, then `bodies[kind]`, named KIND_N for each N
+    in `sizes[KIND]`, built both ways."""
     tmp.mkdir(parents=True)
-    kernels = [(kind, n) for kind in ("empty", "dst") for n in sizes[kind]]
-    src = "#include <torch/torch.h>\n" + "".join(
+    kernels = [(kind, n) for kind in sizes for n in sizes[kind]]
+    src = "#include <torch/torch.h>\n#include <stdlib.h>\n" + "".join(
         f"torch::Tensor {kind}_{n}(const torch::Tensor &x) {{\n"
         f"    volatile char buf[{n}];\n"
-        f"    for (int i = 0; i < {n}; i++) buf[i] = (char)i;\n"
-        + ("    return torch::empty({1}, torch::kFloat);\n}\n" if kind == "empty"
-           else "    torch::Tensor y = get_dst_tensor();\n    return y;\n}\n")
+        f"    for (int i = 0; i < {n}; i++) buf[i] = (char)i;\n" + bodies[kind] + "}\n"
         for kind, n in kernels)
     return build_pair(tmp, "fixed", src, [f"{k}_{n}" for k, n in kernels])
 
 
-def test_fixed_locals_overflow_at_the_same_size_on_both_backends(tmp_path):
-    """Large fixed local arrays (the usual way to a deep stack) before the op API's
-    factories and get_dst_tensor(): at every size tried, down to 4-byte steps at the edge,
-    both backends run or both overflow. Before D133 host cores stopped 16 to 80 bytes early:
-    the API's error messages counted as if they were formatted on every call."""
-    lo = {"empty": 6000, "dst": 6000}
-    for step in (320, 64, 16, 4):
+def edges_with_fixed_locals(tmp, bodies, early):
+    """For each kind of `bodies`, the largest fixed array that runs on Xtensa cores, found
+    in five rounds of five sizes (1024, 256, 64, 16 and 4 bytes apart, from 4000). At every size
+    tried host cores never run what the device overflows, and overflow what it runs only
+    within `early[kind]` bytes of its edge (0: both backends agree at every size)."""
+    lo = {k: 4000 for k in bodies}
+    for step in (1024, 256, 64, 16, 4):
         sizes = {k: [lo[k] + i * step for i in range(5)] for k in lo}
-        pair = fixed_locals(tmp_path / str(step), sizes)
+        pair = fixed_locals(tmp / str(step), sizes, bodies)
         for kind in lo:
             outcomes = {}
             for n in sizes[kind]:
@@ -510,7 +516,43 @@ def test_fixed_locals_overflow_at_the_same_size_on_both_backends(tmp_path):
                     except DeviceFault as e:
                         assert "stack overflow" in str(e), str(e)
                         outcomes[(n, isa)] = False
-                assert outcomes[(n, "host")] == outcomes[(n, "xtensa")], (kind, n, outcomes)
             runs = [n for n in sizes[kind] if outcomes[(n, "xtensa")]]
             assert runs and len(runs) < len(sizes[kind]), (kind, step, outcomes)
             lo[kind] = max(runs)
+            for n in sizes[kind]:
+                host, device = outcomes[(n, "host")], outcomes[(n, "xtensa")]
+                assert device or not host, ("host cores ran what the device overflows", kind, n, outcomes)
+                if early.get(kind) == 0:
+                    assert host == device, (kind, n, outcomes)
+                elif step == 4 and kind in early:
+                    assert host or not device or n > lo[kind] - early[kind], (kind, n, outcomes)
+    return lo
+
+
+def test_fixed_locals_never_run_on_host_cores_where_the_device_overflows(tmp_path):
+    """Large fixed local arrays (the usual way to a deep stack) before get_dst_tensor() and
+    torch::empty: at every size tried, down to 4-byte steps at the edge, host cores never
+    run what the device overflows, and stop at most 80 bytes before it (measured: 0 to 64
+    bytes, by library; the checks' fault messages are formatted inline and their frames
+    count, D133)."""
+    edges_with_fixed_locals(tmp_path, RETURNS, {"dst": 80, "empty": 80})
+
+
+PARSES = {
+    # Rust's fast path: no charge.
+    "short": '    volatile float v = strtof("1.5", nullptr); (void)v;\n' + RETURNS["dst"],
+    # 2^53 + 1, then 25 digits: its first 19 and their successor round apart, so Rust's
+    # parser takes its slow path, charged (D134).
+    "long": '    volatile double v = strtod("9007199254740993000000001", nullptr); (void)v;\n'
+            + RETURNS["dst"],
+}
+
+
+def test_strtod_is_charged_its_slow_path_only_for_text_that_may_take_it(tmp_path):
+    """strtod and strtof parse short decimal text by Rust's fast path; only text beyond it
+    may take the slow path's 768-digit decimal: host builds charge it only then (D134;
+    before, every call was: a kernel calling strtof("1.5") stopped about 1 KiB early on
+    host cores). Short text meets the device's edge exactly; text that takes the slow path
+    is charged its whole decimal, of which the device touches only what the text fills, so
+    host cores stop early there, never later."""
+    edges_with_fixed_locals(tmp_path, PARSES, {"short": 0})

@@ -91,11 +91,23 @@ pub const MEDIUM_REDUCTION: ChargedPath = ChargedPath {
     symbols: &["4libm4math9rem_pio2f", "4libm4math8rem_pio2"],
 };
 
+/// The slow path of Rust's decimal float parser (a 768-digit decimal), which strtod,
+/// strtof and atof take only for text its fast and Eisel-Lemire paths cannot round (D134).
+pub const PARSE_SLOW: ChargedPath = ChargedPath {
+    slot: 4,
+    symbols: &["7dec2flt4slow19parse_long_mantissa"],
+};
+
 /// Every charged path; their slots are 0..CHARGED_SLOTS.
-pub const CHARGED_PATHS: [ChargedPath; CHARGED_SLOTS] =
-    [PRINTF_FLOAT, CHECK_NOTE, LARGE_REDUCTION, MEDIUM_REDUCTION];
-/// The number of slots of `__customop_stack_charged` (an `int[4]` in C).
-pub const CHARGED_SLOTS: usize = 4;
+pub const CHARGED_PATHS: [ChargedPath; CHARGED_SLOTS] = [
+    PRINTF_FLOAT,
+    CHECK_NOTE,
+    LARGE_REDUCTION,
+    MEDIUM_REDUCTION,
+    PARSE_SLOW,
+];
+/// The number of slots of `__customop_stack_charged` (an `int[5]` in C).
+pub const CHARGED_SLOTS: usize = 5;
 
 const _: () = {
     let mut i = 0;

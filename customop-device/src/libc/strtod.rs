@@ -21,6 +21,9 @@ trait Format: Copy {
     const PRECISION: i32;
     const MIN_EXP: i32;
     const MAX_EXP: i32;
+    /// Rust's parser takes its exact fast path (Clinger's) for at most 19 digits whose
+    /// value fits the significand and a decimal exponent within this of zero.
+    const FAST_PATH_EXP: i64;
     fn from_f64(v: f64) -> Self;
     fn parse_decimal(text: &str) -> Option<Self>;
     fn to_f64(self) -> f64;
@@ -34,6 +37,7 @@ impl Format for f64 {
     const PRECISION: i32 = 53;
     const MIN_EXP: i32 = -1022;
     const MAX_EXP: i32 = 1023;
+    const FAST_PATH_EXP: i64 = 22;
     fn from_f64(v: f64) -> f64 {
         v
     }
@@ -49,6 +53,7 @@ impl Format for f32 {
     const PRECISION: i32 = 24;
     const MIN_EXP: i32 = -126;
     const MAX_EXP: i32 = 127;
+    const FAST_PATH_EXP: i64 = 10;
     fn from_f64(v: f64) -> f32 {
         v as f32
     }
@@ -173,6 +178,9 @@ fn decimal<F: Format>(s: &[u8]) -> Option<(F, usize, bool)> {
     let mantissa_end = n;
     n += exponent_len(s, n, b'e');
     let text = core::str::from_utf8(&s[..n]).ok()?;
+    if !surely_fast_path::<F>(&s[..mantissa_end], frac, &s[mantissa_end..n]) {
+        crate::runtime::stack::charged_path(customop_abi::stack::PARSE_SLOW);
+    }
     let v = F::parse_decimal(text)?;
     let nonzero = s[..mantissa_end].iter().any(|b| matches!(b, b'1'..=b'9'));
     let w = v.to_f64();
@@ -181,6 +189,30 @@ fn decimal<F: Format>(s: &[u8]) -> Option<(F, usize, bool)> {
         n,
         w.is_infinite() || nonzero && w.abs() < F::least_normal(),
     ))
+}
+
+/// Whether Rust's parser surely reads `digits` (with `frac` of them after the point) and
+/// `exponent` (`e` and a signed integer, or nothing) by its fast path, as it decides: at
+/// most 19 digits, their value within the significand, and the decimal exponent within
+/// `F::FAST_PATH_EXP`. Any other text may take its slow path (a 768-digit decimal, about
+/// 1.3 KiB of a Pool core's stack), which host builds charge when this says it may (D134).
+fn surely_fast_path<F: Format>(digits: &[u8], frac: usize, exponent: &[u8]) -> bool {
+    let mut mantissa = 0u64;
+    let mut count = 0;
+    for d in digits.iter().filter(|d| d.is_ascii_digit()) {
+        count += 1;
+        mantissa = mantissa * 10 + u64::from(d - b'0');
+        if count > 19 || mantissa > 1u64 << F::PRECISION {
+            return false;
+        }
+    }
+    let mut e: i64 = 0;
+    let negative = exponent.get(1) == Some(&b'-');
+    for d in exponent.iter().filter(|d| d.is_ascii_digit()) {
+        e = (e * 10 + i64::from(d - b'0')).min(1 << 20);
+    }
+    let e = if negative { -e } else { e } - frac as i64;
+    (-F::FAST_PATH_EXP..=F::FAST_PATH_EXP).contains(&e)
 }
 
 /// Hexadecimal digits (after `0x`) with an optional binary exponent, rounded to nearest
@@ -389,6 +421,45 @@ mod tests {
             ours32.end,
             f32::from_bits(f)
         );
+    }
+
+    /// The text Rust's parser surely reads by its fast path, as D134 charges it: the split
+    /// `decimal` makes (digits with the point, then the exponent).
+    #[test]
+    fn the_fast_path_is_told_as_rusts_parser_decides_it() {
+        fn fast<F: Format>(text: &str) -> bool {
+            let b = text.as_bytes();
+            let int = run(b, 0, u8::is_ascii_digit);
+            let (frac, end) = if b.get(int) == Some(&b'.') {
+                let f = run(b, int + 1, u8::is_ascii_digit);
+                (f, int + 1 + f)
+            } else {
+                (0, int)
+            };
+            surely_fast_path::<F>(&b[..end], frac, &b[end..])
+        }
+        for t in [
+            "1.5",
+            "100.0",
+            "3e9",
+            "0.001",
+            "123456789012345",
+            "1e22",
+            "1e-22",
+        ] {
+            assert!(fast::<f64>(t), "{t}");
+        }
+        for t in [
+            "9007199254740993",
+            "12345678901234567890",
+            "1e23",
+            "1.5e-23",
+            "0.1e-22",
+        ] {
+            assert!(!fast::<f64>(t), "{t}");
+        }
+        assert!(fast::<f32>("16777216") && fast::<f32>("1e10"));
+        assert!(!fast::<f32>("16777217") && !fast::<f32>("1e11"));
     }
 
     #[test]

@@ -126,7 +126,7 @@ pub extern "C" fn __customop_device_stack_overflow() -> ! {
 
 /// Host cores: per charged path ([`customop_abi::stack::CHARGED_PATHS`], D122, D132), the
 /// depth a call into the runtime reaches if it takes that path, set by instrumented code
-/// before such a call; `i32::MIN` when none is pending. An `int[4]` in C.
+/// before such a call; `i32::MIN` when none is pending. An `int[5]` in C.
 #[cfg(all(not(target_os = "none"), feature = "archive"))]
 #[no_mangle]
 pub static __customop_stack_charged: [AtomicI32; CHARGED_SLOTS] =

@@ -193,9 +193,9 @@ template <typename T, size_t N, bool read_only = false> class TensorAccessor {
   private:
     void check(int64_t i) const {
         if (i < 0 || i >= sizes_[0]) {
-            neuron::detail::fail_with([&](neuron::detail::Msg &m) {
-                m.s("customop: accessor index ").i(i).s(" out of range for a dimension of size ").i(sizes_[0]);
-            });
+            neuron::detail::Msg m;
+            m.s("customop: accessor index ").i(i).s(" out of range for a dimension of size ").i(sizes_[0]);
+            neuron::detail::fail(m);
         }
     }
     unsigned long long soc_;
@@ -209,9 +209,9 @@ template <typename T, bool read_only> class TensorAccessor<T, 1, read_only> {
         : soc_(soc), sizes_(sizes), strides_(strides) {}
     Elem &operator[](int64_t i) const {
         if (i < 0 || i >= sizes_[0]) {
-            neuron::detail::fail_with([&](neuron::detail::Msg &m) {
-                m.s("customop: accessor index ").i(i).s(" out of range for a dimension of size ").i(sizes_[0]);
-            });
+            neuron::detail::Msg m;
+            m.s("customop: accessor index ").i(i).s(" out of range for a dimension of size ").i(sizes_[0]);
+            neuron::detail::fail(m);
         }
         return ::neuron::element<T>(soc_, size_t(i * strides_[0]));
     }
@@ -293,10 +293,10 @@ template <typename T> class StreamState {
         return true;
     }
     [[noreturn]] void past_end(const char *what) const {
-        fail_with([&](Msg &m) {
-            m.s("customop: ").s(what).s("() past the end of a ").s(what).s(" stream accessor (")
-                .i((long long)total_).s(" elements)");
-        });
+        Msg m;
+        m.s("customop: ").s(what).s("() past the end of a ").s(what).s(" stream accessor (")
+            .i((long long)total_).s(" elements)");
+        fail(m);
     }
     unsigned long long soc_ = 0, base_ = 0;
     size_t left_ = 0, total_ = 0, fill_ = 0, pos_ = 0;
@@ -408,23 +408,23 @@ template <bool read_only> class TensorTcmAccessor {
     template <typename T> void check(const char *what, const T *p, size_t off, size_t n) const {
         using neuron::detail::Msg;
         if (c10::CppTypeToScalarType<T>::value != dtype_) {
-            neuron::detail::fail_with([&](Msg &m) {
-                m.s("customop: ").s(what).s("<").s(c10::toString(c10::CppTypeToScalarType<T>::value)).s("> on a tensor of ").s(c10::toString(dtype_));
-            });
+            Msg m;
+            m.s("customop: ").s(what).s("<").s(c10::toString(c10::CppTypeToScalarType<T>::value)).s("> on a tensor of ").s(c10::toString(dtype_));
+            neuron::detail::fail(m);
         }
         if (off > size_t(numel_) || n > size_t(numel_) - off) {
-            neuron::detail::fail_with([&](Msg &m) {
-                m.s("customop: ").s(what).s(": elements [").i((long long)off).s(", ").i((long long)(off + n)).s(") outside a tensor of ").i(numel_).s(" elements");
-            });
+            Msg m;
+            m.s("customop: ").s(what).s(": elements [").i((long long)off).s(", ").i((long long)(off + n)).s(") outside a tensor of ").i(numel_).s(" elements");
+            neuron::detail::fail(m);
         }
         neuron::detail::TcmBlock *b = neuron::detail::tcm_blocks();
         const char *q = reinterpret_cast<const char *>(p);
         for (int k = 0; k < 64; k++) {
             const char *s = static_cast<const char *>(b[k].p);
             if (s && q >= s && q < s + b[k].n && size_t(s + b[k].n - q) < n * sizeof(T)) {
-                neuron::detail::fail_with([&](Msg &m) {
-                    m.s("customop: ").s(what).s(": ").i((long long)(n * sizeof(T))).s(" bytes do not fit the TCM buffer (").i((long long)(s + b[k].n - q)).s(" bytes left of a ").i((long long)b[k].n).s("-byte tcm_malloc block)");
-                });
+                Msg m;
+                m.s("customop: ").s(what).s(": ").i((long long)(n * sizeof(T))).s(" bytes do not fit the TCM buffer (").i((long long)(s + b[k].n - q)).s(" bytes left of a ").i((long long)b[k].n).s("-byte tcm_malloc block)");
+                neuron::detail::fail(m);
             }
         }
     }
@@ -538,14 +538,14 @@ class Tensor {
     const char *label() const { return label_; }
     void no_meta(const char *what) const {
         if (meta_) {
-            neuron::detail::fail_with([&](neuron::detail::Msg &m) {
-                m.s("customop: ").s(what).s(" on ").s(label_).s(": a shape function sees shapes, not data");
-            });
+            neuron::detail::Msg m;
+            m.s("customop: ").s(what).s(" on ").s(label_).s(": a shape function sees shapes, not data");
+            neuron::detail::fail(m);
         }
         if (!defined()) {
-            neuron::detail::fail_with([&](neuron::detail::Msg &m) {
-                m.s("customop: ").s(what).s(" on an undefined tensor");
-            });
+            neuron::detail::Msg m;
+            m.s("customop: ").s(what).s(" on an undefined tensor");
+            neuron::detail::fail(m);
         }
     }
 
@@ -567,26 +567,26 @@ class Tensor {
     size_t wrap(int64_t d) const {
         int64_t r = int64_t(rank_);
         if (d < -r || d >= r) {
-            neuron::detail::fail_with([&](neuron::detail::Msg &m) {
-                m.s("customop: dimension ").i(d).s(" out of range for a tensor of rank ").i(r);
-            });
+            neuron::detail::Msg m;
+            m.s("customop: dimension ").i(d).s(" out of range for a tensor of rank ").i(r);
+            neuron::detail::fail(m);
         }
         return size_t(d < 0 ? d + r : d);
     }
     template <typename T> void data_access(const char *what) const {
         no_meta(what);
         if (c10::CppTypeToScalarType<T>::value != dtype_) {
-            neuron::detail::fail_with([&](neuron::detail::Msg &m) {
-                m.s("customop: ").s(what).s("<").s(c10::toString(c10::CppTypeToScalarType<T>::value)).s("> on ").s(label_).s(", a tensor of ").s(c10::toString(dtype_));
-            });
+            neuron::detail::Msg m;
+            m.s("customop: ").s(what).s("<").s(c10::toString(c10::CppTypeToScalarType<T>::value)).s("> on ").s(label_).s(", a tensor of ").s(c10::toString(dtype_));
+            neuron::detail::fail(m);
         }
     }
     template <typename T> void standard_access(size_t n) const {
         data_access<T>("accessor");
         if (n != rank_) {
-            neuron::detail::fail_with([&](neuron::detail::Msg &m) {
-                m.s("customop: accessor with ").i((long long)n).s(" dimensions on ").s(label_).s(", a tensor of rank ").i((long long)rank_);
-            });
+            neuron::detail::Msg m;
+            m.s("customop: accessor with ").i((long long)n).s(" dimensions on ").s(label_).s(", a tensor of rank ").i((long long)rank_);
+            neuron::detail::fail(m);
         }
         neuron::detail::StorageState &st = neuron::detail::state_of(soc_);
         if (st.readers > 0 || st.writers > 0)
@@ -670,17 +670,15 @@ inline NeuronArgTensor to_desc(const Tensor &t) {
 
 /// Device memory for a new tensor, from the core's HBM heap (given back when its last tensor
 /// goes, and at the launch's end in any case).
-// Out of line, as GCC placed it before D133: inlined, it kept make() out of the kernels
-// that call it, 112 bytes deeper on the device.
-__attribute__((noinline)) inline unsigned long long allocate(uint64_t bytes, const char *who) {
+inline unsigned long long allocate(uint64_t bytes, const char *who) {
     unsigned long long soc = 0;
     if (bytes == 0) bytes = 1;
     if (bytes > 0xffffffffu || neuron_hbm_allocate(unsigned(bytes), &soc, 64) != 0 || soc == 0) {
-        fail_with([&](Msg &m) {
-            m.s("customop: ").s(who).s(": cannot allocate ").i((long long)bytes).s(" bytes from core ").i(get_cpu_id())
-                .s("'s HBM heap (").i((long long)extended_isa::sdk::hbm_scratch_size)
-                .s(" bytes a core, for every tensor a launch makes; docs/decisions.md D74): write the result into get_dst_tensor() instead of returning a new tensor, or make fewer or smaller tensors");
-        });
+        Msg m;
+        m.s("customop: ").s(who).s(": cannot allocate ").i((long long)bytes).s(" bytes from core ").i(get_cpu_id())
+            .s("'s HBM heap (").i((long long)extended_isa::sdk::hbm_scratch_size)
+            .s(" bytes a core, for every tensor a launch makes; docs/decisions.md D74): write the result into get_dst_tensor() instead of returning a new tensor, or make fewer or smaller tensors");
+        fail(m);
     }
     return soc;
 }
@@ -689,11 +687,11 @@ __attribute__((noinline)) inline unsigned long long allocate(uint64_t bytes, con
 /// two inline forms): rank 1 to 8 with every dimension 1 to 65535, or rank 1 to 4 with
 /// every dimension 1 to 4294967295; the element count fits the descriptor's 32 bits.
 /// Returns the element count.
-__attribute__((noinline)) inline uint64_t check_shape(IntArrayRef sizes, const char *who) {
+inline uint64_t check_shape(IntArrayRef sizes, const char *who) {
     if (sizes.size() == 0) {
-        fail_with([&](Msg &m) {
-            m.s("customop: ").s(who).s(": tensors need at least one dimension (the guide: rank 1 to 8)");
-        });
+        Msg m;
+        m.s("customop: ").s(who).s(": tensors need at least one dimension (the guide: rank 1 to 8)");
+        fail(m);
     }
     const uint64_t max_numel = 0xffffffffull;
     uint64_t numel = 1;
@@ -701,9 +699,9 @@ __attribute__((noinline)) inline uint64_t check_shape(IntArrayRef sizes, const c
     for (size_t k = 0; k < sizes.size(); k++) {
         int64_t d = sizes[k];
         if (d < 1) {
-            fail_with([&](Msg &m) {
-                m.s("customop: ").s(who).s(": dimension ").i((long long)k).s(" is ").i(d).s("; every dimension is at least 1 (no empty tensors on the device)");
-            });
+            Msg m;
+            m.s("customop: ").s(who).s(": dimension ").i((long long)k).s(" is ").i(d).s("; every dimension is at least 1 (no empty tensors on the device)");
+            fail(m);
         }
         big = d > big ? d : big;
         // Saturates just past the limit (both factors stay below 2^32, so no overflow).
@@ -711,15 +709,15 @@ __attribute__((noinline)) inline uint64_t check_shape(IntArrayRef sizes, const c
     }
     bool small = big <= 65535, large = sizes.size() <= 4 && uint64_t(big) <= max_numel;
     if (!small && !large) {
-        fail_with([&](Msg &m) {
-            m.s("customop: ").s(who).s(": a shape of rank ").i((long long)sizes.size()).s(" with a dimension of ").i(big)
-                .s(" breaks the guide's limit: up to 8 dimensions of at most 65535, or up to 4 of at most 4294967295 (developer guide, 'Implementing an operator')");
-        });
+        Msg m;
+        m.s("customop: ").s(who).s(": a shape of rank ").i((long long)sizes.size()).s(" with a dimension of ").i(big)
+            .s(" breaks the guide's limit: up to 8 dimensions of at most 65535, or up to 4 of at most 4294967295 (developer guide, 'Implementing an operator')");
+        fail(m);
     }
     if (numel > max_numel) {
-        fail_with([&](Msg &m) {
-            m.s("customop: ").s(who).s(": more than 4294967295 elements (a tensor descriptor counts them in 32 bits)");
-        });
+        Msg m;
+        m.s("customop: ").s(who).s(": more than 4294967295 elements (a tensor descriptor counts them in 32 bits)");
+        fail(m);
     }
     return numel;
 }
@@ -729,9 +727,9 @@ __attribute__((noinline)) inline uint64_t check_shape(IntArrayRef sizes, const c
 inline Tensor make(IntArrayRef sizes, TensorOptions opts, const char *who) {
     ScalarType t = opts.dtype();
     if (c10::elementSize(t) == 0) {
-        fail_with([&](Msg &m) {
-            m.s("customop: ").s(who).s(": unsupported dtype");
-        });
+        Msg m;
+        m.s("customop: ").s(who).s(": unsupported dtype");
+        fail(m);
     }
     uint64_t numel = check_shape(sizes, who);
     if (shape_mode()) return Tensor(0, t, sizes, true, "a tensor from a factory function");

@@ -64,9 +64,9 @@ class IntArrayRef {
     int64_t operator[](size_t k) const { return k < n_ ? v_[k] : 0; }
     int64_t at(size_t k) const {
         if (k >= n_) {
-            torch::neuron::detail::fail_with([&](torch::neuron::detail::Msg &m) {
-                m.s("customop: IntArrayRef::at(").i((long long)k).s(") on a list of ").i((long long)n_).s(" values");
-            });
+            torch::neuron::detail::Msg m;
+            m.s("customop: IntArrayRef::at(").i((long long)k).s(") on a list of ").i((long long)n_).s(" values");
+            torch::neuron::detail::fail(m);
         }
         return v_[k];
     }

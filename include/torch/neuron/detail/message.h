@@ -57,20 +57,9 @@ struct Msg {
 };
 
 [[noreturn]] inline void fail(const Msg &m) { customop_fatal(m.buf, m.n); }
-[[noreturn]] __attribute__((noinline, cold)) inline void fail(const char *text) {
+[[noreturn]] inline void fail(const char *text) {
     Msg m;
     m.s(text);
-    fail(m);
-}
-
-/// Formats a fault's message with `build(m)` and ends the kernel, in a function of its own
-/// that is never inlined and never returns. A kernel's stack is judged by the device
-/// build's frames (D118): formatting (`Msg::i`'s digits and 64-bit division) is deeper than
-/// most checks' good path, and inline it would count against every kernel that passes the
-/// check; a call that never returns does not (D133).
-template <class Build> [[noreturn]] __attribute__((noinline, cold)) void fail_with(Build build) {
-    Msg m;
-    build(m);
     fail(m);
 }
 inline void warn(const Msg &m) {
