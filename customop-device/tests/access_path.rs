@@ -68,13 +68,27 @@ fn the_frames_table_charges_each_deep_path_apart() {
                 .flatten()
         })
     };
-    let charged = |name: &str, slot: usize| {
-        table.lines().find_map(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            (f.len() == 4 && f[0] == "R" && f[1] == name && f[2] == slot.to_string())
-                .then(|| f[3].parse::<u32>().ok())
-                .flatten()
+    // Every `R NAME SLOT BYTES` line, read once.
+    let r_lines: Vec<(&str, usize, u32)> = table
+        .lines()
+        .filter_map(|l| match l.split(' ').collect::<Vec<_>>()[..] {
+            ["R", name, slot, bytes] => Some((name, slot.parse().ok()?, bytes.parse().ok()?)),
+            _ => None,
         })
+        .collect();
+    let charged = |name: &str, slot: usize| {
+        r_lines
+            .iter()
+            .find(|(n, s, _)| *n == name && *s == slot)
+            .map(|(_, _, bytes)| *bytes)
+    };
+    // The functions that may begin a path in their own slot: any other caller would run
+    // past the device's edge on host cores, its runtime function not charging the path.
+    let takers = |slot: usize| {
+        r_lines
+            .iter()
+            .filter(move |(_, s, _)| *s == slot)
+            .map(|(n, _, _)| *n)
     };
     let both = |name: &str, slot: usize| match (plain(name), charged(name, slot)) {
         (Some(p), Some(c)) => (p, c),
@@ -95,9 +109,10 @@ fn the_frames_table_charges_each_deep_path_apart() {
     // libm's reductions by pi/2 are charged only for the arguments that take them: the
     // medium one apart from a small argument's path (either may be deeper: tanf's inline
     // path is), the large one below the medium one.
-    for entry in [
+    const TRIG: [&str; 8] = [
         "sinf", "cosf", "tanf", "sincosf", "sin", "cos", "tan", "sincos",
-    ] {
+    ];
+    for entry in TRIG {
         let (plain, medium) = both(entry, MEDIUM_REDUCTION.slot);
         let (_, large) = both(entry, LARGE_REDUCTION.slot);
         assert!(
@@ -105,25 +120,11 @@ fn the_frames_table_charges_each_deep_path_apart() {
             "{entry}: {plain} reduced inline, {medium} by the medium reduction, {large} by the large"
         );
     }
-    // Only the functions whose runtime wrappers check libm's conditions may have them (the
-    // long double ones are their double ones): any other caller would run past the
-    // device's edge on host cores.
-    let reducing: Vec<&str> = table
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            let slot = f.get(2)?.parse::<usize>().ok()?;
-            (f[0] == "R" && (slot == MEDIUM_REDUCTION.slot || slot == LARGE_REDUCTION.slot))
-                .then_some(f[1])
-        })
-        .collect();
-    for name in &reducing {
+    // Only the functions whose runtime wrappers check libm's conditions may take them (the
+    // long double ones are their double ones).
+    for name in takers(MEDIUM_REDUCTION.slot).chain(takers(LARGE_REDUCTION.slot)) {
         assert!(
-            [
-                "sinf", "cosf", "tanf", "sincosf", "sin", "cos", "tan", "sincos", "sinl", "cosl",
-                "tanl"
-            ]
-            .contains(name),
+            TRIG.contains(&name) || ["sinl", "cosl", "tanl"].contains(&name),
             "{name} can take libm's reductions, but its runtime function does not charge them"
         );
     }
@@ -136,17 +137,13 @@ fn the_frames_table_charges_each_deep_path_apart() {
             "{entry}: {plain} by the fast paths, {slow} by the slow one"
         );
     }
-    for l in table.lines() {
-        let f: Vec<&str> = l.split(' ').collect();
-        if f.len() == 4 && f[0] == "R" && f[2] == PARSE_SLOW.slot.to_string() {
-            // (std::stof and its kin parse through strtof.)
-            assert!(
-                ["strtod", "strtof", "strtold", "atof"].contains(&f[1])
-                    || f[1].starts_with("_ZNSt3__14sto"),
-                "{} can take the float parser's slow path, but does not charge it",
-                f[1]
-            );
-        }
+    for name in takers(PARSE_SLOW.slot) {
+        // (std::stof and its kin parse through strtof.)
+        assert!(
+            ["strtod", "strtof", "strtold", "atof"].contains(&name)
+                || name.starts_with("_ZNSt3__14sto"),
+            "{name} can take the float parser's slow path, but does not charge it"
+        );
     }
     // A copy reaches checking mode's note writer only in a checked launch (D128): its
     // plain path leaves the note out, its charged path has it.

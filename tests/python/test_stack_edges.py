@@ -340,22 +340,28 @@ def test_the_runtimes_paths_meet_the_stacks_edge_where_the_device_does(print_pai
     assert edges["host"] == edges["xtensa"], edges
 
 
+def runs(lib, op, n):
+    """Whether `op` of `lib` runs on an array of `n` floats; False when the stack
+    overflows (any other fault fails the test)."""
+    try:
+        lib.ops[op](np.zeros(n, np.float32))
+        return True
+    except DeviceFault as e:
+        assert "stack overflow" in str(e), str(e)
+        return False
+
+
 def edge(pair, isa, op):
     """The longest array `op` takes before the stack overflows on backend `isa` (bisection
     over the tensor's length, which sizes the kernel's variable-length array)."""
-    def runs(n):
-        try:
-            pair[isa].ops[op](np.zeros(n, np.float32))
-            return True
-        except DeviceFault as e:
-            assert "stack overflow" in str(e), str(e)
-            return False
+    def runs_with(n):
+        return runs(pair[isa], op, n)
 
     lo, hi = 1000, 9000
-    assert runs(lo) and not runs(hi), (isa, op)
+    assert runs_with(lo) and not runs_with(hi), (isa, op)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if runs(mid) else (lo, mid)
+        lo, hi = (mid, hi) if runs_with(mid) else (lo, mid)
     return lo
 
 
@@ -507,18 +513,11 @@ def edges_with_fixed_locals(tmp, bodies, early):
         sizes = {k: [lo[k] + i * step for i in range(5)] for k in lo}
         pair = fixed_locals(tmp / str(step), sizes, bodies)
         for kind in lo:
-            outcomes = {}
-            for n in sizes[kind]:
-                for isa in ("host", "xtensa"):
-                    try:
-                        pair[isa].ops[f"{kind}_{n}"](np.zeros(4, np.float32))
-                        outcomes[(n, isa)] = True
-                    except DeviceFault as e:
-                        assert "stack overflow" in str(e), str(e)
-                        outcomes[(n, isa)] = False
-            runs = [n for n in sizes[kind] if outcomes[(n, "xtensa")]]
-            assert runs and len(runs) < len(sizes[kind]), (kind, step, outcomes)
-            lo[kind] = max(runs)
+            outcomes = {(n, isa): runs(pair[isa], f"{kind}_{n}", 4)
+                        for n in sizes[kind] for isa in ("host", "xtensa")}
+            ran = [n for n in sizes[kind] if outcomes[(n, "xtensa")]]
+            assert ran and len(ran) < len(sizes[kind]), (kind, step, outcomes)
+            lo[kind] = max(ran)
             for n in sizes[kind]:
                 host, device = outcomes[(n, "host")], outcomes[(n, "xtensa")]
                 assert device or not host, ("host cores ran what the device overflows", kind, n, outcomes)
